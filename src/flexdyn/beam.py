@@ -1,0 +1,568 @@
+"""Flexible-body modal data for a straight uniform beam.
+
+This module turns elementary beam properties (mass per length and the axial,
+torsional and bending stiffnesses) into the lumped-mass nodal data that
+describes a flexible body in flexdyn: node positions, node masses, node rotary
+inertias, a mass-normalised modal matrix and the modal stiffness and damping.
+
+Conventions
+-----------
+* The beam is straight and uniform, lies along the body-frame x-axis and runs
+  from the origin (node 0, ``x = 0``) to ``x = length``.
+* Nodal degrees of freedom are ordered **rotation first, then translation**:
+  node ``j`` owns rows ``6j .. 6j+5`` of the modal matrix, in the order
+  ``[rx, ry, rz, tx, ty, tz]``.
+* Small rotations follow the right-hand rule, so for bending
+  ``rz = +d(ty)/dx`` (x-y plane, stiffness ``EI_z``) and
+  ``ry = -d(tz)/dx`` (x-z plane, stiffness ``EI_y``).
+* The mass matrix is lumped: each element gives half of its mass (and half of
+  its polar inertia) to each of its two end nodes.  Euler-Bernoulli bending
+  rotary inertia is neglected, so the only rotary inertia is the polar one
+  about x.  Per node the lumped mass matrix is ``diag(J_j, m_j I3)`` with
+  ``J_j = diag(Ip_j, 0, 0)``; this is exactly the matrix implied by the
+  returned ``node_masses`` and ``node_inertias``, and the modes are
+  mass-normalised with respect to it:
+  ``sum_j Pi_j^T diag(J_j, m_j I3) Pi_j = I``.
+* Degrees of freedom without mass (the bending rotations, and the torsion
+  rotation when no polar inertia is given) are eliminated by static (Guyan)
+  condensation before the eigen-analysis and recovered afterwards, so the
+  rotation rows of the returned modes are filled.
+
+Because the beam is straight and the mass is lumped, axial, torsional and the
+two bending deformations are uncoupled.  They are analysed separately and the
+resulting modes merged in ascending frequency; every mode therefore involves a
+single deformation type (this keeps the modes well defined even when
+``EI_y == EI_z`` makes bending frequencies coincide).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+__all__ = ["BeamModes", "beam_modes", "frame_element_stiffness"]
+
+_BOUNDARIES = ("cantilever", "free-free")
+
+# Local DOF indices inside one node's 6-vector [rx, ry, rz, tx, ty, tz].
+_RX, _RY, _RZ, _TX, _TY, _TZ = range(6)
+
+# Relative frequency threshold (omega / omega_max of a deformation group) below
+# which an eigenpair of a free-free beam is treated as a rigid-body mode.  The
+# rigid-body eigenvalues come out of eigh at ~1e-16 * lambda_max, i.e.
+# omega ~ 1e-8 * omega_max, while the lowest elastic bending eigenvalue is
+# ~ lambda_max / n_elements**4; 3e-7 separates both up to a few thousand elements.
+_RIGID_FREQ_REL_TOL = 3e-7
+
+# Relative tolerance for treating two frequencies as equal when ordering modes.
+_TIE_REL_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class BeamModes:
+    """Lumped-mass modal description of a flexible beam (body frame, SI units).
+
+    Attributes
+    ----------
+    nodes : numpy.ndarray, shape (n, 3)
+        Undeformed node positions [m].
+    node_masses : numpy.ndarray, shape (n,)
+        Lumped point masses [kg].
+    node_inertias : numpy.ndarray, shape (n, 3, 3)
+        Lumped rotary inertias about the nodes [kg m^2].
+    modes : numpy.ndarray, shape (6n, m)
+        Mass-normalised modal matrix Pi.  Rows ``6j .. 6j+5`` hold node ``j``'s
+        ``[rx, ry, rz, tx, ty, tz]`` (rotations [rad], translations [m], per
+        unit modal coordinate).
+    stiffness : numpy.ndarray, shape (m, m)
+        Modal stiffness ``diag(frequencies**2)`` [1/s^2].
+    damping : numpy.ndarray, shape (m, m)
+        Modal damping ``diag(2 zeta_i frequencies_i)`` [1/s].
+    frequencies : numpy.ndarray, shape (m,)
+        Natural circular frequencies [rad/s], ascending.
+    """
+
+    nodes: np.ndarray
+    node_masses: np.ndarray
+    node_inertias: np.ndarray
+    modes: np.ndarray
+    stiffness: np.ndarray
+    damping: np.ndarray
+    frequencies: np.ndarray
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes ``n``."""
+        return int(self.nodes.shape[0])
+
+    @property
+    def n_modes(self) -> int:
+        """Number of modes ``m``."""
+        return int(self.modes.shape[1])
+
+    @property
+    def total_mass(self) -> float:
+        """Total mass of the body [kg]."""
+        return float(np.sum(self.node_masses))
+
+    def mass_matrix(self) -> np.ndarray:
+        """Lumped nodal mass matrix implied by the node data.
+
+        Returns
+        -------
+        numpy.ndarray, shape (6n, 6n)
+            Block diagonal; node ``j``'s block is
+            ``diag(node_inertias[j], node_masses[j] * I3)``.
+        """
+        return _lumped_mass_matrix(self.node_masses, self.node_inertias)
+
+    def to_flex_dict(self) -> dict[str, Any]:
+        """Plain, JSON-serialisable flexible-body description.
+
+        Returns
+        -------
+        dict
+            Keys ``nodes`` (n x 3), ``node_masses`` (n), ``node_inertias``
+            (n x 3 x 3), ``modes`` (6n x m), ``stiffness`` (m x m) and
+            ``damping`` (m x m), each as nested lists of Python floats.
+        """
+        return {
+            "nodes": np.asarray(self.nodes, dtype=float).tolist(),
+            "node_masses": np.asarray(self.node_masses, dtype=float).tolist(),
+            "node_inertias": np.asarray(self.node_inertias, dtype=float).tolist(),
+            "modes": np.asarray(self.modes, dtype=float).tolist(),
+            "stiffness": np.asarray(self.stiffness, dtype=float).tolist(),
+            "damping": np.asarray(self.damping, dtype=float).tolist(),
+        }
+
+
+def frame_element_stiffness(
+    length: float,
+    *,
+    EA: float = 0.0,
+    GJ: float = 0.0,
+    EI_y: float = 0.0,
+    EI_z: float = 0.0,
+) -> np.ndarray:
+    """Stiffness matrix of a 3D Euler-Bernoulli frame element along x.
+
+    Parameters
+    ----------
+    length : float
+        Element length [m].
+    EA : float, optional
+        Axial stiffness [N].
+    GJ : float, optional
+        Torsional stiffness [N m^2].
+    EI_y : float, optional
+        Bending stiffness for deflection ``tz`` / rotation ``ry`` (x-z plane)
+        [N m^2].
+    EI_z : float, optional
+        Bending stiffness for deflection ``ty`` / rotation ``rz`` (x-y plane)
+        [N m^2].
+
+    Returns
+    -------
+    numpy.ndarray, shape (12, 12)
+        Element stiffness for the DOFs ``[rx, ry, rz, tx, ty, tz]`` of the
+        first node followed by those of the second node.  Rigid-body motions of
+        the element (with ``rz = d(ty)/dx`` and ``ry = -d(tz)/dx``) lie in its
+        null space.
+    """
+    L = float(length)
+    if not (math.isfinite(L) and L > 0.0):
+        raise ValueError(f"frame_element_stiffness: length={length!r} must be positive")
+    k = np.zeros((12, 12))
+
+    def add_bar(dof: int, stiff: float) -> None:
+        idx = [dof, 6 + dof]
+        k[np.ix_(idx, idx)] += stiff / L * np.array([[1.0, -1.0], [-1.0, 1.0]])
+
+    add_bar(_TX, EA)
+    add_bar(_RX, GJ)
+
+    # Bending with DOF order (w_a, theta_a, w_b, theta_b), theta = +dw/dx.
+    kb = np.array(
+        [
+            [12.0, 6.0 * L, -12.0, 6.0 * L],
+            [6.0 * L, 4.0 * L * L, -6.0 * L, 2.0 * L * L],
+            [-12.0, -6.0 * L, 12.0, -6.0 * L],
+            [6.0 * L, 2.0 * L * L, -6.0 * L, 4.0 * L * L],
+        ]
+    ) / L**3
+
+    # x-y plane: w = ty, theta = rz = +d(ty)/dx.
+    idx_xy = [_TY, _RZ, 6 + _TY, 6 + _RZ]
+    k[np.ix_(idx_xy, idx_xy)] += EI_z * kb
+    # x-z plane: w = tz, theta = -ry = d(tz)/dx, i.e. flip the rotation sign.
+    flip = np.diag([1.0, -1.0, 1.0, -1.0])
+    idx_xz = [_TZ, _RY, 6 + _TZ, 6 + _RY]
+    k[np.ix_(idx_xz, idx_xz)] += EI_y * (flip @ kb @ flip)
+    return k
+
+
+def beam_modes(
+    length: float,
+    mass_per_length: float,
+    *,
+    EI_y: float | None = None,
+    EI_z: float | None = None,
+    EA: float | None = None,
+    GJ: float | None = None,
+    polar_inertia_per_length: float | None = None,
+    n_elements: int = 10,
+    n_modes: int = 4,
+    boundary: str = "cantilever",
+    damping_ratio: float | Sequence[float] | np.ndarray = 0.0,
+) -> BeamModes:
+    """Modal data of a straight uniform beam from its section properties.
+
+    The beam lies along the body x-axis from the origin to ``x = length`` and
+    is discretised into ``n_elements`` equal Euler-Bernoulli frame elements
+    with a lumped (diagonal) mass matrix.  The first ``n_modes`` elastic modes
+    of the generalised symmetric eigenproblem ``K phi = omega^2 M phi`` are
+    returned, mass-normalised.
+
+    Parameters
+    ----------
+    length : float
+        Beam length L [m], > 0.
+    mass_per_length : float
+        Mass per unit length mu [kg/m], > 0.
+    EI_y : float or None, optional
+        Bending stiffness for deflection along z (``tz``, rotation ``ry``)
+        [N m^2].  None suppresses this deformation (``tz`` and ``ry`` are
+        constrained to zero).
+    EI_z : float or None, optional
+        Bending stiffness for deflection along y (``ty``, rotation ``rz``)
+        [N m^2].  None suppresses this deformation.
+    EA : float or None, optional
+        Axial stiffness [N].  None suppresses axial deformation (``tx`` = 0).
+    GJ : float or None, optional
+        Torsional stiffness [N m^2].  None suppresses torsion (``rx`` = 0).
+    polar_inertia_per_length : float or None, optional
+        Polar mass moment of inertia per unit length about the beam axis,
+        ``mu * r^2`` [kg m].  Default None, i.e. 0.  Torsional modes exist
+        only if this is positive; with ``GJ`` given and no polar inertia the
+        torsion rotations are massless and are condensed out (they are then
+        zero in every mode).
+    n_elements : int, optional
+        Number of equal elements (nodes: ``n_elements + 1``).  Default 10.
+    n_modes : int, optional
+        Number of elastic modes to return.  Default 4.
+    boundary : {"cantilever", "free-free"}, optional
+        ``"cantilever"`` clamps all six DOFs of node 0 (its rows of the modal
+        matrix are zero).  ``"free-free"`` leaves the beam unconstrained; its
+        rigid-body modes are discarded, so the returned modes are
+        mass-orthogonal to the rigid-body motions.  Default ``"cantilever"``.
+    damping_ratio : float or array_like, shape (n_modes,), optional
+        Modal damping ratio zeta (scalar, or one per mode), >= 0.  The modal
+        damping matrix is ``diag(2 zeta_i omega_i)``.  Default 0.
+
+    Returns
+    -------
+    BeamModes
+        Node data and modal matrices; see :class:`BeamModes`.
+
+    Raises
+    ------
+    ValueError
+        On invalid arguments: non-positive ``length`` or ``mass_per_length``,
+        non-positive or non-finite stiffness, negative polar inertia, unknown
+        ``boundary``, no deformation enabled, non-positive ``n_elements`` or
+        ``n_modes``, ``n_modes`` larger than the number of elastic modes of the
+        discretisation, or an invalid ``damping_ratio``.
+    RuntimeError
+        If the free-free rigid-body modes cannot be separated from the elastic
+        ones numerically (extremely fine meshes).
+
+    Notes
+    -----
+    * Node ``j`` lies at ``x_j = j * length / n_elements`` and carries mass
+      ``mu * h`` (``mu * h / 2`` at the two end nodes), ``h = length /
+      n_elements``, and rotary inertia ``diag(Ip_j, 0, 0)`` with ``Ip_j``
+      lumped the same way from ``polar_inertia_per_length``.  Bending rotary
+      inertia is neglected (Euler-Bernoulli).
+    * Lumped-mass frequencies converge from below, with an error decreasing
+      as ``1 / n_elements^2``.  With 20 elements the first four cantilever
+      bending frequencies are within 1 % (the first two within 0.5 %), the
+      first three free-free bending frequencies within 2 % and the first
+      four clamped-free axial/torsional ones within 1.3 %.  The eigenproblem
+      is solved densely and its conditioning grows like ``n_elements^4`` for
+      bending, so a few hundred elements is a sensible upper limit.
+    * Each mode's sign is fixed so that its largest-magnitude translational
+      component (the first one, within a relative 1e-6, in row order) is
+      positive; torsional modes use the rotation rows instead.
+    """
+    name = "beam_modes"
+    L = _positive_float(length, "length", name)
+    mu = _positive_float(mass_per_length, "mass_per_length", name)
+    ea = _optional_stiffness(EA, "EA", name)
+    gj = _optional_stiffness(GJ, "GJ", name)
+    ei_y = _optional_stiffness(EI_y, "EI_y", name)
+    ei_z = _optional_stiffness(EI_z, "EI_z", name)
+    if polar_inertia_per_length is None:
+        ip = 0.0
+    else:
+        ip = _float(polar_inertia_per_length, "polar_inertia_per_length", name)
+        if ip < 0.0:
+            raise ValueError(
+                f"{name}: polar_inertia_per_length={polar_inertia_per_length!r} must be >= 0"
+            )
+    ne = _positive_int(n_elements, "n_elements", name)
+    nm = _positive_int(n_modes, "n_modes", name)
+    if not isinstance(boundary, str) or boundary not in _BOUNDARIES:
+        raise ValueError(
+            f"{name}: boundary={boundary!r} is not one of {', '.join(map(repr, _BOUNDARIES))}"
+        )
+    if ea is None and gj is None and ei_y is None and ei_z is None:
+        raise ValueError(
+            f"{name}: no deformation enabled; give at least one of EI_y, EI_z, EA, GJ"
+        )
+    zeta = _damping_ratios(damping_ratio, nm, name)
+
+    n_nodes = ne + 1
+    h = L / ne
+    nodes = np.zeros((n_nodes, 3))
+    nodes[:, 0] = np.linspace(0.0, L, n_nodes)
+    share = np.full(n_nodes, h)
+    share[0] = share[-1] = 0.5 * h
+    node_masses = mu * share
+    node_inertias = np.zeros((n_nodes, 3, 3))
+    node_inertias[:, 0, 0] = ip * share
+
+    ndof = 6 * n_nodes
+    K = np.zeros((ndof, ndof))
+    ke = frame_element_stiffness(
+        h,
+        EA=ea or 0.0,
+        GJ=gj or 0.0,
+        EI_y=ei_y or 0.0,
+        EI_z=ei_z or 0.0,
+    )
+    for e in range(ne):
+        sl = slice(6 * e, 6 * e + 12)
+        K[sl, sl] += ke
+    mass_diag = np.diag(_lumped_mass_matrix(node_masses, node_inertias)).copy()
+
+    clamped = boundary == "cantilever"
+    first_node = 1 if clamped else 0
+
+    # Uncoupled deformation groups: (label, enabled, node DOFs, rigid motions).
+    groups = [
+        ("bending in x-y (EI_z)", ei_z is not None, (_TY, _RZ), 2),
+        ("bending in x-z (EI_y)", ei_y is not None, (_TZ, _RY), 2),
+        ("axial (EA)", ea is not None, (_TX,), 1),
+        ("torsion (GJ)", gj is not None, (_RX,), 1),
+    ]
+
+    eigvals: list[np.ndarray] = []
+    vectors: list[np.ndarray] = []
+    group_ids: list[np.ndarray] = []
+    n_available = 0
+    for gid, (label, enabled, local_dofs, n_rigid) in enumerate(groups):
+        if not enabled:
+            continue
+        dofs = np.array(
+            [6 * j + d for j in range(first_node, n_nodes) for d in local_dofs], dtype=int
+        )
+        massive = dofs[mass_diag[dofs] > 0.0]
+        massless = dofs[mass_diag[dofs] == 0.0]
+        if massive.size == 0:
+            continue  # e.g. torsion without polar inertia: no dynamics
+        expected_rigid = 0 if clamped else n_rigid
+        lam, phi_full = _group_modes(K, mass_diag, massive, massless, ndof)
+        if expected_rigid:
+            lam, phi_full = _drop_rigid(lam, phi_full, expected_rigid, label, ne, name)
+        n_available += lam.size
+        eigvals.append(lam)
+        vectors.append(phi_full)
+        group_ids.append(np.full(lam.size, gid))
+
+    if nm > n_available:
+        hint = ""
+        if gj is not None and ip == 0.0:
+            hint = " (torsion has no modes without polar_inertia_per_length)"
+        raise ValueError(
+            f"{name}: n_modes={nm} exceeds the {n_available} elastic modes available "
+            f"with n_elements={ne}{hint}"
+        )
+
+    lam_all = np.concatenate(eigvals)
+    phi_all = np.concatenate(vectors, axis=1)
+    gid_all = np.concatenate(group_ids)
+    order = _tie_aware_order(lam_all, gid_all)[:nm]
+    lam_sel = lam_all[order]
+    modes = phi_all[:, order]
+    for i in range(nm):
+        modes[:, i] *= _sign_of(modes[:, i])
+
+    frequencies = np.sqrt(lam_sel)
+    stiffness = np.diag(lam_sel)
+    damping = np.diag(2.0 * zeta * frequencies)
+    return BeamModes(
+        nodes=nodes,
+        node_masses=node_masses,
+        node_inertias=node_inertias,
+        modes=modes,
+        stiffness=stiffness,
+        damping=damping,
+        frequencies=frequencies,
+    )
+
+
+# ----------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------
+
+
+def _lumped_mass_matrix(node_masses: np.ndarray, node_inertias: np.ndarray) -> np.ndarray:
+    n = len(node_masses)
+    M = np.zeros((6 * n, 6 * n))
+    for j in range(n):
+        M[6 * j : 6 * j + 3, 6 * j : 6 * j + 3] = node_inertias[j]
+        M[6 * j + 3 : 6 * j + 6, 6 * j + 3 : 6 * j + 6] = node_masses[j] * np.eye(3)
+    return M
+
+
+def _group_modes(
+    K: np.ndarray,
+    mass_diag: np.ndarray,
+    massive: np.ndarray,
+    massless: np.ndarray,
+    ndof: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Guyan-condense the massless DOFs, solve, recover full 6n-vectors."""
+    Kmm = K[np.ix_(massive, massive)]
+    if massless.size:
+        Kss = K[np.ix_(massless, massless)]
+        Ksm = K[np.ix_(massless, massive)]
+        # Kss is positive definite: with the massive DOFs fixed the beam
+        # cannot move rigidly through its massless rotations alone.
+        T = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(Kss), Ksm)
+        Kc = Kmm + Ksm.T @ T
+    else:
+        T = np.zeros((0, massive.size))
+        Kc = Kmm
+    Kc = 0.5 * (Kc + Kc.T)
+    lam, phi = scipy.linalg.eigh(Kc, np.diag(mass_diag[massive]))
+    full = np.zeros((ndof, lam.size))
+    full[massive, :] = phi
+    if massless.size:
+        full[massless, :] = T @ phi
+    return lam, full
+
+
+def _drop_rigid(
+    lam: np.ndarray,
+    phi: np.ndarray,
+    expected: int,
+    label: str,
+    n_elements: int,
+    name: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Discard the zero-frequency eigenpairs of an unconstrained group."""
+    omega = np.sqrt(np.abs(lam))
+    scale = float(np.max(omega)) if lam.size else 0.0
+    rigid = omega <= _RIGID_FREQ_REL_TOL * scale
+    n_found = int(np.count_nonzero(rigid))
+    if n_found != expected:
+        raise RuntimeError(
+            f"{name}: found {n_found} rigid-body modes for {label} where {expected} were "
+            f"expected (n_elements={n_elements}); the elastic and rigid-body eigenvalues "
+            "cannot be separated numerically, reduce n_elements"
+        )
+    keep = ~rigid
+    return lam[keep], phi[:, keep]
+
+
+def _tie_aware_order(lam: np.ndarray, gid: np.ndarray) -> np.ndarray:
+    """Ascending order; (near-)equal eigenvalues are ordered by group index."""
+    order = np.argsort(lam, kind="stable")
+    out: list[int] = []
+    i = 0
+    while i < order.size:
+        j = i + 1
+        ref = lam[order[i]]
+        while j < order.size and lam[order[j]] - ref <= _TIE_REL_TOL * abs(ref):
+            j += 1
+        cluster = order[i:j]
+        out.extend(cluster[np.argsort(gid[cluster], kind="stable")].tolist())
+        i = j
+    return np.array(out, dtype=int)
+
+
+def _sign_of(v: np.ndarray) -> float:
+    """+1 or -1 so that the largest translational component becomes positive."""
+    trans = v.reshape(-1, 6)[:, 3:].ravel()
+    vmax = float(np.max(np.abs(v)))
+    cand = trans if float(np.max(np.abs(trans))) > 1e-9 * vmax else v
+    a = np.abs(cand)
+    k = int(np.flatnonzero(a >= (1.0 - 1e-6) * a.max())[0])
+    return 1.0 if cand[k] >= 0.0 else -1.0
+
+
+def _float(value: Any, arg: str, name: str) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"{name}: {arg}={value!r} must be a real number")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: {arg}={value!r} must be a real number") from None
+    if not math.isfinite(x):
+        raise ValueError(f"{name}: {arg}={value!r} must be finite")
+    return x
+
+
+def _positive_float(value: Any, arg: str, name: str) -> float:
+    x = _float(value, arg, name)
+    if x <= 0.0:
+        raise ValueError(f"{name}: {arg}={value!r} must be positive")
+    return x
+
+
+def _optional_stiffness(value: Any, arg: str, name: str) -> float | None:
+    if value is None:
+        return None
+    x = _float(value, arg, name)
+    if x <= 0.0:
+        raise ValueError(
+            f"{name}: {arg}={value!r} must be positive (use None to suppress the deformation)"
+        )
+    return x
+
+
+def _positive_int(value: Any, arg: str, name: str) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{name}: {arg}={value!r} must be a positive integer")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name}: {arg}={value!r} must be a positive integer") from None
+    if n < 1:
+        raise ValueError(f"{name}: {arg}={value!r} must be a positive integer")
+    return int(n)
+
+
+def _damping_ratios(value: Any, n_modes: int, name: str) -> np.ndarray:
+    try:
+        z = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name}: damping_ratio={value!r} must be a number or {n_modes} numbers"
+        ) from None
+    if z.ndim == 0:
+        z = np.full(n_modes, float(z))
+    elif z.shape != (n_modes,):
+        raise ValueError(
+            f"{name}: damping_ratio has shape {z.shape}; expected a scalar or ({n_modes},)"
+        )
+    if not np.all(np.isfinite(z)) or np.any(z < 0.0):
+        raise ValueError(f"{name}: damping_ratio={value!r} must be finite and >= 0")
+    return z

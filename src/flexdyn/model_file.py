@@ -1,0 +1,1121 @@
+"""Reading, validating and writing flexdyn model descriptions (model file format, version 1).
+
+A model description is a tree of rigid and flexible bodies joined by joints; the file format is
+specified in ``model-format.md``.  This module turns a *raw* description (as read from JSON/YAML,
+or built in Python from lists or numpy arrays) into a *normalised* dictionary with every default
+filled in and every array converted to a read-only ``float64`` numpy array, and back.
+
+Every malformed input is rejected with a single :class:`ValueError` whose message names the body
+(index and name) and the offending key, e.g.::
+
+    bodies[1] "link2": flex.modes has 17 rows, expected 6 × 3 nodes = 18
+
+Normalised structure
+--------------------
+::
+
+    {"name": str, "gravity": (3,),
+     "bodies": [{"name": str, "parent": int (-1 for ground),
+                 "joint": {"type": str, "axis": (3,) or None, "axes": (2, 3) or None,
+                           "pitch": float, "parent_node": int or None,
+                           "child_node": int or None,
+                           "placement": {"rotation": (3, 3), "translation": (3,)},
+                           "child_placement": {"rotation": (3, 3), "translation": (3,)}},
+                 "rigid": {"mass": float, "com": (3,), "inertia": (3, 3)},
+                 "flex": {"nodes": (n, 3), "node_masses": (n,), "node_inertias": (n, 3, 3),
+                          "modes": (6n, m), "stiffness": (m, m), "damping": (m, m)}}, ...]}
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "JOINT_TYPES",
+    "normalize_model_dict",
+    "read_model_dict",
+    "to_plain_dict",
+    "write_model_dict",
+]
+
+FORMAT_NAME = "flexdyn-model"
+FORMAT_VERSION = 1
+
+#: Joint types and the number of joint coordinates / speeds, ``(nq, nu)``.
+JOINT_TYPES: dict[str, tuple[int, int]] = {
+    "fixed": (0, 0),
+    "revolute": (1, 1),
+    "prismatic": (1, 1),
+    "screw": (1, 1),
+    "cylindrical": (2, 2),
+    "universal": (2, 2),
+    "spherical": (4, 3),
+    "free": (7, 6),
+}
+_AXIS_TYPES = ("revolute", "prismatic", "screw", "cylindrical")
+_AXES_TYPES = ("universal",)
+_PITCH_TYPES = ("screw",)
+
+_TOP_KEYS = ("format", "version", "name", "gravity", "bodies")
+_BODY_KEYS = ("name", "parent", "joint", "rigid", "flex")
+_JOINT_KEYS = (
+    "type",
+    "axis",
+    "axes",
+    "pitch",
+    "parent_node",
+    "child_node",
+    "placement",
+    "child_placement",
+)
+_PLACEMENT_KEYS = ("rotation", "translation")
+_RIGID_KEYS = ("mass", "com", "inertia")
+_FLEX_KEYS = ("nodes", "node_masses", "node_inertias", "modes", "stiffness", "damping")
+
+#: Tolerance of all unit-length, orthonormality, symmetry and definiteness checks.
+TOL = 1e-9
+
+_Shape = tuple[int | None, ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# generic helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _describe(value: Any) -> str:
+    """Return a short description of ``value`` for error messages.
+
+    Parameters
+    ----------
+    value : Any
+        The offending value.
+
+    Returns
+    -------
+    str
+        Its type name and, for short values, its representation.
+    """
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _fmt_shape(shape: Sequence[int | None]) -> str:
+    """Format a shape for messages, writing free dimensions as ``any``.
+
+    Parameters
+    ----------
+    shape : sequence of int or None
+        The shape; ``None`` marks a dimension of any size.
+
+    Returns
+    -------
+    str
+        E.g. ``"(any, 3)"``.
+    """
+    parts = ["any" if s is None else str(s) for s in shape]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def _mapping(path: str, value: Any, allowed: Sequence[str] | None = None) -> Mapping:
+    """Check that ``value`` is a mapping whose keys are all in ``allowed``.
+
+    Parameters
+    ----------
+    path : str
+        Location used in error messages (e.g. ``'bodies[0] "a": joint'``).
+    value : Any
+        The value to check.
+    allowed : sequence of str, optional
+        The allowed keys; if not given, any key is accepted.
+
+    Returns
+    -------
+    Mapping
+        ``value`` itself.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not a mapping or has a key that is not allowed.
+    """
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{path} must be an object (dict), got {_describe(value)}")
+    for key in value:
+        if allowed is not None and key not in allowed:
+            raise ValueError(f"{path} has unknown key {key!r}; allowed keys: {', '.join(allowed)}")
+    return value
+
+
+def _required(path: str, mapping: Mapping, key: str) -> Any:
+    """Return ``mapping[key]``, which must be present and not ``None``.
+
+    Parameters
+    ----------
+    path : str
+        Location of ``mapping`` used in error messages.
+    mapping : Mapping
+        The mapping.
+    key : str
+        The required key.
+
+    Returns
+    -------
+    Any
+        The value.
+
+    Raises
+    ------
+    ValueError
+        If the key is missing or null.
+    """
+    if mapping.get(key) is None:
+        raise ValueError(f"{path} is missing the required key {key!r}")
+    return mapping[key]
+
+
+def _is_int(value: Any) -> bool:
+    """Return whether ``value`` is an integer (booleans excluded)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value: Any) -> bool:
+    """Return whether ``value`` is a real number (booleans excluded)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_leaves(path: str, value: Any) -> None:
+    """Check that a nested list holds only numbers (or numeric numpy arrays).
+
+    Parameters
+    ----------
+    path : str
+        Location used in error messages; element indices are appended.
+    value : Any
+        A number, a numeric numpy array or a (nested) list/tuple of those.
+
+    Raises
+    ------
+    ValueError
+        On strings, mappings, booleans, ``None`` or non-numeric arrays.
+    """
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "iuf":
+            raise ValueError(f"{path} must be numeric, got an array of dtype {value.dtype}")
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_leaves(f"{path}[{i}]", item)
+    elif not _is_real(value):
+        raise ValueError(f"{path} must be a number or a list of numbers, got {_describe(value)}")
+
+
+def _check_finite(path: str, arr: np.ndarray) -> None:
+    """Raise if ``arr`` contains NaN or infinity, naming the first bad index.
+
+    Parameters
+    ----------
+    path : str
+        Location used in error messages.
+    arr : numpy.ndarray
+        The array to check.
+    """
+    bad = np.argwhere(~np.isfinite(arr))
+    if bad.size:
+        idx = tuple(int(i) for i in bad[0])
+        where = f" at index {list(idx)}" if idx else ""
+        raise ValueError(f"{path} contains a non-finite number ({arr[idx]!r}){where}")
+
+
+def _array(
+    path: str,
+    value: Any,
+    shape: _Shape,
+    dims: Sequence[str | None] | None = None,
+) -> np.ndarray:
+    """Convert ``value`` to a finite, read-only ``float64`` array of a given shape.
+
+    Parameters
+    ----------
+    path : str
+        Location used in error messages.
+    value : Any
+        Nested lists/tuples of numbers or a numeric numpy array.
+    shape : tuple of int or None
+        Expected shape; ``None`` marks a free dimension.  An empty input (``[]``) is
+        reshaped to ``shape`` with free dimensions set to 0.
+    dims : sequence of str or None, optional
+        Per dimension, an explanation of the expected size (e.g. ``"6 × 3 nodes"``); used to
+        write ``"has 17 rows, expected 6 × 3 nodes = 18"`` instead of a bare shape comparison.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new read-only array.
+
+    Raises
+    ------
+    ValueError
+        On non-numeric entries, ragged lists, wrong shapes or non-finite numbers.
+    """
+    _check_leaves(path, value)
+    try:
+        arr = np.array(value, dtype=np.float64)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{path} is not a regular array (ragged nested lists?): {exc}") from None
+    if arr.size == 0 and arr.ndim != len(shape):
+        arr = arr.reshape(tuple(0 if s is None else s for s in shape))
+    if arr.ndim != len(shape):
+        got = "a number" if arr.ndim == 0 else f"shape {_fmt_shape(arr.shape)}"
+        raise ValueError(
+            f"{path} must be a {len(shape)}-D array of shape {_fmt_shape(shape)}, got {got}"
+        )
+    names = ("rows", "columns") if len(shape) == 2 else ("entries",) * len(shape)
+    for axis, (got_n, want_n) in enumerate(zip(arr.shape, shape, strict=True)):
+        if want_n is None or got_n == want_n:
+            continue
+        why = dims[axis] if dims is not None else None
+        if why is not None:
+            raise ValueError(f"{path} has {got_n} {names[axis]}, expected {why} = {want_n}")
+        raise ValueError(f"{path} has shape {_fmt_shape(arr.shape)}, expected {_fmt_shape(shape)}")
+    _check_finite(path, arr)
+    arr.setflags(write=False)
+    return arr
+
+
+def _optional_array(path: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """Like :func:`_array`, but ``None`` gives a read-only array of zeros.
+
+    Parameters
+    ----------
+    path : str
+        Location used in error messages.
+    value : Any
+        The value, or ``None`` for the default.
+    shape : tuple of int
+        The (fully determined) expected shape.
+
+    Returns
+    -------
+    numpy.ndarray
+        The array.
+    """
+    if value is None:
+        arr = np.zeros(shape)
+        arr.setflags(write=False)
+        return arr
+    return _array(path, value, shape)
+
+
+def _scalar(path: str, value: Any, default: float | None = None) -> float:
+    """Convert ``value`` to a finite Python float.
+
+    Parameters
+    ----------
+    path : str
+        Location used in error messages.
+    value : Any
+        The number, or ``None`` for ``default``.
+    default : float, optional
+        Value used when ``value`` is ``None``; if not given, ``None`` is an error.
+
+    Returns
+    -------
+    float
+        The number.
+    """
+    if value is None and default is not None:
+        return default
+    if not _is_real(value):
+        raise ValueError(f"{path} must be a number, got {_describe(value)}")
+    out = float(value)
+    if not np.isfinite(out):
+        raise ValueError(f"{path} must be a finite number, got {out!r}")
+    return out
+
+
+def _index(path: str, value: Any, count: int, what: str) -> int | None:
+    """Check an optional index into a list of ``count`` items.
+
+    Parameters
+    ----------
+    path : str
+        Location used in error messages.
+    value : Any
+        ``None`` or an integer (booleans are rejected).
+    count : int
+        Number of valid targets; the index must lie in ``[0, count)``.
+    what : str
+        Description of the targets for messages (e.g. ``'nodes of the parent "a"'``).
+
+    Returns
+    -------
+    int or None
+        The index.
+    """
+    if value is None:
+        return None
+    if not _is_int(value):
+        raise ValueError(f"{path} must be an integer node index or null, got {_describe(value)}")
+    if not 0 <= int(value) < count:
+        raise ValueError(f"{path} = {int(value)} is out of range: {what} has {count} nodes")
+    return int(value)
+
+
+def _scale(mat: np.ndarray) -> float:
+    """Return the largest absolute entry of ``mat`` (the scale of relative tolerances)."""
+    return float(np.max(np.abs(mat))) if mat.size else 0.0
+
+
+def _check_sym_psd(path: str, mat: np.ndarray) -> np.ndarray:
+    """Check that a square matrix is symmetric positive semi-definite (relative tol ``TOL``).
+
+    Parameters
+    ----------
+    path : str
+        Location used in error messages.
+    mat : numpy.ndarray
+        Square matrix.
+
+    Returns
+    -------
+    numpy.ndarray
+        Its eigenvalues in ascending order.
+    """
+    if mat.size == 0:
+        return np.zeros(0)
+    scale = _scale(mat)
+    asym = float(np.max(np.abs(mat - mat.T)))
+    if asym > TOL * scale:
+        raise ValueError(f"{path} is not symmetric (max |A - Aᵀ| = {asym:.3g})")
+    eig = np.linalg.eigvalsh(0.5 * (mat + mat.T))
+    if eig[0] < -TOL * scale:
+        raise ValueError(f"{path} is not positive semi-definite (smallest eigenvalue {eig[0]:.6g})")
+    return eig
+
+
+def _check_inertia(path: str, inertia: np.ndarray) -> None:
+    """Check a 3×3 inertia tensor: symmetric PSD and satisfying the triangle inequality.
+
+    Parameters
+    ----------
+    path : str
+        Location used in error messages.
+    inertia : numpy.ndarray
+        The (3, 3) tensor.
+    """
+    eig = _check_sym_psd(path, inertia)
+    if eig[0] + eig[1] < eig[2] - TOL * _scale(inertia):
+        raise ValueError(
+            f"{path} violates the triangle inequality of principal moments: "
+            f"{eig[0]:.6g} + {eig[1]:.6g} < {eig[2]:.6g}"
+        )
+
+
+def _unit(path: str, vec: np.ndarray) -> None:
+    """Check that a vector has unit length (tolerance ``TOL``).
+
+    Parameters
+    ----------
+    path : str
+        Location used in error messages.
+    vec : numpy.ndarray
+        The vector.
+    """
+    norm = float(np.linalg.norm(vec))
+    if norm == 0.0:
+        raise ValueError(f"{path} is the zero vector, expected a unit vector")
+    if abs(norm - 1.0) > TOL:
+        raise ValueError(f"{path} has norm {norm!r}, expected a unit vector (norm 1)")
+
+
+def _rotation(path: str, value: Any) -> np.ndarray:
+    """Parse a rotation matrix, checking orthonormality and ``det = +1``.
+
+    Parameters
+    ----------
+    path : str
+        Location used in error messages.
+    value : Any
+        A 3×3 nested list or array, or ``None`` for the identity.
+
+    Returns
+    -------
+    numpy.ndarray
+        The read-only (3, 3) matrix.
+    """
+    if value is None:
+        rot = np.eye(3)
+        rot.setflags(write=False)
+        return rot
+    rot = _array(path, value, (3, 3))
+    err = float(np.max(np.abs(rot.T @ rot - np.eye(3))))
+    if err > TOL:
+        raise ValueError(f"{path} is not orthonormal (max |RᵀR - I| = {err:.3g})")
+    det = float(np.linalg.det(rot))
+    if det < 0.0:
+        raise ValueError(f"{path} has determinant {det:.6g}; a rotation needs det = +1")
+    return rot
+
+
+# ---------------------------------------------------------------------------------------------
+# the parts of a body
+# ---------------------------------------------------------------------------------------------
+
+
+def _placement(path: str, value: Any) -> dict[str, np.ndarray]:
+    """Parse a placement (rigid transform), defaulting to the identity.
+
+    Parameters
+    ----------
+    path : str
+        Location used in error messages.
+    value : Mapping or None
+        ``{"rotation": 3×3, "translation": 3}``; missing parts default to identity/zero.
+
+    Returns
+    -------
+    dict
+        ``{"rotation": (3, 3), "translation": (3,)}``.
+    """
+    value = _mapping(path, {} if value is None else value, _PLACEMENT_KEYS)
+    return {
+        "rotation": _rotation(f"{path}.rotation", value.get("rotation")),
+        "translation": _optional_array(f"{path}.translation", value.get("translation"), (3,)),
+    }
+
+
+def _rigid(where: str, value: Any) -> dict[str, Any]:
+    """Parse the ``rigid`` block of a body.
+
+    Parameters
+    ----------
+    where : str
+        Body label used in error messages (e.g. ``'bodies[0] "a"'``).
+    value : Mapping or None
+        The block; absent keys give zero mass, centre of mass and inertia.
+
+    Returns
+    -------
+    dict
+        ``{"mass": float, "com": (3,), "inertia": (3, 3)}``.
+    """
+    path = f"{where}: rigid"
+    value = _mapping(path, {} if value is None else value, _RIGID_KEYS)
+    mass = _scalar(f"{path}.mass", value.get("mass"), default=0.0)
+    if mass < 0.0:
+        raise ValueError(f"{path}.mass is negative ({mass!r}); masses must be >= 0")
+    inertia = _optional_array(f"{path}.inertia", value.get("inertia"), (3, 3))
+    _check_inertia(f"{path}.inertia", inertia)
+    return {
+        "mass": mass,
+        "com": _optional_array(f"{path}.com", value.get("com"), (3,)),
+        "inertia": inertia,
+    }
+
+
+def _flex(where: str, value: Any) -> dict[str, np.ndarray]:
+    """Parse the ``flex`` block of a body.
+
+    Parameters
+    ----------
+    where : str
+        Body label used in error messages.
+    value : Mapping or None
+        The block; ``None`` gives a body without nodes and modes.
+
+    Returns
+    -------
+    dict
+        ``{"nodes", "node_masses", "node_inertias", "modes", "stiffness", "damping"}``.
+    """
+    path = f"{where}: flex"
+    value = _mapping(path, {} if value is None else value, _FLEX_KEYS)
+    if value:
+        nodes = _array(f"{path}.nodes", _required(path, value, "nodes"), (None, 3))
+        raw_masses = _required(path, value, "node_masses")
+    else:
+        nodes, raw_masses = _array(f"{path}.nodes", [], (None, 3)), []
+    n = nodes.shape[0]
+    masses = _array(f"{path}.node_masses", raw_masses, (n,), (f"one per node, {n} nodes",))
+    negative = np.flatnonzero(masses < 0.0)
+    if negative.size:
+        j = int(negative[0])
+        raise ValueError(
+            f"{path}.node_masses[{j}] is negative ({masses[j]!r}); masses must be >= 0"
+        )
+    inertias = _optional_array(f"{path}.node_inertias", value.get("node_inertias"), (n, 3, 3))
+    for j in range(n):
+        _check_inertia(f"{path}.node_inertias[{j}]", inertias[j])
+
+    has_modes, has_stiffness = value.get("modes") is not None, value.get("stiffness") is not None
+    if has_modes != has_stiffness:
+        given, missing = ("modes", "stiffness") if has_modes else ("stiffness", "modes")
+        raise ValueError(f"{path}.{given} is given without flex.{missing}")
+    stiffness = _array(f"{path}.stiffness", value.get("stiffness", []), (None, None))
+    m = stiffness.shape[0]
+    if stiffness.shape[1] != m:
+        raise ValueError(f"{path}.stiffness must be square, got shape {stiffness.shape}")
+    _check_sym_psd(f"{path}.stiffness", stiffness)
+    modes = _array(
+        f"{path}.modes",
+        value.get("modes", []),
+        (6 * n, m),
+        (f"6 × {n} nodes", "the size of flex.stiffness"),
+    )
+    damping = _optional_array(f"{path}.damping", value.get("damping"), (m, m))
+    _check_sym_psd(f"{path}.damping", damping)
+    return {
+        "nodes": nodes,
+        "node_masses": masses,
+        "node_inertias": inertias,
+        "modes": modes,
+        "stiffness": stiffness,
+        "damping": damping,
+    }
+
+
+def _typed_option(path: str, value: Any, jtype: str, types: Sequence[str]) -> bool:
+    """Check presence of a type-specific joint key; return whether it must be parsed.
+
+    Parameters
+    ----------
+    path : str
+        Location of the key used in error messages.
+    value : Any
+        Its value (``None`` when absent).
+    jtype : str
+        The joint type.
+    types : sequence of str
+        The joint types that require the key; the others forbid it.
+
+    Returns
+    -------
+    bool
+        ``True`` when ``jtype`` is in ``types`` (and the value is present).
+    """
+    if jtype in types:
+        if value is None:
+            raise ValueError(f"{path} is required for a {jtype} joint")
+        return True
+    if value is not None:
+        raise ValueError(f"{path} is not allowed for a {jtype} joint (only for {', '.join(types)})")
+    return False
+
+
+def _joint(
+    where: str, value: Any, parent: int, parent_nodes: int, own_nodes: int, parent_label: str
+) -> dict[str, Any]:
+    """Parse the ``joint`` block of a body.
+
+    Parameters
+    ----------
+    where : str
+        Body label used in error messages.
+    value : Any
+        The block.
+    parent : int
+        Index of the parent body, -1 for ground.
+    parent_nodes, own_nodes : int
+        Node counts of the parent and of the body itself.
+    parent_label : str
+        Label of the parent used in error messages.
+
+    Returns
+    -------
+    dict
+        The normalised joint.
+    """
+    path = f"{where}: joint"
+    value = _mapping(path, value, _JOINT_KEYS)
+    jtype = _required(path, value, "type")
+    if not isinstance(jtype, str) or jtype not in JOINT_TYPES:
+        raise ValueError(
+            f"{path}.type must be one of {', '.join(JOINT_TYPES)}, got {_describe(jtype)}"
+        )
+    axis = axes = None
+    if _typed_option(f"{path}.axis", value.get("axis"), jtype, _AXIS_TYPES):
+        axis = _array(f"{path}.axis", value["axis"], (3,))
+        _unit(f"{path}.axis", axis)
+    if _typed_option(f"{path}.axes", value.get("axes"), jtype, _AXES_TYPES):
+        axes = _array(f"{path}.axes", value["axes"], (2, 3))
+        for k in range(2):
+            _unit(f"{path}.axes[{k}]", axes[k])
+        if np.linalg.norm(np.cross(axes[0], axes[1])) <= TOL:
+            raise ValueError(f"{path}.axes are parallel; a universal joint needs two distinct axes")
+    raw_pitch = value.get("pitch")
+    if jtype not in _PITCH_TYPES and _is_real(raw_pitch) and raw_pitch == 0:
+        raw_pitch = None  # an explicit zero pitch is harmless (normalisation writes 0.0)
+    pitch = 0.0
+    if _typed_option(f"{path}.pitch", raw_pitch, jtype, _PITCH_TYPES):
+        pitch = _scalar(f"{path}.pitch", raw_pitch)
+    if parent < 0 and value.get("parent_node") is not None:
+        raise ValueError(
+            f"{path}.parent_node must be null for a body jointed to the ground, "
+            f"got {_describe(value['parent_node'])}"
+        )
+    return {
+        "type": jtype,
+        "axis": axis,
+        "axes": axes,
+        "pitch": pitch,
+        "parent_node": _index(
+            f"{path}.parent_node", value.get("parent_node"), parent_nodes, parent_label
+        ),
+        "child_node": _index(f"{path}.child_node", value.get("child_node"), own_nodes, "the body"),
+        "placement": _placement(f"{path}.placement", value.get("placement")),
+        "child_placement": _placement(f"{path}.child_placement", value.get("child_placement")),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# the model
+# ---------------------------------------------------------------------------------------------
+
+
+def _body_names(bodies: Sequence[Any]) -> list[str]:
+    """Check the body list's entries and names (non-empty, unique); return the names.
+
+    Parameters
+    ----------
+    bodies : sequence
+        The raw body entries.
+
+    Returns
+    -------
+    list of str
+        The body names in file order.
+    """
+    names: list[str] = []
+    for i, body in enumerate(bodies):
+        body = _mapping(f"bodies[{i}]", body)
+        name = _required(f"bodies[{i}]", body, "name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"bodies[{i}]: name must be a non-empty string, got {_describe(name)}")
+        _mapping(f'bodies[{i}] "{name}"', body, _BODY_KEYS)
+        if name in names:
+            raise ValueError(
+                f'bodies[{i}] "{name}": name is a duplicate of bodies[{names.index(name)}]; '
+                "body names must be unique"
+            )
+        names.append(name)
+    return names
+
+
+def _parent(where: str, value: Any, i: int, names: list[str]) -> int:
+    """Resolve a body's ``parent`` to the index of an earlier body (-1 for ground).
+
+    Parameters
+    ----------
+    where : str
+        Body label used in error messages.
+    value : Any
+        The parent's name, ``None`` for ground, or (as in normalised dicts) an index, -1 for ground.
+    i : int
+        Index of the body itself.
+    names : list of str
+        All body names in file order.
+
+    Returns
+    -------
+    int
+        The parent index.
+    """
+    path = f"{where}: parent"
+    if value is None:
+        return -1
+    if isinstance(value, str):
+        if value not in names:
+            raise ValueError(
+                f'{path} "{value}" does not exist; known bodies: '
+                + ", ".join(f'"{n}"' for n in names)
+            )
+        index = names.index(value)
+    elif _is_int(value):
+        index = int(value)
+        if not -1 <= index < len(names):
+            raise ValueError(f"{path} index {index} is out of range (-1 … {len(names) - 1})")
+        if index == -1:
+            return -1
+    else:
+        raise ValueError(f"{path} must be a body name or null, got {_describe(value)}")
+    if index == i:
+        raise ValueError(f"{path} refers to the body itself")
+    if index > i:
+        raise ValueError(
+            f'{path} "{names[index]}" comes later in the list (bodies[{index}]); '
+            "parents must be listed before their children"
+        )
+    return index
+
+
+def _header(d: Any) -> tuple[str, np.ndarray, Sequence[Any]]:
+    """Check the top level of a model description.
+
+    Parameters
+    ----------
+    d : Any
+        The raw model description.
+
+    Returns
+    -------
+    tuple
+        ``(name, gravity, bodies)``.
+    """
+    d = _mapping("model", d, _TOP_KEYS)
+    fmt = d.get("format")
+    if fmt is not None and fmt != FORMAT_NAME:
+        raise ValueError(f"model: format must be {FORMAT_NAME!r}, got {_describe(fmt)}")
+    version = d.get("version")
+    if version is not None and not (_is_int(version) and version == FORMAT_VERSION):
+        raise ValueError(f"model: version must be {FORMAT_VERSION}, got {_describe(version)}")
+    name = d.get("name", "")
+    if not isinstance(name, str):
+        raise ValueError(f"model: name must be a string, got {_describe(name)}")
+    gravity = _optional_array("model: gravity", d.get("gravity"), (3,))
+    bodies = _required("model", d, "bodies")
+    if isinstance(bodies, (str, bytes, Mapping)) or not isinstance(bodies, Sequence):
+        raise ValueError(f"model: bodies must be a list of bodies, got {_describe(bodies)}")
+    if not bodies:
+        raise ValueError("model: bodies is empty; a model needs at least one body")
+    return name, gravity, bodies
+
+
+def normalize_model_dict(d: Mapping) -> dict:
+    """Validate a raw model description and return its normalised form.
+
+    Parameters
+    ----------
+    d : Mapping
+        The model as read from a file (:func:`read_model_dict`) or built in Python; arrays may
+        be nested lists or numpy arrays.  Normalised dicts are accepted too (the operation is
+        idempotent); there ``parent`` may be a body index (-1 for ground) instead of a name.
+
+    Returns
+    -------
+    dict
+        ``{"name", "gravity", "bodies"}`` with every default filled in and every array a
+        read-only ``float64`` numpy array (see the module docstring for the full structure).
+
+    Raises
+    ------
+    ValueError
+        With one message naming the body (index and name) and key of the first problem found.
+    """
+    name, gravity, raw_bodies = _header(d)
+    names = _body_names(raw_bodies)
+    labels = [f'bodies[{i}] "{n}"' for i, n in enumerate(names)]
+    children = [0] * len(names)
+    bodies: list[dict[str, Any]] = []
+    for i, raw in enumerate(raw_bodies):
+        parent = _parent(labels[i], raw.get("parent"), i, names)
+        flex = _flex(labels[i], raw.get("flex"))
+        rigid = _rigid(labels[i], raw.get("rigid"))
+        if parent >= 0:
+            children[parent] += 1
+            parent_nodes, parent_label = bodies[parent]["flex"]["nodes"].shape[0], labels[parent]
+        else:
+            parent_nodes, parent_label = 0, "the ground"
+        joint = _joint(
+            labels[i],
+            _required(labels[i] + ":", raw, "joint"),
+            parent,
+            parent_nodes,
+            flex["nodes"].shape[0],
+            parent_label,
+        )
+        bodies.append(
+            {"name": names[i], "parent": parent, "joint": joint, "rigid": rigid, "flex": flex}
+        )
+    for i, body in enumerate(bodies):
+        total = body["rigid"]["mass"] + float(np.sum(body["flex"]["node_masses"]))
+        if total == 0.0 and children[i] == 0:
+            raise ValueError(
+                f"{labels[i]}: has zero mass and no children; a massless body must carry "
+                "other bodies (rigid.mass + sum of flex.node_masses is 0)"
+            )
+    return {"name": name, "gravity": gravity, "bodies": bodies}
+
+
+# ---------------------------------------------------------------------------------------------
+# back to the file format
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_exactly(value: Any, reference: Any) -> bool:
+    """Return whether ``value`` equals ``reference`` bit for bit (so ``-0.0 != 0.0``).
+
+    Parameters
+    ----------
+    value, reference : array_like
+        The values to compare (as ``float64``).
+
+    Returns
+    -------
+    bool
+        ``True`` when shapes and all bits agree.
+    """
+    a = np.asarray(value, dtype=np.float64)
+    b = np.asarray(reference, dtype=np.float64)
+    return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def _plain_placement(placement: Mapping) -> dict[str, Any]:
+    """Return a placement as lists."""
+    return {
+        "translation": placement["translation"].tolist(),
+        "rotation": placement["rotation"].tolist(),
+    }
+
+
+def _plain_joint(joint: Mapping) -> dict[str, Any]:
+    """Return a normalised joint in the file format, leaving out defaults."""
+    out: dict[str, Any] = {"type": joint["type"]}
+    for key in ("axis", "axes"):
+        if joint[key] is not None:
+            out[key] = joint[key].tolist()
+    if joint["type"] in _PITCH_TYPES:
+        out["pitch"] = float(joint["pitch"])
+    out["parent_node"] = joint["parent_node"]
+    out["child_node"] = joint["child_node"]
+    for key in ("placement", "child_placement"):
+        p = joint[key]
+        identity = _is_exactly(p["rotation"], np.eye(3))
+        if not (identity and _is_exactly(p["translation"], np.zeros(3))):
+            out[key] = _plain_placement(p)
+    return out
+
+
+def _plain_flex(flex: Mapping) -> dict[str, Any] | None:
+    """Return a normalised flex block in the file format, or ``None`` when it is empty."""
+    n, m = flex["nodes"].shape[0], flex["stiffness"].shape[0]
+    if n == 0 and m == 0:
+        return None
+    inertias = flex["node_inertias"]
+    out: dict[str, Any] = {
+        "nodes": flex["nodes"].tolist(),
+        "node_masses": flex["node_masses"].tolist(),
+        "node_inertias": None if _is_exactly(inertias, np.zeros((n, 3, 3))) else inertias.tolist(),
+    }
+    if m:
+        out["modes"] = flex["modes"].tolist()
+        out["stiffness"] = flex["stiffness"].tolist()
+        if not _is_exactly(flex["damping"], np.zeros((m, m))):
+            out["damping"] = flex["damping"].tolist()
+    return out
+
+
+def to_plain_dict(nd: dict) -> dict:
+    """Convert a normalised model back to a JSON-ready dict in the file format.
+
+    Defaults (identity placements, zero node inertias and damping, empty flex blocks) are left
+    out, but only when they hold bit for bit, so that
+    ``normalize_model_dict(to_plain_dict(nd))`` equals ``nd`` exactly.
+
+    Parameters
+    ----------
+    nd : dict
+        A model returned by :func:`normalize_model_dict`.
+
+    Returns
+    -------
+    dict
+        Nested dicts, lists, floats, ints, strings and ``None`` only.
+    """
+    names = [body["name"] for body in nd["bodies"]]
+    bodies = []
+    for body in nd["bodies"]:
+        rigid = body["rigid"]
+        out: dict[str, Any] = {
+            "name": body["name"],
+            "parent": None if body["parent"] < 0 else names[body["parent"]],
+            "joint": _plain_joint(body["joint"]),
+        }
+        if not (
+            _is_exactly(rigid["mass"], 0.0)
+            and _is_exactly(rigid["com"], np.zeros(3))
+            and _is_exactly(rigid["inertia"], np.zeros((3, 3)))
+        ):
+            out["rigid"] = {
+                "mass": float(rigid["mass"]),
+                "com": rigid["com"].tolist(),
+                "inertia": rigid["inertia"].tolist(),
+            }
+        flex = _plain_flex(body["flex"])
+        if flex is not None:
+            out["flex"] = flex
+        bodies.append(out)
+    return {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "name": nd["name"],
+        "gravity": nd["gravity"].tolist(),
+        "bodies": bodies,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# files
+# ---------------------------------------------------------------------------------------------
+
+
+def _jsonable(obj: Any, path: str = "model") -> Any:
+    """Convert numpy arrays/scalars, tuples and mappings to plain JSON types.
+
+    Parameters
+    ----------
+    obj : Any
+        The object.
+    path : str, optional
+        Location used in error messages.
+
+    Returns
+    -------
+    Any
+        Dicts, lists, str, int, float, bool and ``None`` only.
+    """
+    if isinstance(obj, Mapping):
+        for key in obj:
+            if not isinstance(key, str):
+                raise ValueError(f"{path}: key {key!r} is not a string")
+        return {key: _jsonable(val, f"{path}.{key}") for key, val in obj.items()}
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist(), path)
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(val, f"{path}[{i}]") for i, val in enumerate(obj)]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if obj is None or isinstance(obj, (str, int, float)):
+        return obj
+    raise ValueError(f"{path}: cannot write a value of type {type(obj).__name__}")
+
+
+def _dumps(obj: Any, indent: int = 0) -> str:
+    """Format plain JSON data, one matrix row or vector per line.
+
+    Parameters
+    ----------
+    obj : Any
+        Plain JSON data (see :func:`_jsonable`).
+    indent : int, optional
+        Current indentation in spaces.
+
+    Returns
+    -------
+    str
+        JSON text; floats use ``repr`` (shortest round-trip form).
+    """
+    pad, inner = " " * indent, " " * (indent + 2)
+    if isinstance(obj, dict) and obj:
+        items = [f"{inner}{_dumps(k)}: {_dumps(v, indent + 2)}" for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(obj, list) and any(isinstance(v, (list, dict)) for v in obj):
+        items = [inner + _dumps(v, indent + 2) for v in obj]
+        return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+    if isinstance(obj, list):
+        return "[" + ", ".join(_dumps(v) for v in obj) + "]"
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+
+
+def write_model_dict(d: Mapping, path: str | os.PathLike) -> None:
+    """Write a model description as pretty-printed JSON.
+
+    Floats are written in their shortest round-trip form, so reading the file back gives
+    bit-identical numbers.
+
+    Parameters
+    ----------
+    d : Mapping
+        A raw model (e.g. from :func:`to_plain_dict`); numpy arrays and scalars are converted.
+        A normalised model can be written too, but :func:`to_plain_dict` gives a cleaner file.
+    path : str or os.PathLike
+        Destination; YAML suffixes (``.yaml``/``.yml``) are rejected.
+
+    Raises
+    ------
+    ValueError
+        For a YAML destination, non-string keys, unsupported values or non-finite numbers.
+    """
+    path = Path(path)
+    if path.suffix.lower() in (".yaml", ".yml"):
+        raise ValueError(f"{path}: model files are written as JSON only; use a .json path")
+    try:
+        text = _dumps(_jsonable(d))
+    except ValueError as exc:
+        raise ValueError(f"{path}: cannot write model: {exc}") from None
+    path.write_text(text + "\n", encoding="utf-8")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Build a JSON object, rejecting duplicate keys."""
+    out: dict[str, Any] = {}
+    for key, val in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r} in a JSON object")
+        out[key] = val
+    return out
+
+
+def _import_yaml() -> Any:
+    """Return the ``yaml`` module, or ``None`` when PyYAML is not installed."""
+    try:
+        import yaml
+    except ImportError:
+        return None
+    return yaml
+
+
+def read_model_dict(path: str | os.PathLike) -> dict:
+    """Read a raw model description from a JSON or YAML file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.json`` file, or a ``.yaml``/``.yml`` file when PyYAML is installed.
+
+    Returns
+    -------
+    dict
+        The raw (not yet validated) description; pass it to :func:`normalize_model_dict`.
+
+    Raises
+    ------
+    ValueError
+        For an unsupported suffix, YAML without PyYAML, a syntax error, duplicate JSON keys or a
+        top level that is not an object.
+    OSError
+        If the file cannot be read.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_unique_keys)
+        except ValueError as exc:
+            raise ValueError(f"{path}: invalid JSON: {exc}") from None
+    elif suffix in (".yaml", ".yml"):
+        yaml = _import_yaml()
+        if yaml is None:
+            raise ValueError(
+                f"{path}: reading YAML model files needs PyYAML (pip install pyyaml); "
+                "or convert the file to JSON"
+            )
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{path}: invalid YAML: {exc}") from None
+    else:
+        raise ValueError(
+            f"{path}: unsupported model file type {suffix!r}; use .json, .yaml or .yml"
+        )
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: the top level must be an object, got {type(data).__name__}")
+    return data
