@@ -188,14 +188,17 @@ def frame_element_stiffness(
     add_bar(_RX, GJ)
 
     # Bending with DOF order (w_a, theta_a, w_b, theta_b), theta = +dw/dx.
-    kb = np.array(
-        [
-            [12.0, 6.0 * L, -12.0, 6.0 * L],
-            [6.0 * L, 4.0 * L * L, -6.0 * L, 2.0 * L * L],
-            [-12.0, -6.0 * L, 12.0, -6.0 * L],
-            [6.0 * L, 2.0 * L * L, -6.0 * L, 4.0 * L * L],
-        ]
-    ) / L**3
+    kb = (
+        np.array(
+            [
+                [12.0, 6.0 * L, -12.0, 6.0 * L],
+                [6.0 * L, 4.0 * L * L, -6.0 * L, 2.0 * L * L],
+                [-12.0, -6.0 * L, 12.0, -6.0 * L],
+                [6.0 * L, 2.0 * L * L, -6.0 * L, 4.0 * L * L],
+            ]
+        )
+        / L**3
+    )
 
     # x-y plane: w = ty, theta = rz = +d(ty)/dx.
     idx_xy = [_TY, _RZ, 6 + _TY, 6 + _RZ]
@@ -322,9 +325,7 @@ def beam_modes(
             f"{name}: boundary={boundary!r} is not one of {', '.join(map(repr, _BOUNDARIES))}"
         )
     if ea is None and gj is None and ei_y is None and ei_z is None:
-        raise ValueError(
-            f"{name}: no deformation enabled; give at least one of EI_y, EI_z, EA, GJ"
-        )
+        raise ValueError(f"{name}: no deformation enabled; give at least one of EI_y, EI_z, EA, GJ")
     zeta = _damping_ratios(damping_ratio, nm, name)
 
     n_nodes = ne + 1

@@ -232,7 +232,7 @@ def _check_finite(path: str, arr: np.ndarray) -> None:
     if bad.size:
         idx = tuple(int(i) for i in bad[0])
         where = f" at index {list(idx)}" if idx else ""
-        raise ValueError(f"{path} contains a non-finite number ({arr[idx]!r}){where}")
+        raise ValueError(f"{path} contains a non-finite number ({float(arr[idx])!r}){where}")
 
 
 def _array(
@@ -700,7 +700,7 @@ def _body_names(bodies: Sequence[Any]) -> list[str]:
         name = _required(f"bodies[{i}]", body, "name")
         if not isinstance(name, str) or not name:
             raise ValueError(f"bodies[{i}]: name must be a non-empty string, got {_describe(name)}")
-        _mapping(f'bodies[{i}] "{name}"', body, _BODY_KEYS)
+        _mapping(f'bodies[{i}] "{name}":', body, _BODY_KEYS)
         if name in names:
             raise ValueError(
                 f'bodies[{i}] "{name}": name is a duplicate of bodies[{names.index(name)}]; '
@@ -777,7 +777,7 @@ def _header(d: Any) -> tuple[str, np.ndarray, Sequence[Any]]:
     version = d.get("version")
     if version is not None and not (_is_int(version) and version == FORMAT_VERSION):
         raise ValueError(f"model: version must be {FORMAT_VERSION}, got {_describe(version)}")
-    name = d.get("name", "")
+    name = "" if d.get("name") is None else d["name"]
     if not isinstance(name, str):
         raise ValueError(f"model: name must be a string, got {_describe(name)}")
     gravity = _optional_array("model: gravity", d.get("gravity"), (3,))

@@ -1,0 +1,528 @@
+"""Tests of flexdyn.model_file: normalisation, round trips and validation messages."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flexdyn.model_file import (
+    normalize_model_dict,
+    read_model_dict,
+    to_plain_dict,
+    write_model_dict,
+)
+
+EYE = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+MODES = [[0.0]] * 8 + [[1.1], [0.0], [0.35], [0.0], [0.0], [0.0], [1.3], [0.0], [1.0], [0.0]]
+
+
+def example() -> dict[str, Any]:
+    """Return a fresh copy of the example of model-format.md."""
+    return {
+        "format": "flexdyn-model",
+        "version": 1,
+        "name": "two-link flexible arm",
+        "gravity": [0.0, 0.0, -9.81],
+        "bodies": [
+            {
+                "name": "link1",
+                "parent": None,
+                "joint": {
+                    "type": "revolute",
+                    "axis": [0, 0, 1],
+                    "parent_node": None,
+                    "placement": {"translation": [0, 0, 0], "rotation": copy.deepcopy(EYE)},
+                    "child_node": 0,
+                    "child_placement": {"translation": [0, 0, 0], "rotation": copy.deepcopy(EYE)},
+                },
+                "rigid": {
+                    "mass": 2.0,
+                    "com": [0.5, 0, 0],
+                    "inertia": [[0.01, 0, 0], [0, 0.2, 0], [0, 0, 0.2]],
+                },
+                "flex": {
+                    "nodes": [[0, 0, 0], [0.5, 0, 0], [1.0, 0, 0]],
+                    "node_masses": [0.0, 1.0, 0.5],
+                    "node_inertias": None,
+                    "modes": copy.deepcopy(MODES),
+                    "stiffness": [[40.0]],
+                    "damping": [[0.0]],
+                },
+            },
+            {
+                "name": "link2",
+                "parent": "link1",
+                "joint": {
+                    "type": "revolute",
+                    "axis": [0, 0, 1],
+                    "parent_node": 2,
+                    "child_node": None,
+                },
+                "rigid": {
+                    "mass": 1.0,
+                    "com": [0.4, 0, 0],
+                    "inertia": [[0.01, 0, 0], [0, 0.1, 0], [0, 0, 0.1]],
+                },
+            },
+        ],
+    }
+
+
+def rich_model() -> dict[str, Any]:
+    """Return a model exercising every joint type, odd floats and non-default values."""
+    rng = np.random.default_rng(7)
+    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    rot = q * np.sign(np.linalg.det(q))
+    a = rng.normal(size=(3, 3))
+    stiff = a @ a.T
+    d = example()
+    d["gravity"] = [-0.0, 5e-324, -9.80665]
+    d["bodies"][0]["flex"]["node_inertias"] = np.stack([np.diag([1e-3, 2e-3, 2.5e-3])] * 3)
+    d["bodies"][0]["joint"]["placement"] = {"rotation": rot, "translation": rng.normal(size=3)}
+    d["bodies"] += [
+        {
+            "name": "hub",
+            "parent": "link2",
+            "joint": {"type": "screw", "axis": [1, 0, 0], "pitch": 0.1},
+        },
+        {
+            "name": "u",
+            "parent": "hub",
+            "joint": {"type": "universal", "axes": [[1, 0, 0], [0, 1, 0]]},
+            "rigid": {"mass": 0.3},
+            "flex": {
+                "nodes": rng.normal(size=(3, 3)),
+                "node_masses": [0.1, 0.2, 0.3],
+                "modes": rng.normal(size=(18, 3)),
+                "stiffness": stiff,
+                "damping": 1e-3 * stiff,
+            },
+        },
+        {
+            "name": "pts",
+            "parent": "u",
+            "joint": {"type": "fixed", "parent_node": 1, "child_node": 0},
+            "flex": {"nodes": [[0.1, 0.2, 0.3]], "node_masses": [1.0 / 3.0]},
+        },
+        {
+            "name": "nodeless",
+            "parent": "pts",
+            "joint": {"type": "cylindrical", "axis": [0, 1, 0]},
+            "rigid": {"mass": 1.0},
+            "flex": {"nodes": [], "node_masses": [], "modes": [], "stiffness": [[2.0]]},
+        },
+        {
+            "name": "ball",
+            "parent": "link1",
+            "joint": {"type": "spherical", "parent_node": 1},
+            "rigid": {"mass": 0.1, "inertia": np.diag([1.0, 1.0, 2.0])},
+        },
+        {"name": "float", "parent": None, "joint": {"type": "free"}, "rigid": {"mass": 1.0}},
+        {
+            "name": "slider",
+            "parent": "float",
+            "joint": {"type": "prismatic", "axis": [0, 0, -1]},
+            "rigid": {"mass": 0.5, "com": [0.1, -0.0, 1e-300]},
+        },
+    ]
+    return d
+
+
+def assert_same(a: Any, b: Any, path: str = "") -> None:
+    """Assert that two normalised structures are identical, arrays bit for bit."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), path
+        for key in a:
+            assert_same(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same(x, y, f"{path}[{i}]")
+    elif isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and a.dtype == b.dtype == np.float64, path
+        assert a.shape == b.shape and a.tobytes() == b.tobytes(), path
+        assert np.array_equal(a, b), path
+    else:
+        assert type(a) is type(b) and a == b, path
+
+
+def arrays(obj: Any) -> list[np.ndarray]:
+    """Return all numpy arrays inside a nested structure."""
+    if isinstance(obj, dict):
+        return [x for v in obj.values() for x in arrays(v)]
+    if isinstance(obj, list):
+        return [x for v in obj for x in arrays(v)]
+    return [obj] if isinstance(obj, np.ndarray) else []
+
+
+def file_round_trip(nd: dict, tmp_path: Path) -> dict:
+    """Write ``nd`` through to_plain_dict and JSON, read it back and normalise."""
+    path = tmp_path / "model.json"
+    write_model_dict(to_plain_dict(nd), path)
+    return normalize_model_dict(read_model_dict(path))
+
+
+# ----------------------------------------------------------------------------- valid models
+
+
+def test_example_normalises_with_defaults() -> None:
+    nd = normalize_model_dict(example())
+    assert set(nd) == {"name", "gravity", "bodies"}
+    assert nd["name"] == "two-link flexible arm"
+    np.testing.assert_array_equal(nd["gravity"], [0, 0, -9.81])
+    link1, link2 = nd["bodies"]
+    assert (link1["name"], link1["parent"], link2["parent"]) == ("link1", -1, 0)
+    j1, j2 = link1["joint"], link2["joint"]
+    assert (j1["type"], j1["axes"], j1["pitch"], j1["parent_node"], j1["child_node"]) == (
+        "revolute",
+        None,
+        0.0,
+        None,
+        0,
+    )
+    assert (j2["parent_node"], j2["child_node"]) == (2, None)
+    for placement in (j2["placement"], j2["child_placement"]):
+        np.testing.assert_array_equal(placement["rotation"], np.eye(3))
+        np.testing.assert_array_equal(placement["translation"], np.zeros(3))
+    f1, f2 = link1["flex"], link2["flex"]
+    assert {k: v.shape for k, v in f1.items()} == {
+        "nodes": (3, 3),
+        "node_masses": (3,),
+        "node_inertias": (3, 3, 3),
+        "modes": (18, 1),
+        "stiffness": (1, 1),
+        "damping": (1, 1),
+    }
+    assert not f1["node_inertias"].any()
+    assert {k: v.shape for k, v in f2.items()} == {
+        "nodes": (0, 3),
+        "node_masses": (0,),
+        "node_inertias": (0, 3, 3),
+        "modes": (0, 0),
+        "stiffness": (0, 0),
+        "damping": (0, 0),
+    }
+    assert link2["rigid"]["mass"] == 1.0 and isinstance(link2["rigid"]["mass"], float)
+    for arr in arrays(nd):
+        assert arr.dtype == np.float64 and not arr.flags.writeable
+
+
+def test_defaults_for_minimal_bodies() -> None:
+    nd = normalize_model_dict(
+        {
+            "bodies": [
+                {"name": "base", "joint": {"type": "fixed"}},
+                {
+                    "name": "tip",
+                    "parent": "base",
+                    "joint": {"type": "revolute", "axis": [1, 0, 0]},
+                    "flex": {"nodes": [[0, 0, 0]], "node_masses": [1.0]},
+                },
+            ]
+        }
+    )
+    base, tip = nd["bodies"]
+    assert nd["name"] == "" and not nd["gravity"].any()
+    assert base["rigid"]["mass"] == 0.0 and base["rigid"]["inertia"].shape == (3, 3)
+    assert tip["flex"]["modes"].shape == (6, 0) and tip["flex"]["stiffness"].shape == (0, 0)
+
+
+def test_inputs_are_copied() -> None:
+    axis = np.array([0.0, 0.0, 1.0])
+    d = example()
+    d["bodies"][0]["joint"]["axis"] = axis
+    nd = normalize_model_dict(d)
+    axis[2] = 5.0
+    assert nd["bodies"][0]["joint"]["axis"][2] == 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        nd["bodies"][0]["joint"]["axis"][0] = 1.0
+
+
+@pytest.mark.parametrize("make", [example, rich_model])
+def test_round_trip_is_bit_identical(make: Any, tmp_path: Path) -> None:
+    nd = normalize_model_dict(make())
+    plain = to_plain_dict(nd)
+    assert json.loads(json.dumps(plain)) == plain  # plain JSON types only
+    assert_same(nd, file_round_trip(nd, tmp_path))
+    assert_same(nd, normalize_model_dict(plain))
+    assert_same(nd, normalize_model_dict(nd))  # idempotent
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=4, max_size=4))
+def test_round_trip_of_arbitrary_floats(values: list[float]) -> None:
+    d = example()
+    d["gravity"] = values[:3]
+    d["bodies"][1]["rigid"]["com"] = values[1:]
+    d["bodies"][1]["joint"]["placement"] = {"translation": values[:3][::-1]}
+    nd = normalize_model_dict(d)
+    assert_same(nd, normalize_model_dict(json.loads(json.dumps(to_plain_dict(nd)))))
+
+
+def test_massless_link_with_child_is_allowed() -> None:
+    d = example()
+    d["bodies"][0]["rigid"]["mass"] = 0.0
+    d["bodies"][0]["flex"]["node_masses"] = [0.0, 0.0, 0.0]
+    assert normalize_model_dict(d)["bodies"][0]["rigid"]["mass"] == 0.0
+
+
+def test_write_read_file(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    write_model_dict(normalize_model_dict(example()), path)  # normalised dicts can be written too
+    text = path.read_text()
+    assert "[0.0, 0.0, -9.81]" in text and text.endswith("\n")
+    assert_same(normalize_model_dict(read_model_dict(path)), normalize_model_dict(example()))
+
+
+# ----------------------------------------------------------------------------- file errors
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "match"),
+    [
+        ("m.txt", "{}", "unsupported model file type '.txt'"),
+        ("m.json", "{", "invalid JSON"),
+        ("m.json", '{"bodies": [], "bodies": []}', "duplicate key 'bodies'"),
+        ("m.json", "[1, 2]", "top level must be an object"),
+    ],
+)
+def test_read_errors(tmp_path: Path, name: str, text: str, match: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        read_model_dict(path)
+
+
+def test_yaml_needs_pyyaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text("bodies: []\n")
+    monkeypatch.setitem(sys.modules, "yaml", None)
+    with pytest.raises(ValueError, match="needs PyYAML"):
+        read_model_dict(path)
+
+
+def test_yaml_read(tmp_path: Path) -> None:
+    yaml = pytest.importorskip("yaml")
+    nd = normalize_model_dict(example())
+    path = tmp_path / "m.yml"
+    path.write_text(yaml.safe_dump(to_plain_dict(nd)))
+    assert_same(nd, normalize_model_dict(read_model_dict(path)))
+
+
+@pytest.mark.parametrize(
+    ("name", "model", "match"),
+    [
+        ("m.yaml", {}, "written as JSON only"),
+        ("m.json", {"gravity": [float("nan")]}, "cannot write model"),
+        ("m.json", {"x": object()}, r"model\.x: cannot write a value of type object"),
+    ],
+)
+def test_write_errors(tmp_path: Path, name: str, model: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        write_model_dict(model, tmp_path / name)
+
+
+# ----------------------------------------------------------------------------- validation
+
+DELETE = object()
+B0 = ("bodies", 0)
+B1 = ("bodies", 1)
+L1 = r'bodies\[0\] "link1": '
+L2 = r'bodies\[1\] "link2": '
+J0, J1 = (*B0, "joint"), (*B1, "joint")
+F0 = (*B0, "flex")
+R1 = (*B1, "rigid")
+
+
+def apply(d: dict, path: Sequence[Any], value: Any) -> None:
+    """Set (or with ``DELETE`` remove) the item at ``path`` of a nested dict/list."""
+    target = d
+    for key in path[:-1]:
+        target = target[key]
+    if value is DELETE:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+
+
+def ident(match: str) -> str:
+    """Return a readable test id for an expected-message regex."""
+    return re.sub(r"\W+", "_", match.split(": ", 1)[-1])[:60]
+
+
+UNIVERSAL = [((*J1, "type"), "universal"), ((*J1, "axis"), None)]
+TWO_MODES = [((*F0, "modes"), np.ones((18, 2)).tolist())]
+
+ERRORS = [
+    # top level
+    ([(("extra",), 1)], r"model has unknown key 'extra'; allowed keys: format, version, name"),
+    ([(("format",), "other")], r"model: format must be 'flexdyn-model', got str 'other'"),
+    ([(("version",), 2)], r"model: version must be 1, got int 2"),
+    ([(("version",), True)], r"model: version must be 1, got bool True"),
+    ([(("name",), 3)], r"model: name must be a string"),
+    ([(("bodies",), DELETE)], r"model is missing the required key 'bodies'"),
+    ([(("bodies",), [])], r"model: bodies is empty; a model needs at least one body"),
+    ([(("bodies",), {"a": 1})], r"model: bodies must be a list of bodies, got dict"),
+    ([(("gravity",), [0, -9.81])], r"model: gravity has shape \(2,\), expected \(3,\)"),
+    ([(("gravity",), [0, 0, "g"])], r"model: gravity\[2\] must be a number .*got str 'g'"),
+    ([(("gravity",), [0, 0, False])], r"model: gravity\[2\] must be a number .*got bool"),
+    ([(("gravity",), np.array([0, 0, 1], dtype=bool))], r"gravity must be numeric, .*dtype bool"),
+    ([(("gravity",), [0, 0, float("inf")])], r"gravity contains a non-finite number \(inf\)"),
+    # bodies, names, parents
+    ([(B1, [1, 2])], r"bodies\[1\] must be an object \(dict\), got list"),
+    ([((*B1, "colour"), "red")], L2 + r"has unknown key 'colour'; allowed keys: name, parent"),
+    ([((*B1, "name"), DELETE)], r"bodies\[1\] is missing the required key 'name'"),
+    ([((*B1, "name"), "")], r"bodies\[1\]: name must be a non-empty string"),
+    ([((*B1, "name"), "link1")], r'bodies\[1\] "link1": name is a duplicate of bodies\[0\]'),
+    ([((*B1, "parent"), "nope")], L2 + r'parent "nope" does not exist; known bodies: "link1"'),
+    ([((*B0, "parent"), "link2")], L1 + r'parent "link2" comes later in the list \(bodies\[1\]\)'),
+    ([((*B1, "parent"), "link2")], L2 + r"parent refers to the body itself"),
+    ([((*B1, "parent"), 2.5)], L2 + r"parent must be a body name or null, got float 2.5"),
+    ([((*B1, "parent"), 7)], L2 + r"parent index 7 is out of range"),
+    # joints
+    ([((*B1, "joint"), DELETE)], L2 + r"is missing the required key 'joint'"),
+    ([(J1, "revolute")], L2 + r"joint must be an object \(dict\), got str"),
+    ([((*J1, "angle"), 0)], L2 + r"joint has unknown key 'angle'; allowed keys: type, axis"),
+    ([((*J1, "type"), DELETE)], L2 + r"joint is missing the required key 'type'"),
+    ([((*J1, "type"), "hinge")], L2 + r"joint\.type must be one of fixed, revolute, .*'hinge'"),
+    ([((*J1, "axis"), DELETE)], L2 + r"joint\.axis is required for a revolute joint"),
+    ([((*J1, "type"), "spherical")], L2 + r"joint\.axis is not allowed for a spherical joint"),
+    ([((*J1, "axis"), [0, 0, 2])], L2 + r"joint\.axis has norm 2\.0, expected a unit vector"),
+    ([((*J1, "axis"), [0, 0, 1 + 1e-6])], L2 + r"joint\.axis has norm 1\.000001"),
+    ([((*J1, "axis"), [0, 0, 0])], L2 + r"joint\.axis is the zero vector"),
+    ([((*J1, "axis"), [0, 1])], L2 + r"joint\.axis has shape \(2,\), expected \(3,\)"),
+    ([((*J1, "axis"), {"z": 1})], L2 + r"joint\.axis must be a number or a list .*got dict"),
+    (
+        [((*J1, "type"), "universal"), ((*J1, "axis"), DELETE)],
+        L2 + r"joint\.axes is required for a universal joint",
+    ),
+    (
+        [*UNIVERSAL, ((*J1, "axes"), [[1, 0, 0], [0, 0.5, 0]])],
+        L2 + r"joint\.axes\[1\] has norm 0\.5, expected a unit vector",
+    ),
+    ([*UNIVERSAL, ((*J1, "axes"), [[1, 0, 0], [1, 0, 0]])], L2 + r"joint\.axes are parallel"),
+    (
+        [*UNIVERSAL, ((*J1, "axes"), [[1, 0, 0]])],
+        L2 + r"joint\.axes has shape \(1, 3\), expected \(2, 3\)",
+    ),
+    ([((*J1, "type"), "screw")], L2 + r"joint\.pitch is required for a screw joint"),
+    ([((*J1, "type"), "screw"), ((*J1, "pitch"), "1mm")], L2 + r"joint\.pitch must be a number"),
+    ([((*J1, "pitch"), 0.1)], L2 + r"joint\.pitch is not allowed for a revolute joint"),
+    (
+        [((*J1, "placement"), {"scale": 2})],
+        L2 + r"joint\.placement has unknown key 'scale'; allowed keys: rotation, translation",
+    ),
+    (
+        [((*J1, "placement"), {"rotation": [[1, 0, 0], [0, 1, 0.1], [0, 0, 1]]})],
+        L2 + r"joint\.placement\.rotation is not orthonormal",
+    ),
+    (
+        [((*J1, "placement"), {"rotation": np.diag([1.0, 1.0, -1.0])})],
+        L2 + r"joint\.placement\.rotation has determinant -1; a rotation needs det = \+1",
+    ),
+    (
+        [((*J1, "child_placement"), {"translation": [0, float("nan"), 0]})],
+        L2 + r"joint\.child_placement\.translation contains a non-finite number \(nan\) at index",
+    ),
+    (
+        [((*J1, "parent_node"), 3)],
+        L2 + r'joint\.parent_node = 3 is out of range: bodies\[0\] "link1" has 3 nodes',
+    ),
+    ([((*J1, "parent_node"), True)], L2 + r"joint\.parent_node must be an integer .*got bool"),
+    ([((*J1, "parent_node"), 1.0)], L2 + r"joint\.parent_node must be an integer .*got float"),
+    ([((*J0, "parent_node"), 0)], L1 + r"joint\.parent_node must be null for a body jointed to"),
+    ([((*J1, "child_node"), 0)], L2 + r"joint\.child_node = 0 is out of range: the body has 0"),
+    ([((*J0, "child_node"), -1)], L1 + r"joint\.child_node = -1 is out of range"),
+    # rigid
+    ([(R1, [1.0])], L2 + r"rigid must be an object \(dict\), got list"),
+    ([((*R1, "volume"), 1)], L2 + r"rigid has unknown key 'volume'; allowed keys: mass, com"),
+    ([((*R1, "mass"), -1.0)], L2 + r"rigid\.mass is negative \(-1\.0\)"),
+    ([((*R1, "mass"), "1kg")], L2 + r"rigid\.mass must be a number, got str '1kg'"),
+    ([((*R1, "mass"), True)], L2 + r"rigid\.mass must be a number, got bool"),
+    ([((*R1, "mass"), float("inf"))], L2 + r"rigid\.mass must be a finite number, got inf"),
+    ([((*R1, "com"), {"x": 0})], L2 + r"rigid\.com must be a number or a list of numbers"),
+    ([((*R1, "inertia"), [[1, 0.1, 0], [0, 1, 0], [0, 0, 1]])], L2 + r"rigid\.inertia is not symm"),
+    ([((*R1, "inertia"), np.diag([1, 1, -0.1]))], L2 + r"rigid\.inertia is not positive semi-def"),
+    (
+        [((*R1, "inertia"), np.diag([0.01, 0.01, 1]))],
+        L2 + r"rigid\.inertia violates the triangle inequality",
+    ),
+    (
+        [((*R1, "inertia"), [[1, 0, 0], [0, 1], [0, 0, 1]])],
+        L2 + r"rigid\.inertia is not a regular array",
+    ),
+    # flex
+    ([(F0, [])], L1 + r"flex must be an object \(dict\), got list"),
+    (
+        [((*F0, "strain"), 0)],
+        L1 + r"flex has unknown key 'strain'; allowed keys: nodes, node_masses",
+    ),
+    ([((*F0, "nodes"), DELETE)], L1 + r"flex is missing the required key 'nodes'"),
+    ([((*F0, "node_masses"), DELETE)], L1 + r"flex is missing the required key 'node_masses'"),
+    ([((*F0, "modes"), MODES[:17])], L1 + r"flex\.modes has 17 rows, expected 6 × 3 nodes = 18"),
+    (TWO_MODES, L1 + r"flex\.modes has 2 columns, expected the size of flex\.stiffness = 1"),
+    ([((*F0, "modes", 8, 0), "x")], L1 + r"flex\.modes\[8\]\[0\] must be a number"),
+    ([((*F0, "modes", 8, 0), float("-inf"))], L1 + r"flex\.modes contains a non-finite number"),
+    ([((*F0, "modes"), DELETE)], L1 + r"flex\.stiffness is given without flex\.modes"),
+    ([((*F0, "stiffness"), DELETE)], L1 + r"flex\.modes is given without flex\.stiffness"),
+    (
+        [((*F0, "nodes"), [[0, 0], [1, 0], [2, 0]])],
+        L1 + r"flex\.nodes has shape \(3, 2\), expected \(any, 3\)",
+    ),
+    (
+        [((*F0, "node_masses"), [1.0, 1.0])],
+        L1 + r"flex\.node_masses has 2 entries, expected one per node, 3 nodes = 3",
+    ),
+    ([((*F0, "node_masses"), [0.0, -1.0, 0.5])], L1 + r"flex\.node_masses\[1\] is negative"),
+    (
+        [((*F0, "node_inertias"), np.eye(3))],
+        L1 + r"flex\.node_inertias must be a 3-D array of shape \(3, 3, 3\), got shape \(3, 3\)",
+    ),
+    (
+        [((*F0, "node_inertias"), [np.zeros((3, 3))] * 2 + [np.triu(np.ones((3, 3)))])],
+        L1 + r"flex\.node_inertias\[2\] is not symmetric",
+    ),
+    (
+        [((*F0, "node_inertias"), [np.diag([1.0, 0.1, 0.1])] * 3)],
+        L1 + r"flex\.node_inertias\[0\] violates the triangle inequality",
+    ),
+    ([((*F0, "stiffness"), [[-1.0]])], L1 + r"flex\.stiffness is not positive semi-definite"),
+    (
+        [*TWO_MODES, ((*F0, "stiffness"), [[1, 2], [0, 1]]), ((*F0, "damping"), None)],
+        L1 + r"flex\.stiffness is not symmetric",
+    ),
+    ([((*F0, "stiffness"), [[1.0, 0.0]])], L1 + r"flex\.stiffness must be square"),
+    ([((*F0, "damping"), [[-1.0]])], L1 + r"flex\.damping is not positive semi-definite"),
+    (
+        [*TWO_MODES, ((*F0, "stiffness"), np.eye(2)), ((*F0, "damping"), [[1, 1], [0, 1]])],
+        L1 + r"flex\.damping is not symmetric",
+    ),
+    ([((*F0, "damping"), [[0, 0]])], L1 + r"flex\.damping has shape \(1, 2\), expected \(1, 1\)"),
+    # mass
+    ([((*R1, "mass"), 0.0)], L2 + r"has zero mass and no children; a massless body must carry"),
+]
+
+
+@pytest.mark.parametrize(("changes", "match"), ERRORS, ids=[ident(m) for _, m in ERRORS])
+def test_invalid_models_are_rejected(changes: list[tuple[tuple, Any]], match: str) -> None:
+    d = example()
+    for path, value in changes:
+        apply(d, path, value)
+    with pytest.raises(ValueError, match=match) as info:
+        normalize_model_dict(d)
+    assert info.value.__cause__ is None and "\n" not in str(info.value)
+
+
+def test_top_level_must_be_a_mapping() -> None:
+    with pytest.raises(ValueError, match=r"model must be an object \(dict\), got list"):
+        normalize_model_dict([])  # type: ignore[arg-type]
