@@ -41,23 +41,23 @@ __all__ = [
 
 
 def _spd_inverse(D: np.ndarray, model: Model, i: int, what: str) -> np.ndarray:
-    """Inverse of a symmetric positive definite ``D`` via Cholesky; ``ValueError`` naming the
-    body if ``D`` is singular or indefinite."""
-    if D.shape[0] == 0:
+    """Inverse of a symmetric positive definite ``D`` from its Cholesky factor (LAPACK
+    ``potrf``/``potri``); ``ValueError`` naming the body if ``D`` is singular or indefinite."""
+    n = D.shape[0]
+    if n == 0:
         return D
-    scale = max(float(np.max(np.abs(np.diag(D)))), np.finfo(float).tiny)
-    try:
-        L = np.linalg.cholesky(D)
-    except np.linalg.LinAlgError:
-        L = None
-    if L is None or np.min(np.abs(np.diag(L))) ** 2 <= 1e-13 * scale:
+    scale = max(float(np.max(np.abs(np.diag(D.real)))), np.finfo(float).tiny)
+    potrf, potri = scipy.linalg.lapack.get_lapack_funcs(("potrf", "potri"), (D,))
+    L, info = potrf(D, lower=1, clean=0)
+    if info != 0 or np.min(np.abs(np.diag(L))) ** 2 <= 1e-13 * scale:
         raise ValueError(
             f"articulated inertia {what} of body {i} {model.names[i]!r} is singular or not "
             "positive definite (a degree of freedom without inertia, e.g. a massless body "
             "on its joint?)"
         )
-    Linv = scipy.linalg.solve_triangular(L, np.eye(D.shape[0]), lower=True, check_finite=False)
-    return Linv.T @ Linv
+    Dinv, info = potri(L, lower=1)
+    Dinv = np.tril(Dinv)
+    return Dinv + np.tril(Dinv, -1).T
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,15 +16,15 @@ Conventions
   ``rz = +d(ty)/dx`` (x-y plane, stiffness ``EI_z``) and
   ``ry = -d(tz)/dx`` (x-z plane, stiffness ``EI_y``).
 * The mass matrix is lumped: each element gives half of its mass (and half of
-  its polar inertia) to each of its two end nodes.  Euler-Bernoulli bending
-  rotary inertia is neglected, so the only rotary inertia is the polar one
-  about x.  Per node the lumped mass matrix is ``diag(J_j, m_j I3)`` with
-  ``J_j = diag(Ip_j, 0, 0)``; this is exactly the matrix implied by the
+  its polar inertia) to each of its two end nodes.  The node rotary inertia is
+  ``J_j = diag(Ip_j, Ip_j/2, Ip_j/2)`` from the polar inertia (zero without
+  one: Euler-Bernoulli bending without rotary inertia).  Per node the lumped
+  mass matrix is ``diag(J_j, m_j I3)``; this is exactly the matrix implied by the
   returned ``node_masses`` and ``node_inertias``, and the modes are
   mass-normalised with respect to it:
   ``sum_j Pi_j^T diag(J_j, m_j I3) Pi_j = I``.
-* Degrees of freedom without mass (the bending rotations, and the torsion
-  rotation when no polar inertia is given) are eliminated by static (Guyan)
+* Degrees of freedom without mass (the rotations when no polar inertia is
+  given) are eliminated by static (Guyan)
   condensation before the eigen-analysis and recovered afterwards, so the
   rotation rows of the returned modes are filled.
 
@@ -289,9 +289,11 @@ def beam_modes(
     -----
     * Node ``j`` lies at ``x_j = j * length / n_elements`` and carries mass
       ``mu * h`` (``mu * h / 2`` at the two end nodes), ``h = length /
-      n_elements``, and rotary inertia ``diag(Ip_j, 0, 0)`` with ``Ip_j``
-      lumped the same way from ``polar_inertia_per_length``.  Bending rotary
-      inertia is neglected (Euler-Bernoulli).
+      n_elements``, and rotary inertia ``diag(Ip_j, Ip_j/2, Ip_j/2)`` with
+      ``Ip_j`` lumped the same way from ``polar_inertia_per_length`` (the
+      bending-axis terms ``Ip/2`` are the least that keep the node inertia
+      physical, i.e. satisfy the triangle inequality; with no polar inertia
+      the beam is Euler-Bernoulli, without rotary inertia).
     * Lumped-mass frequencies converge from below, with an error decreasing
       as ``1 / n_elements^2``.  With 20 elements the first four cantilever
       bending frequencies are within 1 % (the first two within 0.5 %), the
@@ -337,6 +339,9 @@ def beam_modes(
     node_masses = mu * share
     node_inertias = np.zeros((n_nodes, 3, 3))
     node_inertias[:, 0, 0] = ip * share
+    # cross-section rotary inertia about the bending axes: Ip/2 each, the least that keeps
+    # every node inertia physical (triangle inequality I_yy + I_zz >= I_xx)
+    node_inertias[:, 1, 1] = node_inertias[:, 2, 2] = 0.5 * ip * share
 
     ndof = 6 * n_nodes
     K = np.zeros((ndof, ndof))

@@ -52,6 +52,7 @@ __all__ = [
     "Velocities",
     "compute_kinematics",
     "compute_velocities",
+    "state_terms",
     "FIDELITIES",
     "load_model",
     "save_model",
@@ -471,3 +472,24 @@ def compute_velocities(model: Model, kin: Kinematics, u: np.ndarray) -> Velociti
         b_m[i] = body.modal_bias(kin.frames[i], etad, V)
     eta_dot = [model.eta_dot(u, i) for i in range(n)]
     return Velocities(V_m=V_m, a_m=a_m, b_m=b_m, eta_dot=eta_dot)
+
+
+def state_terms(model: Model, q: np.ndarray, u: np.ndarray | None = None,
+                fidelity: str = "full") -> tuple[Kinematics, Velocities | None]:
+    """Position and velocity terms of a state for a fidelity — the one place where the body
+    model is chosen.
+
+    ``"full"`` evaluates the deformation-dependent operators (:func:`compute_kinematics`,
+    :func:`compute_velocities`); ``"ruthless"`` uses the precomputed constant operators of
+    :class:`flexdyn.ruthless.RuthlessModel` (identical results, less work per call).
+    Returns ``(kin, vel)``; ``vel`` is None when ``u`` is None.
+    """
+    _check_fidelity(fidelity)
+    if fidelity == "ruthless":
+        from .ruthless import ruthless_model
+
+        rm = ruthless_model(model)
+        kin = rm.kinematics(q)
+        return kin, (None if u is None else rm.velocities(kin, u))
+    kin = compute_kinematics(model, q, fidelity)
+    return kin, (None if u is None else compute_velocities(model, kin, u))

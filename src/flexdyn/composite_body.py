@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from .chain import Kinematics, Model, compute_kinematics, compute_velocities
+from .chain import Kinematics, Model, state_terms
 from .newton_euler import check_external_forces, rnea
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "mass_matrix",
     "forward_dynamics",
     "composite_forward_dynamics",
+    "solve_mass_matrix",
     "FORWARD_METHODS",
 ]
 
@@ -70,7 +71,7 @@ def mass_matrix(model: Model, q: np.ndarray, fidelity: str = "full") -> np.ndarr
     q : (nq,) coordinates in the layout of ``model-format.md``.
     fidelity : ``"full"`` or ``"ruthless"``.
     """
-    return crba(model, compute_kinematics(model, q, fidelity))
+    return crba(model, state_terms(model, q, None, fidelity)[0])
 
 
 def composite_forward_dynamics(model: Model, kin: Kinematics, vel, tau: np.ndarray,
@@ -78,8 +79,12 @@ def composite_forward_dynamics(model: Model, kin: Kinematics, vel, tau: np.ndarr
     """Composite-body forward dynamics, Eq 46: ``M u̇ = τ − C`` solved by Cholesky."""
     M = crba(model, kin)
     C = rnea(model, kin, vel, np.zeros(model.nu), f_ext)
-    rhs = tau - C
-    if model.nu == 0:
+    return solve_mass_matrix(M, tau - C)
+
+
+def solve_mass_matrix(M: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Solve ``M x = rhs`` by Cholesky (Eq 46); ``ValueError`` if ``M`` is not positive definite."""
+    if M.shape[0] == 0:
         return rhs
     try:
         c = scipy.linalg.cho_factor(M, lower=True, check_finite=False)
@@ -108,11 +113,15 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
     tau = np.zeros(model.nu) if tau is None else np.asarray(tau, dtype=float)
     model.check_state(q, u, tau=tau)
     f_ext = check_external_forces(model, f_ext)
-    kin = compute_kinematics(model, q, fidelity)
-    vel = compute_velocities(model, kin, u)
+    kin, vel = state_terms(model, q, u, fidelity)
     if method == "composite":
         return composite_forward_dynamics(model, kin, vel, tau, f_ext)
     from .articulated_body import articulated_forward_dynamics
 
+    factors = None
+    if method == "articulated-split" and fidelity == "ruthless":
+        from .ruthless import ruthless_model
+
+        factors = ruthless_model(model).split_factors(kin)  # Eq B3 where cheaper
     return articulated_forward_dynamics(model, kin, vel, tau, f_ext,
-                                        split=(method == "articulated-split"))
+                                        split=(method == "articulated-split"), factors=factors)

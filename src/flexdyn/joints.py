@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .spatial import Transform, exp_so3, quat_multiply, quat_to_rot, skew
+from .spatial import Transform, axis_angle_rotation, quat_multiply, quat_to_rot, skew
 
 __all__ = ["Joint", "JOINT_TYPES", "make_joint"]
 
@@ -108,17 +108,17 @@ class Joint:
         if t == "fixed":
             return Transform(np.eye(3), np.zeros(3))
         if t == "revolute":
-            return Transform(exp_so3(q[0] * self.axis), np.zeros(3))
+            return Transform(axis_angle_rotation(self.axis, q[0]), np.zeros(3))
         if t == "prismatic":
             return Transform(np.eye(3), q[0] * self.axis)
         if t == "screw":
-            return Transform(exp_so3(q[0] * self.axis), self.pitch * q[0] * self.axis)
+            return Transform(axis_angle_rotation(self.axis, q[0]), self.pitch * q[0] * self.axis)
         if t == "cylindrical":
-            return Transform(exp_so3(q[0] * self.axis), q[1] * self.axis)
+            return Transform(axis_angle_rotation(self.axis, q[0]), q[1] * self.axis)
         if t == "universal":
-            return Transform(
-                exp_so3(q[0] * self.axes[0]) @ exp_so3(q[1] * self.axes[1]), np.zeros(3)
-            )
+            a1, a2 = self.axes
+            R = axis_angle_rotation(a1, q[0]) @ axis_angle_rotation(a2, q[1])
+            return Transform(R, np.zeros(3))
         if t == "spherical":
             return Transform(quat_to_rot(q), np.zeros(3))
         return Transform(quat_to_rot(q[:4]), np.asarray(q[4:7]))
@@ -131,7 +131,7 @@ class Joint:
         # universal: ω = R₂ᵀ a₁ θ̇₁ + a₂ θ̇₂
         a1, a2 = self.axes
         S = np.zeros((6, 2), dtype=np.result_type(q, float))
-        S[:3, 0] = exp_so3(q[1] * a2).T @ a1
+        S[:3, 0] = axis_angle_rotation(a2, q[1]).T @ a1
         S[:3, 1] = a2
         return S
 
@@ -140,7 +140,7 @@ class Joint:
         out = np.zeros(6, dtype=np.result_type(q, u, float))
         if self.type == "universal":
             a1, a2 = self.axes
-            out[:3] = u[0] * u[1] * np.cross(exp_so3(q[1] * a2).T @ a1, a2)
+            out[:3] = u[0] * u[1] * np.cross(axis_angle_rotation(a2, q[1]).T @ a1, a2)
         return out
 
     def Gamma(self, q: np.ndarray) -> np.ndarray:

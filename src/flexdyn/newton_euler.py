@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .chain import Kinematics, Model, Velocities, compute_kinematics, compute_velocities
+from .chain import Kinematics, Model, Velocities, state_terms
 
 __all__ = ["inverse_dynamics", "bias_forces", "rnea", "elastic_forces", "check_external_forces"]
 
@@ -103,8 +103,7 @@ def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarra
     τ : (nu,) — joint forces/torques and modal forces (N, N m, or modal units).
     """
     model.check_state(q, u, udot=udot)
-    kin = compute_kinematics(model, q, fidelity)
-    vel = compute_velocities(model, kin, u)
+    kin, vel = state_terms(model, q, u, fidelity)
     return rnea(model, kin, vel, np.asarray(udot), check_external_forces(model, f_ext))
 
 
@@ -113,6 +112,5 @@ def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "ful
     """Bias vector ``C(q, u)`` (nu,) of Eq 43 with gravity, stiffness, damping and external
     forces: everything but ``M u̇``, so that ``M u̇ + C = τ``."""
     model.check_state(q, u)
-    kin = compute_kinematics(model, q, fidelity)
-    vel = compute_velocities(model, kin, u)
+    kin, vel = state_terms(model, q, u, fidelity)
     return rnea(model, kin, vel, np.zeros(model.nu), check_external_forces(model, f_ext))

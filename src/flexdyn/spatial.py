@@ -33,6 +33,7 @@ __all__ = [
     "crf",
     "rigid_inertia",
     "exp_so3",
+    "axis_angle_rotation",
     "right_jacobian_so3",
     "right_jacobian_so3_rate",
     "quat_to_rot",
@@ -72,6 +73,17 @@ def unskew(S: np.ndarray) -> np.ndarray:
     )
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a × b`` over the last axis (3,); cheaper than ``np.cross`` on small arrays."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape), dtype=np.result_type(a, b))
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
+
+
 def cross_motion(V: np.ndarray, W: np.ndarray) -> np.ndarray:
     """Spatial cross product of two twists, ``V × W = [ω×ω₂; ω×v₂ + v×ω₂]``.
 
@@ -79,7 +91,10 @@ def cross_motion(V: np.ndarray, W: np.ndarray) -> np.ndarray:
     """
     w, v = V[..., :3], V[..., 3:]
     w2, v2 = W[..., :3], W[..., 3:]
-    return np.concatenate([np.cross(w, w2), np.cross(w, v2) + np.cross(v, w2)], axis=-1)
+    out = np.empty(np.broadcast_shapes(V.shape, W.shape), dtype=np.result_type(V, W))
+    out[..., :3] = _cross(w, w2)
+    out[..., 3:] = _cross(w, v2) + _cross(v, w2)
+    return out
 
 
 def cross_force(V: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -89,7 +104,10 @@ def cross_force(V: np.ndarray, f: np.ndarray) -> np.ndarray:
     """
     w, v = V[..., :3], V[..., 3:]
     n, fl = f[..., :3], f[..., 3:]
-    return np.concatenate([np.cross(w, n) + np.cross(v, fl), np.cross(w, fl)], axis=-1)
+    out = np.empty(np.broadcast_shapes(V.shape, f.shape), dtype=np.result_type(V, f))
+    out[..., :3] = _cross(w, n) + _cross(v, fl)
+    out[..., 3:] = _cross(w, fl)
+    return out
 
 
 def crm(V: np.ndarray) -> np.ndarray:
@@ -180,6 +198,12 @@ def exp_so3(theta: np.ndarray) -> np.ndarray:
     K = skew(theta)
     eye = np.broadcast_to(np.eye(3), K.shape)
     return eye + a[..., None, None] * K + b[..., None, None] * (K @ K)
+
+
+def axis_angle_rotation(axis: np.ndarray, angle) -> np.ndarray:
+    """``exp(angle · ã)`` for a unit ``axis`` (3,): ``I + sin θ ã + (1 − cos θ) ã²``."""
+    K = skew(axis)
+    return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * (K @ K)
 
 
 def right_jacobian_so3(theta: np.ndarray) -> np.ndarray:
@@ -310,9 +334,9 @@ class Transform:
     def twist_to_child(self, V: np.ndarray) -> np.ndarray:
         """``φ*(a, b) V``: a twist at ``a`` (in ``a``) seen at ``b`` (in ``b``), (..., 6)."""
         w, v = V[..., :3], V[..., 3:]
-        return np.concatenate([w @ self.R, (v + np.cross(w, self.p)) @ self.R], axis=-1)
+        return np.concatenate([w @ self.R, (v + _cross(w, self.p)) @ self.R], axis=-1)
 
     def force_to_parent(self, f: np.ndarray) -> np.ndarray:
         """``φ(a, b) f``: a wrench at ``b`` (in ``b``) moved to ``a`` (in ``a``), (..., 6)."""
         n, fl = f[..., :3] @ self.R.T, f[..., 3:] @ self.R.T
-        return np.concatenate([n + np.cross(self.p, fl), fl], axis=-1)
+        return np.concatenate([n + _cross(self.p, fl), fl], axis=-1)
