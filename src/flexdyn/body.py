@@ -137,7 +137,7 @@ class Body:
         object.__setattr__(self, "M_s", M_s)
         object.__setattr__(self, "M_rigid", rigid_inertia(self.mass, self.com, self.inertia))
         # undeformed node frames and the constant (ruthless) modal mass matrix M_m⁰
-        frames0 = self.node_frames(np.zeros(self.n_modes))
+        frames0 = self._node_frames(np.zeros(self.n_modes))
         object.__setattr__(self, "frames0", frames0)
         object.__setattr__(self, "M_m0", self._modal_mass(frames0))
 
@@ -157,6 +157,11 @@ class Body:
     # -- node kinematics -------------------------------------------------------------------
     def node_frames(self, eta: np.ndarray) -> NodeFrames:
         """Node frames at deformation ``η`` (n_m,) — see the module docstring."""
+        if self.n_modes == 0 and not np.iscomplexobj(eta):
+            return self.frames0
+        return self._node_frames(eta)
+
+    def _node_frames(self, eta: np.ndarray) -> NodeFrames:
         theta = self.Pi_r @ eta  # (n, 3)
         R = exp_so3(theta)
         p = self.nodes + self.Pi_t @ eta

@@ -150,42 +150,43 @@ def rigid_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.n
 
 
 def _series(s: np.ndarray, offset: int, derivative: bool) -> np.ndarray:
-    """``Σ_k (−1)^k s^k / (2k + offset)!`` (or its derivative in ``s``), for ``|s| < 1``."""
-    total = np.zeros_like(s)
-    for k in range(10):
-        coef = (-1) ** k / math.factorial(2 * k + offset)
-        if derivative:
-            if k:
-                total = total + k * coef * s ** (k - 1)
-        else:
-            total = total + coef * s**k
+    """``Σ_k (−1)^k s^k / (2k + offset)!`` (or its derivative in ``s``) for ``|s| < 1``,
+    by Horner's rule over ten terms."""
+    coef = [(-1) ** k / math.factorial(2 * k + offset) for k in range(10)]
+    if derivative:
+        coef = [k * c for k, c in enumerate(coef)][1:]
+    total = np.full_like(s, coef[-1])
+    for c in reversed(coef[:-1]):
+        total = total * s + c
     return total
 
 
-def _exp_coefficients(theta: np.ndarray):
+def _exp_coefficients(theta: np.ndarray, derivatives: bool = False) -> tuple:
     """Coefficients of the SO(3) maps as functions of ``s = t² = |θ|²``.
 
-    ``a = sin t / t``, ``b = (1 − cos t)/t²``, ``c = (t − sin t)/t³`` and their
-    derivatives with respect to ``s``: ``da``, ``db``, ``dc``.  Power series are used
-    for ``s < 1`` (closed forms lose digits to cancellation there); works elementwise on
-    (...,) and for complex inputs (no ``abs`` of θ).
+    ``a = sin t / t``, ``b = (1 − cos t)/t²``, ``c = (t − sin t)/t³`` and, with
+    ``derivatives=True``, their derivatives with respect to ``s``: ``da``, ``db``, ``dc``.
+    Power series are used for ``s < 1`` (the closed forms lose digits to cancellation
+    there); works elementwise on (...,) and for complex inputs (no ``abs`` of θ).
     """
     s = np.sum(theta * theta, axis=-1)
     small = np.abs(s) < 1.0
+    if np.all(small):
+        out = [_series(s, k, False) for k in (1, 2, 3)]
+        if derivatives:
+            out += [_series(s, k, True) for k in (1, 2, 3)]
+        return tuple(out)
     ss = np.where(small, 0.5, s)
     t = np.sqrt(np.where(small, 1.0, s))
     sn, co = np.sin(t), np.cos(t)
-    a_c = sn / t
-    b_c = (1 - co) / ss
-    c_c = (t - sn) / (ss * t)
+    closed = [sn / t, (1 - co) / ss, (t - sn) / (ss * t)]
+    if derivatives:
+        a_c, b_c, c_c = closed
+        closed += [(co - a_c) / (2 * ss), (a_c - 2 * b_c) / (2 * ss), (b_c - 3 * c_c) / (2 * ss)]
     sm = np.where(small, s, 0.0)
-    a = np.where(small, _series(sm, 1, False), a_c)
-    b = np.where(small, _series(sm, 2, False), b_c)
-    c = np.where(small, _series(sm, 3, False), c_c)
-    da = np.where(small, _series(sm, 1, True), (co - a_c) / (2 * ss))
-    db = np.where(small, _series(sm, 2, True), (a_c - 2 * b_c) / (2 * ss))
-    dc = np.where(small, _series(sm, 3, True), (b_c - 3 * c_c) / (2 * ss))
-    return a, b, c, da, db, dc
+    return tuple(
+        np.where(small, _series(sm, 1 + k % 3, k >= 3), closed[k]) for k in range(len(closed))
+    )
 
 
 def exp_so3(theta: np.ndarray) -> np.ndarray:
@@ -194,7 +195,7 @@ def exp_so3(theta: np.ndarray) -> np.ndarray:
     Shape (..., 3) -> (..., 3, 3).
     """
     theta = np.asarray(theta)
-    a, b, _, _, _, _ = _exp_coefficients(theta)
+    a, b, _ = _exp_coefficients(theta)
     K = skew(theta)
     eye = np.broadcast_to(np.eye(3), K.shape)
     return eye + a[..., None, None] * K + b[..., None, None] * (K @ K)
@@ -214,7 +215,7 @@ def right_jacobian_so3(theta: np.ndarray) -> np.ndarray:
     Shape (..., 3) -> (..., 3, 3).
     """
     theta = np.asarray(theta)
-    _, b, c, _, _, _ = _exp_coefficients(theta)
+    _, b, c = _exp_coefficients(theta)
     K = skew(theta)
     eye = np.broadcast_to(np.eye(3), K.shape)
     return eye - b[..., None, None] * K + c[..., None, None] * (K @ K)
@@ -223,7 +224,7 @@ def right_jacobian_so3(theta: np.ndarray) -> np.ndarray:
 def right_jacobian_so3_rate(theta: np.ndarray, theta_dot: np.ndarray) -> np.ndarray:
     """Time derivative ``d/dt J_r(θ)`` along ``θ̇``; shapes (..., 3), (..., 3) -> (..., 3, 3)."""
     theta = np.asarray(theta)
-    _, b, c, _, db, dc = _exp_coefficients(theta)
+    _, b, c, _, db, dc = _exp_coefficients(theta, derivatives=True)
     K = skew(theta)
     Kd = skew(theta_dot)
     dt2 = 2 * np.sum(theta * theta_dot, axis=-1)
