@@ -132,7 +132,7 @@ class RuthlessModel:
             else:
                 m, nj = int(model.n_modes[i]), joint.nu
                 S[i] = joint.motion_subspace(qj)
-                H = k0.Hcal[i].copy()
+                H = k0.Hcal[i].astype(np.result_type(k0.Hcal[i], S[i]))
                 H[:nj, m:] = (k0.T_joint[i].motion_to_parent() @ S[i]).T
                 Hcal.append(H)
         eta = [model.eta(q, i) for i in range(n)]
@@ -167,9 +167,9 @@ class RuthlessModel:
                 aV += kin.T_joint[i].motion_to_parent() @ model.joints[i].motion_subspace_rate(
                     model.q_joint(kin.q, i), beta)
             c = self.consts[i]
-            am = np.zeros(m + 6)
+            am = np.zeros(m + 6, dtype=aV.dtype)
             am[m:] = aV
-            bm = np.empty(m + 6)
+            bm = np.empty(m + 6, dtype=aV.dtype)
             bm[:m] = c.B_quad.reshape(m, 36) @ np.outer(Vi, Vi).ravel() if m else 0.0
             bm[m:] = cross_force(Vi, c.M_rr @ Vi)
             a_m[i], b_m[i] = am, bm
