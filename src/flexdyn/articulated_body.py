@@ -60,6 +60,12 @@ def _spd_inverse(D: np.ndarray, model: Model, i: int, what: str) -> np.ndarray:
     return Dinv + np.tril(Dinv, -1).T
 
 
+def _sym(A: np.ndarray) -> np.ndarray:
+    """Symmetric part ``(A + Aᵀ)/2`` — articulated inertias are symmetric in exact
+    arithmetic; removing the rounding asymmetry keeps it from growing along the chain."""
+    return 0.5 * (A + A.T)
+
+
 @dataclass(frozen=True, eq=False)
 class ArticulatedFactors:
     """Articulated-body quantities of Eq 51 (one entry per body ``i``).
@@ -110,7 +116,7 @@ def articulated_body_inertias(model: Model, kin: Kinematics) -> ArticulatedFacto
         D_inv[i] = _spd_inverse(D[i], model, i, "D")
         G[i] = PH @ D_inv[i]
         tau_bar[i] = np.eye(m + 6) - G[i] @ H
-        P_plus[i] = tau_bar[i] @ P[i]
+        P_plus[i] = _sym(tau_bar[i] @ P[i])
         p = int(model.parent[i])
         if p >= 0:
             P[p] += _child_inertia(kin, i, P_plus[i][m:, m:])
@@ -154,12 +160,12 @@ def articulated_body_inertias_split(model: Model, kin: Kinematics) -> SplitFacto
         mu = P[i][m:] @ Hf.T  # μ = [P^{rf}, P^{rr}] ℋ_f*   (6 × m)
         Df_inv[i] = _spd_inverse(Hf @ P[i] @ Hf.T, model, i, "D_f")
         g[i] = mu @ Df_inv[i]
-        P_R[i] = P[i][m:, m:] - g[i] @ mu.T
+        P_R[i] = _sym(P[i][m:, m:] - g[i] @ mu.T)
         # hinge step
         PH = P_R[i] @ H_F.T
         DR_inv[i] = _spd_inverse(H_F @ PH, model, i, "D_R")
         G_R[i] = PH @ DR_inv[i]
-        P_R_plus[i] = P_R[i] - G_R[i] @ PH.T  # τ̄_R P_R
+        P_R_plus[i] = _sym(P_R[i] - G_R[i] @ PH.T)  # τ̄_R P_R
         p = int(model.parent[i])
         if p >= 0:
             P[p] += _child_inertia(kin, i, P_R_plus[i])  # A Γ A*,  Γ = φ P_R⁺ φ*

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .articulated_body import SplitFactors, _spd_inverse, articulated_forward_dynamics
+from .articulated_body import SplitFactors, _spd_inverse, _sym, articulated_forward_dynamics
 from .chain import Kinematics, Model, Velocities
 from .composite_body import crba
 from .newton_euler import rnea
@@ -206,7 +206,7 @@ class RuthlessModel:
                     Gam = Gammas[0] if len(kids) == 1 else _block_diag(Gammas)
                     UG = c.Upsilon @ Gam
                     X = np.linalg.solve((np.eye(Gam.shape[0]) + c.Omega @ Gam).T, UG.T)
-                    Df_inv[i] = c.Lambda - X.T @ c.Upsilon.T
+                    Df_inv[i] = _sym(c.Lambda - X.T @ c.Upsilon.T)
                 else:  # explicit: D_f = Λ⁻¹ + Σ_c ζ_c Γ(c) ζ_c*
                     Df = c.D_f0.copy()
                     for k, Gam in enumerate(Gammas):
@@ -214,14 +214,14 @@ class RuthlessModel:
                         Df += z @ Gam @ z.T
                     Df_inv[i] = _spd_inverse(Df, model, i, "D_f")
                 g[i] = mu @ Df_inv[i]
-                P_R[i] = P_rr - g[i] @ mu.T
+                P_R[i] = _sym(P_rr - g[i] @ mu.T)
             else:
                 Df_inv[i], g[i], P_R[i] = np.zeros((0, 0)), np.zeros((6, 0)), P_rr
             H_F = kin.Hcal[i][:nj, m:]
             PH = P_R[i] @ H_F.T
             DR_inv[i] = _spd_inverse(H_F @ PH, model, i, "D_R")
             G_R[i] = PH @ DR_inv[i]
-            P_R_plus[i] = P_R[i] - G_R[i] @ PH.T
+            P_R_plus[i] = _sym(P_R[i] - G_R[i] @ PH.T)
         return SplitFactors(P=None, Df_inv=Df_inv, g=g, P_R=P_R, DR_inv=DR_inv, G_R=G_R,
                             P_R_plus=P_R_plus)
 
