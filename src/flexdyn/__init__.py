@@ -42,3 +42,27 @@ __all__ = [
     "save_model",
     "total_energy",
 ]
+
+from . import models  # noqa: E402
+from .energy import momentum  # noqa: E402
+from .simulate import (  # noqa: E402
+    SimulationError,
+    SimulationResult,
+    pack_state,
+    rhs,
+    simulate,
+    state_layout,
+    unpack_state,
+)
+
+__all__ += [
+    "SimulationError",
+    "SimulationResult",
+    "models",
+    "momentum",
+    "pack_state",
+    "rhs",
+    "simulate",
+    "state_layout",
+    "unpack_state",
+]

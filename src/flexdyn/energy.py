@@ -6,7 +6,7 @@ import numpy as np
 
 from .chain import Model, compute_kinematics, compute_velocities
 
-__all__ = ["kinetic_energy", "potential_energy", "total_energy"]
+__all__ = ["energies", "kinetic_energy", "momentum", "potential_energy", "total_energy"]
 
 
 def kinetic_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full") -> float:
@@ -39,3 +39,50 @@ def potential_energy(model: Model, q: np.ndarray, fidelity: str = "full") -> flo
 def total_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full") -> float:
     """``T + V`` (J)."""
     return kinetic_energy(model, q, u, fidelity) + potential_energy(model, q, fidelity)
+
+
+def momentum(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full") -> np.ndarray:
+    """Total spatial momentum ``[h; p]`` (6,) in inertial coordinates.
+
+    ``h`` is the angular momentum about the inertial origin (N m s) and ``p`` the linear
+    momentum (N s).  Body ``i`` contributes the rigid rows of ``M_m(i) V_m(i)`` — its
+    momentum about the origin of ``F_i`` in ``F_i`` coordinates, rigid part and nodes —
+    moved to the inertial frame with ``φ(0, F_i)``.  With no external forces and no gravity
+    it is conserved.
+    """
+    kin = compute_kinematics(model, q, fidelity)
+    vel = compute_velocities(model, kin, u)
+    out = np.zeros(6, dtype=np.result_type(vel.V_m[0] if model.n_bodies else 0.0, float))
+    for i in range(model.n_bodies):
+        m = int(model.n_modes[i])
+        out = out + kin.pose[i].force_to_parent((kin.M_m[i] @ vel.V_m[i])[m:])
+    return out
+
+
+def energies(model: Model, q: np.ndarray, u: np.ndarray,
+             fidelity: str = "full") -> tuple[float, float]:
+    """``(T, V)``: :func:`kinetic_energy` and :func:`potential_energy` from one evaluation of
+    the kinematics (J) — cheaper than calling both, e.g. along a trajectory."""
+    kin = compute_kinematics(model, q, fidelity)
+    model.check_state(q, u)
+    T = 0.0
+    V_m: list = [None] * model.n_bodies
+    for i in range(model.n_bodies):  # twists, Eq 11
+        Vm = kin.Hcal[i].T @ u[model.u_slice(i)]
+        p = int(model.parent[i])
+        if p >= 0:
+            m = int(model.n_modes[i])
+            Vm[m:] += kin.phi[i].T @ (kin.A[i].T @ V_m[p])
+        V_m[i] = Vm
+        T = T + 0.5 * (Vm @ kin.M_m[i] @ Vm)
+    V = 0.0
+    g = model.gravity
+    for i, body in enumerate(model.bodies):  # as in potential_energy
+        eta = kin.eta[i]
+        V = V + 0.5 * (eta @ body.K @ eta)
+        pose = kin.pose[i]
+        if body.mass:
+            V = V - body.mass * (g @ pose.apply(body.com))
+        if body.n_nodes:
+            V = V - body.node_masses @ (pose.apply(kin.frames[i].p) @ g)
+    return T, V

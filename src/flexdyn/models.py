@@ -1,0 +1,396 @@
+"""Built-in example models: a planar two-link flexible arm, a spacecraft with two flexible
+appendages and the Damaren & Sharf spin-up beam.
+
+Every builder returns a :class:`~flexdyn.chain.Model` whose flexible bodies are straight
+uniform beams discretised by :func:`flexdyn.beam.beam_modes` (lumped-mass Euler–Bernoulli
+elements, cantilever modes: node 0 sits at the body-frame origin and does not deform).
+Units are SI throughout: m, kg, s, N, and rad.
+
+The default instances are also shipped as model files in ``flexdyn/data``;
+:func:`builtin_model` loads one and :func:`list_builtin_models` lists them.
+
+Example
+-------
+>>> import flexdyn as fd
+>>> model = fd.models.spinup_beam()
+>>> tau = fd.models.spinup_torque(model)
+>>> res = fd.simulate(model, t_span=(0.0, 1.0), tau=tau)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from importlib import resources
+
+import numpy as np
+
+from .beam import beam_modes
+from .chain import Model, ModelBuilder, load_model
+from .composite_body import mass_matrix
+
+__all__ = [
+    "BUILTIN_MODELS",
+    "builtin_model",
+    "list_builtin_models",
+    "rigid_hub_inertia",
+    "spacecraft",
+    "spinup_beam",
+    "spinup_profile",
+    "spinup_torque",
+    "two_link_arm",
+]
+
+
+def _rot_z(angle: float) -> list[list[float]]:
+    """Rotation about z, exact for multiples of 90°."""
+    c = {0: 1.0, 90: 0.0, 180: -1.0, 270: 0.0}
+    s = {0: 0.0, 90: 1.0, 180: 0.0, 270: -1.0}
+    k = float(angle) % 360.0
+    if k in c:
+        ck, sk = c[int(k)], s[int(k)]
+    else:
+        ck, sk = float(np.cos(np.radians(angle))), float(np.sin(np.radians(angle)))
+    return [[ck, -sk, 0.0], [sk, ck, 0.0], [0.0, 0.0, 1.0]]
+
+
+def _positive(value: float, name: str, *, allow_zero: bool = False) -> float:
+    x = float(value)
+    if not np.isfinite(x) or x < 0.0 or (x == 0.0 and not allow_zero):
+        req = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name}={value!r} must be finite and {req}")
+    return x
+
+
+def _gravity(gravity: Sequence[float]) -> list[float]:
+    g = np.asarray(gravity, dtype=float)
+    if g.shape != (3,) or not np.all(np.isfinite(g)):
+        raise ValueError(f"gravity must be 3 finite numbers (m/s²), got {gravity!r}")
+    return g.tolist()
+
+
+# ----------------------------------------------------------------------------------------------
+# two-link arm
+# ----------------------------------------------------------------------------------------------
+def two_link_arm(
+    *,
+    length1: float = 2.0,
+    length2: float = 1.6,
+    mass_per_length1: float = 2.0,
+    mass_per_length2: float = 1.5,
+    EI1: float = 300.0,
+    EI2: float = 150.0,
+    hub_mass: float = 2.0,
+    hub_inertia: float = 0.1,
+    elbow_mass: float = 1.0,
+    elbow_inertia: float = 0.01,
+    payload_mass: float = 1.0,
+    payload_inertia: float = 0.0,
+    n_elements: int = 6,
+    n_modes: int = 1,
+    damping_ratio: float = 0.0,
+    gravity: Sequence[float] = (0.0, 0.0, 0.0),
+    name: str = "two_link_arm",
+) -> Model:
+    """Planar two-link flexible manipulator moving in the x-y plane.
+
+    Both joints are revolute about z.  Each link is a uniform cantilever beam along its body
+    x-axis that bends in the x-y plane only (bending stiffness ``EI_z``, no axial, torsional
+    or out-of-plane deformation).  Link 2 is jointed at link 1's tip node, so the elbow
+    follows the tip's elastic deflection and slope.  The tip payload is a point mass (with an
+    optional rotary inertia about z) added to link 2's tip node; it moves with the deformed
+    tip.  The cantilever modes of the bare beams are used as a Ritz basis: the modal mass
+    matrices include the hub, elbow and payload.
+
+    Parameters
+    ----------
+    length1, length2 : link lengths (m).
+    mass_per_length1, mass_per_length2 : beam mass per length (kg/m).
+    EI1, EI2 : in-plane bending stiffness (N m²).
+    hub_mass, hub_inertia : rigid shoulder hub on link 1 at the joint (kg; kg m² about z).
+    elbow_mass, elbow_inertia : rigid elbow motor on link 2 at its joint (kg; kg m² about z).
+    payload_mass, payload_inertia : tip payload on link 2's tip node (kg; kg m² about z).
+    n_elements : beam elements per link.
+    n_modes : cantilever bending modes per link.
+    damping_ratio : modal damping ratio ζ (dimensionless, ≥ 0).
+    gravity : gravity vector in the inertial frame (m/s²); off by default.  The arm moves in
+        the x-y plane, so e.g. ``(0, -9.81, 0)`` gives a vertical arm.
+    name : model name.
+
+    Returns
+    -------
+    Model with ``nq = nu = 2 + 2 n_modes``; bodies ``"link1"``, ``"link2"``.
+    """
+    L1 = _positive(length1, "length1")
+    L2 = _positive(length2, "length2")
+    hub_mass = _positive(hub_mass, "hub_mass", allow_zero=True)
+    hub_inertia = _positive(hub_inertia, "hub_inertia", allow_zero=True)
+    elbow_mass = _positive(elbow_mass, "elbow_mass", allow_zero=True)
+    elbow_inertia = _positive(elbow_inertia, "elbow_inertia", allow_zero=True)
+    payload_mass = _positive(payload_mass, "payload_mass", allow_zero=True)
+    payload_inertia = _positive(payload_inertia, "payload_inertia", allow_zero=True)
+    b1 = beam_modes(L1, mass_per_length1, EI_z=EI1, n_elements=n_elements, n_modes=n_modes,
+                    damping_ratio=damping_ratio)
+    b2 = beam_modes(L2, mass_per_length2, EI_z=EI2, n_elements=n_elements, n_modes=n_modes,
+                    damping_ratio=damping_ratio)
+    flex2 = b2.to_flex_dict()
+    flex2["node_masses"][-1] += payload_mass
+    flex2["node_inertias"][-1][0][0] += 0.5 * payload_inertia
+    flex2["node_inertias"][-1][1][1] += 0.5 * payload_inertia
+    flex2["node_inertias"][-1][2][2] += payload_inertia
+
+    def disk(mass: float, izz: float) -> dict:
+        # a thin disk about z: Ixx = Iyy = Izz / 2 (satisfies the triangle inequality)
+        return {"mass": mass, "com": [0.0, 0.0, 0.0],
+                "inertia": [[0.5 * izz, 0.0, 0.0], [0.0, 0.5 * izz, 0.0], [0.0, 0.0, izz]]}
+
+    builder = ModelBuilder(name, gravity=_gravity(gravity))
+    builder.add_body(
+        "link1", None,
+        joint={"type": "revolute", "axis": [0.0, 0.0, 1.0]},
+        rigid=disk(hub_mass, hub_inertia) if hub_mass or hub_inertia else None,
+        flex=b1.to_flex_dict(),
+    )
+    builder.add_body(
+        "link2", "link1",
+        joint={"type": "revolute", "axis": [0.0, 0.0, 1.0], "parent_node": b1.n_nodes - 1},
+        rigid=disk(elbow_mass, elbow_inertia) if elbow_mass or elbow_inertia else None,
+        flex=flex2,
+    )
+    return builder.build()
+
+
+# ----------------------------------------------------------------------------------------------
+# spacecraft
+# ----------------------------------------------------------------------------------------------
+def spacecraft(
+    *,
+    hub_mass: float = 1000.0,
+    hub_size: float = 2.0,
+    array_length: float = 8.0,
+    array_mass_per_length: float = 3.0,
+    array_width: float = 2.0,
+    EI_out: float = 1.5e3,
+    EI_in: float = 2.0e4,
+    GJ: float = 2.0e3,
+    n_elements: int = 8,
+    n_modes: int = 4,
+    damping_ratio: float = 0.0,
+    array_joint: str = "fixed",
+    name: str = "spacecraft",
+) -> Model:
+    """Rigid cubic hub on a ``free`` joint with two flexible solar arrays; zero gravity.
+
+    The hub is a homogeneous cube (body ``"hub"``, frame at its centre).  The arrays
+    (``"array_pos"``, ``"array_neg"``) are 3D cantilever beams attached at the centres of the
+    hub's +y and −y faces, pointing outwards along ±y.  Each array's body x-axis is its long
+    axis, its body y-axis lies in the panel plane and its z-axis is normal to the panel:
+    out-of-plane bending (deflection along z) has stiffness ``EI_out``, in-plane bending
+    ``EI_in``, torsion ``GJ`` with the panel's polar inertia ``μ w²/12``; no axial stretch.
+
+    Parameters
+    ----------
+    hub_mass : kg.
+    hub_size : cube edge length (m).
+    array_length : m.
+    array_mass_per_length : kg/m.
+    array_width : panel width (m), sets the torsional inertia.
+    EI_out, EI_in : bending stiffnesses (N m²).
+    GJ : torsional stiffness (N m²).
+    n_elements, n_modes : beam elements and modes per array.
+    damping_ratio : modal damping ratio ζ.
+    array_joint : ``"fixed"`` (rigidly mounted arrays) or ``"revolute"`` (solar array drive
+        about the array's long axis).
+    name : model name.
+
+    Returns
+    -------
+    Model with the hub's ``free`` joint first (``q``: quaternion ``[w, x, y, z]`` and position;
+    ``u``: ``[ω; v]`` in hub coordinates), then each array's (joint and) modal coordinates.
+    """
+    if array_joint not in ("fixed", "revolute"):
+        raise ValueError(f"array_joint={array_joint!r} must be 'fixed' or 'revolute'")
+    m = _positive(hub_mass, "hub_mass")
+    s = _positive(hub_size, "hub_size")
+    mu = _positive(array_mass_per_length, "array_mass_per_length")
+    w = _positive(array_width, "array_width")
+    ic = m * s * s / 6.0
+    arr = beam_modes(array_length, mu, EI_y=EI_out, EI_z=EI_in, GJ=GJ,
+                     polar_inertia_per_length=mu * w * w / 12.0,
+                     n_elements=n_elements, n_modes=n_modes, damping_ratio=damping_ratio)
+    builder = ModelBuilder(name, gravity=(0.0, 0.0, 0.0))
+    builder.add_body(
+        "hub", None,
+        joint={"type": "free"},
+        rigid={"mass": m, "com": [0.0, 0.0, 0.0],
+               "inertia": [[ic, 0.0, 0.0], [0.0, ic, 0.0], [0.0, 0.0, ic]]},
+    )
+    for side, sign, angle in (("pos", 1.0, 90), ("neg", -1.0, 270)):
+        joint = {"type": array_joint,
+                 "placement": {"translation": [0.0, sign * 0.5 * s, 0.0],
+                               "rotation": _rot_z(angle)}}
+        if array_joint == "revolute":
+            joint["axis"] = [1.0, 0.0, 0.0]
+        builder.add_body(f"array_{side}", "hub", joint=joint, flex=arr.to_flex_dict())
+    return builder.build()
+
+
+# ----------------------------------------------------------------------------------------------
+# spin-up beam (Damaren & Sharf 1995, Sec 4.1)
+# ----------------------------------------------------------------------------------------------
+def spinup_beam(
+    *,
+    mass: float = 12.0,
+    length: float = 10.0,
+    EI: float = 1.4004e4,
+    EA: float | None = 3.1724e7,
+    n_elements: int = 10,
+    n_bending: int = 2,
+    n_axial: int = 1,
+    hub_inertia: float = 0.0,
+    name: str = "spinup_beam",
+) -> Model:
+    """The planar spin-up beam of Damaren & Sharf (1995), Sec 4.1.
+
+    A uniform beam (m = 12 kg, L = 10 m, EI = 1.4004e4 N m², EA = 3.1724e7 N) pinned at one
+    end by a revolute joint about z; it lies along its body x-axis and deforms in the x-y
+    plane.  As in the paper's natural-mode basis, it carries ``n_bending`` cantilever bending
+    modes followed by ``n_axial`` cantilever stretch modes (computed separately with
+    :func:`~flexdyn.beam.beam_modes` on the same ``n_elements``-element lumped mesh; they are
+    mass-orthogonal since they move different nodal degrees of freedom).
+
+    Parameters
+    ----------
+    mass : total beam mass (kg).
+    length : m.
+    EI : in-plane bending stiffness (N m²).
+    EA : axial stiffness (N), or None for an inextensible beam (then ``n_axial`` must be 0).
+    n_elements : beam elements.
+    n_bending, n_axial : numbers of bending and stretch modes.
+    hub_inertia : optional rigid hub inertia about the pin (kg m²); 0 in the paper.
+    name : model name.
+
+    Returns
+    -------
+    Model with one body ``"beam"``: ``q = [θ, η]``, ``u = [θ̇, η̇]``.
+    """
+    mass = _positive(mass, "mass")
+    length = _positive(length, "length")
+    hub_inertia = _positive(hub_inertia, "hub_inertia", allow_zero=True)
+    if n_bending < 0 or n_axial < 0 or n_bending + n_axial == 0:
+        raise ValueError("need n_bending >= 0, n_axial >= 0 and at least one mode")
+    if n_axial and EA is None:
+        raise ValueError("n_axial > 0 needs EA")
+    mu = mass / length
+    parts = []
+    if n_bending:
+        parts.append(beam_modes(length, mu, EI_z=EI, n_elements=n_elements, n_modes=n_bending))
+    if n_axial:
+        parts.append(beam_modes(length, mu, EA=EA, n_elements=n_elements, n_modes=n_axial))
+    flex = parts[0].to_flex_dict()
+    flex["modes"] = np.hstack([p.modes for p in parts]).tolist()
+    lam = np.concatenate([np.diag(p.stiffness) for p in parts])
+    flex["stiffness"] = np.diag(lam).tolist()
+    flex["damping"] = np.zeros((lam.size, lam.size)).tolist()
+    rigid = None
+    if hub_inertia:
+        h = hub_inertia
+        rigid = {"mass": 0.0, "com": [0.0, 0.0, 0.0],
+                 "inertia": [[0.5 * h, 0.0, 0.0], [0.0, 0.5 * h, 0.0], [0.0, 0.0, h]]}
+    builder = ModelBuilder(name, gravity=(0.0, 0.0, 0.0))
+    builder.add_body("beam", None, joint={"type": "revolute", "axis": [0.0, 0.0, 1.0]},
+                     rigid=rigid, flex=flex)
+    return builder.build()
+
+
+def spinup_profile(t, T: float = 15.0, omega_s: float = 6.0):
+    """Prescribed hub motion of the spin-up manoeuvre (Damaren & Sharf, Sec 4.1).
+
+    ``θ̇(t) = Ω (t/T − sin(2πt/T)/(2π))`` for ``0 ≤ t < T``, then ``Ω``; the motion is at rest
+    for ``t < 0``.
+
+    Parameters
+    ----------
+    t : float or array — time (s).
+    T : spin-up duration (s).
+    omega_s : final rate Ω (rad/s).
+
+    Returns
+    -------
+    (θ, θ̇, θ̈) : floats or arrays shaped like ``t`` (rad, rad/s, rad/s²).
+    """
+    T = _positive(T, "T")
+    tt = np.asarray(t, dtype=float)
+    tc = np.clip(tt, 0.0, T)
+    w = 2.0 * np.pi / T
+    theta = omega_s * (tc**2 / (2.0 * T) + (np.cos(w * tc) - 1.0) / (w * w * T))
+    theta = theta + omega_s * np.maximum(tt - T, 0.0)
+    theta_dot = np.where(tt >= T, omega_s, omega_s * (tc / T - np.sin(w * tc) / (2.0 * np.pi)))
+    theta_ddot = np.where((tt >= T) | (tt < 0.0), 0.0, omega_s / T * (1.0 - np.cos(w * tc)))
+    if np.ndim(t) == 0:
+        return float(theta), float(theta_dot), float(theta_ddot)
+    return theta, theta_dot, theta_ddot
+
+
+def rigid_hub_inertia(model: Model, body: int = 0) -> float:
+    """Inertia about the axis of ``body``'s (single-dof) joint with the model undeformed
+    and every joint at zero: the diagonal entry of the mass matrix (kg m²)."""
+    if model.nu_joint[body] != 1:
+        raise ValueError(f"body {model.names[body]!r} has no single-dof joint")
+    M = mass_matrix(model, model.neutral_configuration())
+    k = int(model.u_start[body])
+    return float(M[k, k])
+
+
+def spinup_torque(model: Model, T: float = 15.0, omega_s: float = 6.0,
+                  body: int = 0) -> Callable[[float, np.ndarray, np.ndarray], np.ndarray]:
+    """Open-loop hub torque of the torque-driven spin-up: rigid-beam inverse dynamics.
+
+    ``τ_hub(t) = I_rigid θ̈(t)`` with ``I_rigid`` the inertia of the undeformed model about
+    the hub joint axis (:func:`rigid_hub_inertia`, e.g. Σ m_j x_j² of the lumped beam) and
+    ``θ̈`` from :func:`spinup_profile`; every other slot of ``τ`` (modal forces) is 0.
+
+    Returns
+    -------
+    callable ``tau(t, q, u) -> (nu,)`` (N m), as accepted by :func:`flexdyn.simulate`.
+    """
+    inertia = rigid_hub_inertia(model, body)
+    k = int(model.u_start[body])
+    nu = model.nu
+
+    def tau(t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+        out = np.zeros(nu)
+        out[k] = inertia * spinup_profile(float(t), T, omega_s)[2]
+        return out
+
+    tau.rigid_inertia = inertia  # type: ignore[attr-defined]
+    return tau
+
+
+# ----------------------------------------------------------------------------------------------
+# shipped model files
+# ----------------------------------------------------------------------------------------------
+BUILTIN_MODELS: dict[str, Callable[[], Model]] = {
+    "two_link_arm": two_link_arm,
+    "spacecraft": spacecraft,
+    "spinup_beam": spinup_beam,
+}
+
+
+def list_builtin_models() -> list[str]:
+    """Names of the model files shipped in ``flexdyn/data`` (sorted)."""
+    data = resources.files("flexdyn").joinpath("data")
+    return sorted(p.name[:-5] for p in data.iterdir() if p.name.endswith(".json"))
+
+
+def builtin_model(name: str) -> Model:
+    """Load the shipped model file ``flexdyn/data/<name>.json``.
+
+    It holds the model built by the function of the same name with its default arguments.
+    ``KeyError`` listing the available names for an unknown ``name``.
+    """
+    names = list_builtin_models()
+    if name not in names:
+        raise KeyError(f"no built-in model {name!r}; available: {names}")
+    ref = resources.files("flexdyn").joinpath("data").joinpath(f"{name}.json")
+    with resources.as_file(ref) as path:
+        return load_model(path)

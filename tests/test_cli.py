@@ -1,0 +1,144 @@
+"""Tests of the command line (``flexdyn`` / ``python -m flexdyn``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib import resources
+
+import numpy as np
+import pytest
+
+import flexdyn as fd
+from flexdyn.__main__ import main
+
+
+def data_file(name: str) -> str:
+    return str(resources.files("flexdyn").joinpath("data").joinpath(f"{name}.json"))
+
+
+def test_demo_prints_summary(capsys, tmp_path):
+    plot = tmp_path / "demo.png"
+    args = ["demo", "--t", "0.2"]
+    have_mpl = True
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        have_mpl = False
+    if have_mpl:
+        args += ["--plot", str(plot)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    print(out)
+    assert "two_link_arm" in out
+    assert "2 bodies" in out and "nu = 4" in out and "modes per body [1, 1]" in out
+    assert "max tip deflection" in out and "link1" in out
+    assert "e_E,RMS" in out and "wall time" in out
+    if have_mpl:
+        assert plot.stat().st_size > 1000
+
+
+def test_demo_spacecraft_ruthless(capsys):
+    assert main(["demo", "--model", "spacecraft", "--t", "0.5", "--fidelity", "ruthless",
+                 "--method", "composite"]) == 0
+    out = capsys.readouterr().out
+    assert "spacecraft" in out and "fidelity ruthless" in out and "method composite" in out
+    assert "array_pos" in out
+
+
+def test_info_prints_frequencies(capsys):
+    assert main(["info", data_file("spinup_beam")]) == 0
+    out = capsys.readouterr().out
+    assert "beam" in out and "revolute" in out and "(ground)" in out
+    assert "nq = 4" in out and "nu = 4" in out
+    model = fd.models.builtin_model("spinup_beam")
+    w = np.sqrt(np.diag(model.bodies[0].K)) / (2 * np.pi)  # mass-normalised modes
+    for f in w:
+        assert f"{f:.6g}" in out
+    assert "0.60" in out  # first bending frequency, Hz
+
+
+def test_info_tree(capsys):
+    assert main(["info", data_file("spacecraft")]) == 0
+    out = capsys.readouterr().out
+    assert "free" in out and "array_neg" in out and "hub" in out
+    assert out.count("array_pos:") == 1
+
+
+def test_module_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "flexdyn", "info", data_file("two_link_arm")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "link2" in proc.stdout and "Hz" in proc.stdout
+
+
+def bad_files(tmp_path):
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text('{"format": "flexdyn-model", "bodies": [', encoding="utf-8")
+    d = json.loads(open(data_file("two_link_arm"), encoding="utf-8").read())
+    d["bodies"][1]["parent"] = "nonexistent"
+    bad_model = tmp_path / "bad_model.json"
+    bad_model.write_text(json.dumps(d), encoding="utf-8")
+    return {
+        "missing": str(tmp_path / "missing.json"),
+        "invalid JSON": str(bad_json),
+        "invalid model": str(bad_model),
+        "directory": str(tmp_path),
+    }
+
+
+@pytest.mark.parametrize("command", ["info", "simulate"])
+@pytest.mark.parametrize("case", ["missing", "invalid JSON", "invalid model", "directory"])
+def test_bad_files_exit_2(command, case, tmp_path, capsys):
+    path = bad_files(tmp_path)[case]
+    assert main([command, path]) == 2
+    captured = capsys.readouterr()
+    err = captured.err
+    assert err.startswith("flexdyn: error: ")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    if case == "invalid model":
+        assert "nonexistent" in err
+    if case == "invalid JSON":
+        assert "JSON" in err
+
+
+def test_bad_file_subprocess(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "flexdyn", "info", str(tmp_path / "no.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("flexdyn: error: ") and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_simulate_writes_npz_and_csv(tmp_path, capsys):
+    model = fd.models.spinup_beam(n_axial=0, n_bending=1, n_elements=4)
+    path = tmp_path / "beam.json"
+    fd.save_model(model, path)
+    npz = tmp_path / "out.npz"
+    assert main(["simulate", str(path), "--t", "0.2", "--out", str(npz),
+                 "--samples", "11"]) == 0
+    res = fd.SimulationResult.from_npz(npz)
+    assert res.t.shape == (11,) and res.t[-1] == pytest.approx(0.2)
+    assert np.all(res.u == 0.0)  # zero torque from rest
+    csv = tmp_path / "out.csv"
+    assert main(["simulate", str(path), "--t", "0.2", "--out", str(csv), "--fidelity",
+                 "ruthless", "--method", "composite", "--rtol", "1e-6"]) == 0
+    lines = csv.read_text().splitlines()
+    assert lines[0].startswith("t,q:beam.theta,q:beam.eta[0],u:beam.theta_dot")
+    assert len(lines) == 1 + 1001
+    out = capsys.readouterr().out
+    assert "written" in out and "fidelity ruthless" in out
+    assert main(["simulate", str(path), "--out", str(tmp_path / "out.txt")]) == 2
+    assert capsys.readouterr().err.startswith("flexdyn: error: ")
+
+
+def test_argument_errors():
+    with pytest.raises(SystemExit) as info:
+        main(["demo", "--model", "nope"])
+    assert info.value.code == 2
+    with pytest.raises(SystemExit) as info:
+        main(["demo", "--t", "-1"])
+    assert info.value.code == 2
+    with pytest.raises(SystemExit):
+        main([])
