@@ -13,14 +13,14 @@ orientation relative to ``F_k`` is ``R_j(η) = exp(Π_r(j) η)`` — a **holonom
 order.  Because every node frame is a function of ``η`` alone, the kinetic energy is
 exact for this kinematics and the resulting equations conserve energy.
 
-The twist of node ``j``, in node coordinates, is (Jain & Rodriguez Eq 21)
+The twist of node ``j``, in node coordinates, is (Jain & Rodriguez Eq 21)::
 
     V_s(j) = [E_j, X_j] V_m(k),   V_m(k) = [η̇; V(k)],
-    E_j = [J_r(θ_j) Π_r(j); R_jᵀ Π_t(j)]   (6 × n_m, the deformation twist map, ``Π``),
+    E_j = [J_r(θ_j) Π_r(j); R_jᵀ Π_t(j)]   (6 × n_m, the deformation twist map, Π),
     X_j = φ*(k, j)                         (6 × 6, rigid motion of F_k seen at node j),
 
 so the modal mass matrix is ``M_m(k) = Σ_j [E_j, X_j]ᵀ M_s(j) [E_j, X_j] + M_rigid``
-(Eq 23) and the modal bias force is (Eqs 28, 31, 37)
+(Eq 23) and the modal bias force is (Eqs 28, 31, 37)::
 
     b_m(k) = Σ_j [E_j, X_j]ᵀ ( M_s(j) (Ė_j η̇ + V_s(j) × E_j η̇) + V_s(j) ×* M_s(j) V_s(j) )
              + [0; V ×* M_rigid V].
@@ -39,10 +39,9 @@ from .spatial import (
     Transform,
     cross_force,
     cross_motion,
-    exp_so3,
-    right_jacobian_so3,
     right_jacobian_so3_rate,
     rigid_inertia,
+    so3_maps,
 )
 
 __all__ = ["Body", "NodeFrames"]
@@ -139,7 +138,7 @@ class Body:
         # undeformed node frames and the constant (ruthless) modal mass matrix M_m⁰
         frames0 = self._node_frames(np.zeros(self.n_modes))
         object.__setattr__(self, "frames0", frames0)
-        object.__setattr__(self, "M_m0", self._modal_mass(frames0))
+        object.__setattr__(self, "M_m0", self.modal_mass(frames0))
 
     # -- sizes -----------------------------------------------------------------------------
     @property
@@ -163,9 +162,8 @@ class Body:
 
     def _node_frames(self, eta: np.ndarray) -> NodeFrames:
         theta = self.Pi_r @ eta  # (n, 3)
-        R = exp_so3(theta)
+        R, Jr = so3_maps(theta)
         p = self.nodes + self.Pi_t @ eta
-        Jr = right_jacobian_so3(theta)
         E = np.concatenate([Jr @ self.Pi_r, np.swapaxes(R, -1, -2) @ self.Pi_t], axis=1)
         return NodeFrames(R=R, p=p, E=E, theta=theta)
 
@@ -200,19 +198,17 @@ class Body:
         B[:, 3:, m:m + 3] = -Rt @ px
         return B
 
-    def _modal_mass(self, frames: NodeFrames) -> np.ndarray:
-        """Modal mass matrix ``M_m`` (Eq 23) for given node frames."""
+    def modal_mass(self, frames: NodeFrames) -> np.ndarray:
+        """Modal mass matrix ``M_m(k)`` ((n_m+6) × (n_m+6)) for given node frames, Eq 23.
+
+        ``M_m = Σ_j B_jᵀ M_s(j) B_j + [[0, 0], [0, M_rigid]]``; ``M_m⁰ = M_m(frames0)`` is
+        stored as ``M_m0``.
+        """
         m = self.n_modes
         B = self._node_maps(frames)
         M = np.einsum("nji,njk,nkl->il", B, self.M_s, B)
         M[m:, m:] += self.M_rigid
         return M
-
-    def modal_mass(self, eta: np.ndarray, fidelity: str = "full") -> np.ndarray:
-        """Modal mass matrix ``M_m(k)`` ((n_m+6) × (n_m+6)), Eq 23; ``M_m⁰`` if ruthless."""
-        if fidelity == "ruthless":
-            return self.M_m0
-        return self._modal_mass(self.node_frames(eta))
 
     def modal_bias(self, frames: NodeFrames, eta_dot: np.ndarray, V: np.ndarray) -> np.ndarray:
         """Modal gyroscopic force ``b_m(k)`` (n_m + 6,), Eqs 28, 31, 37.

@@ -18,7 +18,7 @@ hinge part first.  Generalized forces ``τ`` have the layout of ``u``.
 
 Per-body operators (all in the body frame ``F_i``)
 --------------------------------------------------
-``V_m(i) = [η̇(i); V(i)]`` (n_m + 6) is the modal spatial velocity (Eq 11):
+``V_m(i) = [η̇(i); V(i)]`` (n_m + 6) is the modal spatial velocity (Eq 11)::
 
     V_m(i) = Φ*(p, i) V_m(p) + ℋ*(i) χ(i),
     Φ(p, i) = A(i) [0, φ(i)]            ((n_m(p)+6) × (n_m(i)+6), Eqs 12, 14, 15)
@@ -378,7 +378,7 @@ def compute_kinematics(model: Model, q: np.ndarray, fidelity: str = "full") -> K
         f["S"][i] = S
         f["Hcal"][i] = Hcal
         f["Q"][i] = Q
-        f["M_m"][i] = body.modal_mass(eta, fidelity) if fidelity == "full" else body.M_m0
+        f["M_m"][i] = body.modal_mass(frames) if fidelity == "full" else body.M_m0
     return Kinematics(model=model, q=np.asarray(q), fidelity=fidelity, **f)
 
 
@@ -418,7 +418,7 @@ def compute_velocities(model: Model, kin: Kinematics, u: np.ndarray) -> Velociti
 
     ``a_m(i) = [0; a_V(i)]`` collects the velocity products of the interbody chain
     parent node → ``J_p`` → ``J_c`` → child node → ``F_i`` (each step ``A_b = X A_a +
-    V̇_rel + V_b × V_rel``):
+    V̇_rel + V_b × V_rel``)::
 
         a_V = φ*(t, i) (Ė_t η̇_p + V_t × E_t η̇_p) + X_{i←J_c} (Ḣ* β + V_Jc × H* β)
               + Q̇ η̇ + V × Q η̇,       Q̇ η̇ = −X_{i←n_c} Ė_c η̇.

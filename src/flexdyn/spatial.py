@@ -33,6 +33,7 @@ __all__ = [
     "crf",
     "rigid_inertia",
     "exp_so3",
+    "so3_maps",
     "axis_angle_rotation",
     "right_jacobian_so3",
     "right_jacobian_so3_rate",
@@ -149,16 +150,30 @@ def rigid_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.n
     return M
 
 
-def _series(s: np.ndarray, offset: int, derivative: bool) -> np.ndarray:
-    """``Σ_k (−1)^k s^k / (2k + offset)!`` (or its derivative in ``s``) for ``|s| < 1``,
-    by Horner's rule over ten terms."""
+def _series_coefficients(offset: int, derivative: bool) -> list:
     coef = [(-1) ** k / math.factorial(2 * k + offset) for k in range(10)]
-    if derivative:
-        coef = [k * c for k, c in enumerate(coef)][1:]
+    return [k * c for k, c in enumerate(coef)][1:] if derivative else coef
+
+
+_SERIES = {(o, d): _series_coefficients(o, d) for o in (1, 2, 3) for d in (False, True)}
+
+
+def _series(s: np.ndarray, offset: int, derivative: bool, n_terms: int) -> np.ndarray:
+    """``Σ_k (−1)^k s^k / (2k + offset)!`` (or its derivative in ``s``) for ``|s| < 1``,
+    by Horner's rule over the first ``n_terms`` terms."""
+    coef = _SERIES[(offset, derivative)][:n_terms]
     total = np.full_like(s, coef[-1])
     for c in reversed(coef[:-1]):
         total = total * s + c
     return total
+
+
+def _terms_needed(s_max: float) -> int:
+    """Number of series terms whose truncation error is below 1e-18 for ``|s| ≤ s_max < 1``."""
+    k = 1
+    while k < 9 and s_max**k / math.factorial(2 * k + 1) > 1e-18:
+        k += 1
+    return k + 1
 
 
 def _exp_coefficients(theta: np.ndarray, derivatives: bool = False) -> tuple:
@@ -170,12 +185,12 @@ def _exp_coefficients(theta: np.ndarray, derivatives: bool = False) -> tuple:
     there); works elementwise on (...,) and for complex inputs (no ``abs`` of θ).
     """
     s = np.sum(theta * theta, axis=-1)
-    small = np.abs(s) < 1.0
+    abs_s = np.abs(s)
+    small = abs_s < 1.0
+    n_closed = 6 if derivatives else 3
     if np.all(small):
-        out = [_series(s, k, False) for k in (1, 2, 3)]
-        if derivatives:
-            out += [_series(s, k, True) for k in (1, 2, 3)]
-        return tuple(out)
+        n = _terms_needed(float(np.max(abs_s, initial=0.0)))
+        return tuple(_series(s, 1 + k % 3, k >= 3, n) for k in range(n_closed))
     ss = np.where(small, 0.5, s)
     t = np.sqrt(np.where(small, 1.0, s))
     sn, co = np.sin(t), np.cos(t)
@@ -184,9 +199,31 @@ def _exp_coefficients(theta: np.ndarray, derivatives: bool = False) -> tuple:
         a_c, b_c, c_c = closed
         closed += [(co - a_c) / (2 * ss), (a_c - 2 * b_c) / (2 * ss), (b_c - 3 * c_c) / (2 * ss)]
     sm = np.where(small, s, 0.0)
-    return tuple(
-        np.where(small, _series(sm, 1 + k % 3, k >= 3), closed[k]) for k in range(len(closed))
-    )
+    return tuple(np.where(small, _series(sm, 1 + k % 3, k >= 3, 10), closed[k])
+                 for k in range(n_closed))
+
+
+def so3_maps(theta: np.ndarray, theta_dot: np.ndarray | None = None) -> tuple:
+    """``exp(θ̃)``, the right Jacobian ``J_r(θ)`` and, if ``θ̇`` is given, ``d/dt J_r``
+    from one evaluation of the coefficients (see :func:`exp_so3` and friends).
+
+    Shapes (..., 3) -> (..., 3, 3) each; returns ``(R, J_r)`` or ``(R, J_r, J̇_r)``.
+    """
+    theta = np.asarray(theta)
+    coef = _exp_coefficients(theta, derivatives=theta_dot is not None)
+    a, b, c = (x[..., None, None] for x in coef[:3])
+    K = skew(theta)
+    K2 = K @ K
+    eye = np.broadcast_to(np.eye(3), K.shape)
+    R = eye + a * K + b * K2
+    Jr = eye - b * K + c * K2
+    if theta_dot is None:
+        return R, Jr
+    db, dc = coef[4][..., None, None], coef[5][..., None, None]
+    Kd = skew(theta_dot)
+    dt2 = 2 * np.sum(theta * theta_dot, axis=-1)[..., None, None]
+    Jr_dot = -(db * dt2) * K - b * Kd + (dc * dt2) * K2 + c * (Kd @ K + K @ Kd)
+    return R, Jr, Jr_dot
 
 
 def exp_so3(theta: np.ndarray) -> np.ndarray:
@@ -194,11 +231,7 @@ def exp_so3(theta: np.ndarray) -> np.ndarray:
 
     Shape (..., 3) -> (..., 3, 3).
     """
-    theta = np.asarray(theta)
-    a, b, _ = _exp_coefficients(theta)
-    K = skew(theta)
-    eye = np.broadcast_to(np.eye(3), K.shape)
-    return eye + a[..., None, None] * K + b[..., None, None] * (K @ K)
+    return so3_maps(theta)[0]
 
 
 def axis_angle_rotation(axis: np.ndarray, angle) -> np.ndarray:
@@ -214,26 +247,12 @@ def right_jacobian_so3(theta: np.ndarray) -> np.ndarray:
     ``J_r = I − b θ̃ + c θ̃²`` with ``b = (1 − cos t)/t²``, ``c = (t − sin t)/t³``.
     Shape (..., 3) -> (..., 3, 3).
     """
-    theta = np.asarray(theta)
-    _, b, c = _exp_coefficients(theta)
-    K = skew(theta)
-    eye = np.broadcast_to(np.eye(3), K.shape)
-    return eye - b[..., None, None] * K + c[..., None, None] * (K @ K)
+    return so3_maps(theta)[1]
 
 
 def right_jacobian_so3_rate(theta: np.ndarray, theta_dot: np.ndarray) -> np.ndarray:
     """Time derivative ``d/dt J_r(θ)`` along ``θ̇``; shapes (..., 3), (..., 3) -> (..., 3, 3)."""
-    theta = np.asarray(theta)
-    _, b, c, _, db, dc = _exp_coefficients(theta, derivatives=True)
-    K = skew(theta)
-    Kd = skew(theta_dot)
-    dt2 = 2 * np.sum(theta * theta_dot, axis=-1)
-    return (
-        -(db * dt2)[..., None, None] * K
-        - b[..., None, None] * Kd
-        + (dc * dt2)[..., None, None] * (K @ K)
-        + c[..., None, None] * (Kd @ K + K @ Kd)
-    )
+    return so3_maps(theta, theta_dot)[2]
 
 
 def quat_to_rot(q: np.ndarray) -> np.ndarray:
