@@ -83,3 +83,14 @@ def test_bad_external_forces(model):
 def test_unknown_body_name(model):
     with pytest.raises(KeyError, match="no body named 'link3'"):
         model.body_index("link3")
+
+
+def test_singular_mass_matrix_raises_for_composite():
+    """A massless slider carrying a cart on a parallel slider: M = [[m, m], [m, m]]."""
+    slider = {"name": "slider", "parent": None, "joint": {"type": "prismatic", "axis": [1, 0, 0]}}
+    cart = {"name": "cart", "parent": "slider",
+            "joint": {"type": "prismatic", "axis": [1, 0, 0]},
+            "rigid": {"mass": 2.0, "com": [0.3, 0.1, 0], "inertia": np.diag([0.1, 0.2, 0.25])}}
+    model = fd.Model.from_dict({"name": "s", "bodies": [slider, cart]})
+    with pytest.raises(ValueError, match="mass matrix is singular"):
+        fd.forward_dynamics(model, np.zeros(2), np.zeros(2), method="composite")

@@ -514,12 +514,6 @@ def massless_slider() -> tuple[dict, str]:
     return {"name": "massless slider", "gravity": [0, 0, -9.81], "bodies": [slider, cart]}, "slider"
 
 
-ROUND_OFF_REASON = (
-    "a singular D(k) that is positive only by round-off passes the singularity test of "
-    "articulated_body._spd_inverse, whose threshold is relative to D(k) itself"
-)
-
-
 @pytest.mark.parametrize("method", ["articulated", "articulated-split"])
 @pytest.mark.parametrize("fidelity", fd.FIDELITIES)
 @pytest.mark.parametrize(
@@ -527,10 +521,8 @@ ROUND_OFF_REASON = (
     [
         massless_hub_on_free_joint,
         point_mass_on_axis,
-        pytest.param(point_mass_on_tilted_axis,
-                     marks=pytest.mark.xfail(reason=ROUND_OFF_REASON, strict=True)),
-        pytest.param(massless_slider,
-                     marks=pytest.mark.xfail(reason=ROUND_OFF_REASON, strict=True)),
+        point_mass_on_tilted_axis,
+        massless_slider,
     ],
 )
 def test_singular_D_raises_naming_the_body(build, method, fidelity):

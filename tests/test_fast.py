@@ -222,3 +222,16 @@ def test_missing_numba_raises_import_error(monkeypatch):
     assert not fast.numba_available()
     with pytest.raises(ImportError, match=r"flexdyn\[fast\]"):
         CompiledRuthlessModel(tree_model())
+
+
+def test_singular_articulated_inertia_raises_naming_the_body():
+    """A massless slider carrying a cart along the same axis: ``D(slider)`` is zero up to
+    round-off; the compiled tier reports it like the reference does."""
+    slider = {"name": "slider", "parent": None, "joint": {"type": "prismatic", "axis": [1, 0, 0]}}
+    cart = {"name": "cart", "parent": "slider",
+            "joint": {"type": "prismatic", "axis": [1, 0, 0]},
+            "rigid": {"mass": 2.0, "com": [0.3, 0.1, 0], "inertia": np.diag([0.1, 0.2, 0.25])}}
+    model = fd.Model.from_dict({"name": "s", "gravity": [0, 0, -9.81], "bodies": [slider, cart]})
+    cm = CompiledRuthlessModel(model)
+    with pytest.raises(ValueError, match="'slider'"):
+        cm.forward_dynamics(np.zeros(2), np.zeros(2), np.zeros(2))

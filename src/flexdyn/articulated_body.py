@@ -40,16 +40,29 @@ __all__ = [
 ]
 
 
-def _spd_inverse(D: np.ndarray, model: Model, i: int, what: str) -> np.ndarray:
+def _inertia_scale(P: np.ndarray, H: np.ndarray) -> float:
+    """``max|P| · max_r ‖H_r‖²``: the size a ``D = H P Hᵀ`` of a body has when it is not
+    singular (used to recognise a singular ``D`` that round-off made slightly positive)."""
+    if H.size == 0:
+        return 0.0
+    return float(np.max(np.abs(P))) * float(np.max(np.sum(np.abs(H) ** 2, axis=1)))
+
+
+def _spd_inverse(D: np.ndarray, model: Model, i: int, what: str,
+                 scale: float = 0.0) -> np.ndarray:
     """Inverse of a symmetric positive definite ``D`` from its Cholesky factor (LAPACK
-    ``potrf``/``potri``); ``ValueError`` naming the body if ``D`` is singular or indefinite."""
+    ``potrf``/``potri``); ``ValueError`` naming the body if ``D`` is singular or indefinite.
+
+    ``D`` counts as singular when a squared Cholesky pivot is below ``1e-13`` times its
+    largest diagonal entry or below ``1e-14 · scale`` (see :func:`_inertia_scale`)."""
     n = D.shape[0]
     if n == 0:
         return D
-    scale = max(float(np.max(np.abs(np.diag(D.real)))), np.finfo(float).tiny)
+    tol = max(1e-13 * float(np.max(np.abs(np.diag(D.real)))), 1e-14 * scale,
+              np.finfo(float).tiny)
     potrf, potri = scipy.linalg.lapack.get_lapack_funcs(("potrf", "potri"), (D,))
     L, info = potrf(D, lower=1, clean=0)
-    if info != 0 or np.min(np.abs(np.diag(L))) ** 2 <= 1e-13 * scale:
+    if info != 0 or np.min(np.abs(np.diag(L))) ** 2 <= tol:
         raise ValueError(
             f"articulated inertia {what} of body {i} {model.names[i]!r} is singular or not "
             "positive definite (a degree of freedom without inertia, e.g. a massless body "
@@ -113,7 +126,7 @@ def articulated_body_inertias(model: Model, kin: Kinematics) -> ArticulatedFacto
         H = kin.Hcal[i]
         PH = P[i] @ H.T
         D[i] = H @ PH
-        D_inv[i] = _spd_inverse(D[i], model, i, "D")
+        D_inv[i] = _spd_inverse(D[i], model, i, "D", _inertia_scale(P[i], H))
         G[i] = PH @ D_inv[i]
         tau_bar[i] = np.eye(m + 6) - G[i] @ H
         P_plus[i] = _sym(tau_bar[i] @ P[i])
@@ -158,12 +171,13 @@ def articulated_body_inertias_split(model: Model, kin: Kinematics) -> SplitFacto
         Hf, H_F = H[nu:], H[:nu, m:]  # ℋ_f (m × (m+6)), H_F (nu × 6)
         # flexible step
         mu = P[i][m:] @ Hf.T  # μ = [P^{rf}, P^{rr}] ℋ_f*   (6 × m)
-        Df_inv[i] = _spd_inverse(Hf @ P[i] @ Hf.T, model, i, "D_f")
+        scale = _inertia_scale(P[i], H)
+        Df_inv[i] = _spd_inverse(Hf @ P[i] @ Hf.T, model, i, "D_f", scale)
         g[i] = mu @ Df_inv[i]
         P_R[i] = _sym(P[i][m:, m:] - g[i] @ mu.T)
         # hinge step
         PH = P_R[i] @ H_F.T
-        DR_inv[i] = _spd_inverse(H_F @ PH, model, i, "D_R")
+        DR_inv[i] = _spd_inverse(H_F @ PH, model, i, "D_R", scale)
         G_R[i] = PH @ DR_inv[i]
         P_R_plus[i] = _sym(P_R[i] - G_R[i] @ PH.T)  # τ̄_R P_R
         p = int(model.parent[i])

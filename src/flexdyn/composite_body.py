@@ -83,15 +83,19 @@ def composite_forward_dynamics(model: Model, kin: Kinematics, vel, tau: np.ndarr
 
 
 def solve_mass_matrix(M: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Solve ``M x = rhs`` by Cholesky (Eq 46); ``ValueError`` if ``M`` is not positive definite."""
+    """Solve ``M x = rhs`` by Cholesky (Eq 46); ``ValueError`` if ``M`` is singular (a
+    squared pivot below ``1e-15`` of its largest diagonal entry) or not positive definite."""
     if M.shape[0] == 0:
         return rhs
     try:
         c = scipy.linalg.cho_factor(M, lower=True, check_finite=False)
     except np.linalg.LinAlgError:
+        c = None
+    if c is None or np.min(np.abs(np.diag(c[0]))) ** 2 <= 1e-15 * np.max(np.abs(np.diag(M))):
         raise ValueError(
-            "mass matrix is not positive definite (a degree of freedom without inertia?)"
-        ) from None
+            "mass matrix is singular or not positive definite (a degree of freedom without "
+            "inertia?)"
+        )
     return scipy.linalg.cho_solve(c, rhs, check_finite=False)
 
 

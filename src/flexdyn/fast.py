@@ -23,7 +23,7 @@ Where :mod:`flexdyn.chain` moves a child's quantities to its parent with
 ``Y(c) = φ(p, c) = φ(p, t_c) φ(t_c, c)`` (computed as one composition of rigid transforms) and
 the constant ``Ê(c) = E_tᵀ φ(p, t_c)⁻¹``, so that ``A(c) φ(c) = [Ê(c); I] Y(c)``.  The Eq B4
 constants are referred to the parent frame the same way: ``ζ̂ = ζ φ(p, t_c)⁻¹``, ``Υ̂ = Λ ζ̂``,
-``Ω̂ = ζ̂ᵀ Υ̂`` and ``Γ̂(c) = Y(c) P_R⁺(c) Y(c)ᵀ``, for which
+``Ω̂ = ζ̂ᵀ Υ̂`` and ``Γ̂(c) = Y(c) P_R⁺(c) Y(c)ᵀ``, for which::
 
     D_f⁻¹ = Λ − Υ̂ Γ̂ [I + Ω̂ Γ̂]⁻¹ Υ̂ᵀ        (Eq B3, push-through form)
 
@@ -72,6 +72,7 @@ _UNIVERSAL = 5
 
 #: pivot threshold of the SPD inverses, as :func:`flexdyn.articulated_body._spd_inverse`
 _PIVOT_RTOL = 1e-13
+_PIVOT_FLOOR = 1e-14  # times max|P| · max‖H_F row‖², as articulated_body._inertia_scale
 
 #: LLVM fast-math flags of the kernels: reassociation and contraction let reductions
 #: vectorize; no "nnan"/"ninf", so non-finite results stay visible
@@ -285,10 +286,11 @@ def _bias(q, u, fext, ic, fc, V, bf, br):
             out[a] = s
 
 
-def _spd_inverse(D, m, L, out):
+def _spd_inverse(D, m, L, out, floor):
     """Inverse of the SPD ``D[:m, :m]`` (lower triangle read) into ``out`` through its
     Cholesky factor ``L``; False if a pivot is not positive or
-    ``min diag(L)² ≤ 1e-13 max|diag D|`` (the test of the reference implementation)."""
+    ``min diag(L)² ≤ max(1e-13 max|diag D|, floor)`` (the test of the reference
+    implementation)."""
     if m == 0:
         return True
     scale = 0.0
@@ -310,7 +312,7 @@ def _spd_inverse(D, m, L, out):
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s / d
-    if dmin <= _PIVOT_RTOL * scale:
+    if dmin <= max(_PIVOT_RTOL * scale, floor):
         return False
     # L⁻¹ in place, column by column (entries right of column j are still L's)
     for j in range(m):
@@ -477,6 +479,19 @@ def _ab_core(q, u, tau, fext, imm, ic, child, fc, sz, udot):
                 wt = w[t]
                 for j in range(m):
                     zf[j] += wt * ET[t * m + j]
+        floor = 0.0  # singularity floor of D_f and D_R (see articulated_body._inertia_scale)
+        if nj > 0:
+            pmax = 0.0
+            for r in range(6):
+                for c in range(6):
+                    pmax = max(pmax, abs(Prr[r, c]))
+            hmax = 0.0
+            for k in range(nj):
+                s = 0.0
+                for t in range(6):
+                    s += HF[i, t, k] * HF[i, t, k]
+                hmax = max(hmax, s)
+            floor = _PIVOT_FLOOR * pmax * hmax
         # flexible step: D_f⁻¹, g = μ D_f⁻¹, P_R = P_rr − g μᵀ
         Dv = Dfinv[ic[i, _W_MM]:ic[i, _W_MM] + m * m]
         gv = g[ic[i, _W_6M]:ic[i, _W_6M] + 6 * m]
@@ -533,7 +548,7 @@ def _ab_core(q, u, tau, fext, imm, ic, child, fc, sz, udot):
                             z = ZG[s_, j]
                             for l_ in range(j + 1):
                                 Df[j, l_] += z * ZT[(6 * k + s_) * m + l_]
-                if not _spd_inverse(Df, m, Lf, Dfi):
+                if not _spd_inverse(Df, m, Lf, Dfi, floor):
                     if status < 0:
                         status = 2 * i
                     for j in range(m):
@@ -573,7 +588,7 @@ def _ab_core(q, u, tau, fext, imm, ic, child, fc, sz, udot):
                 for t in range(6):
                     s += HF[i, t, a] * PH[t, b]
                 DR[a, b] = s
-        if not _spd_inverse(DR, nj, LR, DRi):
+        if not _spd_inverse(DR, nj, LR, DRi, floor):
             if status < 0:
                 status = 2 * i + 1
             for a in range(nj):
@@ -1076,6 +1091,8 @@ class CompiledRuthlessModel:
     ------
     ImportError — if ``numba`` is not installed (``pip install 'flexdyn[fast]'``).
 
+    Notes
+    -----
     The first call of each method compiles its kernel (several seconds; the machine code is
     cached on disk by ``numba`` for later processes); :meth:`warmup` does it up front.
     """

@@ -553,12 +553,12 @@ _SAVED: list[tuple[Any, str, Any]] = []
 
 
 def _counted_spd_inverse(original):
-    def spd_inverse(D, model, i, what):
+    def spd_inverse(D, model, i, what, scale=0.0):
         n = D.shape[0]
         _record_lapack("potrf", n)
         _record_lapack("potri", n)
         with _suspended():
-            out = original(_plain(D), model, i, what)
+            out = original(_plain(D), model, i, what, float(_plain(scale)))
         return _counting(out)
 
     return spd_inverse

@@ -27,7 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .articulated_body import SplitFactors, _spd_inverse, _sym, articulated_forward_dynamics
+from .articulated_body import (
+    SplitFactors,
+    _inertia_scale,
+    _spd_inverse,
+    _sym,
+    articulated_forward_dynamics,
+)
 from .chain import Kinematics, Model, Velocities
 from .composite_body import crba
 from .newton_euler import rnea
@@ -199,6 +205,8 @@ class RuthlessModel:
                 P_rr += AG @ kin.A[ch][m:].T
                 if m:
                     mu += AG @ c.zeta[:, 6 * k:6 * k + 6].T
+            H = kin.Hcal[i]
+            scale = _inertia_scale(P_rr, H[:nj, m:])
             if m:
                 if not kids:
                     Df_inv[i] = c.Lambda
@@ -212,14 +220,14 @@ class RuthlessModel:
                     for k, Gam in enumerate(Gammas):
                         z = c.zeta[:, 6 * k:6 * k + 6]
                         Df += z @ Gam @ z.T
-                    Df_inv[i] = _spd_inverse(Df, model, i, "D_f")
+                    Df_inv[i] = _spd_inverse(Df, model, i, "D_f", scale)
                 g[i] = mu @ Df_inv[i]
                 P_R[i] = _sym(P_rr - g[i] @ mu.T)
             else:
                 Df_inv[i], g[i], P_R[i] = np.zeros((0, 0)), np.zeros((6, 0)), P_rr
             H_F = kin.Hcal[i][:nj, m:]
             PH = P_R[i] @ H_F.T
-            DR_inv[i] = _spd_inverse(H_F @ PH, model, i, "D_R")
+            DR_inv[i] = _spd_inverse(H_F @ PH, model, i, "D_R", scale)
             G_R[i] = PH @ DR_inv[i]
             P_R_plus[i] = _sym(P_R[i] - G_R[i] @ PH.T)
         return SplitFactors(P=None, Df_inv=Df_inv, g=g, P_R=P_R, DR_inv=DR_inv, G_R=G_R,
