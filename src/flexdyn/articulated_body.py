@@ -23,7 +23,7 @@ import numpy as np
 import scipy.linalg
 
 from .chain import Kinematics, Model, Velocities, compute_kinematics
-from .newton_euler import elastic_forces
+from .newton_euler import elastic_forces, rnea
 
 __all__ = [
     "ArticulatedFactors",
@@ -312,27 +312,9 @@ def apply_mass_matrix_inverse(model: Model, kin: Kinematics, b: np.ndarray,
 
 
 def apply_mass_matrix(model: Model, kin: Kinematics, x: np.ndarray) -> np.ndarray:
-    """``M x = ℋ Φ M_m Φ* ℋ* x`` by two O(N) sweeps (Eq 43); x (nu,) or (nu, k)."""
-    n = model.n_bodies
-    x = np.asarray(x, dtype=float)
-    alpha: list = [None] * n
-    f: list = [None] * n
-    for i in range(n):  # base-to-tip: α = Φ* ℋ* x
-        m = int(model.n_modes[i])
-        a = kin.Hcal[i].T @ x[model.u_slice(i)]
-        p = int(model.parent[i])
-        if p >= 0:
-            a[m:] = a[m:] + kin.phi[i].T @ (kin.A[i].T @ alpha[p])
-        alpha[i] = a
-        f[i] = kin.M_m[i] @ a
-    y = np.zeros_like(x)
-    for i in reversed(range(n)):  # tip-to-base: y = ℋ Φ f
-        m = int(model.n_modes[i])
-        y[model.u_slice(i)] = kin.Hcal[i] @ f[i]
-        p = int(model.parent[i])
-        if p >= 0:
-            f[p] = f[p] + kin.A[i] @ (kin.phi[i] @ f[i][m:])
-    return y
+    """``M x = ℋ Φ M_m Φ* ℋ* x`` by the two O(N) sweeps of Eq 44 with every bias term
+    dropped (Eq 43); x (nu,) or (nu, k)."""
+    return rnea(model, kin, None, np.asarray(x, dtype=float), gravity=False)
 
 
 def _apply_factor(model: Model, kin: Kinematics, factors: ArticulatedFactors, x: np.ndarray,

@@ -22,8 +22,8 @@ Per-body operators (all in the body frame ``F_i``)
 
     V_m(i) = Φ*(p, i) V_m(p) + ℋ*(i) χ(i),
     Φ(p, i) = A(i) [0, φ(i)]            ((n_m(p)+6) × (n_m(i)+6), Eqs 12, 14, 15)
-    A(i)    = [E_t(i)ᵀ; φ(p, t_i)]      ((n_m(p)+6) × 6): parent node ``t_i`` ↔ ``F_p``
-    φ(i)    = φ(t_i, i)                 (6 × 6): ``F_i`` ↔ parent node frame, across the
+    A(i)    = [E_t(i)ᵀ; φ(p, t_i)]      ((n_m(p)+6) × 6): parent node t_i ↔ F_p
+    φ(i)    = φ(t_i, i)                 (6 × 6): F_i ↔ parent node frame, across the
                                          joint (rotation included)
     ℋ(i)    = [[0, H_F(i)], [I, Q(i)ᵀ]] ((n_r + n_m) × (n_m + 6), Eqs 13, 16, 17)
 
@@ -52,6 +52,7 @@ __all__ = [
     "Velocities",
     "compute_kinematics",
     "compute_velocities",
+    "modal_velocities",
     "state_terms",
     "FIDELITIES",
     "load_model",
@@ -400,8 +401,9 @@ class Velocities:
     eta_dot: list
 
 
-def _twists(model: Model, kin: Kinematics, u: np.ndarray) -> list:
-    """Base-to-tip velocity recursion, Eq 11: ``V_m(i) = Φ*(p, i) V_m(p) + ℋ*(i) χ(i)``."""
+def modal_velocities(model: Model, kin: Kinematics, u: np.ndarray) -> list:
+    """Modal spatial velocities ``V_m(i)`` (m + 6,) by the base-to-tip recursion of Eq 11:
+    ``V_m(i) = Φ*(p, i) V_m(p) + ℋ*(i) χ(i)``."""
     V_m: list = [None] * model.n_bodies
     for i in range(model.n_bodies):
         Vm = kin.Hcal[i].T @ u[model.u_slice(i)]
@@ -428,12 +430,12 @@ def compute_velocities(model: Model, kin: Kinematics, u: np.ndarray) -> Velociti
     """
     model.check_state(kin.q, u)
     n = model.n_bodies
-    V_m = _twists(model, kin, u)
+    V_m = modal_velocities(model, kin, u)
     if kin.fidelity == "ruthless":
         u_nl = np.array(u, dtype=np.result_type(u, float))
         for i in range(n):
             u_nl[model.u_slice(i)][model.nu_joint[i]:] = 0.0
-        V_nl = _twists(model, kin, u_nl)
+        V_nl = modal_velocities(model, kin, u_nl)
     else:
         u_nl, V_nl = u, V_m
     a_m: list = [None] * n

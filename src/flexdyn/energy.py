@@ -4,25 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .chain import Model, compute_kinematics, compute_velocities
+from .chain import Kinematics, Model, compute_kinematics, modal_velocities
 
 __all__ = ["energies", "kinetic_energy", "momentum", "potential_energy", "total_energy"]
 
 
-def kinetic_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full") -> float:
-    """``T = ½ Σ_i V_m(i)ᵀ M_m(i) V_m(i) = ½ uᵀ M u`` (J)."""
-    kin = compute_kinematics(model, q, fidelity)
-    vel = compute_velocities(model, kin, u)
-    return 0.5 * sum(v @ M @ v for v, M in zip(vel.V_m, kin.M_m, strict=True))
+def _kinetic(model: Model, kin: Kinematics, u: np.ndarray) -> float:
+    """``½ Σ_i V_m(i)ᵀ M_m(i) V_m(i)`` with the twists of Eq 11."""
+    V_m = modal_velocities(model, kin, u)
+    return 0.5 * sum(v @ M @ v for v, M in zip(V_m, kin.M_m, strict=True))
 
 
-def potential_energy(model: Model, q: np.ndarray, fidelity: str = "full") -> float:
-    """Elastic ``½ Σ ηᵀ K η`` plus gravitational ``−Σ m g·x`` energy (J).
-
-    The mass points are the rigid centres of mass and the nodes, at their deformed
-    positions for ``"full"`` and undeformed ones for ``"ruthless"``.
-    """
-    kin = compute_kinematics(model, q, fidelity)
+def _potential(model: Model, kin: Kinematics) -> float:
+    """``½ Σ ηᵀ K η − Σ m g·x`` over rigid centres of mass and nodes."""
     V = 0.0
     g = model.gravity
     for i, body in enumerate(model.bodies):
@@ -34,6 +28,21 @@ def potential_energy(model: Model, q: np.ndarray, fidelity: str = "full") -> flo
         if body.n_nodes:
             V = V - body.node_masses @ (pose.apply(kin.frames[i].p) @ g)
     return V
+
+
+def kinetic_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full") -> float:
+    """``T = ½ Σ_i V_m(i)ᵀ M_m(i) V_m(i) = ½ uᵀ M u`` (J)."""
+    model.check_state(q, u)
+    return _kinetic(model, compute_kinematics(model, q, fidelity), u)
+
+
+def potential_energy(model: Model, q: np.ndarray, fidelity: str = "full") -> float:
+    """Elastic ``½ Σ ηᵀ K η`` plus gravitational ``−Σ m g·x`` energy (J).
+
+    The mass points are the rigid centres of mass and the nodes, at their deformed
+    positions for ``"full"`` and undeformed ones for ``"ruthless"``.
+    """
+    return _potential(model, compute_kinematics(model, q, fidelity))
 
 
 def total_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full") -> float:
@@ -51,11 +60,11 @@ def momentum(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full")
     it is conserved.
     """
     kin = compute_kinematics(model, q, fidelity)
-    vel = compute_velocities(model, kin, u)
-    out = np.zeros(6, dtype=np.result_type(vel.V_m[0] if model.n_bodies else 0.0, float))
+    V_m = modal_velocities(model, kin, u)
+    out = np.zeros(6, dtype=np.result_type(V_m[0] if model.n_bodies else 0.0, float))
     for i in range(model.n_bodies):
         m = int(model.n_modes[i])
-        out = out + kin.pose[i].force_to_parent((kin.M_m[i] @ vel.V_m[i])[m:])
+        out = out + kin.pose[i].force_to_parent((kin.M_m[i] @ V_m[i])[m:])
     return out
 
 
@@ -63,26 +72,6 @@ def energies(model: Model, q: np.ndarray, u: np.ndarray,
              fidelity: str = "full") -> tuple[float, float]:
     """``(T, V)``: :func:`kinetic_energy` and :func:`potential_energy` from one evaluation of
     the kinematics (J) — cheaper than calling both, e.g. along a trajectory."""
-    kin = compute_kinematics(model, q, fidelity)
     model.check_state(q, u)
-    T = 0.0
-    V_m: list = [None] * model.n_bodies
-    for i in range(model.n_bodies):  # twists, Eq 11
-        Vm = kin.Hcal[i].T @ u[model.u_slice(i)]
-        p = int(model.parent[i])
-        if p >= 0:
-            m = int(model.n_modes[i])
-            Vm[m:] += kin.phi[i].T @ (kin.A[i].T @ V_m[p])
-        V_m[i] = Vm
-        T = T + 0.5 * (Vm @ kin.M_m[i] @ Vm)
-    V = 0.0
-    g = model.gravity
-    for i, body in enumerate(model.bodies):  # as in potential_energy
-        eta = kin.eta[i]
-        V = V + 0.5 * (eta @ body.K @ eta)
-        pose = kin.pose[i]
-        if body.mass:
-            V = V - body.mass * (g @ pose.apply(body.com))
-        if body.n_nodes:
-            V = V - body.node_masses @ (pose.apply(kin.frames[i].p) @ g)
-    return T, V
+    kin = compute_kinematics(model, q, fidelity)
+    return _kinetic(model, kin, u), _potential(model, kin)

@@ -23,18 +23,20 @@ import numpy as np
 
 from .spatial import Transform, axis_angle_rotation, quat_multiply, quat_to_rot, skew
 
-__all__ = ["Joint", "JOINT_TYPES", "make_joint"]
+__all__ = ["Joint", "JOINT_DIMENSIONS", "JOINT_TYPES", "make_joint"]
 
-JOINT_TYPES = (
-    "fixed",
-    "revolute",
-    "prismatic",
-    "screw",
-    "cylindrical",
-    "universal",
-    "spherical",
-    "free",
-)
+#: Joint types and their numbers of coordinates and speeds ``(nq, nu)``.
+JOINT_DIMENSIONS: dict[str, tuple[int, int]] = {
+    "fixed": (0, 0),
+    "revolute": (1, 1),
+    "prismatic": (1, 1),
+    "screw": (1, 1),
+    "cylindrical": (2, 2),
+    "universal": (2, 2),
+    "spherical": (4, 3),
+    "free": (7, 6),
+}
+JOINT_TYPES = tuple(JOINT_DIMENSIONS)
 
 
 @dataclass(frozen=True)
@@ -60,16 +62,7 @@ class Joint:
     _S: np.ndarray | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        nq, nu = {
-            "fixed": (0, 0),
-            "revolute": (1, 1),
-            "prismatic": (1, 1),
-            "screw": (1, 1),
-            "cylindrical": (2, 2),
-            "universal": (2, 2),
-            "spherical": (4, 3),
-            "free": (7, 6),
-        }[self.type]
+        nq, nu = JOINT_DIMENSIONS[self.type]
         object.__setattr__(self, "nq", nq)
         object.__setattr__(self, "nu", nu)
         a = self.axis

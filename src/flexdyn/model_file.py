@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from .joints import JOINT_DIMENSIONS
+
 __all__ = [
     "JOINT_TYPES",
     "normalize_model_dict",
@@ -49,16 +51,7 @@ FORMAT_NAME = "flexdyn-model"
 FORMAT_VERSION = 1
 
 #: Joint types and the number of joint coordinates / speeds, ``(nq, nu)``.
-JOINT_TYPES: dict[str, tuple[int, int]] = {
-    "fixed": (0, 0),
-    "revolute": (1, 1),
-    "prismatic": (1, 1),
-    "screw": (1, 1),
-    "cylindrical": (2, 2),
-    "universal": (2, 2),
-    "spherical": (4, 3),
-    "free": (7, 6),
-}
+JOINT_TYPES: dict[str, tuple[int, int]] = JOINT_DIMENSIONS
 _AXIS_TYPES = ("revolute", "prismatic", "screw", "cylindrical")
 _AXES_TYPES = ("universal",)
 _PITCH_TYPES = ("screw",)

@@ -44,37 +44,49 @@ def elastic_forces(model: Model, kin: Kinematics, vel: Velocities, i: int) -> np
     return out
 
 
-def rnea(model: Model, kin: Kinematics, vel: Velocities, udot: np.ndarray,
+def rnea(model: Model, kin: Kinematics, vel: Velocities | None, udot: np.ndarray,
          f_ext: np.ndarray | None = None, gravity: bool = True) -> np.ndarray:
     """Newton–Euler inverse dynamics on precomputed operators (Eq 44, trees per Sec VIII).
 
     Parameters
     ----------
     kin, vel : position and velocity terms from :func:`compute_kinematics` and
-        :func:`compute_velocities`.
-    udot : (nu,) generalized accelerations.
+        :func:`compute_velocities`; ``vel=None`` drops every velocity-dependent, elastic
+        and damping term (then, with ``gravity=False``, the result is ``M u̇``).
+    udot : (nu,) generalized accelerations, or (nu, k) for k right-hand sides.
     f_ext : (n_bodies, 6) or None — external wrenches at the body frame origins.
     gravity : include the model's gravity.
 
     Returns
     -------
-    T : (nu,) generalized forces with ``M u̇ + C = T``.
+    T : (nu,) or (nu, k) generalized forces with ``M u̇ + C = T``.
     """
     n = model.n_bodies
+    udot = np.asarray(udot)
+    cols = udot.shape[1:]
     alpha: list = [None] * n
     f: list = [None] * n
     a_ground = np.concatenate([np.zeros(3), -model.gravity]) if gravity else np.zeros(6)
+    a_ground = a_ground.reshape((6,) + (1,) * len(cols))
     for i in range(n):  # base-to-tip, Eq 24
         m = int(model.n_modes[i])
-        a = kin.Hcal[i].T @ udot[model.u_slice(i)] + vel.a_m[i]
         p = int(model.parent[i])
         a_t = kin.A[i].T @ alpha[p] if p >= 0 else a_ground
-        a[m:] += kin.phi[i].T @ a_t
+        a_V = kin.phi[i].T @ a_t
+        if vel is not None:
+            a_V = a_V + vel.a_m[i][m:].reshape((6,) + (1,) * len(cols))
+        a = kin.Hcal[i].T @ udot[model.u_slice(i)]
+        a = a.astype(np.result_type(a, a_V), copy=False)
+        a[m:] += a_V
         alpha[i] = a
-        f[i] = kin.M_m[i] @ a + vel.b_m[i] + elastic_forces(model, kin, vel, i)
+        f[i] = kin.M_m[i] @ a
+        if vel is not None:
+            b = vel.b_m[i] + elastic_forces(model, kin, vel, i)
+            f[i] = f[i] + b.reshape(b.shape + (1,) * len(cols))
         if f_ext is not None:
-            f[i][m:] -= f_ext[i]
-    T = np.zeros(model.nu, dtype=np.result_type(f[0] if n else 0.0, float))
+            f[i][m:] -= f_ext[i].reshape((6,) + (1,) * len(cols))
+    dtype = np.result_type(*(f if n else [0.0]), float)
+    T = np.zeros((model.nu,) + cols, dtype=dtype)
     for i in reversed(range(n)):  # tip-to-base, Eqs 36, 41
         m = int(model.n_modes[i])
         T[model.u_slice(i)] = kin.Hcal[i] @ f[i]

@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import scipy.integrate
 
-from .chain import FIDELITIES, Model, compute_kinematics
+from .chain import FIDELITIES, Model, compute_kinematics, modal_velocities
 from .composite_body import FORWARD_METHODS, forward_dynamics
 from .energy import energies, momentum
 from .spatial import Transform
@@ -223,17 +223,8 @@ def _normalized(model: Model, q: np.ndarray) -> np.ndarray:
 def _body_twists(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str) -> list:
     """Twists ``V(i)`` (6,) of the body frames in body coordinates (Eq 11)."""
     kin = compute_kinematics(model, q, fidelity)
-    V_m: list = [None] * model.n_bodies
-    out: list = [None] * model.n_bodies
-    for i in range(model.n_bodies):
-        m = int(model.n_modes[i])
-        Vm = kin.Hcal[i].T @ u[model.u_slice(i)]
-        p = int(model.parent[i])
-        if p >= 0:
-            Vm[m:] += kin.phi[i].T @ (kin.A[i].T @ V_m[p])
-        V_m[i] = Vm
-        out[i] = Vm[m:]
-    return out
+    V_m = modal_velocities(model, kin, u)
+    return [V_m[i][int(model.n_modes[i]):] for i in range(model.n_bodies)]
 
 
 def rhs(model: Model, fidelity: str = "full", method: str = "articulated", *,
