@@ -388,6 +388,24 @@ def _congruence(Y, P, T, G):
             G[c, r] = s
 
 
+def _attach_acceleration(i, ic, fc, af, ar, out):
+    """Acceleration of body ``i``'s attach node in its parent's frame, ``A*(i) α_m(p)``
+    (``[α_f(p); α_r(p)]`` through ``[Êᵀ; I]``), or the ground's ``[0; −g]`` for a root."""
+    pa = ic[i, _PARENT]
+    if pa >= 0:
+        mp = ic[i, _MP]
+        ET = fc[ic[i, _O_ET]:ic[i, _O_ET] + 6 * mp]
+        afp = af[ic[pa, _W_M]:ic[pa, _W_M] + mp]
+        for t in range(6):
+            s = ar[pa, t]
+            for j in range(mp):
+                s += ET[t * mp + j] * afp[j]
+            out[t] = s
+    else:
+        for t in range(6):
+            out[t] = fc[t]  # ground acceleration [0; −g]
+
+
 def _ab_core(q, u, tau, fext, imm, ic, child, fc, sz, udot):
     """Ruthless split articulated-body forward dynamics (Eqs 63, 64, B3).
 
@@ -658,19 +676,7 @@ def _ab_core(q, u, tau, fext, imm, ic, child, fc, sz, udot):
         m = ic[i, _M]
         nj = ic[i, _NJ]
         us = ic[i, _US]
-        pa = ic[i, _PARENT]
-        if pa >= 0:
-            mp = ic[i, _MP]
-            ET = fc[ic[i, _O_ET]:ic[i, _O_ET] + 6 * mp]
-            afp = af[ic[pa, _W_M]:ic[pa, _W_M] + mp]
-            for t in range(6):
-                s = ar[pa, t]
-                for j in range(mp):
-                    s += ET[t * mp + j] * afp[j]
-                t6[t] = s
-        else:
-            for t in range(6):
-                t6[t] = fc[t]  # ground acceleration [0; −g]
+        _attach_acceleration(i, ic, fc, af, ar, t6)
         for r in range(6):
             s = 0.0
             for t in range(6):
@@ -839,19 +845,7 @@ def _rnea(udot, ic, fc, sz, Y, HF, aV, bf, br, T):
         us = ic[i, _US]
         wm = ic[i, _W_M]
         Q = fc[ic[i, _O_Q]:ic[i, _O_Q] + 6 * m]
-        pa = ic[i, _PARENT]
-        if pa >= 0:
-            mp = ic[i, _MP]
-            ET = fc[ic[i, _O_ET]:ic[i, _O_ET] + 6 * mp]
-            afp = af[ic[pa, _W_M]:ic[pa, _W_M] + mp]
-            for t in range(6):
-                s = ar[pa, t]
-                for j in range(mp):
-                    s += ET[t * mp + j] * afp[j]
-                t6[t] = s
-        else:
-            for t in range(6):
-                t6[t] = fc[t]
+        _attach_acceleration(i, ic, fc, af, ar, t6)
         afi = af[wm:wm + m]
         for j in range(m):
             afi[j] = udot[us + nj + j]
@@ -1011,7 +1005,8 @@ def _inverse_dynamics(q, u, udot, fext, ic, fc, sz):
 
 _KERNEL_NAMES = (
     "_axis_angle", "_quat_rot", "_joint_transform", "_prologue", "_bias",
-    "_spd_inverse", "_lu_solve", "_congruence", "_ab_core", "_crba", "_rnea",
+    "_spd_inverse", "_lu_solve", "_congruence", "_attach_acceleration", "_ab_core", "_crba",
+    "_rnea",
     "_cholesky_solve", "_ab_forward", "_cb_forward", "_mass_matrix", "_inverse_dynamics",
 )
 _kernels_loaded = False
