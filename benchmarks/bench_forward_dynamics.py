@@ -8,7 +8,8 @@ fidelity, number of bodies N and modes per body n_m the script times, per call,
 * ``forward_dynamics(method="articulated")``        — Eq 58 (all dofs of a body together),
 * ``forward_dynamics(method="articulated-split")``  — Eqs 62–64 (flexible / hinge split),
 * ``forward_dynamics(method="composite")``          — Eq 46 (mass matrix + Cholesky),
-* ``mass_matrix`` (forming M, Eqs 49–50) and ``np.linalg.solve(M, b)`` given M,
+* ``mass_matrix`` (forming M, Eqs 49–50), ``inverse_dynamics`` (Eq 44) and
+  ``np.linalg.solve(M, b)`` given M,
 
 as the minimum and the median over several repeats (``time.perf_counter``; each repeat
 averages enough calls to last a few milliseconds), and marks the fastest of the three
@@ -161,6 +162,7 @@ def measure(n_bodies: int, n_modes: int, fidelity: str, repeats: int, min_time: 
     M = fd.mass_matrix(model, q, fidelity)
     fns["kin+vel"] = lambda: _state_terms(model, q, u, fidelity)
     fns["form M"] = lambda: fd.mass_matrix(model, q, fidelity)
+    fns["inverse dyn."] = lambda: fd.inverse_dynamics(model, q, u, tau, fidelity)
     fns["solve(M, b)"] = lambda: np.linalg.solve(M, tau)
     out.update(time_calls(fns, repeats, min_time))
     return out
@@ -178,7 +180,7 @@ def fmt(t: tuple[float, float]) -> str:
 # ---------------------------------------------------------------------------------------------
 def run_table(fidelity: str, bodies, modes, repeats: int, min_time: float) -> dict:
     """Print the timing table of one fidelity; return the measurements by ``(N, n_m)``."""
-    extra = ["kin+vel", "form M", "solve(M, b)"]
+    extra = ["kin+vel", "form M", "inverse dyn.", "solve(M, b)"]
     cols = [SHORT[m] for m in METHODS] + extra + ["ABA vs split"]
     print(f"\n### fidelity = {fidelity!r}: ms per call, min / median of {repeats} repeats\n")
     print("| N | n_m | nu | " + " | ".join(cols) + " | fastest FD |")
@@ -202,6 +204,7 @@ def run_table(fidelity: str, bodies, modes, repeats: int, min_time: float) -> di
     print("\nColumns: ABA = articulated (Eq 58), ABA-split = articulated-split (Eqs 62–64), "
           "composite (Eq 46) — each a full `forward_dynamics` call; kin+vel = the position and "
           "velocity terms that every call computes first; form M = `mass_matrix`; "
+          "inverse dyn. = `inverse_dynamics` (Eq 44); "
           "solve(M, b) = `np.linalg.solve` given M; ABA vs split = "
           "max |u̇_ABA − u̇_split| / max |u̇_split|.")
     if errors:

@@ -205,6 +205,8 @@ class Body:
         stored as ``M_m0``.
         """
         m = self.n_modes
+        if m == 0 and hasattr(self, "M_m0"):
+            return self.M_m0  # rigid: nothing depends on the state
         B = self._node_maps(frames)
         M = np.einsum("nji,njk,nkl->il", B, self.M_s, B)
         M[m:, m:] += self.M_rigid
@@ -221,6 +223,9 @@ class Body:
         """
         m = self.n_modes
         out = np.zeros(m + 6, dtype=np.result_type(V, eta_dot, float))
+        if m == 0:  # rigid: nodes and rigid part form one rigid body of inertia M_m⁰
+            out[:] = cross_force(V, self.M_m0 @ V)
+            return out
         out[m:] = cross_force(V, self.M_rigid @ V)
         if self.n_nodes == 0:
             return out
