@@ -142,3 +142,11 @@ def test_argument_errors():
     assert info.value.code == 2
     with pytest.raises(SystemExit):
         main([])
+
+
+def test_info_accepts_a_builtin_model_name(capsys):
+    from flexdyn.__main__ import main
+
+    assert main(["info", "spacecraft"]) == 0
+    out = capsys.readouterr().out
+    assert "hub" in out and "Hz" in out

@@ -362,3 +362,20 @@ def test_plot_without_matplotlib(arm_result, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(ImportError, match="plot"):
         arm_result.plot()
+
+
+def test_energy_fidelity_can_be_changed_after_reading_energies():
+    model = fd.models.two_link_arm()
+    tau = np.zeros(model.nu)
+    tau[0] = 2.0
+    res = fd.simulate(model, t_span=(0.0, 0.2), tau=tau, fidelity="ruthless",
+                      t_eval=np.linspace(0.0, 0.2, 5))
+    own = res.total_energy
+    res.energy_fidelity = "full"
+    exact = res.total_energy
+    expected = [fd.total_energy(model, q, u, "full") for q, u in zip(res.q, res.u, strict=True)]
+    np.testing.assert_allclose(exact, expected, rtol=1e-12)
+    assert not np.allclose(own, exact, rtol=1e-9)
+    res.energy_fidelity = "exact"
+    with pytest.raises(ValueError, match="energy_fidelity"):
+        _ = res.total_energy

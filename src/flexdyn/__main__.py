@@ -19,6 +19,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import scipy.linalg
@@ -42,6 +43,9 @@ def _one_line(text: str) -> str:
 
 
 def _load(path: str) -> Model:
+    """A model file, or a built-in model by name when no file of that name exists."""
+    if path in BUILTIN_MODELS and not Path(path).exists():
+        return builtin_model(path)
     try:
         return load_model(path)
     except FileNotFoundError:
@@ -246,7 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("simulate", help="simulate a model file from rest with zero torque",
                        description="Simulate MODEL.json from the neutral configuration at "
                                    "rest with zero joint torques.")
-    p.add_argument("model", metavar="MODEL.json")
+    p.add_argument("model", metavar="MODEL.json",
+                   help="model file, or the name of a built-in model: "
+                        + ", ".join(sorted(BUILTIN_MODELS)))
     p.add_argument("--t", type=_positive_float, default=10.0, help="duration (s, default 10)")
     p.add_argument("--out", metavar="FILE", help="write the histories (.npz or .csv)")
     p.add_argument("--samples", type=int, default=1001,
@@ -257,7 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="describe a model file",
                        description="Print bodies, parents, joints, state sizes and the "
                                    "modal frequencies of each flexible body.")
-    p.add_argument("model", metavar="MODEL.json")
+    p.add_argument("model", metavar="MODEL.json",
+                   help="model file, or the name of a built-in model: "
+                        + ", ".join(sorted(BUILTIN_MODELS)))
     p.set_defaults(func=_cmd_info)
     return parser
 

@@ -33,7 +33,6 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -515,27 +514,33 @@ class SimulationResult:
         return int(self.t.size)
 
     # -- energy ------------------------------------------------------------------------------
-    @cached_property
     def _energies(self) -> np.ndarray:
-        out = np.empty((len(self), 2))
-        for k, (q, u) in enumerate(zip(self.q, self.u, strict=True)):
-            out[k] = energies(self.model, q, u, self.energy_fidelity)
-        return out
+        """(nt, 2) kinetic and potential energy for the current ``energy_fidelity``
+        (computed once per fidelity)."""
+        fid = self.energy_fidelity
+        _check_choice(fid, FIDELITIES, "energy_fidelity")
+        cache = self.__dict__.setdefault("_energy_cache", {})
+        if fid not in cache:
+            out = np.empty((len(self), 2))
+            for k, (q, u) in enumerate(zip(self.q, self.u, strict=True)):
+                out[k] = energies(self.model, q, u, fid)
+            cache[fid] = out
+        return cache[fid]
 
     @property
     def kinetic_energy(self) -> np.ndarray:
         """(nt,) kinetic energy ``½ uᵀ M u`` (J)."""
-        return self._energies[:, 0].copy()
+        return self._energies()[:, 0].copy()
 
     @property
     def potential_energy(self) -> np.ndarray:
         """(nt,) elastic plus gravitational energy (J)."""
-        return self._energies[:, 1].copy()
+        return self._energies()[:, 1].copy()
 
     @property
     def total_energy(self) -> np.ndarray:
         """(nt,) ``E = T + V`` (J)."""
-        return self._energies[:, 0] + self._energies[:, 1]
+        return self._energies().sum(axis=1)
 
     @property
     def energy_balance_error(self) -> np.ndarray:
