@@ -143,14 +143,17 @@ class Body:
     # -- sizes -----------------------------------------------------------------------------
     @property
     def n_nodes(self) -> int:
+        """Number of nodes ``n``."""
         return self.nodes.shape[0]
 
     @property
     def n_modes(self) -> int:
+        """Number of assumed modes ``n_m``."""
         return self.Pi_r.shape[2]
 
     @property
     def total_mass(self) -> float:
+        """Rigid mass plus node masses (kg)."""
         return self.mass + float(self.node_masses.sum())
 
     # -- node kinematics -------------------------------------------------------------------

@@ -142,18 +142,22 @@ class Model:
         return slice(s, s + int(self.nu_joint[i] + self.n_modes[i]))
 
     def q_joint(self, q: np.ndarray, i: int) -> np.ndarray:
+        """Body ``i``'s joint coordinates (nq_joint[i],), a view into ``q`` (nq,)."""
         s = int(self.q_start[i])
         return q[s:s + int(self.nq_joint[i])]
 
     def eta(self, q: np.ndarray, i: int) -> np.ndarray:
+        """Body ``i``'s modal coordinates ``η`` (n_modes[i],), a view into ``q`` (nq,)."""
         s = int(self.q_start[i] + self.nq_joint[i])
         return q[s:s + int(self.n_modes[i])]
 
     def u_joint(self, u: np.ndarray, i: int) -> np.ndarray:
+        """Body ``i``'s joint speeds ``β`` (nu_joint[i],), a view into ``u`` (nu,)."""
         s = int(self.u_start[i])
         return u[s:s + int(self.nu_joint[i])]
 
     def eta_dot(self, u: np.ndarray, i: int) -> np.ndarray:
+        """Body ``i``'s modal rates ``η̇`` (n_modes[i],), a view into ``u`` (nu,)."""
         s = int(self.u_start[i] + self.nu_joint[i])
         return u[s:s + int(self.n_modes[i])]
 
@@ -240,6 +244,11 @@ class ModelBuilder:
     def add_body(self, name: str, parent: str | None = None, *, joint: Mapping[str, Any],
                  rigid: Mapping[str, Any] | None = None,
                  flex: Mapping[str, Any] | None = None) -> ModelBuilder:
+        """Append a body (parents before children); returns the builder for chaining.
+
+        ``parent`` is a body name or None (ground); ``joint``, ``rigid`` and ``flex`` are the
+        blocks of the model-file format (SI units; arrays may be numpy arrays).
+        """
         body: dict[str, Any] = {"name": name, "parent": parent, "joint": dict(joint)}
         if rigid is not None:
             body["rigid"] = dict(rigid)
@@ -249,6 +258,7 @@ class ModelBuilder:
         return self
 
     def build(self) -> Model:
+        """Validate and build the :class:`Model` (``ValueError`` naming body and key)."""
         return Model.from_dict(self._d)
 
 

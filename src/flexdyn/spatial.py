@@ -323,6 +323,7 @@ class Transform:
 
     @staticmethod
     def identity() -> Transform:
+        """The identity pose."""
         return Transform(np.eye(3), np.zeros(3))
 
     def compose(self, other: Transform) -> Transform:
