@@ -406,6 +406,22 @@ def _attach_acceleration(i, ic, fc, af, ar, out):
             out[t] = fc[t]  # ground acceleration [0; −g]
 
 
+def _state_terms(q, u, fext, ic, fc, sz):
+    """Per-state terms shared by every entry kernel: joint/interbody transforms ``Y``, joint
+    maps ``H_F``, rigid twists ``V``, ``a_m`` (``aV``) and the bias ``b_m + K_m ϑ − f_ext``
+    split into its flexible (``bf``) and rigid (``br``) parts."""
+    n = ic.shape[0]
+    Y = np.empty((n, 6, 6))
+    HF = np.zeros((n, 6, 6))
+    V = np.empty((n, 6))
+    aV = np.empty((n, 6))
+    _prologue(q, u, ic, fc, Y, HF, V, aV)
+    bf = np.empty(sz[_S_TOTM])
+    br = np.empty((n, 6))
+    _bias(q, u, fext, ic, fc, V, bf, br)
+    return Y, HF, aV, bf, br
+
+
 def _ab_core(q, u, tau, fext, imm, ic, child, fc, sz, udot):
     """Ruthless split articulated-body forward dynamics (Eqs 63, 64, B3).
 
@@ -415,14 +431,7 @@ def _ab_core(q, u, tau, fext, imm, ic, child, fc, sz, udot):
     n = ic.shape[0]
     mm = max(sz[_S_MMAX], 1)
     nn = max(6 * sz[_S_NCMAX], 1)
-    Y = np.empty((n, 6, 6))
-    HF = np.zeros((n, 6, 6))
-    V = np.empty((n, 6))
-    aV = np.empty((n, 6))
-    _prologue(q, u, ic, fc, Y, HF, V, aV)
-    bf = np.empty(sz[_S_TOTM])
-    br = np.empty((n, 6))
-    _bias(q, u, fext, ic, fc, V, bf, br)
+    Y, HF, aV, bf, br = _state_terms(q, u, fext, ic, fc, sz)
 
     Dfinv = np.empty(sz[_S_TOTMM])
     g = np.empty(sz[_S_TOT6M])
@@ -950,18 +959,10 @@ def _ab_forward(q, u, tau, fext, imm, ic, child, fc, sz, udot):
 def _cb_forward(q, u, tau, fext, ic, fc, sz, udot):
     """Entry kernel: composite-body ``u̇`` (Eq 46) into ``udot``; False if ``M`` is not
     positive definite."""
-    n = ic.shape[0]
     nu = sz[_S_NU]
-    Y = np.empty((n, 6, 6))
-    HF = np.zeros((n, 6, 6))
-    V = np.empty((n, 6))
-    aV = np.empty((n, 6))
-    _prologue(q, u, ic, fc, Y, HF, V, aV)
+    Y, HF, aV, bf, br = _state_terms(q, u, fext, ic, fc, sz)
     M = np.zeros((nu, nu))
     _crba(ic, fc, sz, Y, HF, M)
-    bf = np.empty(sz[_S_TOTM])
-    br = np.empty((n, 6))
-    _bias(q, u, fext, ic, fc, V, bf, br)
     C = np.empty(nu)
     _rnea(np.zeros(nu), ic, fc, sz, Y, HF, aV, bf, br, C)
     for k in range(nu):
@@ -989,15 +990,7 @@ def _mass_matrix(q, ic, fc, sz):
 
 def _inverse_dynamics(q, u, udot, fext, ic, fc, sz):
     """Entry kernel: ``τ = M u̇ + C`` (Eq 44) by Newton–Euler."""
-    n = ic.shape[0]
-    Y = np.empty((n, 6, 6))
-    HF = np.zeros((n, 6, 6))
-    V = np.empty((n, 6))
-    aV = np.empty((n, 6))
-    _prologue(q, u, ic, fc, Y, HF, V, aV)
-    bf = np.empty(sz[_S_TOTM])
-    br = np.empty((n, 6))
-    _bias(q, u, fext, ic, fc, V, bf, br)
+    Y, HF, aV, bf, br = _state_terms(q, u, fext, ic, fc, sz)
     T = np.empty(sz[_S_NU])
     _rnea(udot, ic, fc, sz, Y, HF, aV, bf, br, T)
     return T
@@ -1005,7 +998,8 @@ def _inverse_dynamics(q, u, udot, fext, ic, fc, sz):
 
 _KERNEL_NAMES = (
     "_axis_angle", "_quat_rot", "_joint_transform", "_prologue", "_bias",
-    "_spd_inverse", "_lu_solve", "_congruence", "_attach_acceleration", "_ab_core", "_crba",
+    "_spd_inverse", "_lu_solve", "_congruence", "_attach_acceleration", "_state_terms",
+    "_ab_core", "_crba",
     "_rnea",
     "_cholesky_solve", "_ab_forward", "_cb_forward", "_mass_matrix", "_inverse_dynamics",
 )
