@@ -23,7 +23,7 @@ import numpy as np
 import scipy.linalg
 
 from .chain import Kinematics, Model, Velocities, compute_kinematics
-from .newton_euler import elastic_forces, rnea
+from .newton_euler import modal_bias_force, rnea
 
 __all__ = [
     "ArticulatedFactors",
@@ -194,14 +194,10 @@ def _bias_forces_modal(model: Model, kin: Kinematics, vel: Velocities | None,
     Shape (m+6,) or (m+6, k) to match a block of right-hand sides."""
     m = int(model.n_modes[i])
     shape = (m + 6,) if k is None else (m + 6, k)
-    out = np.zeros(shape)
     if vel is None:
-        return out
-    b = vel.b_m[i] + elastic_forces(model, kin, vel, i)
-    if f_ext is not None:
-        b = b.copy()
-        b[m:] -= f_ext[i]
-    return b if k is None else out + b[:, None]
+        return np.zeros(shape)
+    b = modal_bias_force(model, kin, vel, f_ext, i)
+    return b if k is None else np.broadcast_to(b[:, None], shape).copy()
 
 
 def articulated_forward_dynamics(model: Model, kin: Kinematics, vel: Velocities | None,

@@ -18,7 +18,14 @@ import numpy as np
 
 from .chain import Kinematics, Model, Velocities, state_terms
 
-__all__ = ["inverse_dynamics", "bias_forces", "rnea", "elastic_forces", "check_external_forces"]
+__all__ = [
+    "inverse_dynamics",
+    "bias_forces",
+    "rnea",
+    "elastic_forces",
+    "modal_bias_force",
+    "check_external_forces",
+]
 
 
 def check_external_forces(model: Model, f_ext) -> np.ndarray | None:
@@ -42,6 +49,16 @@ def elastic_forces(model: Model, kin: Kinematics, vel: Velocities, i: int) -> np
     if m:
         out[:m] = body.K @ kin.eta[i] + body.C @ vel.eta_dot[i]
     return out
+
+
+def modal_bias_force(model: Model, kin: Kinematics, vel: Velocities,
+                     f_ext: np.ndarray | None, i: int) -> np.ndarray:
+    """Every force of Eq 36 on body ``i`` but ``M_m α_m`` and the children's (n_m + 6,):
+    ``b_m(i) + K_m ϑ(i)`` (with damping) minus the external wrench ``[0; f_ext(i)]``."""
+    b = vel.b_m[i] + elastic_forces(model, kin, vel, i)
+    if f_ext is not None:
+        b[int(model.n_modes[i]):] -= f_ext[i]
+    return b
 
 
 def rnea(model: Model, kin: Kinematics, vel: Velocities | None, udot: np.ndarray,
@@ -81,9 +98,9 @@ def rnea(model: Model, kin: Kinematics, vel: Velocities | None, udot: np.ndarray
         alpha[i] = a
         f[i] = kin.M_m[i] @ a
         if vel is not None:
-            b = vel.b_m[i] + elastic_forces(model, kin, vel, i)
+            b = modal_bias_force(model, kin, vel, f_ext, i)
             f[i] = f[i] + b.reshape(b.shape + (1,) * len(cols))
-        if f_ext is not None:
+        elif f_ext is not None:
             f[i][m:] -= f_ext[i].reshape((6,) + (1,) * len(cols))
     dtype = np.result_type(*(f if n else [0.0]), float)
     T = np.zeros((model.nu,) + cols, dtype=dtype)
