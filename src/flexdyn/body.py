@@ -138,7 +138,7 @@ class Body:
         # undeformed node frames and the constant (ruthless) modal mass matrix M_m⁰
         frames0 = self._node_frames(np.zeros(self.n_modes))
         object.__setattr__(self, "frames0", frames0)
-        object.__setattr__(self, "M_m0", self.modal_mass(frames0))
+        object.__setattr__(self, "M_m0", self._modal_mass(frames0))
 
     # -- sizes -----------------------------------------------------------------------------
     @property
@@ -205,11 +205,12 @@ class Body:
         """Modal mass matrix ``M_m(k)`` ((n_m+6) × (n_m+6)) for given node frames, Eq 23.
 
         ``M_m = Σ_j B_jᵀ M_s(j) B_j + [[0, 0], [0, M_rigid]]``; ``M_m⁰ = M_m(frames0)`` is
-        stored as ``M_m0``.
+        stored as ``M_m0`` and returned as is for a rigid body (nothing depends on the state).
         """
+        return self.M_m0 if self.n_modes == 0 else self._modal_mass(frames)
+
+    def _modal_mass(self, frames: NodeFrames) -> np.ndarray:
         m = self.n_modes
-        if m == 0 and hasattr(self, "M_m0"):
-            return self.M_m0  # rigid: nothing depends on the state
         B = self._node_maps(frames)
         M = np.einsum("nji,njk,nkl->il", B, self.M_s, B)
         M[m:, m:] += self.M_rigid

@@ -80,6 +80,13 @@ class RuthlessModel:
         kin0 = compute_kinematics(model, model.neutral_configuration(), "ruthless")
         self._kin0 = kin0
         self._const_S = [j.type != "universal" for j in model.joints]
+        # constant geometry of each interbody step at η = 0: F_i in J_c, parent attach node
+        self._T_Jc_i = [model.child_placement[i].compose(_child_node_inverse(kin0, model, i))
+                        for i in range(model.n_bodies)]
+        self._T_p_t = [
+            kin0.frames[p].transform(pn) if p >= 0 and pn is not None else None
+            for p, pn in zip(model.parent.tolist(), model.parent_node, strict=True)
+        ]
         consts = []
         for i, body in enumerate(model.bodies):
             m = body.n_modes
@@ -122,14 +129,12 @@ class RuthlessModel:
         for i in range(n):
             joint = model.joints[i]
             qj = model.q_joint(q, i)
-            T = model.placement[i].compose(joint.transform(qj)).compose(
-                model.child_placement[i].compose(_child_node_inverse(k0, model, i)))
+            T = model.placement[i].compose(joint.transform(qj)).compose(self._T_Jc_i[i])
             T_parent[i] = T
             phi[i] = T.phi()
             p = int(model.parent[i])
             if p >= 0:
-                pn = model.parent_node[i]
-                T_t = k0.frames[p].transform(pn) if pn is not None else None
+                T_t = self._T_p_t[i]
                 pose[i] = (pose[p].compose(T_t) if T_t is not None else pose[p]).compose(T)
             else:
                 pose[i] = T
