@@ -4,7 +4,7 @@ A spatial chain of four flexible links (revolute joints about alternating axes, 
 modes per link in two planes, each link attached at its parent's tip node and at its own
 clamped base node) is integrated for 10 s without gravity, damping or forces.  The ``"full"``
 fidelity is energy conserving, so ``T + V`` must stay constant to the integrator's accuracy;
-the ``"ruthless"`` linearization is not, and its drift is only reported.
+the ``"ruthless"`` linearization is not, and its drift must be far larger.
 
 The modal frequencies are low (the clamped links at 0.4–0.8 rad/s, the assembled chain below
 1.5 rad/s) and the initial speeds small, so DOP853 at ``rtol = atol = 1e-10`` needs a few
@@ -163,11 +163,22 @@ def test_full_fidelity_conserves_energy():
 
 @pytest.mark.slow
 def test_ruthless_fidelity_energy_drift():
+    """The energy check above can tell a conservative model from a non-conservative one.
+
+    The ``"ruthless"`` linearization drops the deformation dependence of the inertia (and of
+    the velocity products), so it does not conserve its own energy ``T + V``: on the same
+    run, with the same integrator settings, its drift must be orders of magnitude above the
+    full model's (which is at the integrator's ~1e-9 level), and clearly above round-off.
+    A ruthless model that happened to conserve energy would mean the fidelities are not
+    different models, or that the energy monitor is blind to the modal coupling.
+    """
     model = fd.Model.from_dict(flexible_chain())
-    start = time.perf_counter()
-    t, E, sol = simulate(model, "ruthless")
-    elapsed = time.perf_counter() - start
-    drift = np.max(np.abs(E - E[0])) / abs(E[0])
-    print(f"ruthless: E0 = {E[0]:.6f} J, max relative drift {drift:.3e} over {t[-1]:.0f} s, "
-          f"{sol.nfev} evaluations, {elapsed:.1f} s ({sol.message})")
-    assert np.isfinite(drift)
+    drifts = {}
+    for fidelity in ("full", "ruthless"):
+        _, E, sol = simulate(model, fidelity)
+        assert sol.success, f"{fidelity}: {sol.message}"
+        assert np.all(np.isfinite(E)), fidelity
+        drifts[fidelity] = np.max(np.abs(E - E[0])) / abs(E[0])
+    assert drifts["full"] < 1e-7, drifts
+    assert drifts["ruthless"] > 1e-3, drifts
+    assert drifts["ruthless"] > 1e3 * drifts["full"], drifts

@@ -22,12 +22,11 @@ import pytest
 from hypothesis import given, settings
 
 import flexdyn as fd
-from rigid_reference import RigidModel
-from test_rigid_limit import HYP, METHODS, random_state, rel_err, rigid_models
+from helpers import RTOL, rel_err
+from oracles.rigid_reference import RigidModel
+from test_rigid_limit import HYP, METHODS, SCALE, random_rigid_state, rigid_models
 
 pin = pytest.importorskip("pinocchio")
-
-RTOL = 1e-10
 
 
 def _se3(pose) -> pin.SE3:
@@ -143,22 +142,22 @@ def pinocchio_errors(d, methods=("composite",)) -> dict[str, float]:
     seed = d.pop("_seed")
     pm = PinModel(d)
     model = fd.Model.from_dict(d)
-    q, u, udot, tau = random_state(pm.ref, seed)
+    q, u, udot, tau = random_rigid_state(model, seed)
     P = pm.P
     qp, vp, ap, tp = pm.q(q), P @ u, P @ udot, P @ tau
     M = pin.crba(pm.model, pm.data, qp).copy()
     M = np.triu(M) + np.triu(M, 1).T
     errs = {
-        "crba": rel_err(P @ fd.mass_matrix(model, q) @ P.T, M),
+        "crba": rel_err(P @ fd.mass_matrix(model, q) @ P.T, M, SCALE),
         "nle": rel_err(P @ fd.bias_forces(model, q, u), pin.nonLinearEffects(
-            pm.model, pm.data, qp, vp).copy()),
+            pm.model, pm.data, qp, vp).copy(), SCALE),
         "rnea": rel_err(P @ fd.inverse_dynamics(model, q, u, udot),
-                        pin.rnea(pm.model, pm.data, qp, vp, ap).copy()),
+                        pin.rnea(pm.model, pm.data, qp, vp, ap).copy(), SCALE),
     }
     a_pin = pin.aba(pm.model, pm.data, qp, vp, tp).copy()
     for method in methods:
         errs[f"aba/{method}"] = rel_err(P @ fd.forward_dynamics(model, q, u, tau, method=method),
-                                        a_pin)
+                                        a_pin, SCALE)
     return errs
 
 

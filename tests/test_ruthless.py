@@ -1,13 +1,15 @@
-"""The precomputed ruthless model (Jain & Rodriguez App B, Eqs B1–B4) against the general path.
+"""The precomputed ruthless model (Jain & Rodriguez App B, Eqs B1–B4) against its definition.
 
-:class:`flexdyn.ruthless.RuthlessModel` evaluates the ruthlessly linearized dynamics from
+:class:`flexdyn.ruthless.RuthlessBodyModel` evaluates the ruthlessly linearized dynamics from
 constants computed once per model.  Every per-call product of it must equal, to 1e-10
-relative, the general ruthless path, which builds all operators from scratch::
+relative, the general path applied to the ruthless model as Eq B1 defines it — the *full*
+body model with every operator at ``η = 0`` and ``η̇ = 0`` in every velocity product
+(``ruthless_terms.definition_terms``), through the generic algorithms with the explicit
+``D_f⁻¹``::
 
-    kin = fd.compute_kinematics(model, q, "ruthless")
-    vel = fd.compute_velocities(model, kin, u)
-    articulated_forward_dynamics(model, kin, vel, tau, split=...)   # Eqs 58, 62–64
-    composite_forward_dynamics(model, kin, vel, tau)                # Eq 46
+    articulated_forward_dynamics(model, kin, vel, tau)          # Eq 58
+    articulated_forward_dynamics_split(model, kin, vel, tau)    # Eqs 62–64
+    composite_forward_dynamics(model, kin, vel, tau)            # Eq 46
 
 Random models are drawn so that every case of Eq B3 occurs: rigid bodies (no ``D_f``),
 bodies with 1–7 modes (explicit ``D_f⁻¹``) and with 8–12 modes (indirect ``D_f⁻¹``; both
@@ -34,13 +36,20 @@ import flexdyn as fd
 from flexdyn.articulated_body import (
     articulated_body_inertias_split,
     articulated_forward_dynamics,
+    articulated_forward_dynamics_split,
 )
 from flexdyn.composite_body import composite_forward_dynamics, crba
 from flexdyn.newton_euler import rnea
 from flexdyn.ruthless import INDIRECT_MIN_MODES, RuthlessModel
+from helpers import assert_close
+from ruthless_terms import (
+    definition_terms,
+    precomputed_composite_forward_dynamics,
+    precomputed_forward_dynamics,
+    precomputed_split_factors,
+    precomputed_terms,
+)
 from strategies import random_f_ext, random_model_dict, random_state
-
-RTOL = 1e-10
 
 #: Children on these joints leave ``Γ = φ P_R⁺ φ*`` of rank ``6 − nu`` (6 for "fixed").
 RANK_DEFICIENT_JOINTS = ("revolute", "prismatic", "fixed", "spherical")
@@ -153,31 +162,15 @@ def ruthless(spec: Spec, indirect_min_modes: int) -> RuthlessModel:
 
 @functools.lru_cache(maxsize=64)
 def general(spec: Spec):
-    """The general ruthless path: ``(kin, vel, split factors)``."""
+    """The ruthless model by its definition: ``(kin, vel, split factors)``."""
     c = build(spec)
-    kin = fd.compute_kinematics(c.model, c.q, "ruthless")
-    vel = fd.compute_velocities(c.model, kin, c.u)
+    kin, vel = definition_terms(c.model, c.q, c.u)
     return kin, vel, articulated_body_inertias_split(c.model, kin)
 
 
 # ---------------------------------------------------------------------------------------------
 # comparison helpers
 # ---------------------------------------------------------------------------------------------
-def rel_err(got, ref, scale: float = 0.0) -> float:
-    """Max-norm error relative to the max-norm of ``ref`` (or ``scale`` where larger)."""
-    got, ref = np.asarray(got, float), np.asarray(ref, float)
-    assert got.shape == ref.shape, (got.shape, ref.shape)
-    if ref.size == 0:
-        return 0.0
-    denom = max(float(np.max(np.abs(ref))), scale)
-    return float(np.max(np.abs(got - ref))) / (denom if denom > 0.0 else 1.0)
-
-
-def assert_close(got, ref, what: str, scale: float = 0.0) -> None:
-    err = rel_err(got, ref, scale)
-    assert err <= RTOL, f"{what}: relative error {err:.3e} > {RTOL:.0e}"
-
-
 def assert_lists_close(got: list, ref: list, what: str, scale=None) -> None:
     assert len(got) == len(ref), what
     for i, (a, b) in enumerate(zip(got, ref, strict=True)):
@@ -185,13 +178,13 @@ def assert_lists_close(got: list, ref: list, what: str, scale=None) -> None:
             assert a is None, f"{what}[{i}]: expected None"
             continue
         s = 0.0 if scale is None else scale[i]
-        assert_close(a, b, f"{what}[{i}]", s)
+        assert_close(a, b, f"{what}[{i}]", scale=s)
 
 
 def assert_transforms_close(got: list, ref: list, what: str) -> None:
     for i, (a, b) in enumerate(zip(got, ref, strict=True)):
-        assert_close(a.R, b.R, f"{what}[{i}].R", 1.0)
-        assert_close(a.p, b.p, f"{what}[{i}].p", 1.0)
+        assert_close(a.R, b.R, f"{what}[{i}].R", scale=1.0)
+        assert_close(a.p, b.p, f"{what}[{i}].p", scale=1.0)
 
 
 def gammas(model: fd.Model, kin: fd.Kinematics, factors, i: int) -> list:
@@ -220,7 +213,7 @@ def test_kinematics_and_velocities_match_general_path(spec):
     model = c.model
     rm = ruthless(spec, INDIRECT_MIN_MODES)
     kin_ref, vel_ref, _ = general(spec)
-    kin = rm.kinematics(c.q)
+    kin = precomputed_terms(rm, c.q)[0]
     assert kin.fidelity == "ruthless"
     for name in ("phi", "A", "E_t", "S", "Hcal", "Q", "M_m", "eta"):
         assert_lists_close(getattr(kin, name), getattr(kin_ref, name), name)
@@ -229,8 +222,8 @@ def test_kinematics_and_velocities_match_general_path(spec):
     for i in range(model.n_bodies):
         for f in ("R", "p", "E", "theta"):
             assert_close(getattr(kin.frames[i], f), getattr(kin_ref.frames[i], f),
-                         f"frames[{i}].{f}", 1.0)
-    vel = rm.velocities(kin, c.u)
+                         f"frames[{i}].{f}", scale=1.0)
+    vel = precomputed_terms(rm, c.q, c.u)[1]
     scale_V = max(float(np.max(np.abs(v))) for v in vel_ref.V_m)
     for name in ("V_m", "a_m", "b_m", "eta_dot"):
         ref = getattr(vel_ref, name)
@@ -248,11 +241,10 @@ def test_split_factors_and_forward_dynamics_match_general_path(spec):
     c = build(spec)
     model = c.model
     kin_ref, vel_ref, ref = general(spec)
-    udot_ref = articulated_forward_dynamics(model, kin_ref, vel_ref, c.tau, c.f_ext, split=True)
+    udot_ref = articulated_forward_dynamics_split(model, kin_ref, vel_ref, c.tau, c.f_ext)
     for rule in RULES:
         rm = ruthless(spec, rule)
-        kin = rm.kinematics(c.q)
-        sf = rm.split_factors(kin)
+        sf = precomputed_split_factors(rm, c.q)
         for name in ("Df_inv", "g", "P_R", "DR_inv", "G_R"):
             assert_lists_close(getattr(sf, name), getattr(ref, name), f"{name} (rule {rule})")
         # P_R⁺ vanishes on a free joint: measure it against P_R
@@ -261,8 +253,8 @@ def test_split_factors_and_forward_dynamics_match_general_path(spec):
         for i in range(model.n_bodies):
             if model.n_modes[i] and not model.children[i]:  # tip body: Γ = 0, D_f⁻¹ = Λ
                 assert_close(sf.Df_inv[i], rm.consts[i].Lambda, f"tip D_f⁻¹({i}) = Λ")
-        assert_close(rm.forward_dynamics(c.q, c.u, c.tau, c.f_ext), udot_ref,
-                     f"RuthlessModel.forward_dynamics (rule {rule})")
+        assert_close(precomputed_forward_dynamics(rm, c.q, c.u, c.tau, c.f_ext), udot_ref,
+                     f"precomputed split forward dynamics (rule {rule})")
 
 
 @SETTINGS
@@ -270,24 +262,24 @@ def test_split_factors_and_forward_dynamics_match_general_path(spec):
 @given(spec=specs())
 def test_public_ruthless_entry_points_match_general_path(spec):
     """``fd.forward_dynamics`` (all methods), ``mass_matrix``, ``bias_forces`` and
-    ``RuthlessModel.composite_forward_dynamics`` with ``fidelity="ruthless"``."""
+    the composite method on the precomputed body models with ``fidelity="ruthless"``."""
     c = build(spec)
     model = c.model
     kin, vel, _ = general(spec)
     refs = {
         "articulated": articulated_forward_dynamics(model, kin, vel, c.tau, c.f_ext),
-        "articulated-split": articulated_forward_dynamics(model, kin, vel, c.tau, c.f_ext,
-                                                          split=True),
+        "articulated-split": articulated_forward_dynamics_split(model, kin, vel, c.tau,
+                                                                c.f_ext),
         "composite": composite_forward_dynamics(model, kin, vel, c.tau, c.f_ext),
     }
-    assert_close(refs["articulated-split"], refs["composite"], "general AB vs CB", 1.0)
+    assert_close(refs["articulated-split"], refs["composite"], "general AB vs CB", scale=1.0)
     for method, ref in refs.items():
         got = fd.forward_dynamics(model, c.q, c.u, c.tau, method=method, fidelity="ruthless",
                                   f_ext=c.f_ext)
         assert_close(got, ref, f"fd.forward_dynamics({method!r}, 'ruthless')")
     rm = ruthless(spec, INDIRECT_MIN_MODES)
-    assert_close(rm.composite_forward_dynamics(c.q, c.u, c.tau, c.f_ext), refs["composite"],
-                 "RuthlessModel.composite_forward_dynamics")
+    assert_close(precomputed_composite_forward_dynamics(rm, c.q, c.u, c.tau, c.f_ext),
+                 refs["composite"], "precomputed composite forward dynamics")
     assert_close(fd.mass_matrix(model, c.q, "ruthless"), crba(model, kin), "mass_matrix")
     C_ref = rnea(model, kin, vel, np.zeros(model.nu), c.f_ext)
     assert_close(fd.bias_forces(model, c.q, c.u, "ruthless", f_ext=c.f_ext), C_ref,
@@ -315,7 +307,7 @@ def test_precomputed_constants_satisfy_their_definitions(spec):
         Hf = kin.Hcal[i][nj:]
         M0 = model.bodies[i].M_m0
         D_f0 = Hf @ M0 @ Hf.T
-        assert_close(k.Hf, Hf, f"ℋ_f({i})", 1.0)
+        assert_close(k.Hf, Hf, f"ℋ_f({i})", scale=1.0)
         assert_close(k.D_f0, D_f0, f"Λ⁻¹({i})")
         assert k.Lambda.shape == (m, m)
         if m:
@@ -332,9 +324,9 @@ def test_precomputed_constants_satisfy_their_definitions(spec):
             assert_close(k.Omega, zeta.T @ k.Upsilon, f"Ω({i}) = ζ*Υ")
             assert_close(k.Omega, k.Omega.T, f"Ω({i}) symmetric")
         assert_close(k.M_rr, M0[m:, m:], f"M⁰_rr({i})")
-        assert_close(k.M_rf_Hf, M0[m:] @ Hf.T, f"[M⁰_rf, M⁰_rr] ℋ_f*({i})", 1.0)
+        assert_close(k.M_rf_Hf, M0[m:] @ Hf.T, f"[M⁰_rf, M⁰_rr] ℋ_f*({i})", scale=1.0)
         if k.Hcal is not None:
-            assert_close(k.Hcal, kin.Hcal[i], f"ℋ({i})", 1.0)
+            assert_close(k.Hcal, kin.Hcal[i], f"ℋ({i})", scale=1.0)
 
 
 @SETTINGS
@@ -375,7 +367,7 @@ def test_gamma_has_the_rank_of_the_child_hinge(spec):
     model = c.model
     kin, _, ref = general(spec)
     rm = ruthless(spec, 1)
-    sf = rm.split_factors(rm.kinematics(c.q))
+    sf = precomputed_split_factors(rm, c.q)
     for i in range(model.n_bodies):
         for ch, G in zip(model.children[i], gammas(model, kin, ref, i), strict=True):
             s = np.linalg.svd(G, compute_uv=False)
@@ -404,18 +396,17 @@ def test_pinned_models_cover_the_cases():
 @pytest.mark.parametrize("spec", [HUB, Spec((-1, 0), ("universal", "universal"), (4, 4), (3, 2),
                                             3)], ids=["hub", "universal"])
 def test_complex_step_through_the_fast_path(spec):
-    """``∂C/∂u`` and ``∂C/∂q`` by complex step agree between the fast and the general path."""
+    """``∂C/∂u`` and ``∂C/∂q`` by complex step agree between the precomputed model and its
+    definition."""
     c = build(spec)
     model, h = c.model, 1e-30
     zero = np.zeros(model.nu)
     du = np.random.default_rng(1).normal(size=model.nu)
     dq = model.qdot(c.q, du)
-    kin = general(spec)[0]
-    ref_u = rnea(model, kin, fd.compute_velocities(model, kin, c.u + 1j * h * du), zero).imag / h
+    ref_u = rnea(model, *definition_terms(model, c.q, c.u + 1j * h * du), zero).imag / h
     got_u = fd.bias_forces(model, c.q, c.u + 1j * h * du, "ruthless").imag / h
     assert_close(got_u, ref_u, "∂C/∂u · du")
     qc, uc = c.q + 1j * h * dq, c.u.astype(complex)
-    kin = fd.compute_kinematics(model, qc, "ruthless")
-    ref_q = rnea(model, kin, fd.compute_velocities(model, kin, uc), zero).imag / h
+    ref_q = rnea(model, *definition_terms(model, qc, uc), zero).imag / h
     got_q = fd.bias_forces(model, qc, uc, "ruthless").imag / h
     assert_close(got_q, ref_q, "∂C/∂q · dq")

@@ -11,7 +11,7 @@ from scipy.integrate import cumulative_simpson
 
 import flexdyn as fd
 from flexdyn import models
-from flexdyn.__main__ import slew_torque
+from flexdyn.models import slew_torque
 from flexdyn.simulate import StateEntry
 
 
@@ -107,7 +107,9 @@ def test_spinup_beam_both_fidelities():
         print(f"spin-up {fidelity}: e_E,RMS = {res.energy_balance_rms:.3e} %, "
               f"max |e_E| = {np.max(np.abs(res.energy_balance_error)):.3e} %, "
               f"tip deflection at 1 s {tip[-1]:.4e} m, hub rate {res.u[-1, 0]:.4f} rad/s")
-        assert np.all(np.isfinite(res.energy_balance_error))
+        # a single beam on a driven hub: both models close the energy balance (work of τ =
+        # change of T + V) to the integrator's accuracy (~1e-9 %; docs/examples.md)
+        assert np.max(np.abs(res.energy_balance_error)) < 1e-6, fidelity
         # the beam lags behind the hub while it accelerates
         assert tip[-1] < 0 and abs(tip[-1]) > 1e-3
         # the hub follows the rigid profile closely

@@ -4,23 +4,30 @@ Implements the algorithms of Jain & Rodriguez (1992) for chains and trees of rig
 flexible (assumed-mode, lumped-mass finite-element) bodies: Newton–Euler inverse dynamics,
 composite-body mass matrix and forward dynamics, the innovations factorization and the
 articulated-body O(N) forward dynamics, with a full (energy-conserving) and a ruthlessly
-linearized body model.
+linearized body model.  See ``docs/architecture.md`` for the layers of the package.
 """
 
-from .chain import (
+from . import models
+from .chain import Model, ModelBuilder, StateEntry, load_model, save_model, state_layout
+from .dynamics import (
+    bias_forces,
+    forward_dynamics,
+    inverse_dynamics,
+    mass_matrix,
+    mass_matrix_inverse,
+)
+from .energy import kinetic_energy, momentum, potential_energy, total_energy
+from .results import SimulationError, SimulationResult
+from .simulate import pack_state, rhs, simulate, unpack_state
+from .terms import (
     FIDELITIES,
     Kinematics,
-    Model,
-    ModelBuilder,
+    PositionTerms,
     Velocities,
+    VelocityTerms,
     compute_kinematics,
     compute_velocities,
-    load_model,
-    save_model,
 )
-from .composite_body import forward_dynamics, mass_matrix
-from .energy import kinetic_energy, potential_energy, total_energy
-from .newton_euler import bias_forces, inverse_dynamics
 
 __version__ = "0.1.0"
 
@@ -29,7 +36,12 @@ __all__ = [
     "Kinematics",
     "Model",
     "ModelBuilder",
+    "PositionTerms",
+    "SimulationError",
+    "SimulationResult",
+    "StateEntry",
     "Velocities",
+    "VelocityTerms",
     "bias_forces",
     "compute_kinematics",
     "compute_velocities",
@@ -38,31 +50,15 @@ __all__ = [
     "kinetic_energy",
     "load_model",
     "mass_matrix",
-    "potential_energy",
-    "save_model",
-    "total_energy",
-]
-
-from . import models  # noqa: E402
-from .energy import momentum  # noqa: E402
-from .simulate import (  # noqa: E402
-    SimulationError,
-    SimulationResult,
-    pack_state,
-    rhs,
-    simulate,
-    state_layout,
-    unpack_state,
-)
-
-__all__ += [
-    "SimulationError",
-    "SimulationResult",
+    "mass_matrix_inverse",
     "models",
     "momentum",
     "pack_state",
+    "potential_energy",
     "rhs",
+    "save_model",
     "simulate",
     "state_layout",
+    "total_energy",
     "unpack_state",
 ]

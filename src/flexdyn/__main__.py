@@ -18,18 +18,19 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import scipy.linalg
 
-from .chain import FIDELITIES, Model, load_model
-from .composite_body import FORWARD_METHODS, mass_matrix
-from .models import BUILTIN_MODELS, builtin_model, spinup_torque
-from .simulate import SimulationError, SimulationResult, simulate
+from .chain import Model, load_model
+from .dynamics import FORWARD_METHODS
+from .models import BUILTIN_MODELS, builtin_model, modal_frequencies, slew_torque, spinup_torque
+from .results import SimulationError, SimulationResult
+from .simulate import simulate
+from .terms import FIDELITIES
 
-__all__ = ["main", "modal_frequencies", "slew_torque"]
+__all__ = ["main"]
 
 PROG = "flexdyn"
 
@@ -57,64 +58,6 @@ def _load(path: str) -> Model:
     except (ValueError, KeyError, TypeError) as exc:
         msg = _one_line(exc)
         raise _InputError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
-
-
-# ----------------------------------------------------------------------------------------------
-# helpers
-# ----------------------------------------------------------------------------------------------
-def modal_frequencies(model: Model) -> list[np.ndarray]:
-    """Per body, the natural frequencies (Hz) of its modes with the body frame held fixed:
-    ``sqrt(eig(K, M_ff)) / 2π`` with ``M_ff`` the modal block of the undeformed modal mass."""
-    out = []
-    for body in model.bodies:
-        m = body.n_modes
-        if m == 0:
-            out.append(np.zeros(0))
-            continue
-        lam = scipy.linalg.eigh(body.K, body.M_m0[:m, :m], eigvals_only=True)
-        out.append(np.sqrt(np.clip(lam, 0.0, None)) / (2.0 * np.pi))
-    return out
-
-
-def slew_torque(model: Model, duration: float = 2.0, angle: float = 0.5
-                ) -> Callable[[float, np.ndarray, np.ndarray], np.ndarray]:
-    """A rest-to-rest slew command for the demo.
-
-    Every 1-dof joint (and the z rotation of a free or spherical root joint) is to turn by
-    ``±angle`` (alternating sign from joint to joint) in ``duration`` seconds with the
-    acceleration profile ``sin(2πt/Tₛ) sin²(πt/Tₛ)`` (zero rate and acceleration at both
-    ends).  The torques are the rigid-body inverse dynamics of that motion about the
-    undeformed neutral configuration, ``τ = M_jj θ̈``, ``M_jj`` the joints' block of the mass
-    matrix; velocity products are neglected, so the slew is approximate.
-    """
-    M = mass_matrix(model, model.neutral_configuration())
-    # rigid response to the unit shape over a unit duration: ∫₀¹∫₀ˢ shape = 3 / (16π)
-    pos = 3.0 / (16.0 * np.pi)
-    slots, targets = [], []
-    sign = 1.0
-    for i, joint in enumerate(model.joints):
-        k = int(model.u_start[i])
-        if joint.type in ("revolute", "prismatic", "screw"):
-            idx = k
-        elif joint.type in ("free", "spherical") and model.parent[i] < 0:
-            idx = k + 2
-        else:
-            continue
-        slots.append(idx)
-        targets.append(sign * angle)
-        sign = -sign
-    amps = M[np.ix_(slots, slots)] @ np.array(targets) / (pos * duration**2)
-    slots_a, amps_a = np.array(slots, dtype=int), amps
-    nu = model.nu
-
-    def tau(t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
-        out = np.zeros(nu)
-        if 0.0 <= t < duration:
-            x = t / duration
-            out[slots_a] = amps_a * (np.sin(2 * np.pi * x) * np.sin(np.pi * x) ** 2)
-        return out
-
-    return tau
 
 
 def _summary(res: SimulationResult, title: str) -> str:
@@ -225,7 +168,7 @@ def _positive_float(text: str) -> float:
 def _add_common(p: argparse.ArgumentParser, rtol: float, atol: float) -> None:
     p.add_argument("--fidelity", choices=FIDELITIES, default="full",
                    help="body model (default: full)")
-    p.add_argument("--method", choices=FORWARD_METHODS, default="articulated",
+    p.add_argument("--method", choices=tuple(FORWARD_METHODS), default="articulated",
                    help="forward-dynamics algorithm (default: articulated)")
     p.add_argument("--rtol", type=_positive_float, default=rtol,
                    help=f"relative tolerance (default: {rtol:g})")

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .linalg import spd_inverse
 from .spatial import (
     Transform,
     cross_force,
@@ -44,7 +45,7 @@ from .spatial import (
     so3_maps,
 )
 
-__all__ = ["Body", "NodeFrames"]
+__all__ = ["Body", "BodyModel", "JointSide", "NodeAttachment", "NodeFrames", "RigidBodyModel"]
 
 
 @dataclass(frozen=True)
@@ -118,15 +119,15 @@ class Body:
         return Body(
             name=name,
             mass=mass,
-            com=np.asarray(com, dtype=float),
-            inertia=np.asarray(inertia, dtype=float),
-            nodes=np.asarray(nodes, dtype=float),
-            node_masses=np.asarray(nm, dtype=float),
-            node_inertias=np.asarray(ni, dtype=float),
-            Pi_r=np.ascontiguousarray(Pi[:, :3, :]),
-            Pi_t=np.ascontiguousarray(Pi[:, 3:, :]),
-            K=np.asarray(K, dtype=float),
-            C=np.asarray(C, dtype=float),
+            com=np.array(com, dtype=float),
+            inertia=np.array(inertia, dtype=float),
+            nodes=np.array(nodes, dtype=float),
+            node_masses=np.array(nm, dtype=float),
+            node_inertias=np.array(ni, dtype=float),
+            Pi_r=np.array(Pi[:, :3, :], dtype=float, order="C"),
+            Pi_t=np.array(Pi[:, 3:, :], dtype=float, order="C"),
+            K=np.array(K, dtype=float),
+            C=np.array(C, dtype=float),
         )
 
     def __post_init__(self) -> None:
@@ -139,6 +140,10 @@ class Body:
         frames0 = self._node_frames(np.zeros(self.n_modes))
         object.__setattr__(self, "frames0", frames0)
         object.__setattr__(self, "M_m0", self._modal_mass(frames0))
+        for a in (self.com, self.inertia, self.nodes, self.node_masses, self.node_inertias,
+                  self.Pi_r, self.Pi_t, self.K, self.C, self.M_s, self.M_rigid, self.M_m0,
+                  frames0.R, frames0.p, frames0.E, frames0.theta):
+            a.setflags(write=False)
 
     # -- sizes -----------------------------------------------------------------------------
     @property
@@ -157,10 +162,13 @@ class Body:
         return self.mass + float(self.node_masses.sum())
 
     # -- node kinematics -------------------------------------------------------------------
+    @property
+    def kind(self) -> str:
+        """Body kind for the body-model registry: ``"modal"`` with modes, else ``"rigid"``."""
+        return "modal" if self.n_modes else "rigid"
+
     def node_frames(self, eta: np.ndarray) -> NodeFrames:
         """Node frames at deformation ``η`` (n_m,) — see the module docstring."""
-        if self.n_modes == 0 and not np.iscomplexobj(eta):
-            return self.frames0
         return self._node_frames(eta)
 
     def _node_frames(self, eta: np.ndarray) -> NodeFrames:
@@ -169,10 +177,6 @@ class Body:
         p = self.nodes + self.Pi_t @ eta
         E = np.concatenate([Jr @ self.Pi_r, np.swapaxes(R, -1, -2) @ self.Pi_t], axis=1)
         return NodeFrames(R=R, p=p, E=E, theta=theta)
-
-    def node_frames_at(self, eta: np.ndarray, fidelity: str) -> NodeFrames:
-        """Node frames for a fidelity: the deformed ones (``"full"``) or ``η = 0``."""
-        return self.frames0 if fidelity == "ruthless" else self.node_frames(eta)
 
     def node_twist_rate(self, frames: NodeFrames, j: int, eta_dot: np.ndarray) -> np.ndarray:
         """``Ė_j η̇`` (6,): velocity-product part of node ``j``'s deformation acceleration.
@@ -205,9 +209,9 @@ class Body:
         """Modal mass matrix ``M_m(k)`` ((n_m+6) × (n_m+6)) for given node frames, Eq 23.
 
         ``M_m = Σ_j B_jᵀ M_s(j) B_j + [[0, 0], [0, M_rigid]]``; ``M_m⁰ = M_m(frames0)`` is
-        stored as ``M_m0`` and returned as is for a rigid body (nothing depends on the state).
+        stored (read-only) as ``M_m0``.
         """
-        return self.M_m0 if self.n_modes == 0 else self._modal_mass(frames)
+        return self._modal_mass(frames)
 
     def _modal_mass(self, frames: NodeFrames) -> np.ndarray:
         m = self.n_modes
@@ -227,9 +231,6 @@ class Body:
         """
         m = self.n_modes
         out = np.zeros(m + 6, dtype=np.result_type(V, eta_dot, float))
-        if m == 0:  # rigid: nodes and rigid part form one rigid body of inertia M_m⁰
-            out[:] = cross_force(V, self.M_m0 @ V)
-            return out
         out[m:] = cross_force(V, self.M_rigid @ V)
         if self.n_nodes == 0:
             return out
@@ -237,17 +238,151 @@ class Body:
         Vm = np.concatenate([eta_dot, V])
         Vs = B @ Vm  # (n, 6) node twists
         w = frames.E @ eta_dot  # (n, 6) deformation twists
-        if m:
-            theta_dot = self.Pi_r @ eta_dot
-            Jr_dot = right_jacobian_so3_rate(frames.theta, theta_dot)
-            Edot = np.concatenate(
-                [np.einsum("nij,nj->ni", Jr_dot, theta_dot), -np.cross(w[:, :3], w[:, 3:])],
-                axis=1,
-            )
-            acc = Edot + cross_motion(Vs, w)
-        else:
-            acc = np.zeros_like(Vs)
+        theta_dot = self.Pi_r @ eta_dot
+        Jr_dot = right_jacobian_so3_rate(frames.theta, theta_dot)
+        Edot = np.concatenate(
+            [np.einsum("nij,nj->ni", Jr_dot, theta_dot), -np.cross(w[:, :3], w[:, 3:])],
+            axis=1,
+        )
+        acc = Edot + cross_motion(Vs, w)
         Ms = self.M_s
         f = np.einsum("nij,nj->ni", Ms, acc) + cross_force(Vs, np.einsum("nij,nj->ni", Ms, Vs))
-        out += np.einsum("nji,nj->i", B, f)
-        return out
+        return out + np.einsum("nji,nj->i", B, f)
+
+
+# ----------------------------------------------------------------------------------------------
+# Body models: the per-state blocks of one body (registered in flexdyn.terms)
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NodeAttachment:
+    """A node ``j`` of body ``k`` seen by a child attached there.
+
+    Attributes
+    ----------
+    T : Transform — pose of the node frame in ``F_k``.
+    E : (6, n_m) — its deformation twist map ``E_j``.
+    A : (n_m + 6, 6) — ``A = [E_jᵀ; φ(k, j)]``, so that ``Φ(k, c) = A [0, φ(j, c)]`` (Eq 14).
+    """
+
+    T: Transform
+    E: np.ndarray
+    A: np.ndarray
+
+
+@dataclass(frozen=True)
+class JointSide:
+    """Where a body's frame ``F_i`` sits relative to its joint's moving frame ``J_c``
+    (through the body's own attach node ``n_c``).
+
+    Attributes
+    ----------
+    T_Jc_i : Transform — pose of ``F_i`` in ``J_c``.
+    T_i_Jc : Transform — pose of ``J_c`` in ``F_i``.
+    X_i_Jc : (6, 6) — twists from ``J_c`` to ``F_i`` coordinates.
+    Q : (6, n_m) — ``−Π_F^d``: twist of ``F_i`` per unit ``η̇`` of its attach node (Eq 16).
+    """
+
+    T_Jc_i: Transform
+    T_i_Jc: Transform
+    X_i_Jc: np.ndarray
+    Q: np.ndarray
+
+
+class BodyModel:
+    """Per-state blocks of body ``i`` of a model for one fidelity — the hooks the per-state
+    terms (:mod:`flexdyn.terms`) call; the recursions never see which model filled them.
+
+    This base class is the **full** model of a flexible (modal) body: node frames are the
+    holonomic functions of ``η`` of the module docstring (the tip-kinematics hook
+    :meth:`node_frames`), ``M_m`` is Eq 23 at the deformed frames and ``b_m`` Eq 37 with the
+    actual ``η̇`` in every velocity product.  Subclasses override hooks: a rigid body
+    (:class:`RigidBodyModel`), the ruthless model (:mod:`flexdyn.ruthless`).
+
+    Built once per (model, fidelity) by :func:`flexdyn.terms.body_models`; holds constants
+    only.
+    """
+
+    def __init__(self, model, i: int):
+        self.body: Body = model.bodies[i]
+        self.child_node: int | None = model.child_node[i]
+        self.child_placement: Transform = model.child_placement[i]
+
+    # -- position blocks ------------------------------------------------------------------
+    def node_frames(self, eta: np.ndarray) -> NodeFrames:
+        """Node frames at the deformation ``η`` (n_m,) — the tip-kinematics hook."""
+        return self.body.node_frames(eta)
+
+    def attach_node(self, frames: NodeFrames, j: int | None) -> NodeAttachment:
+        """The node ``j`` (None: the body frame itself) as seen by a child attached there."""
+        m = self.body.n_modes
+        if j is None:
+            T, E = Transform.identity(), np.zeros((6, m))
+        else:
+            T, E = frames.transform(j), frames.E[j]
+        return NodeAttachment(T=T, E=E, A=np.vstack([E.T, T.phi()]))
+
+    def joint_side(self, frames: NodeFrames) -> JointSide:
+        """``F_i`` relative to ``J_c`` through the body's own attach node (Eqs 15–16)."""
+        own = self.attach_node(frames, self.child_node)
+        T_Jc_i = self.child_placement.compose(own.T.inverse())
+        T_i_Jc = T_Jc_i.inverse()
+        return JointSide(T_Jc_i=T_Jc_i, T_i_Jc=T_i_Jc, X_i_Jc=T_i_Jc.motion_to_parent(),
+                         Q=-(own.T.motion_to_parent() @ own.E))
+
+    def modal_joint_map(self, side: JointSide, S: np.ndarray) -> np.ndarray:
+        """``ℋ(i) = [[0, H_F], [I, Qᵀ]]`` ((nu_j + n_m) × (n_m + 6)), Eqs 13, 16, 17, with
+        ``H_F* = X_{i←J_c} H*`` (``S`` = ``H*``, 6 × nu_j)."""
+        m, nj = self.body.n_modes, S.shape[1]
+        H_F_star = side.X_i_Jc @ S
+        Hcal = np.zeros((nj + m, m + 6), dtype=np.result_type(H_F_star, side.Q))
+        Hcal[:nj, m:] = H_F_star.T
+        Hcal[nj:, :m] = np.eye(m)
+        Hcal[nj:, m:] = side.Q.T
+        return Hcal
+
+    def modal_mass(self, frames: NodeFrames) -> np.ndarray:
+        """``M_m`` ((n_m + 6) × (n_m + 6)), Eq 23."""
+        return self.body.modal_mass(frames)
+
+    # -- velocity blocks ------------------------------------------------------------------
+    def product_rates(self, eta_dot: np.ndarray) -> np.ndarray:
+        """The modal rates (n_m,) that enter the velocity products (the actual ``η̇``)."""
+        return eta_dot
+
+    def node_twist_rate(self, frames: NodeFrames, j: int, eta_dot: np.ndarray) -> np.ndarray:
+        """``Ė_j η̇`` (6,) of node ``j``."""
+        return self.body.node_twist_rate(frames, j, eta_dot)
+
+    def modal_bias(self, frames: NodeFrames, eta_dot: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """``b_m`` (n_m + 6,), Eqs 28, 31, 37, for the product rates ``η̇`` and twist ``V``."""
+        return self.body.modal_bias(frames, eta_dot, V)
+
+    def elastic_force(self, eta: np.ndarray, eta_dot: np.ndarray) -> np.ndarray:
+        """``K η + C η̇`` (n_m,): the modal part of ``K_m ϑ`` (Eq 36) with damping."""
+        return self.body.K @ eta + self.body.C @ eta_dot
+
+    # -- articulated-body step --------------------------------------------------------------
+    def flexible_inverse(self, Hf: np.ndarray, P: np.ndarray, Gammas: list, what: str,
+                         scale: float) -> np.ndarray:
+        """``D_f⁻¹`` (n_m × n_m) of the flexible step of the split form (Eq 63):
+        ``D_f = ℋ_f P ℋ_f*`` with ``P`` the articulated inertia ((n_m+6) × (n_m+6)) that
+        already holds the children's ``Γ(c)`` (6 × 6 each, in the order of the children)."""
+        return spd_inverse(Hf @ P @ Hf.T, what, scale)
+
+
+
+class RigidBodyModel(BodyModel):
+    """A body without modes: constant node frames and inertia ``M_m⁰`` (nodes included)."""
+
+    def node_frames(self, eta: np.ndarray) -> NodeFrames:
+        return self.body.frames0
+
+    def modal_mass(self, frames: NodeFrames) -> np.ndarray:
+        return self.body.M_m0
+
+    def node_twist_rate(self, frames: NodeFrames, j: int, eta_dot: np.ndarray) -> np.ndarray:
+        return np.zeros(6, dtype=eta_dot.dtype)
+
+    def modal_bias(self, frames: NodeFrames, eta_dot: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """``V ×* M_m⁰ V`` (6,): nodes and rigid part form one rigid body."""
+        return cross_force(V, self.body.M_m0 @ V)

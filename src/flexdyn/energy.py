@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .chain import Kinematics, Model, compute_kinematics, modal_velocities
+from .chain import Model
+from .terms import PositionTerms, modal_velocities, state_terms
 
 __all__ = ["energies", "kinetic_energy", "momentum", "potential_energy", "total_energy"]
 
 
-def _kinetic(model: Model, kin: Kinematics, u: np.ndarray) -> float:
+def _kinetic(model: Model, kin: PositionTerms, u: np.ndarray) -> float:
     """``½ Σ_i V_m(i)ᵀ M_m(i) V_m(i)`` with the twists of Eq 11."""
     V_m = modal_velocities(model, kin, u)
     return 0.5 * sum(v @ M @ v for v, M in zip(V_m, kin.M_m, strict=True))
 
 
-def _potential(model: Model, kin: Kinematics) -> float:
+def _potential(model: Model, kin: PositionTerms) -> float:
     """``½ Σ ηᵀ K η − Σ m g·x`` over rigid centres of mass and nodes."""
     V = 0.0
     g = model.gravity
@@ -32,8 +33,8 @@ def _potential(model: Model, kin: Kinematics) -> float:
 
 def kinetic_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full") -> float:
     """``T = ½ Σ_i V_m(i)ᵀ M_m(i) V_m(i) = ½ uᵀ M u`` (J)."""
-    model.check_state(q, u)
-    return _kinetic(model, compute_kinematics(model, q, fidelity), u)
+    q, u = model.check_state(q, u)
+    return _kinetic(model, state_terms(model, q, None, fidelity)[0], u)
 
 
 def potential_energy(model: Model, q: np.ndarray, fidelity: str = "full") -> float:
@@ -42,7 +43,8 @@ def potential_energy(model: Model, q: np.ndarray, fidelity: str = "full") -> flo
     The mass points are the rigid centres of mass and the nodes, at their deformed
     positions for ``"full"`` and undeformed ones for ``"ruthless"``.
     """
-    return _potential(model, compute_kinematics(model, q, fidelity))
+    q, _ = model.check_state(q)
+    return _potential(model, state_terms(model, q, None, fidelity)[0])
 
 
 def total_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full") -> float:
@@ -59,7 +61,8 @@ def momentum(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full")
     moved to the inertial frame with ``φ(0, F_i)``.  With no external forces and no gravity
     it is conserved.
     """
-    kin = compute_kinematics(model, q, fidelity)
+    q, u = model.check_state(q, u)
+    kin = state_terms(model, q, None, fidelity)[0]
     V_m = modal_velocities(model, kin, u)
     out = np.zeros(6, dtype=np.result_type(V_m[0] if model.n_bodies else 0.0, float))
     for i in range(model.n_bodies):
@@ -72,6 +75,6 @@ def energies(model: Model, q: np.ndarray, u: np.ndarray,
              fidelity: str = "full") -> tuple[float, float]:
     """``(T, V)``: :func:`kinetic_energy` and :func:`potential_energy` from one evaluation of
     the kinematics (J) — cheaper than calling both, e.g. along a trajectory."""
-    model.check_state(q, u)
-    kin = compute_kinematics(model, q, fidelity)
+    q, u = model.check_state(q, u)
+    kin = state_terms(model, q, None, fidelity)[0]
     return _kinetic(model, kin, u), _potential(model, kin)

@@ -27,7 +27,8 @@ constants are referred to the parent frame the same way: ``ζ̂ = ζ φ(p, t_c)�
 
     D_f⁻¹ = Λ − Υ̂ Γ̂ [I + Ω̂ Γ̂]⁻¹ Υ̂ᵀ        (Eq B3, push-through form)
 
-equals the node-frame expression of :meth:`RuthlessModel.split_factors`.
+equals the node-frame expression of
+:func:`flexdyn.articulated_body.articulated_body_inertias_split` with the ruthless body models.
 
 Joints: all types, including the universal joint (its joint map matrix and ``Ḣ* β`` are
 evaluated in the kernels).  External wrenches ``f_ext`` (n_bodies, 6) at the body frame
@@ -44,7 +45,9 @@ import numpy as np
 
 from .articulated_body import SplitFactors
 from .chain import Model
-from .ruthless import INDIRECT_MIN_MODES, RuthlessModel, _child_node_inverse
+from .joints import UniversalJoint
+from .linalg import PIVOT_FLOOR, PIVOT_RTOL
+from .ruthless import INDIRECT_MIN_MODES, RuthlessModel
 from .spatial import Transform
 
 __all__ = ["CompiledRuthlessModel", "numba_available"]
@@ -65,14 +68,11 @@ _NCOL = 32
 # entries of the size vector ``sz``
 _S_TOTM, _S_TOTMM, _S_TOT6M, _S_TOTR, _S_MMAX, _S_NCHIMAX, _S_NCMAX, _S_NU = range(8)
 
-#: joint type codes used by the kernels
-_JOINT_CODES = {"fixed": 0, "revolute": 1, "prismatic": 2, "screw": 3, "cylindrical": 4,
-                "universal": 5, "spherical": 6, "free": 7}
-_UNIVERSAL = 5
+_UNIVERSAL = UniversalJoint.code  # the one kind whose H* varies (joints.Joint.code)
 
-#: pivot threshold of the SPD inverses, as :func:`flexdyn.articulated_body._spd_inverse`
-_PIVOT_RTOL = 1e-13
-_PIVOT_FLOOR = 1e-14  # times max|P| · max‖H_F row‖², as articulated_body._inertia_scale
+#: pivot thresholds of the SPD inverses (:mod:`flexdyn.linalg`)
+_PIVOT_RTOL = PIVOT_RTOL
+_PIVOT_FLOOR = PIVOT_FLOOR  # times max|P| · max‖H_F row‖², as linalg.inertia_scale
 
 #: LLVM fast-math flags of the kernels: reassociation and contraction let reductions
 #: vectorize; no "nnan"/"ninf", so non-finite results stay visible
@@ -1039,13 +1039,12 @@ def _load_kernels() -> None:
 # ----------------------------------------------------------------------------------------------
 # Packing and the public class
 # ----------------------------------------------------------------------------------------------
-def _attach_transform(kin0, model: Model, i: int) -> Transform:
+def _attach_transform(rm: RuthlessModel, i: int) -> Transform:
     """Pose of the parent's (undeformed) attach node ``t_i`` in the parent frame."""
-    p = int(model.parent[i])
-    pn = model.parent_node[i]
-    if p < 0 or pn is None:
+    p = int(rm.model.parent[i])
+    if p < 0:
         return Transform.identity()
-    return kin0.frames[p].transform(pn)
+    return rm.consts[p].attach_node(None, rm.model.parent_node[i]).T
 
 
 def _pack_centrifugal(B: np.ndarray) -> np.ndarray:
@@ -1212,7 +1211,6 @@ class CompiledRuthlessModel:
 def _pack(rm: RuthlessModel):
     """Flat arrays ``(ic, child, fc, sz)`` of a ruthless model (see the module docstring)."""
     model = rm.model
-    k0 = rm._kin0
     n = model.n_bodies
     ic = np.zeros((n, _NCOL), dtype=np.int64)
     chunks: list[np.ndarray] = []
@@ -1242,15 +1240,16 @@ def _pack(rm: RuthlessModel):
         ic[i, _NQJ] = joint.nq
         ic[i, _QS] = model.q_start[i]
         ic[i, _US] = model.u_start[i]
-        ic[i, _JT] = _JOINT_CODES[joint.type]
+        ic[i, _JT] = joint.code
         ic[i, _NCH] = len(kids)
         ic[i, _CH0] = len(child)
         child.extend(kids)
         mp = int(model.n_modes[p]) if p >= 0 else 0
         ic[i, _MP] = mp
-        T_pt = _attach_transform(k0, model, i)
+        T_pt = _attach_transform(rm, i)
+        side = c.joint_side(None)
         Tpl = T_pt.compose(model.placement[i])  # F_p ← J_p
-        Tc = model.child_placement[i].compose(_child_node_inverse(k0, model, i))  # J_c ← F_i
+        Tc = side.T_Jc_i  # J_c ← F_i
         ic[i, _O_TPL] = put(np.concatenate([Tpl.R.ravel(), Tpl.p]))
         ic[i, _O_TC] = put(np.concatenate([Tc.R.ravel(), Tc.p]))
         jnt = np.zeros(7)
@@ -1260,14 +1259,14 @@ def _pack(rm: RuthlessModel):
             jnt[:6] = np.asarray(joint.axes, dtype=float).ravel()
         jnt[6] = joint.pitch
         ic[i, _O_JNT] = put(jnt)
-        ic[i, _O_XJ] = put(k0.T_joint[i].motion_to_parent())
+        ic[i, _O_XJ] = put(side.X_i_Jc)
         HF = np.zeros((6, 6))
         if c.Hcal is not None:
             HF[:, :nj] = c.Hcal[:nj, m:].T
         ic[i, _O_HF] = put(HF)
         ic[i, _O_MRR] = put(c.M_rr)
         ic[i, _O_MRF] = put(c.M_rf_Hf)
-        ic[i, _O_Q] = put(k0.Q[i])
+        ic[i, _O_Q] = put(side.Q)
         ic[i, _O_LAM] = put(c.Lambda)
         ic[i, _O_DF0] = put(c.D_f0)
         ic[i, _O_K] = put(model.bodies[i].K)
@@ -1276,14 +1275,15 @@ def _pack(rm: RuthlessModel):
         N = 6 * len(kids)
         Ainv = np.zeros((N, N))
         for k, ch in enumerate(kids):
-            T_inv = _attach_transform(k0, model, ch).inverse()
+            T_inv = _attach_transform(rm, ch).inverse()
             Ainv[6 * k:6 * k + 6, 6 * k:6 * k + 6] = T_inv.phi()
         ic[i, _O_ZETA] = put((c.zeta @ Ainv).T)  # ζ̂ᵀ (6 n_c × m)
         ic[i, _O_UPS] = put((c.Upsilon @ Ainv).T)  # Υ̂ᵀ
         ic[i, _O_OM] = put(Ainv.T @ c.Omega @ Ainv)
         if p >= 0:  # Êᵀ (6 × m_p),  Ê = E_tᵀ φ(p, t_i)⁻¹
-            ic[i, _O_ET] = put((k0.A[i][:mp] @ T_pt.inverse().phi()).T)
-        ic[i, _O_M0] = put(k0.M_m[i])
+            A = rm.consts[p].attach_node(None, model.parent_node[i]).A
+            ic[i, _O_ET] = put((A[:mp] @ T_pt.inverse().phi()).T)
+        ic[i, _O_M0] = put(model.bodies[i].M_m0)
         ic[i, _O_BQ] = put(_pack_centrifugal(c.B_quad))
         ic[i, _W_M], ic[i, _W_MM], ic[i, _W_6M], ic[i, _W_R] = wm, wmm, w6, wr
         wm += m

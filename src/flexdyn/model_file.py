@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .joints import JOINT_DIMENSIONS
+from .joints import JOINT_DIMENSIONS, JOINT_KINDS
 
 __all__ = [
     "JOINT_TYPES",
@@ -52,9 +52,11 @@ FORMAT_VERSION = 1
 
 #: Joint types and the number of joint coordinates / speeds, ``(nq, nu)``.
 JOINT_TYPES: dict[str, tuple[int, int]] = JOINT_DIMENSIONS
-_AXIS_TYPES = ("revolute", "prismatic", "screw", "cylindrical")
-_AXES_TYPES = ("universal",)
-_PITCH_TYPES = ("screw",)
+#: joint kinds that take each kind-specific key (from the joint registry)
+_AXIS_TYPES, _AXES_TYPES, _PITCH_TYPES = (
+    tuple(k for k, cls in JOINT_KINDS.items() if key in cls.file_keys)
+    for key in ("axis", "axes", "pitch")
+)
 
 _TOP_KEYS = ("format", "version", "name", "gravity", "bodies")
 _BODY_KEYS = ("name", "parent", "joint", "rigid", "flex")

@@ -23,16 +23,19 @@ from collections.abc import Callable, Sequence
 from importlib import resources
 
 import numpy as np
+import scipy.linalg
 
 from .beam import beam_modes
 from .chain import Model, ModelBuilder, load_model
-from .composite_body import mass_matrix
+from .dynamics import mass_matrix
 
 __all__ = [
     "BUILTIN_MODELS",
     "builtin_model",
     "list_builtin_models",
+    "modal_frequencies",
     "rigid_hub_inertia",
+    "slew_torque",
     "spacecraft",
     "spinup_beam",
     "spinup_profile",
@@ -369,6 +372,56 @@ def spinup_torque(model: Model, T: float = 15.0, omega_s: float = 6.0,
 # ----------------------------------------------------------------------------------------------
 # shipped model files
 # ----------------------------------------------------------------------------------------------
+def modal_frequencies(model: Model) -> list[np.ndarray]:
+    """Per body, the natural frequencies (Hz) of its modes with the body frame held fixed:
+    ``sqrt(eig(K, M_ff)) / 2π`` with ``M_ff`` the modal block of the undeformed modal mass."""
+    out = []
+    for body in model.bodies:
+        m = body.n_modes
+        if m == 0:
+            out.append(np.zeros(0))
+            continue
+        lam = scipy.linalg.eigh(body.K, body.M_m0[:m, :m], eigvals_only=True)
+        out.append(np.sqrt(np.clip(lam, 0.0, None)) / (2.0 * np.pi))
+    return out
+
+
+def slew_torque(model: Model, duration: float = 2.0, angle: float = 0.5
+                ) -> Callable[[float, np.ndarray, np.ndarray], np.ndarray]:
+    """A rest-to-rest slew command for the demo.
+
+    Every 1-dof joint (and the z rotation of a free or spherical root joint) is to turn by
+    ``±angle`` (alternating sign from joint to joint) in ``duration`` seconds with the
+    acceleration profile ``sin(2πt/Tₛ) sin²(πt/Tₛ)`` (zero rate and acceleration at both
+    ends).  The torques are the rigid-body inverse dynamics of that motion about the
+    undeformed neutral configuration, ``τ = M_jj θ̈``, ``M_jj`` the joints' block of the mass
+    matrix; velocity products are neglected, so the slew is approximate.
+    """
+    M = mass_matrix(model, model.neutral_configuration())
+    # rigid response to the unit shape over a unit duration: ∫₀¹∫₀ˢ shape = 3 / (16π)
+    pos = 3.0 / (16.0 * np.pi)
+    slots, targets = [], []
+    sign = 1.0
+    for i, joint in enumerate(model.joints):
+        if joint.slew_speed is None or (joint.quaternion and model.parent[i] >= 0):
+            continue
+        slots.append(int(model.u_start[i]) + joint.slew_speed)
+        targets.append(sign * angle)
+        sign = -sign
+    amps = M[np.ix_(slots, slots)] @ np.array(targets) / (pos * duration**2)
+    slots_a, amps_a = np.array(slots, dtype=int), amps
+    nu = model.nu
+
+    def tau(t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+        out = np.zeros(nu)
+        if 0.0 <= t < duration:
+            x = t / duration
+            out[slots_a] = amps_a * (np.sin(2 * np.pi * x) * np.sin(np.pi * x) ** 2)
+        return out
+
+    return tau
+
+
 BUILTIN_MODELS: dict[str, Callable[[], Model]] = {
     "two_link_arm": two_link_arm,
     "spacecraft": spacecraft,

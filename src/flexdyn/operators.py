@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from .articulated_body import ArticulatedFactors
-from .chain import Kinematics, Model
+from .chain import Model
+from .terms import PositionTerms
 
 __all__ = [
     "modal_offsets",
@@ -39,7 +40,7 @@ def modal_offsets(model: Model) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(model.n_modes + 6)])
 
 
-def E_Phi(model: Model, kin: Kinematics) -> np.ndarray:
+def E_Phi(model: Model, kin: PositionTerms) -> np.ndarray:
     """``E_Φ`` (Eq 18): block ``(p, i)`` is ``Φ(p, i)`` for each body ``i`` with parent ``p``."""
     o = modal_offsets(model)
     E = np.zeros((o[-1], o[-1]))
@@ -50,13 +51,13 @@ def E_Phi(model: Model, kin: Kinematics) -> np.ndarray:
     return E
 
 
-def Phi(model: Model, kin: Kinematics) -> np.ndarray:
+def Phi(model: Model, kin: PositionTerms) -> np.ndarray:
     """``Φ = (I − E_Φ)⁻¹`` (Eq 19)."""
     E = E_Phi(model, kin)
     return np.linalg.inv(np.eye(E.shape[0]) - E)
 
 
-def Hcal(model: Model, kin: Kinematics) -> np.ndarray:
+def Hcal(model: Model, kin: PositionTerms) -> np.ndarray:
     """``ℋ = diag{ℋ(i)}`` (nu × Σ(n_m + 6))."""
     o = modal_offsets(model)
     H = np.zeros((model.nu, o[-1]))
@@ -65,7 +66,7 @@ def Hcal(model: Model, kin: Kinematics) -> np.ndarray:
     return H
 
 
-def M_m(model: Model, kin: Kinematics) -> np.ndarray:
+def M_m(model: Model, kin: PositionTerms) -> np.ndarray:
     """``M_m = diag{M_m(i)}``."""
     o = modal_offsets(model)
     M = np.zeros((o[-1], o[-1]))
@@ -74,7 +75,7 @@ def M_m(model: Model, kin: Kinematics) -> np.ndarray:
     return M
 
 
-def mass_matrix_dense(model: Model, kin: Kinematics) -> np.ndarray:
+def mass_matrix_dense(model: Model, kin: PositionTerms) -> np.ndarray:
     """``M = ℋ Φ M_m Φ* ℋ*`` (Eq 43)."""
     H, P = Hcal(model, kin), Phi(model, kin)
     return H @ P @ M_m(model, kin) @ P.T @ H.T
@@ -92,12 +93,12 @@ def _block_diag_modal(model: Model, blocks: list) -> np.ndarray:
     return out
 
 
-def P_dense(model: Model, kin: Kinematics, factors: ArticulatedFactors) -> np.ndarray:
+def P_dense(model: Model, factors: ArticulatedFactors) -> np.ndarray:
     """``P = diag{P(i)}`` (N̄ × N̄), the articulated-body inertias of Eq 51."""
     return _block_diag_modal(model, factors.P)
 
 
-def D_dense(model: Model, kin: Kinematics, factors: ArticulatedFactors) -> np.ndarray:
+def D_dense(model: Model, factors: ArticulatedFactors) -> np.ndarray:
     """``D = ℋ P ℋ* = diag{D(i)}`` (nu × nu), Eq 52."""
     D = np.zeros((model.nu, model.nu))
     for i in range(model.n_bodies):
@@ -106,7 +107,7 @@ def D_dense(model: Model, kin: Kinematics, factors: ArticulatedFactors) -> np.nd
     return D
 
 
-def G_dense(model: Model, kin: Kinematics, factors: ArticulatedFactors) -> np.ndarray:
+def G_dense(model: Model, factors: ArticulatedFactors) -> np.ndarray:
     """``G = P ℋ* D⁻¹ = diag{G(i)}`` (N̄ × nu), the Kalman gains of Eq 52."""
     o = modal_offsets(model)
     G = np.zeros((o[-1], model.nu))
@@ -115,23 +116,23 @@ def G_dense(model: Model, kin: Kinematics, factors: ArticulatedFactors) -> np.nd
     return G
 
 
-def K_dense(model: Model, kin: Kinematics, factors: ArticulatedFactors) -> np.ndarray:
+def K_dense(model: Model, kin: PositionTerms, factors: ArticulatedFactors) -> np.ndarray:
     """``K = E_Φ G`` (N̄ × nu), Eq 52: block ``(p, i)`` is ``K(p, i) = Φ(p, i) G(i)`` for each
     body ``i`` with parent ``p``, all other blocks zero (block strictly upper triangular here)."""
-    return E_Phi(model, kin) @ G_dense(model, kin, factors)
+    return E_Phi(model, kin) @ G_dense(model, factors)
 
 
-def tau_bar_dense(model: Model, kin: Kinematics, factors: ArticulatedFactors) -> np.ndarray:
+def tau_bar_dense(model: Model, factors: ArticulatedFactors) -> np.ndarray:
     """``τ̄ = I − G ℋ = diag{τ̄(i)}`` (N̄ × N̄), Eq 52."""
     return _block_diag_modal(model, factors.tau_bar)
 
 
-def E_Psi(model: Model, kin: Kinematics, factors: ArticulatedFactors) -> np.ndarray:
+def E_Psi(model: Model, kin: PositionTerms, factors: ArticulatedFactors) -> np.ndarray:
     """``E_Ψ = E_Φ τ̄`` (N̄ × N̄), Eq 52: block ``(p, i)`` is ``Ψ(p, i) = Φ(p, i) τ̄(i)``."""
-    return E_Phi(model, kin) @ tau_bar_dense(model, kin, factors)
+    return E_Phi(model, kin) @ tau_bar_dense(model, factors)
 
 
-def Psi(model: Model, kin: Kinematics, factors: ArticulatedFactors) -> np.ndarray:
+def Psi(model: Model, kin: PositionTerms, factors: ArticulatedFactors) -> np.ndarray:
     """``Ψ = (I − E_Ψ)⁻¹`` (N̄ × N̄), Eq 53: block ``(j, i)`` is ``Ψ(j, i)``, the product of
     the ``Ψ(parent, child)`` along the path from ``i`` up to its ancestor ``j`` (identity on
     the diagonal, zero unless ``j`` is ``i`` or an ancestor of ``i``)."""

@@ -1,0 +1,157 @@
+"""The front door: every per-state function validates its inputs once, builds the per-state
+terms of the chosen body model (:mod:`flexdyn.terms`) and runs one algorithm.
+
+=========================  ==========================================  =================
+function                   algorithm                                   equations
+=========================  ==========================================  =================
+:func:`inverse_dynamics`   Newton–Euler (:func:`~.newton_euler.rnea`)  Eqs 44–45
+:func:`bias_forces`        Newton–Euler with ``u̇ = 0``                  Eq 43
+:func:`mass_matrix`        composite bodies (:func:`~.composite_body.crba`)  Eqs 47–50
+:func:`forward_dynamics`   :data:`FORWARD_METHODS`                      Eqs 46, 58, 64
+:func:`innovations_factors` articulated bodies                          Eq 51
+:func:`mass_matrix_inverse` Lemma 4                                     Eqs 54–57
+=========================  ==========================================  =================
+
+Inputs ``q`` (nq,), ``u``, ``u̇``, ``τ`` (nu,) follow the layout of ``model-format.md``; real
+or complex (complex-step differentiation) numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .articulated_body import (
+    ArticulatedFactors,
+    apply_mass_matrix_inverse,
+    articulated_body_inertias,
+    articulated_forward_dynamics,
+    articulated_forward_dynamics_split,
+)
+from .chain import Model
+from .composite_body import composite_forward_dynamics, crba
+from .newton_euler import rnea
+from .terms import PositionTerms, state_terms
+
+__all__ = [
+    "FORWARD_METHODS",
+    "bias_forces",
+    "check_external_forces",
+    "forward_dynamics",
+    "innovations_factors",
+    "inverse_dynamics",
+    "mass_matrix",
+    "mass_matrix_inverse",
+]
+
+#: Forward-dynamics algorithms by method name; each ``(model, pos, vel, tau, f_ext) -> u̇``.
+FORWARD_METHODS: dict[str, Callable[..., np.ndarray]] = {
+    "articulated": articulated_forward_dynamics,  # Eq 58
+    "articulated-split": articulated_forward_dynamics_split,  # Eqs 62–64
+    "composite": composite_forward_dynamics,  # Eq 46
+}
+
+
+def check_external_forces(model: Model, f_ext) -> np.ndarray | None:
+    """Validate ``f_ext``: None or an array (n_bodies, 6) of wrenches ``[moment; force]``
+    acting at each body frame origin, in body-frame coordinates (N m, N); real or complex."""
+    if f_ext is None:
+        return None
+    f = np.asarray(f_ext)
+    if f.dtype.kind in "iu":
+        f = f.astype(float)
+    elif f.dtype.kind not in "fc":
+        raise TypeError(f"f_ext must be an array of real or complex numbers, got dtype "
+                        f"{f.dtype}")
+    if f.shape != (model.n_bodies, 6):
+        raise ValueError(f"f_ext has shape {f.shape}, expected ({model.n_bodies}, 6)")
+    if not np.all(np.isfinite(f)):
+        raise ValueError("f_ext contains non-finite values")
+    return f
+
+
+def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None = None,
+                     method: str = "articulated", fidelity: str = "full",
+                     f_ext: np.ndarray | None = None) -> np.ndarray:
+    """Generalized accelerations ``u̇`` (nu,) with ``M(q) u̇ + C(q, u) = τ``.
+
+    Parameters
+    ----------
+    q : (nq,), u : (nu,), tau : (nu,) or None (zero) — layout of ``model-format.md``.
+    method : ``"articulated"`` (O(N) articulated-body algorithm, Eq 58), ``"articulated-split"``
+        (flexible/hinge split, Eqs 62–64; Eq B3 for the ruthless model) or ``"composite"``
+        (Eq 46).
+    fidelity : ``"full"`` or ``"ruthless"``.
+    f_ext : (n_bodies, 6) or None — external wrenches at the body frame origins.
+    """
+    algorithm = FORWARD_METHODS.get(method) if isinstance(method, str) else None
+    if algorithm is None:
+        raise ValueError(f"unknown method {method!r}; expected one of {tuple(FORWARD_METHODS)}")
+    q, u, tau = model.check_state(q, u, tau=np.zeros(model.nu) if tau is None else tau)
+    f_ext = check_external_forces(model, f_ext)
+    pos, vel = state_terms(model, q, u, fidelity)
+    return algorithm(model, pos, vel, tau, f_ext)
+
+
+def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
+                     fidelity: str = "full", f_ext: np.ndarray | None = None) -> np.ndarray:
+    """Generalized forces ``τ = M(q) u̇ + C(q, u)`` (nu,), Eqs 44–45.
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) coordinates; u : (nu,) speeds; udot : (nu,) accelerations
+        (layout of ``model-format.md``: per body, joint then modal entries).
+    fidelity : ``"full"`` (deformation-dependent inertia, conserves energy) or
+        ``"ruthless"`` (Appendix B).
+    f_ext : (n_bodies, 6) or None — external wrenches ``[N m; N]`` at body frame
+        origins, in body coordinates.
+
+    Returns
+    -------
+    τ : (nu,) — joint forces/torques and modal forces (N, N m, or modal units).
+    """
+    q, u, udot = model.check_state(q, u, udot=udot)
+    f_ext = check_external_forces(model, f_ext)
+    pos, vel = state_terms(model, q, u, fidelity)
+    return rnea(model, pos, vel, udot, f_ext)
+
+
+def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
+                f_ext: np.ndarray | None = None) -> np.ndarray:
+    """Bias vector ``C(q, u)`` (nu,) of Eq 43 with gravity, stiffness, damping and external
+    forces: everything but ``M u̇``, so that ``M u̇ + C = τ``."""
+    q, u = model.check_state(q, u)
+    f_ext = check_external_forces(model, f_ext)
+    pos, vel = state_terms(model, q, u, fidelity)
+    return rnea(model, pos, vel, np.zeros(model.nu), f_ext)
+
+
+def mass_matrix(model: Model, q: np.ndarray, fidelity: str = "full") -> np.ndarray:
+    """System mass matrix ``M(q)`` (nu × nu), Eqs 43, 49–50.
+
+    Parameters
+    ----------
+    q : (nq,) coordinates in the layout of ``model-format.md``.
+    fidelity : ``"full"`` or ``"ruthless"``.
+    """
+    q, _ = model.check_state(q)
+    return crba(model, state_terms(model, q, None, fidelity)[0])
+
+
+def innovations_factors(model: Model, q: np.ndarray,
+                        fidelity: str = "full") -> tuple[PositionTerms, ArticulatedFactors]:
+    """Innovations factors at ``q``: ``(pos, factors)`` with ``D, G, τ̄, P`` per body (Eq 51)
+    and the methods ``factors.K(pos, i)`` = ``K(p, i)`` and ``factors.Psi(pos, i)`` =
+    ``Ψ(p, i)``."""
+    q, _ = model.check_state(q)
+    pos = state_terms(model, q, None, fidelity)[0]
+    return pos, articulated_body_inertias(model, pos)
+
+
+def mass_matrix_inverse(model: Model, q: np.ndarray, fidelity: str = "full") -> np.ndarray:
+    """``M⁻¹(q)`` (nu × nu) from the innovations factors (Lemma 4), without inverting ``M``:
+    the O(N) sweeps applied to the identity block."""
+    pos, factors = innovations_factors(model, q, fidelity)
+    return apply_mass_matrix_inverse(model, pos, np.eye(model.nu), factors)

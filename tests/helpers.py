@@ -1,0 +1,51 @@
+"""Numeric helpers shared by the tests: relative errors and closeness assertions.
+
+One copy for the whole suite (import with ``from helpers import ...``; ``tests/`` is on
+``sys.path``).  Random models and states live in :mod:`strategies`, the independent reference
+implementations in :mod:`oracles`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["RTOL", "TINY", "assert_close", "rel_err"]
+
+#: Default relative tolerance of one flexdyn computation against another or a reference
+#: (a few hundred operations of round-off on well-conditioned data).
+RTOL = 1e-10
+#: Smallest denominator of :func:`rel_err` (so that a vanishing reference compares exactly).
+TINY = float(np.finfo(float).tiny)
+
+
+def rel_err(got, ref, scale: float = 0.0) -> float:
+    """``max |got − ref| / max(max |ref|, scale, tiny)`` over all entries (max-norm error
+    relative to the size of ``ref``); ``0.0`` for empty arrays.
+
+    ``scale`` is a floor of the denominator, for quantities that may vanish or be much
+    smaller than their neighbours (e.g. ``P⁺`` of a body on a free joint, or bias forces
+    near rest measured against ``max |M| max |u|²``).  The shapes must agree exactly (no
+    broadcasting).  A NaN or infinity in either argument gives ``inf``, so that every
+    comparison ``rel_err(...) < tol`` fails on it.
+    """
+    got, ref = np.asarray(got), np.asarray(ref)
+    assert got.shape == ref.shape, f"shape {got.shape} != reference shape {ref.shape}"
+    if ref.size == 0:
+        return 0.0
+    num = float(np.max(np.abs(got - ref)))
+    denom = max(float(np.max(np.abs(ref))), float(scale), TINY)
+    if not (math.isfinite(num) and math.isfinite(denom)):
+        return math.inf
+    return num / denom
+
+
+def assert_close(got, ref, what: str, *, tol: float = RTOL, scale: float = 0.0) -> None:
+    """Assert ``rel_err(got, ref, scale) <= tol``; the message names ``what`` and the error.
+
+    ``tol`` and ``scale`` are keyword-only, so that a positional argument can never be
+    taken for the other.
+    """
+    err = rel_err(got, ref, scale)
+    assert err <= tol, f"{what}: relative error {err:.3e} > {tol:.0e}"
