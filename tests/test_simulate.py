@@ -12,7 +12,7 @@ from scipy.integrate import cumulative_simpson
 import flexdyn as fd
 from flexdyn import models
 from flexdyn.models import slew_torque
-from flexdyn.simulate import StateEntry
+from flexdyn import StateEntry
 
 
 def arm_run(t_end, n_samples=101):

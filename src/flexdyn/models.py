@@ -28,6 +28,7 @@ import scipy.linalg
 from .beam import beam_modes
 from .chain import Model, ModelBuilder, load_model
 from .dynamics import mass_matrix
+from .joints import JOINT_KINDS, FixedJoint, RevoluteJoint
 
 __all__ = [
     "BUILTIN_MODELS",
@@ -210,7 +211,8 @@ def spacecraft(
     Model with the hub's ``free`` joint first (``q``: quaternion ``[w, x, y, z]`` and position;
     ``u``: ``[ω; v]`` in hub coordinates), then each array's (joint and) modal coordinates.
     """
-    if array_joint not in ("fixed", "revolute"):
+    kind = JOINT_KINDS.get(array_joint) if isinstance(array_joint, str) else None
+    if kind not in (FixedJoint, RevoluteJoint):
         raise ValueError(f"array_joint={array_joint!r} must be 'fixed' or 'revolute'")
     m = _positive(hub_mass, "hub_mass")
     s = _positive(hub_size, "hub_size")
@@ -231,7 +233,7 @@ def spacecraft(
         joint = {"type": array_joint,
                  "placement": {"translation": [0.0, sign * 0.5 * s, 0.0],
                                "rotation": _rot_z(angle)}}
-        if array_joint == "revolute":
+        if "axis" in kind.file_keys:  # the drive turns the array about its long axis
             joint["axis"] = [1.0, 0.0, 0.0]
         builder.add_body(f"array_{side}", "hub", joint=joint, flex=arr.to_flex_dict())
     return builder.build()

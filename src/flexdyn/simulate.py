@@ -35,21 +35,12 @@ from typing import Any
 import numpy as np
 import scipy.integrate
 
-from .chain import Model, StateEntry, state_layout
+from .chain import Model
 from .dynamics import FORWARD_METHODS, forward_dynamics
 from .results import SimulationError, SimulationResult
 from .terms import check_fidelity, modal_velocities, state_terms
 
-__all__ = [
-    "SimulationError",
-    "SimulationResult",
-    "StateEntry",
-    "pack_state",
-    "rhs",
-    "simulate",
-    "state_layout",
-    "unpack_state",
-]
+__all__ = ["pack_state", "rhs", "simulate", "unpack_state"]
 
 _N_EXTRA = 3  # augmented state: W_τ, W_ext, D
 _INTEGRATORS = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")

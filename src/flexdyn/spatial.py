@@ -75,18 +75,10 @@ def unskew(S: np.ndarray) -> np.ndarray:
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a × b`` over the last axis (3,); cheaper than ``np.cross`` on small arrays."""
-    if a.ndim == 1 and b.ndim == 1:
-        a0, a1, a2 = a.tolist() if a.dtype.kind == "f" else a
-        b0, b1, b2 = b.tolist() if b.dtype.kind == "f" else b
-        return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape), dtype=np.result_type(a, b))
-    out[..., 0] = a1 * b2 - a2 * b1
-    out[..., 1] = a2 * b0 - a0 * b2
-    out[..., 2] = a0 * b1 - a1 * b0
-    return out
+    """``a × b`` over the last axis; shapes (..., 3) broadcast against each other."""
+    a0, a1, a2 = a.T[0], a.T[1], a.T[2]
+    b0, b1, b2 = b.T[0], b.T[1], b.T[2]
+    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0]).T
 
 
 def cross_motion(V: np.ndarray, W: np.ndarray) -> np.ndarray:
@@ -96,12 +88,7 @@ def cross_motion(V: np.ndarray, W: np.ndarray) -> np.ndarray:
     """
     w, v = V[..., :3], V[..., 3:]
     w2, v2 = W[..., :3], W[..., 3:]
-    if V.ndim == 1 and W.ndim == 1:
-        return np.concatenate([_cross(w, w2), _cross(w, v2) + _cross(v, w2)])
-    out = np.empty(np.broadcast_shapes(V.shape, W.shape), dtype=np.result_type(V, W))
-    out[..., :3] = _cross(w, w2)
-    out[..., 3:] = _cross(w, v2) + _cross(v, w2)
-    return out
+    return np.concatenate([_cross(w, w2), _cross(w, v2) + _cross(v, w2)], axis=-1)
 
 
 def cross_force(V: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -111,12 +98,7 @@ def cross_force(V: np.ndarray, f: np.ndarray) -> np.ndarray:
     """
     w, v = V[..., :3], V[..., 3:]
     n, fl = f[..., :3], f[..., 3:]
-    if V.ndim == 1 and f.ndim == 1:
-        return np.concatenate([_cross(w, n) + _cross(v, fl), _cross(w, fl)])
-    out = np.empty(np.broadcast_shapes(V.shape, f.shape), dtype=np.result_type(V, f))
-    out[..., :3] = _cross(w, n) + _cross(v, fl)
-    out[..., 3:] = _cross(w, fl)
-    return out
+    return np.concatenate([_cross(w, n) + _cross(v, fl), _cross(w, fl)], axis=-1)
 
 
 def crm(V: np.ndarray) -> np.ndarray:

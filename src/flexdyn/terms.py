@@ -112,6 +112,7 @@ class PositionTerms:
     A : list of (m_p + 6, 6) or None;  E_t : list of (6, m_p) or None — the parent's
         attach-node operator and deformation twist map; None for roots.
     T_joint : list of Transform — pose of ``J_c`` in ``F_i``.
+    X_joint : list of (6, 6) — twists from ``J_c`` to ``F_i`` coordinates.
     S : list of (6, nu_j) — joint map matrix ``H*`` in ``J_c`` coordinates.
     Hcal : list of (nu_j + m, m + 6);  Q : list of (6, m);  M_m : list of (m + 6, m + 6).
     """
@@ -128,6 +129,7 @@ class PositionTerms:
     A: list
     E_t: list
     T_joint: list
+    X_joint: list
     S: list
     Hcal: list
     Q: list
@@ -150,8 +152,8 @@ def position_terms(model: Model, q: np.ndarray, models: Sequence[BodyModel],
     with ``T_t`` the parent's attach node; ``A``, ``Q``, ``ℋ`` as in Eqs 13–17.
     """
     n = model.n_bodies
-    keys = ("eta", "frames", "pose", "T_parent", "phi", "A", "E_t", "T_joint", "S", "Hcal",
-            "Q", "M_m")
+    keys = ("eta", "frames", "pose", "T_parent", "phi", "A", "E_t", "T_joint", "X_joint", "S",
+            "Hcal", "Q", "M_m")
     f: dict[str, list] = {k: [None] * n for k in keys}
     for i in range(n):  # base-to-tip
         bm, joint = models[i], model.joints[i]
@@ -173,6 +175,7 @@ def position_terms(model: Model, q: np.ndarray, models: Sequence[BodyModel],
         f["T_parent"][i] = T_parent
         f["phi"][i] = T_parent.phi()
         f["T_joint"][i] = side.T_i_Jc
+        f["X_joint"][i] = side.X_i_Jc
         f["S"][i] = S
         f["Hcal"][i] = bm.modal_joint_map(side, S)
         f["Q"][i] = side.Q
@@ -280,7 +283,7 @@ def velocity_terms(model: Model, pos: PositionTerms, u: np.ndarray) -> VelocityT
             Sb = pos.S[i] @ beta
             V_Jc = pos.T_joint[i].twist_to_child(V - pos.Q[i] @ etad)
             eps = joint.motion_subspace_rate(model.q_joint(pos.q, i), beta) + cross_motion(V_Jc, Sb)
-            aV = aV + pos.T_joint[i].motion_to_parent() @ eps
+            aV = aV + pos.X_joint[i] @ eps
         cn = model.child_node[i]
         if cn is not None and np.any(etad):  # zero without product rates
             Edot = bm.node_twist_rate(pos.frames[i], cn, etad)
