@@ -51,7 +51,7 @@ except ImportError:  # running from a source checkout without installing
     import flexdyn as fd
     from flexdyn.beam import beam_modes
 try:  # the state terms exactly as forward_dynamics computes them
-    from flexdyn.composite_body import state_terms  # noqa: E402
+    from flexdyn.terms import state_terms  # noqa: E402
 except ImportError:
     state_terms = None
 

@@ -6,15 +6,18 @@ The paper's setting: a serial chain of N = 10 flexible bodies (uniform free-free
 revolute hinges, every body with the same number of modes n_m = 1 … 10, ruthless
 linearization.  For each n_m it prints the best per-call time of
 
-* the numpy tier: :meth:`flexdyn.ruthless.RuthlessModel.forward_dynamics` (AB, Eqs 63–64)
-  and :meth:`~flexdyn.ruthless.RuthlessModel.composite_forward_dynamics` (CB, Eqs 45–50);
+* the numpy tier: ``flexdyn.forward_dynamics(model, q, u, tau, method, fidelity="ruthless")``
+  with ``method="articulated-split"`` (AB, Eqs 63–64) and ``"composite"`` (CB, Eqs 45–50);
 * the compiled tier (:class:`flexdyn.fast.CompiledRuthlessModel`, needs numba): the same two
   algorithms, every per-call step in compiled code;
 * a dense ``np.linalg.solve(M, ·)`` of the mass matrix alone (LAPACK, given ``M``);
 
-the measured time ratios CB/AB next to the paper's flop ratio (:func:`flexdyn.costs.fig2_table`)
+the measured time ratios CB/AB next to the paper's flop ratio (``fig2_table`` of
+``benchmarks/flexdyn_bench/costs.py``)
 and whether the compiled tier reaches the paper's "over a factor of 7" at n_m = 10
-(PASS/FAIL).  It then times the split factors with ``D_f⁻¹`` formed explicitly
+(PASS/FAIL).  It then times the split factors (Eq 63,
+:func:`flexdyn.articulated_body.articulated_body_inertias_split` on the position terms of the
+body models of ``RuthlessModel(model, rule)``) with ``D_f⁻¹`` formed explicitly
 (``indirect_min_modes=99``) and by Eq B3 (``indirect_min_modes=1``) for n_m = 1 … 12 and
 prints the measured crossover (the paper switches at n_m = 8), and a breakdown of the
 compiled CB time at the largest n_m.
@@ -53,9 +56,16 @@ except ImportError:  # running from a source checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     import flexdyn as fd
 
+from flexdyn_bench.costs import (  # noqa: E402  (benchmarks/ is the script's folder)
+    articulated_body_cost,
+    composite_body_cost,
+    fig2_table,
+)
+
+from flexdyn.articulated_body import articulated_body_inertias_split  # noqa: E402
 from flexdyn.beam import beam_modes  # noqa: E402
-from flexdyn.costs import articulated_body_cost, composite_body_cost, fig2_table  # noqa: E402
 from flexdyn.ruthless import RuthlessModel  # noqa: E402
+from flexdyn.terms import position_terms  # noqa: E402
 
 #: the paper's claim at 10 modes per body (Sec. VII.B): "over a factor of 7"
 PAPER_FACTOR = 7.0
@@ -129,6 +139,16 @@ def _chol_copy(fast, M: np.ndarray, b: np.ndarray):
     return fast._cholesky_solve(M.copy(), b.copy())
 
 
+def _ab(model: fd.Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """Ruthless articulated-body forward dynamics (Eqs 63–64) through the front door."""
+    return fd.forward_dynamics(model, q, u, tau, method="articulated-split", fidelity="ruthless")
+
+
+def _cb(model: fd.Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """Ruthless composite-body forward dynamics (Eqs 45–50) through the front door."""
+    return fd.forward_dynamics(model, q, u, tau, method="composite", fidelity="ruthless")
+
+
 def _rel(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
 
@@ -194,15 +214,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     for m in modes:
         model = beam_chain(m, N)
-        rm = RuthlessModel(model)
         q, u, tau = random_state(model, rng)
-        t_nab = best_time(rm.forward_dynamics, (q, u, tau), numpy_repeats, 0.02)
-        t_ncb = best_time(rm.composite_forward_dynamics, (q, u, tau), numpy_repeats, 0.02)
-        ref = rm.composite_forward_dynamics(q, u, tau)
-        diff_np = _rel(rm.forward_dynamics(q, u, tau), ref)
+        t_nab = best_time(_ab, (model, q, u, tau), numpy_repeats, 0.02)
+        t_ncb = best_time(_cb, (model, q, u, tau), numpy_repeats, 0.02)
+        ref = _cb(model, q, u, tau)
+        diff_np = _rel(_ab(model, q, u, tau), ref)
         diff = t_cab = t_ccb = t_solve = math.nan
         if fast is not None:
-            cm = fast.CompiledRuthlessModel(rm)
+            cm = fast.CompiledRuthlessModel(RuthlessModel(model))
             t_cab = best_time(cm.forward_dynamics, (q, u, tau), repeats, batch)
             t_ccb = best_time(cm.composite_forward_dynamics, (q, u, tau), repeats, batch)
             M = cm.mass_matrix(q)
@@ -217,8 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{diff_np:>13.1e} {diff:>10.1e}", flush=True)
 
     last = rows[-1]
-    print("(diff: max relative difference of u̇ from the numpy composite-body result; numpy AB "
-          "uses RuthlessModel's default indirect_min_modes)")
+    print("(diff: max relative difference of u̇ from the numpy composite-body result; both tiers "
+          "use the default indirect_min_modes)")
     print()
     if fast is not None:
         ratio = last[5] / last[4]
@@ -233,7 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmodes = list(range(1, args.max_modes_crossover + 1))
     print()
     print("D_f⁻¹ explicit (Cholesky, indirect_min_modes=99) vs Eq B3 (indirect_min_modes=1), µs")
-    print("  numpy tier: RuthlessModel.split_factors(kin); compiled tier: the whole AB call "
+    print("  numpy tier: articulated_body_inertias_split on the position terms of "
+          "RuthlessModel(model, rule).consts; compiled tier: the whole AB call "
           "(CompiledRuthlessModel.forward_dynamics), which differs only in this step")
     head = (f"{'n_m':>3} | {'numpy expl.':>11} {'numpy B3':>9} | "
             f"{'comp. expl.':>11} {'comp. B3':>9}")
@@ -244,9 +264,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         model = beam_chain(m, N)
         q, u, tau = random_state(model, rng)
         r_e, r_i = RuthlessModel(model, 99), RuthlessModel(model, 1)
-        kin = r_e.kinematics(q)
-        ne.append(best_time(r_e.split_factors, (kin,), numpy_repeats, 0.02))
-        ni.append(best_time(r_i.split_factors, (kin,), numpy_repeats, 0.02))
+        pos_e = position_terms(model, q, r_e.consts, "ruthless")
+        pos_i = position_terms(model, q, r_i.consts, "ruthless")
+        ne.append(best_time(articulated_body_inertias_split, (model, pos_e), numpy_repeats,
+                            0.02))
+        ni.append(best_time(articulated_body_inertias_split, (model, pos_i), numpy_repeats,
+                            0.02))
         if fast is not None:
             c_e = fast.CompiledRuthlessModel(r_e)
             c_i = fast.CompiledRuthlessModel(r_i)

@@ -24,10 +24,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 try:
-    from flexdyn.costs import Fig2Row, fig2_table
-except ImportError:  # running from a source checkout without installing
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from flexdyn.costs import Fig2Row, fig2_table
+    from flexdyn_bench.costs import Fig2Row, fig2_table
+except ImportError:  # loaded from elsewhere: benchmarks/ is this file's folder
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from flexdyn_bench.costs import Fig2Row, fig2_table
 
 #: Modes per body at which Sec. VII.B quotes the speed-up, and the factor it quotes.
 PAPER_CLAIMS: dict[int, float] = {5: 3.0, 10: 7.0}

@@ -4,11 +4,12 @@ For a serial chain of N flexible beams (N = 10 in the paper) on 1-dof revolute h
 free-free assumed modes (each link attached by its first node to the last node of the
 previous one), prints for n_m = 1 … 10 modes per body
 
-* the flops of the paper's cost polynomials (:func:`flexdyn.costs.composite_body_cost`,
-  :func:`flexdyn.costs.articulated_body_cost`) and their ratio CB/AB;
+* the flops of the paper's cost polynomials (``composite_body_cost``,
+  ``articulated_body_cost`` of ``benchmarks/flexdyn_bench/costs.py``) and their ratio CB/AB;
 * the flops flexdyn actually performs for one ruthless forward-dynamics call
-  (:func:`flexdyn.opcount.count_forward_dynamics`: ``method="composite"`` and
-  ``"articulated-split"``, the Eq B4 precomputation excluded), and their ratio;
+  (``count_forward_dynamics`` of ``benchmarks/flexdyn_bench/opcount.py``:
+  ``method="composite"`` and ``"articulated-split"``, the Eq B4 precomputation excluded), and
+  their ratio;
 * the same counts without the per-call kinematics (joint transforms), which the paper's
   items do not list;
 
@@ -34,10 +35,11 @@ except ImportError:  # running from a source checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     import flexdyn as fd
 
-from flexdyn import costs
+from flexdyn_bench import costs  # benchmarks/, the script's folder
+from flexdyn_bench.costs import OpCount, articulated_body_cost, composite_body_cost
+from flexdyn_bench.opcount import count_forward_dynamics_phases
+
 from flexdyn.beam import beam_modes
-from flexdyn.costs import OpCount, articulated_body_cost, composite_body_cost
-from flexdyn.opcount import count_forward_dynamics_phases
 from flexdyn.ruthless import INDIRECT_MIN_MODES
 
 #: Modes per body at which Sec VII.B quotes the speed-up, and the factor it quotes.
@@ -246,25 +248,37 @@ def format_report(rows: list[dict], n_bodies: int) -> str:
 EXPLANATION = """\
 ## What is counted
 
-`flexdyn.opcount` runs one `fd.forward_dynamics(model, q, u, tau, method, fidelity="ruthless")`
-call on `CountingArray` operands and tallies every multiplication (M) and addition (A) that
-flexdyn's numpy code performs: an `(m×k) @ (k×n)` product is `m n k` M and `m n (k−1)` A,
-elementwise `+`/`−` one A and `*`/`/` one M per element, sign changes and copies are free,
-and the LAPACK calls are counted with the exact formulas of LAPACK Working Note 41
+`benchmarks/flexdyn_bench/opcount.py` (a developer instrument beside the scripts, not part of
+the installed package) runs one `fd.forward_dynamics(model, q, u, tau, method,
+fidelity="ruthless")` call — the same position terms, velocity terms and algorithm — on
+`CountingArray` operands and tallies every multiplication (M) and addition (A) performed with
+at least one of them: an `(m×k) @ (k×n)` product is `m n k` M and `m n (k−1)` A, elementwise
+`+`/`−` one A and `*`/`/` one M per element, sign changes, copies and allocations are free.
+The LAPACK calls of `flexdyn.linalg`, which that module reports through its observation seam
+`flexdyn.linalg.observe`, are counted with the exact formulas of LAPACK Working Note 41
 (Cholesky `potrf(n)`: n³/6 + n²/2 + n/3 M, n³/6 − n/6 A; inverse from the Cholesky factor
 `potri(n)`: n³/3 + n² + 2n/3 M, n³/3 − n²/2 + n/6 A; `potrs`, `getrf`, `getrs` likewise).
-The time-independent data of the ruthless model (Eq B4 and the other constants of
-`RuthlessModel`) are computed beforehand and not counted, as the paper excludes Eq B4.
+Nothing of flexdyn is patched: the inputs, the model and its ruthless body models are
+converted into `CountingArray` views before the call, and the per-state terms before the
+algorithm.  The time-independent data of the ruthless model (Eq B4 and the other constants
+of the body models) are computed beforehand and not counted, as the paper excludes Eq B4.
 Everything else the call computes is counted, including the joint transforms
-("kinematics"), which the paper's items do not list; the columns marked `*` leave them out.
+("kinematics"), which the paper's items do not list (the columns marked `*` leave them out),
+except arithmetic between two arrays that numpy hands out plain inside one flexdyn function
+(`np.asarray`, `np.array`, fresh buffers): on this chain, `K @ K` of each hinge rotation
+(27 M + 18 A per body), additions around the spatial cross products of the velocity terms
+(12 A per body),
+and the bookkeeping of `flexdyn.linalg` on LAPACK's outputs (pivot tests, mirroring the
+triangle `potri` returns) — 570 to 1,040 flops per call here, 0.06–1.7 % of the totals
+(see the module docstring).
 
 ## Does the paper's claim hold?
 
-Yes, with our counts as with the paper's polynomials: the composite-body/articulated-body
-flop ratio is above 3 at 5 modes per body and above 7 at 10 modes (see the verdict lines
-above).  Our ratios are *larger* than the paper's, because our implementation is further
-from the paper's hand-optimized counts in the composite-body algorithm than in the
-articulated-body one.
+In part.  With the paper's polynomials the composite-body/articulated-body flop ratio is
+above 3 at 5 modes per body and above 7 at 10 modes; with our counts it is above 3 at 5 modes
+but only about 6 at 10 (see the verdict lines above).  Our ratios are *smaller* than the
+paper's: our articulated-body algorithm is further from the paper's hand-optimized counts than
+our composite-body algorithm.
 
 ## Why our counts differ from the paper's polynomials
 
@@ -279,34 +293,44 @@ articulated-body one.
   (106,480 M, half of the mass-matrix multiplications), where `[H_F X_r; X_f + Qᵀ X_r]` costs
   6(n_m+1)² = 726 M.  The propagation `X ← A φ X_r` and the composite inertias
   `A φ R_rr φᵀ Aᵀ` are likewise dense 6×6 and (n_m+6)×6 products.  Hence the composite-body
-  mass matrix costs 2.3–2.5× the paper's items 1+2 and the bias 2× its item 3.
+  mass matrix costs 2.3–2.5× the paper's items 1+2.
+* **The articulated inertias are the generic ones.**  Eq 63 runs the same split recursion
+  for every body model; the ruthless model only supplies `D_f⁻¹` (Eq B3 or an explicit
+  inverse).  The recursion forms the parent's full articulated inertia
+  `P(p) += A Γ Aᵀ` as dense (n_m+6)×6 and (n_m+6)×(n_m+6) products (2,112 M per body at
+  n_m = 10) and `μ = [P^{rf}, P^{rr}] ℋ_f*` from it (960 M), although the ruthless step reads
+  only the six rigid rows `[P^{rf}, P^{rr}]` (the flexible block enters Eq B3 through the
+  constants `Λ`, `ζ` and `Γ`); it also evaluates the inertia scale of the singularity test
+  (`max_r ‖ℋ_r‖²`, (n_m+1)(n_m+6) M).  Eq 63 therefore costs 1.5× the paper's items 1a/1b
+  at 5 and 10 modes.  The sweeps of Eq 64 cost 1.2× the paper's items 2+3 (dense `ℋ_f z`,
+  `g ε_f`, `P_R a_R` products).
+* **The velocity terms are the generic ones.**  `a_m`, `b_m` (14–26k flops) do not appear
+  in the paper's articulated-body items.  The generic velocity terms run the twist recursion
+  of Eq 11 twice — once with the actual `η̇` for the modal twists `V_m`, which forward dynamics
+  does not use, once with the ruthless product rates (`η̇ = 0`) for `a_m`, `b_m` — at
+  2,948 M per pass at n_m = 10; they compute the elastic forces `K η + C η̇`
+  (2 n_m² M per body); and our `b_m,f` contracts an (n_m × 36) quadratic form with the full
+  outer product `V Vᵀ` (21 entries would do by symmetry).  The composite-body bias (Eq 45)
+  shares these terms, so "velocities + bias" is 2.3–2.4× the paper's item 3.
 * **Fixed per-body work dominates at few modes.**  The rigid 6×6 algebra of every body
-  (e.g. `Γ = φ P_R⁺ φᵀ` and `A Γ Aᵀ` in Eq 63 as four dense 6×6 products, about 1,600
-  flops per body, where the paper's item 1a has a constant term of 344 flops for all of it),
-  the velocity terms and the joint transforms do not grow with n_m.  That is why our totals
-  are about 3× the paper's at one mode per body, and 1.2–1.6× from 5 modes on.
+  (e.g. `Γ = φ P_R⁺ φᵀ` as two dense 6×6 products), the velocity terms and the joint
+  transforms do not grow with n_m.  That is why our totals are about 3× the paper's at one
+  mode per body, and 1.4–1.9× from 5 modes on.
 * **The Cholesky solve is the paper's.**  Item 5 (Eq 46) matches ours exactly in additions
   and up to 2𝔑 reciprocals in multiplications.  At 10 modes it is 71 % of the paper's
   composite-body cost and 50 % of ours, so our composite-body overhead shrinks as the
-  O(𝔑³) solve takes over (1.61× the paper at 5 modes, 1.42× at 10).
-* **Articulated body.**  From 5 modes on, Eq 63 costs us about what the paper's items 1a/1b
-  say (0.87–0.99×): our explicit `D_f⁻¹` uses LAPACK's Cholesky inverse (n³/2 M + n³/2 A,
-  against the (5/6) n³ each of item 1a) and the per-body 6×6 work of Eq B3 is small.  The
-  sweeps of Eq 64 cost 1.4–1.5× the paper's items 2+3 (dense `ℋ_f z`, `g ε_f`, `P_R a_R`
-  products).  The velocity terms `a_m`, `b_m` (9–16k flops) do not appear in the paper's
-  articulated-body items; our `b_m,f` contracts an (n_m × 36) quadratic form with the full
-  outer product `V Vᵀ` (21 entries would do by symmetry), and the velocity phase also forms
-  the true modal twists `V_m` (2,624 M at n_m = 10) and the kinematics phase the inertial
-  poses of all bodies, neither of which forward dynamics uses.
-* **Net effect on the claim.**  Our composite-body overhead (dense mass matrix) is larger
-  than our articulated-body overhead, so our CB/AB ratios exceed the paper's (4.23 vs 3.68 at
-  5 modes, 8.74 vs 7.27 at 10): the claim holds with margin for our implementation.
-* **The `D_f⁻¹` rule.**  Because our explicit inverse is cheaper than the paper's item 1a
-  while our indirect form carries a 6×6 LU with n_m right-hand sides and dense products with
-  `Γ`, the explicit/indirect crossover of our implementation lies at a higher mode count
-  than the paper's 8 (table above): the paper's switch at 8 modes, which flexdyn follows, does
-  not minimize flexdyn's flops on this chain.  (Flops are not run time; see
-  `benchmarks/` for timings.)
+  O(𝔑³) solve takes over (1.63× the paper at 5 modes, 1.43× at 10).
+* **Net effect on the claim.**  Our articulated-body overhead (generic Eq 63, velocity terms:
+  1.91× the paper at 5 modes, 1.77× at 10) is larger than our composite-body overhead
+  (1.63×, 1.43×), so our CB/AB ratios fall short of the paper's (3.14 vs 3.68 at 5 modes,
+  5.86 vs 7.27 at 10): the over-3× claim holds for our implementation, the over-7× claim
+  does not.
+* **The `D_f⁻¹` rule.**  Our explicit inverse uses LAPACK's Cholesky inverse (n³/2 M + n³/2 A,
+  against the (5/6) n³ each of item 1a) while our indirect form carries a 6×6 LU with n_m
+  right-hand sides and dense products with `Γ`, so the explicit/indirect crossover of our
+  implementation lies at a higher mode count than the paper's 8 (table above): the paper's
+  switch at 8 modes, which flexdyn follows, does not minimize flexdyn's flops on this chain.
+  (Flops are not run time; see `benchmarks/` for timings.)
 """
 
 

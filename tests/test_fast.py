@@ -130,7 +130,8 @@ def test_tree_both_inverse_procedures(rule):
     rm = RuthlessModel(model, rule)
     ref = fd.forward_dynamics(model, q, u, tau, method="composite", fidelity="ruthless")
     assert_close(cm.forward_dynamics(q, u, tau), ref, "articulated body")
-    assert_close(cm.forward_dynamics(q, u, tau), precomputed_forward_dynamics(rm, q, u, tau), "vs numpy")
+    assert_close(cm.forward_dynamics(q, u, tau), precomputed_forward_dynamics(rm, q, u, tau),
+                 "vs numpy")
     got, want = cm.split_factors(q), precomputed_split_factors(rm, q)
     for i in range(model.n_bodies):
         assert_close(got.Df_inv[i], want.Df_inv[i], f"Df_inv[{i}]")

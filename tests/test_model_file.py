@@ -420,7 +420,8 @@ ERRORS = [
     ([((*J1, "pitch"), 0.1)], L2 + r"joint\.pitch is not allowed for a revolute joint"),
     (
         [((*J1, "placement"), {"scale": 2})],
-        L2 + r"joint\.placement has unknown key 'scale'; allowed keys: rotation, translation",
+        L2 + r"joint\.placement has unknown key 'scale'; allowed keys: rotation, axis_angle, "
+        r"quaternion, euler, translation",
     ),
     (
         [((*J1, "placement"), {"rotation": [[1, 0, 0], [0, 1, 0.1], [0, 0, 1]]})],
@@ -509,7 +510,10 @@ ERRORS = [
     ),
     ([((*F0, "damping"), [[0, 0]])], L1 + r"flex\.damping has shape \(1, 2\), expected \(1, 1\)"),
     # mass
-    ([((*R1, "mass"), 0.0)], L2 + r"has zero mass and no children; a massless body must carry"),
+    (
+        [((*R1, "mass"), 0.0), ((*R1, "inertia"), [[0, 0, 0], [0, 0, 0], [0, 0, 0]])],
+        L2 + r"has no mass, no rotary inertia and no children; a body without inertia must carry",
+    ),
 ]
 
 

@@ -10,9 +10,8 @@ import pytest
 from scipy.integrate import cumulative_simpson
 
 import flexdyn as fd
-from flexdyn import models
+from flexdyn import StateEntry, models
 from flexdyn.models import slew_torque
-from flexdyn import StateEntry
 
 
 def arm_run(t_end, n_samples=101):

@@ -110,7 +110,8 @@ class SplitFactors:
 
     Attributes
     ----------
-    P : list of (m+6, m+6) — ``P(i) = Σ_c A Γ(c) A* + M_m(i)``.
+    P : list of (m+6, m+6) or None — ``P(i) = Σ_c A Γ(c) A* + M_m(i)`` (None where the body
+        model's flexible step does not form it, e.g. the ruthless one).
     Df_inv : list of (m, m) — ``D_f(i)⁻¹``, ``D_f = ℋ_f P ℋ_f*`` (from the body model).
     g : list of (6, m) — ``g = μ D_f⁻¹`` with ``μ = [P^{rf}, P^{rr}] ℋ_f*``.
     P_R : list of (6, 6) — ``P_R = P^{rr} − g μ*``.
@@ -131,33 +132,31 @@ class SplitFactors:
 def articulated_body_inertias_split(model: Model, pos: PositionTerms) -> SplitFactors:
     """Articulated-body quantities with flexible and hinge steps separated (Eqs 62–63).
 
-    ``Γ(c) = φ(c) P_R⁺(c) φ*(c)`` of each child enters ``P(i)`` as ``A(c) Γ(c) A*(c)``; the
-    body model forms ``D_f⁻¹`` from ``P(i)`` and the ``Γ(c)`` (explicitly, or by Eq B3)."""
+    The flexible step is the body model's (``flexible_step``: ``P``, ``μ``, ``D_f⁻¹`` from
+    ``M_m`` and the children's ``Γ(c) = φ(c) P_R⁺(c) φ*(c)``, explicitly or by Eq B3); then
+    ``g = μ D_f⁻¹``, ``P_R = P^{rr} − g μ*`` and the hinge step on ``P_R``."""
     n = model.n_bodies
-    P = [np.array(M) for M in pos.M_m]
-    Gammas: list = [[] for _ in range(n)]
-    Df_inv, g, P_R, DR_inv, G_R, P_R_plus = ([None] * n for _ in range(6))
+    children: list = [[] for _ in range(n)]
+    P, Df_inv, g, P_R, DR_inv, G_R, P_R_plus = ([None] * n for _ in range(7))
     for i in reversed(range(n)):  # tip-to-base
         m, nj = int(model.n_modes[i]), int(model.nu_joint[i])
         H = pos.Hcal[i]
         Hf, H_F = H[nj:], H[:nj, m:]  # ℋ_f (m × (m+6)), H_F (nu × 6)
-        scale = inertia_scale(P[i], H)
         # flexible step
-        mu = P[i][m:] @ Hf.T  # μ = [P^{rf}, P^{rr}] ℋ_f*   (6 × m)
-        Df_inv[i] = pos.body_models[i].flexible_inverse(Hf, P[i], Gammas[i],
-                                                        _what(model, "D_f", i), scale)
-        g[i] = mu @ Df_inv[i]
-        P_R[i] = sym(P[i][m:, m:] - g[i] @ mu.T)
+        step = pos.body_models[i].flexible_step(pos.M_m[i], Hf, children[i],
+                                                f"of body {i} {model.names[i]!r}")
+        P[i], Df_inv[i] = step.P, step.Df_inv
+        g[i] = step.mu @ step.Df_inv
+        P_R[i] = sym(step.P_rr - g[i] @ step.mu.T)
         # hinge step
         PH = P_R[i] @ H_F.T
-        DR_inv[i] = spd_inverse(H_F @ PH, _what(model, "D_R", i), scale)
+        DR_inv[i] = spd_inverse(H_F @ PH, _what(model, "D_R", i),
+                                inertia_scale(step.P_rr, H_F))
         G_R[i] = PH @ DR_inv[i]
         P_R_plus[i] = sym(P_R[i] - G_R[i] @ PH.T)  # τ̄_R P_R
         p = int(model.parent[i])
-        if p >= 0:
-            Gam = pos.phi[i] @ P_R_plus[i] @ pos.phi[i].T  # Γ(i) at the parent's node
-            Gammas[p].insert(0, Gam)  # children in increasing order, as model.children
-            P[p] = P[p] + pos.A[i] @ Gam @ pos.A[i].T
+        if p >= 0:  # Γ(i) at the parent's attach node; children in increasing order
+            children[p].insert(0, (pos.A[i], pos.phi[i] @ P_R_plus[i] @ pos.phi[i].T))
     return SplitFactors(P=P, Df_inv=Df_inv, g=g, P_R=P_R, DR_inv=DR_inv, G_R=G_R,
                         P_R_plus=P_R_plus)
 
@@ -201,16 +200,16 @@ def articulated_forward_dynamics(model: Model, pos: PositionTerms, vel: Velocity
     if factors is None:
         factors = articulated_body_inertias(model, pos)
     zplus: list = [None] * n
-    nu_: list = [None] * n
+    innov: list = [None] * n
     for i in reversed(range(n)):  # tip-to-base filter
         m = int(model.n_modes[i])
         z = (vel.bias_force(model, i, f_ext) + factors.P[i] @ vel.a_m[i])[:, None]
         for c in model.children[i]:
             z = z + pos.A[c] @ (pos.phi[c] @ zplus[c])
         eps = T[model.u_slice(i)] - pos.Hcal[i] @ z
-        nu_[i] = factors.D_inv[i] @ eps
+        innov[i] = factors.D_inv[i] @ eps
         zplus[i] = (z + factors.G[i] @ eps)[m:]
-    udot = np.zeros(T.shape, dtype=np.result_type(T, *nu_, float))
+    udot = np.zeros(T.shape, dtype=np.result_type(T, *innov, float))
     alpha: list = [None] * n
     a_ground = _ground_acceleration(model, gravity)
     for i in range(n):  # base-to-tip smoother
@@ -218,7 +217,7 @@ def articulated_forward_dynamics(model: Model, pos: PositionTerms, vel: Velocity
         p = int(model.parent[i])
         a_R = pos.phi[i].T @ (pos.A[i].T @ alpha[p] if p >= 0 else a_ground)
         a_plus = np.concatenate([np.zeros((m, a_R.shape[1]), dtype=a_R.dtype), a_R])
-        chi_dot = nu_[i] - factors.G[i].T @ a_plus
+        chi_dot = innov[i] - factors.G[i].T @ a_plus
         a = a_plus + pos.Hcal[i].T @ chi_dot
         a[m:] = a[m:] + vel.a_m[i][m:, None]
         udot[model.u_slice(i)] = chi_dot
@@ -251,7 +250,7 @@ def articulated_forward_dynamics_split(model: Model, pos: PositionTerms, vel: Ve
     if factors is None:
         factors = articulated_body_inertias_split(model, pos)
     zplus: list = [None] * n
-    nu_: list = [None] * n
+    innov: list = [None] * n
     for i in reversed(range(n)):  # tip-to-base filter
         m, nj = int(model.n_modes[i]), int(model.nu_joint[i])
         H = pos.Hcal[i]
@@ -265,8 +264,8 @@ def articulated_forward_dynamics_split(model: Model, pos: PositionTerms, vel: Ve
         eps_R = Ti[:nj] - H[:nj, m:] @ z_R
         nu_R = factors.DR_inv[i] @ eps_R
         zplus[i] = z_R + factors.G_R[i] @ eps_R
-        nu_[i] = (nu_R, nu_f)
-    udot = np.zeros(T.shape, dtype=np.result_type(T, *(x for pair in nu_ for x in pair),
+        innov[i] = (nu_R, nu_f)
+    udot = np.zeros(T.shape, dtype=np.result_type(T, *(x for pair in innov for x in pair),
                                                   float))
     alpha: list = [None] * n
     a_ground = _ground_acceleration(model, gravity)
@@ -274,7 +273,7 @@ def articulated_forward_dynamics_split(model: Model, pos: PositionTerms, vel: Ve
         m, nj = int(model.n_modes[i]), int(model.nu_joint[i])
         p = int(model.parent[i])
         a_R = pos.phi[i].T @ (pos.A[i].T @ alpha[p] if p >= 0 else a_ground)
-        nu_R, nu_f = nu_[i]
+        nu_R, nu_f = innov[i]
         beta_dot = nu_R - factors.G_R[i].T @ a_R
         a_R = a_R + pos.Hcal[i][:nj, m:].T @ beta_dot + vel.a_m[i][m:, None]
         eta_ddot = nu_f - factors.g[i].T @ a_R

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .linalg import spd_inverse
+from .linalg import inertia_scale, spd_inverse
 from .spatial import (
     Transform,
     cross_force,
@@ -45,7 +45,8 @@ from .spatial import (
     so3_maps,
 )
 
-__all__ = ["Body", "BodyModel", "JointSide", "NodeAttachment", "NodeFrames", "RigidBodyModel"]
+__all__ = ["Body", "BodyModel", "FlexibleStep", "JointSide", "NodeAttachment", "NodeFrames",
+           "RigidBodyModel"]
 
 
 @dataclass(frozen=True)
@@ -270,6 +271,23 @@ class NodeAttachment:
 
 
 @dataclass(frozen=True)
+class FlexibleStep:
+    """Result of a body model's flexible step (Eq 63).
+
+    Attributes
+    ----------
+    P : (m+6, m+6) or None — articulated inertia ``P(i)`` (None where it is never formed).
+    P_rr : (6, 6) — its rigid block ``P^{rr}``;  mu : (6, m) — ``[P^{rf}, P^{rr}] ℋ_f*``.
+    Df_inv : (m, m) — ``D_f⁻¹``.
+    """
+
+    P: np.ndarray | None
+    P_rr: np.ndarray
+    mu: np.ndarray
+    Df_inv: np.ndarray
+
+
+@dataclass(frozen=True)
 class JointSide:
     """Where a body's frame ``F_i`` sits relative to its joint's moving frame ``J_c``
     (through the body's own attach node ``n_c``).
@@ -362,13 +380,27 @@ class BodyModel:
         return self.body.K @ eta + self.body.C @ eta_dot
 
     # -- articulated-body step --------------------------------------------------------------
-    def flexible_inverse(self, Hf: np.ndarray, P: np.ndarray, Gammas: list, what: str,
-                         scale: float) -> np.ndarray:
-        """``D_f⁻¹`` (n_m × n_m) of the flexible step of the split form (Eq 63):
-        ``D_f = ℋ_f P ℋ_f*`` with ``P`` the articulated inertia ((n_m+6) × (n_m+6)) that
-        already holds the children's ``Γ(c)`` (6 × 6 each, in the order of the children)."""
-        return spd_inverse(Hf @ P @ Hf.T, what, scale)
+    def flexible_step(self, M_m: np.ndarray, Hf: np.ndarray, children: list,
+                      what: str) -> FlexibleStep:
+        """The flexible step of the split articulated-body form (Eqs 62–63) of this body.
 
+        ``P = M_m + Σ_c A(c) Γ(c) A*(c)``, ``μ = [P^{rf}, P^{rr}] ℋ_f*``,
+        ``D_f = ℋ_f P ℋ_f*`` inverted by Cholesky.
+
+        Parameters
+        ----------
+        M_m : (m+6, m+6) modal mass matrix;  Hf : (m, m+6) ``ℋ_f``.
+        children : list of ``(A(c), Γ(c))`` — ((m+6) × 6, 6 × 6) per child in the order of
+            ``model.children``, ``Γ(c) = φ(c) P_R⁺(c) φ*(c)``.
+        what : the body, for the error message of a singular ``D_f``.
+        """
+        m = self.body.n_modes
+        P = np.array(M_m)
+        for A, Gam in children:
+            P = P + A @ Gam @ A.T
+        return FlexibleStep(P=P, P_rr=P[m:, m:], mu=P[m:] @ Hf.T,
+                            Df_inv=spd_inverse(Hf @ P @ Hf.T, f"articulated inertia D_f {what}",
+                                               inertia_scale(P, Hf)))
 
 
 class RigidBodyModel(BodyModel):

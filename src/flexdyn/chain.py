@@ -46,6 +46,7 @@ from .model_file import normalize_model_dict, read_model_dict, to_plain_dict, wr
 from .spatial import Transform
 
 __all__ = [
+    "QUATERNION_TOL",
     "Model",
     "ModelBuilder",
     "StateEntry",
@@ -53,6 +54,11 @@ __all__ = [
     "save_model",
     "state_layout",
 ]
+
+
+#: Largest accepted ``|‖Q‖ − 1|`` of a joint quaternion in ``q``: within it the per-state
+#: functions normalise ``Q`` (analytically, ``Q / √(Q·Q)``), beyond it they raise.
+QUATERNION_TOL = 1e-6
 
 
 def _frozen(values: Any, dtype: type) -> np.ndarray:
@@ -206,8 +212,12 @@ class Model:
         ``[q, u, *named]`` (None where None was given).  Real and complex numbers are
         accepted (complex for complex-step differentiation); integers become floats.
 
-        Raises ``ValueError`` for a wrong shape or a non-finite entry and ``TypeError`` for a
-        non-numeric array, naming the argument."""
+        The quaternions of ``q`` are normalised (``Q / √(Q·Q)``, so that complex-step
+        derivatives pass through); one whose norm (of its real part) is off 1 by more than
+        :data:`QUATERNION_TOL`, or zero, raises.
+
+        Raises ``ValueError`` for a wrong shape, a non-finite entry or a quaternion that is
+        not unit, and ``TypeError`` for a non-numeric array, naming the argument and body."""
         arrays = {"q": (q, self.nq), "u": (u, self.nu)}
         arrays.update((k, (v, self.nu)) for k, v in named.items())
         out: list[np.ndarray] = []
@@ -228,7 +238,29 @@ class Model:
             if not np.all(np.isfinite(a)):
                 bad = np.flatnonzero(~np.isfinite(a)).tolist()
                 raise ValueError(f"{key} contains non-finite values at indices {bad}")
-            out.append(a)
+            out.append(self._unit_quaternions(a) if key == "q" else a)
+        return out
+
+    def _unit_quaternions(self, q: np.ndarray) -> np.ndarray:
+        """``q`` with every joint quaternion normalised (see :meth:`check_state`)."""
+        out = q
+        for i, joint in enumerate(self.joints):
+            if not joint.quaternion:
+                continue
+            s = int(self.q_start[i])
+            Q = q[s:s + 4]
+            n2 = Q @ Q
+            norm = float(np.sqrt(max(float(np.real(n2)), 0.0)))
+            where = f"q: the quaternion of body {i} {self.names[i]!r} (q[{s}:{s + 4}])"
+            if norm == 0.0:
+                raise ValueError(f"{where} is zero")
+            if abs(norm - 1.0) > QUATERNION_TOL:
+                raise ValueError(
+                    f"{where} has norm {norm:.9g}, off 1 by more than {QUATERNION_TOL:g}; "
+                    "normalise it first (Model.normalize_configuration)")
+            if out is q:
+                out = q.copy()
+            out[s:s + 4] = Q / np.sqrt(n2)
         return out
 
     def __repr__(self) -> str:

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from .files import read_text, write_atomically
 from .joints import JOINT_DIMENSIONS, JOINT_KINDS
 
 __all__ = [
@@ -70,12 +71,22 @@ _JOINT_KEYS = (
     "placement",
     "child_placement",
 )
-_PLACEMENT_KEYS = ("rotation", "translation")
+_ROTATION_KEYS = ("rotation", "axis_angle", "quaternion", "euler")
+_PLACEMENT_KEYS = (*_ROTATION_KEYS, "translation")
 _RIGID_KEYS = ("mass", "com", "inertia")
 _FLEX_KEYS = ("nodes", "node_masses", "node_inertias", "modes", "stiffness", "damping")
 
-#: Tolerance of all unit-length, orthonormality, symmetry and definiteness checks.
+#: Tolerance of the unit-length, orthonormality, symmetry and triangle-inequality checks.
 TOL = 1e-9
+#: A symmetric matrix is positive semi-definite when its smallest eigenvalue is at least
+#: ``−PSD_RTOL · max|eigenvalue|`` (a few hundred round-off units).
+PSD_RTOL = 1e-13
+#: Characters a body name may not contain: the state-layout separator and control characters.
+_NAME_FORBIDDEN = "." + "".join(map(chr, range(32))) + "\x7f"
+#: Deepest nesting of lists and objects read from a file (a model file needs 7).
+MAX_NESTING = 32
+#: Most nodes a YAML document may expand to through its aliases.
+MAX_YAML_NODES = 10_000_000
 
 _Shape = tuple[int | None, ...]
 
@@ -264,6 +275,8 @@ def _array(
     _check_leaves(path, value)
     try:
         arr = np.array(value, dtype=np.float64)
+    except OverflowError:
+        raise ValueError(f"{path} holds a number too large for a float") from None
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{path} is not a regular array (ragged nested lists?): {exc}") from None
     if arr.size == 0 and arr.ndim != len(shape):
@@ -331,7 +344,10 @@ def _scalar(path: str, value: Any, default: float | None = None) -> float:
         return default
     if not _is_real(value):
         raise ValueError(f"{path} must be a number, got {_describe(value)}")
-    out = float(value)
+    try:
+        out = float(value)
+    except OverflowError:
+        raise ValueError(f"{path} is too large for a float") from None
     if not np.isfinite(out):
         raise ValueError(f"{path} must be a finite number, got {out!r}")
     return out
@@ -392,7 +408,7 @@ def _check_sym_psd(path: str, mat: np.ndarray) -> np.ndarray:
     if asym > TOL * scale:
         raise ValueError(f"{path} is not symmetric (max |A - Aᵀ| = {asym:.3g})")
     eig = np.linalg.eigvalsh(0.5 * (mat + mat.T))
-    if eig[0] < -TOL * scale:
+    if eig[0] < -PSD_RTOL * max(abs(eig[0]), abs(eig[-1])):
         raise ValueError(f"{path} is not positive semi-definite (smallest eigenvalue {eig[0]:.6g})")
     return eig
 
@@ -454,7 +470,9 @@ def _rotation(path: str, value: Any) -> np.ndarray:
     rot = _array(path, value, (3, 3))
     err = float(np.max(np.abs(rot.T @ rot - np.eye(3))))
     if err > TOL:
-        raise ValueError(f"{path} is not orthonormal (max |RᵀR - I| = {err:.3g})")
+        raise ValueError(
+            f"{path} is not orthonormal (max |RᵀR - I| = {err:.3g} > {TOL:g}); write it to "
+            "full precision, or give the rotation as axis_angle, quaternion or euler instead")
     det = float(np.linalg.det(rot))
     if det < 0.0:
         raise ValueError(f"{path} has determinant {det:.6g}; a rotation needs det = +1")
@@ -482,10 +500,62 @@ def _placement(path: str, value: Any) -> dict[str, np.ndarray]:
         ``{"rotation": (3, 3), "translation": (3,)}``.
     """
     value = _mapping(path, {} if value is None else value, _PLACEMENT_KEYS)
+    given = [k for k in _ROTATION_KEYS if value.get(k) is not None]
+    if len(given) > 1:
+        raise ValueError(f"{path} gives the rotation twice ({', '.join(given)}); use one")
+    key = given[0] if given else "rotation"
     return {
-        "rotation": _rotation(f"{path}.rotation", value.get("rotation")),
+        "rotation": _ROTATION_FORMS[key](f"{path}.{key}", value.get(key)),
         "translation": _optional_array(f"{path}.translation", value.get("translation"), (3,)),
     }
+
+
+def _frozen_rotation(R: np.ndarray) -> np.ndarray:
+    R = np.array(R, dtype=float)
+    R.setflags(write=False)
+    return R
+
+
+def _axis_angle(path: str, value: Any) -> np.ndarray:
+    """``[x, y, z, angle]``: rotation by ``angle`` (rad) about the axis ``(x, y, z)`` (any
+    non-zero length)."""
+    from scipy.spatial.transform import Rotation
+
+    a = _array(path, value, (4,), ("axis x, y, z and angle",))
+    norm = float(np.linalg.norm(a[:3]))
+    if norm == 0.0:
+        raise ValueError(f"{path} has a zero axis")
+    return _frozen_rotation(Rotation.from_rotvec(a[:3] / norm * a[3]).as_matrix())
+
+
+def _quaternion(path: str, value: Any) -> np.ndarray:
+    """``[w, x, y, z]`` of any non-zero length (normalised)."""
+    from scipy.spatial.transform import Rotation
+
+    q = _array(path, value, (4,), ("w, x, y, z",))
+    if not np.any(q):
+        raise ValueError(f"{path} is zero")
+    return _frozen_rotation(Rotation.from_quat(np.roll(q, -1)).as_matrix())
+
+
+def _euler(path: str, value: Any) -> np.ndarray:
+    """``{"sequence": "ZYX", "angles": [a, b, c]}``: successive rotations (rad) about the
+    axes of ``sequence`` — upper case intrinsic (about the turned axes), lower case extrinsic."""
+    from scipy.spatial.transform import Rotation
+
+    value = _mapping(path, value, ("sequence", "angles"))
+    seq = _required(path, value, "sequence")
+    if not (isinstance(seq, str) and len(seq) == 3
+            and (set(seq) <= set("xyz") or set(seq) <= set("XYZ"))
+            and seq[0] != seq[1] and seq[1] != seq[2]):
+        raise ValueError(f"{path}.sequence must be three axes like 'ZYX' (intrinsic) or 'xyz' "
+                         f"(extrinsic) with no axis twice in a row, got {_describe(seq)}")
+    angles = _array(f"{path}.angles", _required(path, value, "angles"), (3,))
+    return _frozen_rotation(Rotation.from_euler(seq, angles).as_matrix())
+
+
+_ROTATION_FORMS = {"rotation": _rotation, "axis_angle": _axis_angle,
+                   "quaternion": _quaternion, "euler": _euler}
 
 
 def _rigid(where: str, value: Any) -> dict[str, Any]:
@@ -689,23 +759,32 @@ def _body_names(bodies: Sequence[Any]) -> list[str]:
     list of str
         The body names in file order.
     """
-    names: list[str] = []
+    index: dict[str, int] = {}
     for i, body in enumerate(bodies):
         body = _mapping(f"bodies[{i}]", body)
         name = _required(f"bodies[{i}]", body, "name")
         if not isinstance(name, str) or not name:
             raise ValueError(f"bodies[{i}]: name must be a non-empty string, got {_describe(name)}")
+        bad = [c for c in name if c in _NAME_FORBIDDEN]
+        if bad:
+            raise ValueError(f"bodies[{i}]: name {name!r} contains {bad[0]!r}; names may not "
+                             "contain '.' (the state-layout separator) or control characters")
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"bodies[{i}]: name {name!r} is not valid Unicode (a lone "
+                             "surrogate?)") from None
         _mapping(f'bodies[{i}] "{name}":', body, _BODY_KEYS)
-        if name in names:
+        if name in index:
             raise ValueError(
-                f'bodies[{i}] "{name}": name is a duplicate of bodies[{names.index(name)}]; '
+                f'bodies[{i}] "{name}": name is a duplicate of bodies[{index[name]}]; '
                 "body names must be unique"
             )
-        names.append(name)
-    return names
+        index[name] = i
+    return list(index)
 
 
-def _parent(where: str, value: Any, i: int, names: list[str]) -> int:
+def _parent(where: str, value: Any, i: int, names: dict[str, int]) -> int:
     """Resolve a body's ``parent`` to the index of an earlier body (-1 for ground).
 
     Parameters
@@ -716,8 +795,8 @@ def _parent(where: str, value: Any, i: int, names: list[str]) -> int:
         The parent's name, ``None`` for ground, or (as in normalised dicts) an index, -1 for ground.
     i : int
         Index of the body itself.
-    names : list of str
-        All body names in file order.
+    names : dict of str to int
+        All body names and their indices.
 
     Returns
     -------
@@ -728,12 +807,12 @@ def _parent(where: str, value: Any, i: int, names: list[str]) -> int:
     if value is None:
         return -1
     if isinstance(value, str):
-        if value not in names:
+        index = names.get(value)
+        if index is None:
             raise ValueError(
                 f'{path} "{value}" does not exist; known bodies: '
                 + ", ".join(f'"{n}"' for n in names)
             )
-        index = names.index(value)
     elif _is_int(value):
         index = int(value)
         if not -1 <= index < len(names):
@@ -746,7 +825,7 @@ def _parent(where: str, value: Any, i: int, names: list[str]) -> int:
         raise ValueError(f"{path} refers to the body itself")
     if index > i:
         raise ValueError(
-            f'{path} "{names[index]}" comes later in the list (bodies[{index}]); '
+            f'{path} "{value}" comes later in the list (bodies[{index}]); '
             "parents must be listed before their children"
         )
     return index
@@ -807,11 +886,12 @@ def normalize_model_dict(d: Mapping) -> dict:
     """
     name, gravity, raw_bodies = _header(d)
     names = _body_names(raw_bodies)
+    name_index = {n: i for i, n in enumerate(names)}
     labels = [f'bodies[{i}] "{n}"' for i, n in enumerate(names)]
     children = [0] * len(names)
     bodies: list[dict[str, Any]] = []
     for i, raw in enumerate(raw_bodies):
-        parent = _parent(labels[i], raw.get("parent"), i, names)
+        parent = _parent(labels[i], raw.get("parent"), i, name_index)
         flex = _flex(labels[i], raw.get("flex"))
         rigid = _rigid(labels[i], raw.get("rigid"))
         if parent >= 0:
@@ -832,10 +912,12 @@ def normalize_model_dict(d: Mapping) -> dict:
         )
     for i, body in enumerate(bodies):
         total = body["rigid"]["mass"] + float(np.sum(body["flex"]["node_masses"]))
-        if total == 0.0 and children[i] == 0:
+        inertia = float(np.sum(np.abs(body["rigid"]["inertia"]))
+                        + np.sum(np.abs(body["flex"]["node_inertias"])))
+        if total == 0.0 and inertia == 0.0 and children[i] == 0:
             raise ValueError(
-                f"{labels[i]}: has zero mass and no children; a massless body must carry "
-                "other bodies (rigid.mass + sum of flex.node_masses is 0)"
+                f"{labels[i]}: has no mass, no rotary inertia and no children; a body without "
+                "inertia must carry other bodies (rigid.mass + sum of flex.node_masses is 0)"
             )
     return {"name": name, "gravity": gravity, "bodies": bodies}
 
@@ -1043,10 +1125,82 @@ def write_model_dict(d: Mapping, path: str | os.PathLike) -> None:
     if path.suffix.lower() in (".yaml", ".yml"):
         raise ValueError(f"{path}: model files are written as JSON only; use a .json path")
     try:
-        text = _dumps(_jsonable(d))
-    except ValueError as exc:
+        data = (_dumps(_jsonable(d)) + "\n").encode("utf-8")
+    except (ValueError, UnicodeEncodeError) as exc:
         raise ValueError(f"{path}: cannot write model: {exc}") from None
-    path.write_text(text + "\n", encoding="utf-8")
+    write_atomically(path, lambda fh: fh.write(data), binary=True)
+
+
+def _nesting(value: Any) -> int:
+    """Depth of nested lists and dicts in ``value`` (0 for a leaf), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            v = list(v.values())
+        if isinstance(v, list):
+            deepest = max(deepest, d + 1)
+            if d + 1 > MAX_NESTING:
+                return d + 1
+            stack.extend((item, d + 1) for item in v)
+    return deepest
+
+
+def _load_yaml(yaml: Any, text: str, path: Path) -> Any:
+    """Parse YAML safely: duplicate keys are rejected, aliases may not expand the document
+    beyond :data:`MAX_YAML_NODES` nodes or :data:`MAX_NESTING` levels."""
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            keys = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if key in keys:
+                    raise ValueError(f"{path}: duplicate key {key!r} (line "
+                                     f"{key_node.start_mark.line + 1})")
+                keys.add(key)
+            return super().construct_mapping(node, deep)
+
+    loader = Loader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except RecursionError:
+            raise ValueError(f"{path}: nesting deeper than {MAX_NESTING} levels") from None
+        if node is None:
+            return None
+        size: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, depth)
+        order, stack = [], [node]
+        while stack:  # post-order over the node graph, each shared (aliased) node once
+            n = stack.pop()
+            if id(n) in size:
+                continue
+            size[id(n)] = (0, 0)
+            order.append(n)
+            children = _yaml_children(yaml, n)
+            stack.extend(c for c in children if id(c) not in size)
+        for n in reversed(order):
+            kids = [size[id(c)] for c in _yaml_children(yaml, n)]
+            total = 1 + sum(k[0] for k in kids)
+            depth = 1 + max((k[1] for k in kids), default=0)
+            if total > MAX_YAML_NODES or depth > MAX_NESTING + 1:
+                raise ValueError(f"{path}: the YAML document expands to more than "
+                                 f"{MAX_YAML_NODES} nodes or {MAX_NESTING} levels "
+                                 "(aliases?)")
+            size[id(n)] = (total, depth)
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: invalid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+
+
+def _yaml_children(yaml: Any, node: Any) -> list:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -1092,8 +1246,11 @@ def read_model_dict(path: str | os.PathLike) -> dict:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".json":
+        text = read_text(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_unique_keys)
+            data = json.loads(text, object_pairs_hook=_unique_keys)
+        except RecursionError:
+            raise ValueError(f"{path}: nesting deeper than {MAX_NESTING} levels") from None
         except ValueError as exc:
             raise ValueError(f"{path}: invalid JSON: {exc}") from None
     elif suffix in (".yaml", ".yml"):
@@ -1103,14 +1260,14 @@ def read_model_dict(path: str | os.PathLike) -> dict:
                 f"{path}: reading YAML model files needs PyYAML (pip install pyyaml); "
                 "or convert the file to JSON"
             )
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise ValueError(f"{path}: invalid YAML: {exc}") from None
+        data = _load_yaml(yaml, read_text(path), path)
     else:
         raise ValueError(
             f"{path}: unsupported model file type {suffix!r}; use .json, .yaml or .yml"
         )
+    depth = _nesting(data)
+    if depth > MAX_NESTING:
+        raise ValueError(f"{path}: nesting deeper than {MAX_NESTING} levels ({depth})")
     if not isinstance(data, dict):
         raise ValueError(f"{path}: the top level must be an object, got {type(data).__name__}")
     return data

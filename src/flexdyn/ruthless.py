@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .body import BodyModel, JointSide, NodeAttachment, NodeFrames
-from .linalg import spd_inverse, sym
+from .body import BodyModel, FlexibleStep, JointSide, NodeAttachment, NodeFrames
+from .linalg import inertia_scale, spd_inverse, sym
 from .spatial import cross_force
 
 __all__ = ["INDIRECT_MIN_MODES", "RuthlessBodyModel", "RuthlessModel"]
@@ -110,23 +110,32 @@ class RuthlessBodyModel(BodyModel):
         return b
 
     # -- Eq B3 ---------------------------------------------------------------------------------
-    def flexible_inverse(self, Hf: np.ndarray, P: np.ndarray, Gammas: list, what: str,
-                         scale: float) -> np.ndarray:
-        """``D_f⁻¹``: ``Λ`` at a tip; the push-through form of Eq B3 from
-        ``indirect_min_modes`` modes on; else explicitly, ``[Λ⁻¹ + Σ_c ζ_c Γ(c) ζ_c*]⁻¹``."""
+    def flexible_step(self, M_m: np.ndarray, Hf: np.ndarray, children: list,
+                      what: str) -> FlexibleStep:
+        """Eq 63 without forming ``P``: ``P^{rr} = M⁰_rr + Σ_c A_r Γ A_r*``,
+        ``μ = [M⁰_rf, M⁰_rr] ℋ_f* + Σ_c A_r Γ ζ_c*`` (``A_r`` the rigid rows of ``A(c)``) and
+        ``D_f⁻¹``: ``Λ`` at a tip; the push-through form of Eq B3 from ``indirect_min_modes``
+        modes on; else explicitly, ``[Λ⁻¹ + Σ_c ζ_c Γ(c) ζ_c*]⁻¹``."""
         m = self.body.n_modes
-        if not Gammas:
-            return self.Lambda
-        if m >= self.indirect_min_modes:
-            Gam = _block_diag(Gammas)
+        P_rr, mu = self.M_rr, self.M_rf_Hf
+        for k, (A, Gam) in enumerate(children):
+            AG = A[m:] @ Gam
+            P_rr = P_rr + AG @ A[m:].T
+            mu = mu + AG @ self.zeta[:, 6 * k:6 * k + 6].T
+        if not children:
+            Df_inv = self.Lambda
+        elif m >= self.indirect_min_modes:
+            Gam = _block_diag([G for _, G in children])
             UG = self.Upsilon @ Gam
             X = np.linalg.solve((np.eye(Gam.shape[0]) + self.Omega @ Gam).T, UG.T)
-            return sym(self.Lambda - X.T @ self.Upsilon.T)
-        Df = self.D_f0.copy()
-        for k, Gam in enumerate(Gammas):
-            z = self.zeta[:, 6 * k:6 * k + 6]
-            Df = Df + z @ Gam @ z.T
-        return spd_inverse(Df, what, scale)
+            Df_inv = sym(self.Lambda - X.T @ self.Upsilon.T)
+        else:
+            Df = self.D_f0
+            for k, (_, Gam) in enumerate(children):
+                z = self.zeta[:, 6 * k:6 * k + 6]
+                Df = Df + z @ Gam @ z.T
+            Df_inv = spd_inverse(Df, f"articulated inertia D_f {what}", inertia_scale(P_rr, Hf))
+        return FlexibleStep(P=None, P_rr=P_rr, mu=mu, Df_inv=Df_inv)
 
 
 class RuthlessModel:

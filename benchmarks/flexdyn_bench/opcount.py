@@ -1,13 +1,19 @@
 """Count the multiplications and additions flexdyn's numpy code performs (Sec VII item 2).
 
 Jain & Rodriguez (Sec VII) give the cost of their forward-dynamics algorithms as polynomials
-(:mod:`flexdyn.costs`).  This module counts what *our* implementation does instead: it runs
-the computation on :class:`CountingArray` operands, an ``ndarray`` subclass whose
+(:mod:`flexdyn_bench.costs`).  This module counts what flexdyn's reference tier does instead:
+it runs the computation on :class:`CountingArray` operands, an ``ndarray`` subclass whose
 ``__array_ufunc__`` and ``__array_function__`` tally every floating-point multiplication
-(``M``) and addition (``A``) into the active :class:`OpCounter`.
+(``M``) and addition (``A``) into the active :class:`OpCounter`, and it is told of every LAPACK
+call through the observation seam of :mod:`flexdyn.linalg`.  It is a developer instrument, not
+part of the installed package (``benchmarks/flexdyn_bench``); flexdyn itself is not modified
+while counting.
 
 Counting rules
 --------------
+An operation counts when at least one operand is a :class:`CountingArray`; it counts what
+numpy performs:
+
 * ``A @ B`` (matmul) of an (m×k) and a (k×n) operand: ``m n k`` M and ``m n (k − 1)`` A,
   times the broadcast batch size; a 1-d operand is a row (left) or column (right) vector.
   ``np.dot``, ``np.inner``, ``np.vdot`` and ``ndarray.dot`` count the same way.
@@ -19,18 +25,23 @@ Counting rules
   6 M, 3 A.
 * ``add.reduce`` (``np.sum``, ``ndarray.sum``): ``size(in) − size(out)`` A;
   ``multiply.reduce`` likewise in M; ``np.trace``: ``n − 1`` A.
-* free: sign changes, ``abs``, comparisons, copies, indexing, reshaping, concatenation.
-* other ufuncs (``sqrt``, ``sin``, ``cos``, …) are not M or A: they are tallied per element
-  in :attr:`OpCounter.other`.
-* ``np.linalg.solve``: ``getrf(n) + getrs(n, nrhs)``; ``np.linalg.inv``: ``getrf(n) +
-  getri(n)``; ``np.linalg.cholesky``: ``potrf(n)``; ``np.linalg.det``: ``getrf(n)`` and
-  ``n − 1`` M; the vector 2-norm / Frobenius norm: ``size`` M, ``size − 1`` A (and one
-  ``sqrt``).  Other ``np.linalg`` routines, and numpy functions with unmodelled arithmetic,
-  are computed but recorded in :attr:`OpCounter.uncounted` instead.
-* the SPD inverse ``articulated_body._spd_inverse`` (LAPACK ``potrf``/``potri``):
-  ``potrf(n) + potri(n)``, i.e. Cholesky then inverse from the Cholesky factor;
-  ``composite_body.solve_mass_matrix`` (``cho_factor``/``cho_solve``):
-  ``potrf(n) + potrs(n, nrhs)``.
+* free: sign changes, ``abs``, comparisons, ``max``/``min``, copies, indexing, reshaping,
+  concatenation, allocation.
+* other ufuncs (``sqrt``, ``sin``, ``cos``, ``log``, …) are not M or A: they are tallied per
+  element in :attr:`OpCounter.other`.
+* ``np.linalg.solve`` (LAPACK ``gesv``): ``getrf(n) + getrs(n, nrhs)``; ``np.linalg.inv``
+  (numpy calls ``gesv`` with the identity as right-hand side): ``getrf(n) + getrs(n, n)``;
+  ``np.linalg.cholesky``: ``potrf(n)``; ``np.linalg.slogdet`` (LU, then the sum of the
+  logarithms of the pivots): ``getrf(n)``, ``n − 1`` A and ``n`` ``log``; ``np.linalg.det``
+  (``sign · exp(logdet)``): that, one M and one ``exp``; the vector 2-norm / Frobenius norm:
+  ``size`` M, ``size − 1`` A and one ``sqrt``.  Other ``np.linalg`` routines, and numpy
+  functions with unmodelled arithmetic, are computed but recorded in
+  :attr:`OpCounter.uncounted` instead.
+* LAPACK calls of :mod:`flexdyn.linalg` (the SPD inverse ``spd_inverse``: ``potrf`` then
+  ``potri``; the mass-matrix solve ``cholesky_solve``: ``potrf`` then ``potrs``), as that
+  module reports them to :func:`flexdyn.linalg.observe` — exactly the calls made, whatever
+  the operands (a singular matrix stops after ``potrf``; complex inputs take numpy's LU, which
+  counts by the rules above).
 
 The LAPACK counts are the exact formulas of LAPACK Working Note 41 (Dongarra et al., the
 ``dopla`` timing counts; square roots are not counted), see :func:`lapack_cost`:
@@ -41,7 +52,8 @@ The LAPACK counts are the exact formulas of LAPACK Working Note 41 (Dongarra et 
 * ``potrs(n, r)``: ``r n (n + 1)`` M, ``r n (n − 1)`` A;
 * ``getrf(n)``  (LU): ``n³/3 + 2n/3`` M, ``n³/3 − n²/2 + n/6`` A;
 * ``getrs(n, r)``: ``r n²`` M, ``r n (n − 1)`` A;
-* ``getri(n)``: ``2n³/3 + n²/2 + 5n/6`` M, ``2n³/3 − 3n²/2 + 5n/6`` A.
+* ``getri(n)``: ``2n³/3 + n²/2 + 5n/6`` M, ``2n³/3 − 3n²/2 + 5n/6`` A (not called by numpy
+  or flexdyn; kept for comparisons).
 
 Their leading terms are ``n³/6`` M + ``n³/6`` A for the Cholesky factorization and ``n³/3``
 M + ``n³/3`` A for the inverse from it; ``lapack_formulas="leading"`` uses only those
@@ -49,37 +61,86 @@ leading terms.  With these formulas the Cholesky solve ``potrf(𝔑) + potrs(�
 ``𝔑³/6 + 3𝔑²/2 + 4𝔑/3`` M and ``𝔑³/6 + 𝔑² − 7𝔑/6`` A, the additions exactly those of the
 paper's composite-body item 5.
 
-Instrumentation
----------------
-Inside :func:`counting`, flexdyn's modules see a namespace in place of ``numpy`` whose array
-constructors (``zeros``, ``empty``, ``eye``, ``asarray``, ``concatenate``, …) return
-:class:`CountingArray` views, so that arrays created inside the algorithms count too; the two
-LAPACK-based helpers ``articulated_body._spd_inverse`` and
-``composite_body.solve_mass_matrix`` are replaced by counted versions (their own bookkeeping
-is not counted).  Everything is restored on exit.  A single element of a CountingArray comes
-back as a 0-d CountingArray, so arithmetic on elements counts too; arithmetic between plain
-Python or numpy numbers that never were CountingArrays is not seen.  The instrumentation
-patches module globals and is not thread-safe.
+The seam
+--------
+Nothing of flexdyn is replaced.  :func:`counting` activates a counter and installs an
+observer with :func:`flexdyn.linalg.observe`; the data are made to count by converting them:
 
-:func:`count_forward_dynamics` applies this to one ruthless forward-dynamics call, with the
-Eq B4 precomputation (:class:`~flexdyn.ruthless.RuthlessModel`) excluded, as in the paper.
+* :func:`counting_copy` returns a copy of an object — a :class:`~flexdyn.chain.Model`, the
+  body models of :func:`flexdyn.terms.body_models` or of a
+  :class:`~flexdyn.ruthless.RuthlessModel`, per-state terms, lists, tuples, dicts — whose
+  float arrays (in the attributes of every flexdyn object it reaches: bodies, joints,
+  transforms, node frames, the Eq B4 constants …) are :class:`CountingArray` views of the
+  originals; the copies share memory with the originals, are built outside any counter and
+  cost nothing;
+* :func:`count_forward_dynamics` and its relatives convert the inputs ``q``, ``u``, ``tau``,
+  ``f_ext``, the model and its ruthless body models, then call the same functions as
+  :func:`flexdyn.forward_dynamics`: :func:`flexdyn.terms.position_terms` and
+  :func:`~flexdyn.terms.velocity_terms` (the two phases of ``state_terms``), then the
+  algorithm of :data:`flexdyn.dynamics.FORWARD_METHODS` on the per-state terms converted in
+  turn (they are the algorithm's inputs).  :func:`count_forward_dynamics_phases` runs the
+  algorithm's steps one by one and passes their results (factors, ``M``, ``C``) on as they
+  come, so that the phases add up to the whole call.
+
+Within a call, CountingArrays propagate: a ufunc or numpy function with a CountingArray
+operand returns CountingArrays, and an element of one is a 0-d CountingArray.  What is
+**not counted**:
+
+* arithmetic none of whose operands is a CountingArray.  numpy hands out plain ndarrays from
+  ``np.array(x)``, ``np.asarray(x)`` (``np.asanyarray`` keeps the subclass), ``np.zeros``,
+  ``np.empty``, ``np.eye`` … (allocation; writing CountingArrays into such a buffer leaves it
+  plain) and from LAPACK/scipy calls.  Such a plain array counts again as soon as it meets a
+  CountingArray; arithmetic between two of them inside one flexdyn function is not seen.
+  The per-state terms are converted before the algorithm, so no plain array crosses from
+  the terms into it.  In the reference tier as it stands, on hinged chains,
+  ``tests/test_opcount.py::test_what_escapes_the_count`` locates what escapes (against a
+  reference count with every array flexdyn makes through ``np.*`` tagged): the product
+  ``K @ K`` of ``spatial.axis_angle_rotation`` (``skew`` takes ``np.asarray``), 27 M + 18 A
+  per revolute joint transform; in the velocity terms, the sum of two ``_cross`` results in
+  ``cross_motion`` and ``cross_force`` (``_cross`` returns ``np.array([...])``), 3 A each,
+  and the joint's ``Ḣ* β`` (a fresh zero buffer) plus ``cross_motion``, 6 A: 12 A per body;
+  and the bookkeeping below;
+* arithmetic on Python or numpy numbers that never were CountingArrays (index arithmetic,
+  ``float(...)`` conversions such as the singularity tolerances of ``spd_inverse``), and the
+  bookkeeping inside :mod:`flexdyn.linalg` on LAPACK's plain outputs: per ``spd_inverse`` of
+  order n, the pivot test (1 M) and mirroring the triangle that ``potri`` returns (n² A);
+  per ``cholesky_solve``, the pivot test (1 M) — and its tolerance
+  ``MASS_MATRIX_RTOL · max diag M`` (1 M) unless ``M`` is a CountingArray (the mass matrix of
+  ``crba`` is a plain buffer).  The singularity scale ``inertia_scale`` (``|ℋ|²`` and its row
+  sums) reads CountingArrays and counts;
+* the validation of the inputs and the time-independent data: the model and its ruthless
+  body models (Eq B4, :class:`~flexdyn.ruthless.RuthlessBodyModel`) are built before
+  counting, as the paper excludes Eq B4.
+
+The counter is not thread-safe (one module-level list of active counters, and the single
+observer slot of :mod:`flexdyn.linalg`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
-import functools
 import math
-import sys
-import types
 from collections import defaultdict
 from collections.abc import Iterator
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
+
+import flexdyn.linalg
+from flexdyn.articulated_body import (
+    articulated_body_inertias,
+    articulated_body_inertias_split,
+    articulated_forward_dynamics,
+    articulated_forward_dynamics_split,
+)
+from flexdyn.composite_body import crba
+from flexdyn.dynamics import FORWARD_METHODS, check_external_forces
+from flexdyn.linalg import cholesky_solve
+from flexdyn.newton_euler import rnea
+from flexdyn.ruthless import RuthlessModel
+from flexdyn.terms import body_models, position_terms, velocity_terms
 
 from .costs import OpCount
 
@@ -87,6 +148,9 @@ __all__ = [
     "CountingArray",
     "OpCounter",
     "counting",
+    "counting_copy",
+    "CountingSetup",
+    "prepare",
     "lapack_cost",
     "count_forward_dynamics",
     "count_forward_dynamics_phases",
@@ -94,7 +158,8 @@ __all__ = [
     "COUNTED_METHODS",
 ]
 
-#: Forward-dynamics methods :func:`count_forward_dynamics` can count.
+#: Forward-dynamics methods :func:`count_forward_dynamics` can count (names of
+#: :data:`flexdyn.dynamics.FORWARD_METHODS`).
 COUNTED_METHODS = ("articulated", "articulated-split", "composite")
 
 LapackFormulas = Literal["lawn41", "leading"]
@@ -153,7 +218,7 @@ class OpCounter:
     Attributes
     ----------
     mul, add : total multiplications and additions.
-    by_operation : dict name -> :class:`~flexdyn.costs.OpCount` (``"matmul"``, ``"add"``,
+    by_operation : dict name -> :class:`~flexdyn_bench.costs.OpCount` (``"matmul"``, ``"add"``,
         ``"lapack:potrf"``, …).
     other : dict ufunc name -> number of elements of ufuncs that are neither M nor A
         (``sqrt``, ``sin``, …).
@@ -189,7 +254,7 @@ class OpCounter:
 
     @property
     def count(self) -> OpCount:
-        """The totals as an :class:`~flexdyn.costs.OpCount`."""
+        """The totals as an :class:`~flexdyn_bench.costs.OpCount`."""
         return OpCount(self.mul, self.add)
 
     @property
@@ -420,14 +485,18 @@ def _count_array_function(func, args: tuple, kwargs: dict) -> bool:
             nrhs = 1 if len(sb) == 1 else sb[-1]
             _record_lapack("getrf", n, batch=batch)
             _record_lapack("getrs", n, nrhs, batch=batch)
-        elif name == "inv":
+        elif name == "inv":  # numpy: gesv with the identity as right-hand side
             _record_lapack("getrf", n, batch=batch)
-            _record_lapack("getri", n, batch=batch)
+            _record_lapack("getrs", n, n, batch=batch)
         elif name == "cholesky":
             _record_lapack("potrf", n, batch=batch)
-        elif name in ("det", "slogdet"):
+        elif name in ("det", "slogdet"):  # LU, then log|det| = Σ log|pivot|
             _record_lapack("getrf", n, batch=batch)
-            _record(f"linalg.{name}", batch * max(n - 1, 0), 0)
+            _record(f"linalg.{name}", 0, batch * max(n - 1, 0))
+            _record_other("log", batch * n)
+            if name == "det":  # sign · exp(log|det|)
+                _record(f"linalg.{name}", batch, 0)
+                _record_other("exp", batch)
         elif name == "norm" and len(args) < 2 and kwargs.get("ord") is None \
                 and kwargs.get("axis") is None:
             size = math.prod(sa)  # 2-norm of a vector / Frobenius norm
@@ -522,196 +591,160 @@ class CountingArray(np.ndarray):
 
 
 # ----------------------------------------------------------------------------------------------
-# instrumentation of flexdyn
+# the counter and the LAPACK seam
 # ----------------------------------------------------------------------------------------------
-class _CountingNumpy(types.ModuleType):
-    """Stand-in for ``numpy`` inside flexdyn's modules while counting: every function that
-    returns a plain ndarray returns a :class:`CountingArray` view of it instead."""
-
-    def __init__(self) -> None:
-        super().__init__("numpy")
-        self._cache: dict[str, Any] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(np, name)
-        if (isinstance(attr, (type, np.ufunc, types.ModuleType)) or not callable(attr)
-                or name.startswith("_")):
-            return attr
-        wrapped = self._cache.get(name)
-        if wrapped is None:
-            @functools.wraps(attr)
-            def wrapped(*args, **kwargs):
-                return _counting(attr(*args, **kwargs))
-
-            self._cache[name] = wrapped
-        return wrapped
-
-
-_NUMPY_PROXY = _CountingNumpy()
-_INSTALL_DEPTH = [0]
-_SAVED: list[tuple[Any, str, Any]] = []
-
-
-def _counted_spd_inverse(original):
-    def spd_inverse(D, model, i, what, scale=0.0):
-        n = D.shape[0]
-        _record_lapack("potrf", n)
-        _record_lapack("potri", n)
-        with _suspended():
-            out = original(_plain(D), model, i, what, float(_plain(scale)))
-        return _counting(out)
-
-    return spd_inverse
-
-
-def _counted_solve_mass_matrix(original):
-    def solve_mass_matrix(M, rhs):
-        n = M.shape[0]
-        nrhs = 1 if np.ndim(rhs) == 1 else np.shape(rhs)[1]
-        _record_lapack("potrf", n)
-        _record_lapack("potrs", n, nrhs)
-        with _suspended():
-            out = original(_plain(M), _plain(rhs))
-        return _counting(out)
-
-    return solve_mass_matrix
-
-
-def _install() -> None:
-    # ruthless binds _spd_inverse at import: import it before patching, so that it never
-    # keeps the counted version
-    from . import articulated_body, composite_body, ruthless  # noqa: F401
-
-    if _INSTALL_DEPTH[0] == 0:
-        patches: list[tuple[Any, str, Any]] = []
-        for name, mod in list(sys.modules.items()):
-            if (name.startswith("flexdyn.") and name != __name__ and mod is not None
-                    and getattr(mod, "np", None) is np):
-                patches.append((mod, "np", _NUMPY_PROXY))
-        spd = _counted_spd_inverse(articulated_body._spd_inverse)
-        for name in ("flexdyn.articulated_body", "flexdyn.ruthless"):
-            mod = sys.modules.get(name)
-            if mod is not None and hasattr(mod, "_spd_inverse"):
-                patches.append((mod, "_spd_inverse", spd))
-        patches.append((composite_body, "solve_mass_matrix",
-                        _counted_solve_mass_matrix(composite_body.solve_mass_matrix)))
-        for mod, attr, new in patches:
-            _SAVED.append((mod, attr, getattr(mod, attr)))
-            setattr(mod, attr, new)
-    _INSTALL_DEPTH[0] += 1
-
-
-def _uninstall() -> None:
-    _INSTALL_DEPTH[0] -= 1
-    if _INSTALL_DEPTH[0] == 0:
-        while _SAVED:
-            mod, attr, old = _SAVED.pop()
-            setattr(mod, attr, old)
+def _observe_lapack(routine: str, n: int, nrhs: int) -> None:
+    """Observer for :func:`flexdyn.linalg.observe`: one LAPACK call of flexdyn."""
+    _record_lapack(routine, n, max(int(nrhs), 1))
 
 
 @contextlib.contextmanager
-def counting(instrument: bool = True,
-             lapack_formulas: LapackFormulas = "lawn41") -> Iterator[OpCounter]:
-    """Count the operations on :class:`CountingArray` operands inside the block.
+def counting(lapack_formulas: LapackFormulas = "lawn41") -> Iterator[OpCounter]:
+    """Count the operations on :class:`CountingArray` operands, and the LAPACK calls of
+    :mod:`flexdyn.linalg`, inside the block.
 
     Parameters
     ----------
-    instrument : also make flexdyn's modules create CountingArrays and count its
-        LAPACK-based helpers (see the module docstring); off for counting plain numpy code.
     lapack_formulas : ``"lawn41"`` or ``"leading"`` (see :func:`lapack_cost`).
 
     Yields
     ------
     OpCounter — filled while the block runs.  Counters nest: an operation is recorded in
-    every active counter.
+    every active counter (with that counter's LAPACK formulas).
     """
     counter = OpCounter(lapack_formulas)
-    if instrument:
-        _install()
     _ACTIVE.append(counter)
     try:
-        yield counter
+        with flexdyn.linalg.observe(_observe_lapack):
+            yield counter
     finally:
         _ACTIVE.remove(counter)
-        if instrument:
-            _uninstall()
+
+
+# ----------------------------------------------------------------------------------------------
+# counting copies
+# ----------------------------------------------------------------------------------------------
+def _is_flexdyn_object(x: Any) -> bool:
+    module = type(x).__module__ or ""
+    return (module == "flexdyn" or module.startswith("flexdyn.")) and hasattr(x, "__dict__")
+
+
+def counting_copy(x: Any, memo: dict | None = None) -> Any:
+    """``x`` with every float ndarray it holds as a :class:`CountingArray` view.
+
+    Arrays are viewed, not copied.  Lists, tuples (named ones too) and dicts are rebuilt;
+    an instance of a flexdyn class (model, body, joint, transform, node frames, body model,
+    per-state terms, factors …) is copied shallowly (:func:`copy.copy`, frozen dataclasses
+    included) with its attributes converted in turn.  Anything else is returned as is.
+    ``memo`` (id → converted object) keeps shared objects shared: convert a model and its
+    body models with one memo so that the body models refer to the converted bodies.
+    """
+    memo = {} if memo is None else memo
+    key = id(x)
+    if key in memo:
+        return memo[key]
+    if isinstance(x, CountingArray):
+        out = x
+    elif isinstance(x, np.ndarray):
+        out = x.view(CountingArray) if x.dtype.kind in "fc" else x
+    elif isinstance(x, list):
+        out = [counting_copy(v, memo) for v in x]
+    elif isinstance(x, tuple):
+        items = [counting_copy(v, memo) for v in x]
+        out = type(x)(*items) if hasattr(x, "_fields") else tuple(items)
+    elif isinstance(x, dict):
+        out = {k: counting_copy(v, memo) for k, v in x.items()}
+    elif _is_flexdyn_object(x):
+        out = copy.copy(x)
+        memo[key] = out  # before the attributes: cycles end here
+        for name, value in vars(x).items():
+            conv = counting_copy(value, memo)
+            if conv is not value:
+                object.__setattr__(out, name, conv)
+    else:
+        out = x
+    memo[key] = out
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
 # forward dynamics
 # ----------------------------------------------------------------------------------------------
-def _is_float_array(x: Any) -> bool:
-    return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
+class CountingSetup(NamedTuple):
+    """Counting copies of the data of one forward-dynamics call (see :func:`prepare`)."""
+
+    model: Any
+    body_models: tuple
+    q: CountingArray
+    u: CountingArray
+    tau: CountingArray
+    f_ext: CountingArray | None
 
 
-def _convert(x: Any) -> Any:
-    """A copy of a constant with its float arrays as CountingArray views (recursively into
-    lists, tuples, Transforms, NodeFrames and the per-body constant records)."""
-    from .body import NodeFrames
-    from .spatial import Transform
+def prepare(model, q, u, tau, method: str = "articulated-split", fidelity: str = "ruthless",
+            f_ext=None, indirect_min_modes: int | None = None) -> CountingSetup:
+    """Validate the inputs as :func:`flexdyn.forward_dynamics` does, build the ruthless body
+    models (uncounted) and return counting copies of the model, the body models and the
+    inputs.
 
-    if _is_float_array(x):
-        return x.view(CountingArray)
-    if isinstance(x, Transform):
-        return Transform(_convert(x.R), _convert(x.p))
-    if isinstance(x, NodeFrames):
-        return dataclasses.replace(x, **{f.name: _convert(getattr(x, f.name))
-                                         for f in dataclasses.fields(x)})
-    if isinstance(x, list):
-        return [_convert(v) for v in x]
-    if isinstance(x, tuple):
-        return tuple(_convert(v) for v in x)
-    return x
-
-
-def _convert_attributes(obj: Any) -> Any:
-    """Shallow copy of ``obj`` (frozen dataclasses included) with its float arrays, node
-    frames and transforms converted by :func:`_convert`."""
-    new = copy.copy(obj)
-    for key, value in vars(obj).items():
-        conv = _convert(value)
-        if conv is not value:
-            object.__setattr__(new, key, conv)
-    return new
-
-
-def _counting_ruthless_model(rm):
-    """A copy of a :class:`~flexdyn.ruthless.RuthlessModel` (and of its model) whose constants
-    are CountingArrays; the copy is cached on the model copy for ``fd.forward_dynamics``."""
-    model = rm.model
-    m2 = copy.copy(model)
-    for key in ("placement", "child_placement", "gravity"):
-        setattr(m2, key, _convert(getattr(model, key)))
-    m2.bodies = tuple(_convert_attributes(b) for b in model.bodies)
-    m2.joints = tuple(_convert_attributes(j) for j in model.joints)
-    twin = copy.copy(rm)
-    twin.model = m2
-    k0 = rm._kin0
-    twin._kin0 = dataclasses.replace(
-        k0, model=m2, **{f.name: _convert(getattr(k0, f.name))
-                         for f in dataclasses.fields(k0) if f.name not in ("model", "fidelity")})
-    twin.consts = tuple(dataclasses.replace(c, **{f.name: _convert(getattr(c, f.name))
-                                                  for f in dataclasses.fields(c)})
-                        for c in rm.consts)
-    m2._ruthless_cache = twin
-    return twin
-
-
-def _prepare(model, q, u, tau, method: str, fidelity: str, f_ext, indirect_min_modes):
-    from .ruthless import RuthlessModel, ruthless_model
-
+    ``indirect_min_modes`` None: the body models of :func:`flexdyn.terms.body_models` (the
+    ones the front door uses; Eq B3 from ``flexdyn.ruthless.INDIRECT_MIN_MODES`` modes on);
+    else those of ``RuthlessModel(model, indirect_min_modes)``.
+    """
     if fidelity != "ruthless":
         raise ValueError(f"only fidelity 'ruthless' is counted (the Sec VII counts assume "
                          f"ruthlessly linearized bodies), got {fidelity!r}")
     if method not in COUNTED_METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {COUNTED_METHODS}")
-    rm = (ruthless_model(model) if indirect_min_modes is None
-          else RuthlessModel(model, indirect_min_modes=indirect_min_modes))
-    twin = _counting_ruthless_model(rm)
-    q, u = _convert(np.array(q, dtype=float)), _convert(np.array(u, dtype=float))
-    tau = _convert(np.zeros(model.nu) if tau is None else np.array(tau, dtype=float))
-    f_ext = None if f_ext is None else _convert(np.array(f_ext, dtype=float))
-    return twin, q, u, tau, f_ext
+    q, u, tau = model.check_state(q, u, tau=np.zeros(model.nu) if tau is None else tau)
+    f_ext = check_external_forces(model, f_ext)
+    models = (body_models(model, "ruthless") if indirect_min_modes is None
+              else RuthlessModel(model, indirect_min_modes).consts)
+    memo: dict = {}
+    return CountingSetup(model=counting_copy(model, memo),
+                         body_models=counting_copy(tuple(models), memo),
+                         q=counting_copy(q), u=counting_copy(u), tau=counting_copy(tau),
+                         f_ext=None if f_ext is None else counting_copy(f_ext))
+
+
+def _run(setup: CountingSetup, method: str, lapack_formulas: LapackFormulas,
+         by_phase: bool) -> tuple[np.ndarray, OpCounter, dict[str, OpCounter]]:
+    """One forward-dynamics call on ``setup``: ``(u̇, total counter, counter per phase)``.
+
+    ``by_phase`` False: the state terms, then ``FORWARD_METHODS[method]`` as one phase
+    ``"dynamics"``; True: the algorithm split into its steps."""
+    model, tau, f_ext = setup.model, setup.tau, setup.f_ext
+    phases: dict[str, OpCounter] = {}
+
+    def phase(name, fn, *args, **kwargs):
+        with counting(lapack_formulas) as c:
+            out = fn(*args, **kwargs)
+        phases[name] = c
+        return out
+
+    with counting(lapack_formulas) as total:
+        pos = phase("kinematics", position_terms, model, setup.q, setup.body_models, "ruthless")
+        done = {id(x): x for x in (model, setup.body_models, *setup.body_models)}
+        pos = counting_copy(pos, done)  # the algorithm's inputs count throughout
+        vel = phase("velocities", velocity_terms, model, pos, setup.u)
+        vel = counting_copy(vel)
+        if not by_phase:
+            udot = phase("dynamics", FORWARD_METHODS[method], model, pos, vel, tau, f_ext)
+        elif method == "composite":
+            M = phase("mass matrix", crba, model, pos)
+            C = phase("bias", rnea, model, pos, vel, np.zeros(model.nu), f_ext)
+            rhs = phase("T - C", lambda: tau - C)
+            udot = phase("solve", cholesky_solve, M, rhs)
+        else:
+            split = method == "articulated-split"
+            factors = phase("articulated inertias",
+                            articulated_body_inertias_split if split
+                            else articulated_body_inertias, model, pos)
+            udot = phase("sweeps",
+                         articulated_forward_dynamics_split if split
+                         else articulated_forward_dynamics,
+                         model, pos, vel, tau, f_ext, factors=factors)
+    return np.array(udot), total, phases  # a plain copy
 
 
 def counted_forward_dynamics(model, q, u, tau, method: str = "articulated-split",
@@ -724,14 +757,9 @@ def counted_forward_dynamics(model, q, u, tau, method: str = "articulated-split"
 
     See :func:`count_forward_dynamics` for the parameters and what is counted.
     """
-    from .composite_body import forward_dynamics
-
-    twin, q, u, tau, f_ext = _prepare(model, q, u, tau, method, fidelity, f_ext,
-                                      indirect_min_modes)
-    with counting(lapack_formulas=lapack_formulas) as c:
-        udot = forward_dynamics(twin.model, q, u, tau, method=method, fidelity="ruthless",
-                                f_ext=f_ext)
-    return np.array(udot, dtype=float), c
+    setup = prepare(model, q, u, tau, method, fidelity, f_ext, indirect_min_modes)
+    udot, total, _ = _run(setup, method, lapack_formulas, by_phase=False)
+    return udot, total
 
 
 def count_forward_dynamics(model, q, u, tau, method: str = "articulated-split",
@@ -741,12 +769,13 @@ def count_forward_dynamics(model, q, u, tau, method: str = "articulated-split",
     """Multiplications and additions of one call of ``fd.forward_dynamics(model, q, u, tau,
     method, fidelity="ruthless")`` as implemented by flexdyn.
 
-    The call runs on the :class:`~flexdyn.ruthless.RuthlessModel` of ``model``: its constants
-    (Eq B4 and the rest of the time-independent data) are computed beforehand and not counted,
-    as the paper excludes Eq B4; they, ``q``, ``u``, ``tau`` and ``f_ext`` are converted to
-    :class:`CountingArray` at the start, and everything the call computes is counted
-    (joint transforms, velocities, ``a_m``, ``b_m``, the articulated or composite quantities,
-    the sweeps or the Cholesky solve).
+    The ruthless body models of ``model`` (Eq B4 and the rest of the time-independent data)
+    are built beforehand and not counted, as the paper excludes Eq B4; they, the model,
+    ``q``, ``u``, ``tau`` and ``f_ext`` are converted to :class:`CountingArray` views
+    (:func:`prepare`), and the call is counted: the position terms (joint transforms,
+    ``φ``, ``ℋ``), the velocity terms (twists, ``a_m``, ``b_m``), then the algorithm (the
+    articulated or composite quantities, the sweeps or the Cholesky solve) — see the module
+    docstring for what escapes the count.
 
     Parameters
     ----------
@@ -755,7 +784,7 @@ def count_forward_dynamics(model, q, u, tau, method: str = "articulated-split",
         algorithm), ``"articulated"`` (Eq 58) or ``"composite"`` (Eq 46).
     fidelity : only ``"ruthless"``.
     indirect_min_modes : ``D_f⁻¹`` rule of :class:`~flexdyn.ruthless.RuthlessModel`; None for
-        the model's cached default (Eq B3 from 8 modes on, as in the paper).
+        the front door's body models (Eq B3 from 8 modes on, as in the paper).
     lapack_formulas : see :func:`lapack_cost`.
 
     Returns
@@ -773,52 +802,16 @@ def count_forward_dynamics_phases(model, q, u, tau, method: str = "articulated-s
                                   ) -> dict[str, OpCount]:
     """:func:`count_forward_dynamics` split by phase.
 
-    Returns an ordered dict: ``"kinematics"`` (joint transforms, ``φ``), ``"velocities"``
-    (twists, ``a_m``, ``b_m``), then for the articulated methods ``"articulated inertias"``
-    (Eq 63 / Eq 51) and ``"sweeps"`` (Eq 64 / Eq 58), for the composite method
-    ``"mass matrix"`` (Eqs 47–50), ``"bias"`` (Eq 45 with ``χ̇ = 0``), ``"T - C"`` and
-    ``"solve"`` (Eq 46); and ``"total"``, their sum (equal to
-    :func:`count_forward_dynamics`).
+    Returns an ordered dict: ``"kinematics"`` (:func:`flexdyn.terms.position_terms`: joint
+    transforms, ``φ``, ``ℋ``, poses), ``"velocities"`` (:func:`flexdyn.terms.velocity_terms`:
+    twists, ``a_m``, ``b_m``, elastic forces), then for the articulated methods
+    ``"articulated inertias"`` (Eq 63 / Eq 51) and ``"sweeps"`` (Eq 64 / Eq 58), for the
+    composite method ``"mass matrix"`` (Eqs 47–50), ``"bias"`` (Eq 45 with ``χ̇ = 0``),
+    ``"T - C"`` and ``"solve"`` (Eq 46); and ``"total"``, their sum (equal to
+    :func:`count_forward_dynamics`: the steps are those of the algorithm, on the same data).
     """
-    from . import composite_body
-    from .articulated_body import articulated_body_inertias, articulated_forward_dynamics
-    from .composite_body import crba
-    from .newton_euler import rnea
-
-    twin, q, u, tau, f_ext = _prepare(model, q, u, tau, method, fidelity, f_ext,
-                                      indirect_min_modes)
-    m2 = twin.model
-    phases: dict[str, OpCount] = {}
-    with counting(lapack_formulas=lapack_formulas) as total:
-        with counting(lapack_formulas=lapack_formulas) as c:
-            kin = twin.kinematics(q)
-        phases["kinematics"] = c.count
-        with counting(lapack_formulas=lapack_formulas) as c:
-            vel = twin.velocities(kin, u)
-        phases["velocities"] = c.count
-        if method == "composite":
-            with counting(lapack_formulas=lapack_formulas) as c:
-                M = crba(m2, kin)
-            phases["mass matrix"] = c.count
-            with counting(lapack_formulas=lapack_formulas) as c:
-                C = rnea(m2, kin, vel, np.zeros(m2.nu), f_ext)
-            phases["bias"] = c.count
-            with counting(lapack_formulas=lapack_formulas) as c:
-                rhs = tau - C
-            phases["T - C"] = c.count
-            with counting(lapack_formulas=lapack_formulas) as c:
-                # looked up at call time: the instrumented version
-                composite_body.solve_mass_matrix(M, rhs)
-            phases["solve"] = c.count
-        else:
-            split = method == "articulated-split"
-            with counting(lapack_formulas=lapack_formulas) as c:
-                factors = (twin.split_factors(kin) if split
-                           else articulated_body_inertias(m2, kin))
-            phases["articulated inertias"] = c.count
-            with counting(lapack_formulas=lapack_formulas) as c:
-                articulated_forward_dynamics(m2, kin, vel, tau, f_ext, split=split,
-                                             factors=factors)
-            phases["sweeps"] = c.count
-    phases["total"] = total.count
-    return phases
+    setup = prepare(model, q, u, tau, method, fidelity, f_ext, indirect_min_modes)
+    _, total, phases = _run(setup, method, lapack_formulas, by_phase=True)
+    out = {name: c.count for name, c in phases.items()}
+    out["total"] = total.count
+    return out
