@@ -294,16 +294,14 @@ our composite-body algorithm.
   6(n_m+1)² = 726 M.  The propagation `X ← A φ X_r` and the composite inertias
   `A φ R_rr φᵀ Aᵀ` are likewise dense 6×6 and (n_m+6)×6 products.  Hence the composite-body
   mass matrix costs 2.3–2.5× the paper's items 1+2.
-* **The articulated inertias are the generic ones.**  Eq 63 runs the same split recursion
-  for every body model; the ruthless model only supplies `D_f⁻¹` (Eq B3 or an explicit
-  inverse).  The recursion forms the parent's full articulated inertia
-  `P(p) += A Γ Aᵀ` as dense (n_m+6)×6 and (n_m+6)×(n_m+6) products (2,112 M per body at
-  n_m = 10) and `μ = [P^{rf}, P^{rr}] ℋ_f*` from it (960 M), although the ruthless step reads
-  only the six rigid rows `[P^{rf}, P^{rr}]` (the flexible block enters Eq B3 through the
-  constants `Λ`, `ζ` and `Γ`); it also evaluates the inertia scale of the singularity test
-  (`max_r ‖ℋ_r‖²`, (n_m+1)(n_m+6) M).  Eq 63 therefore costs 1.5× the paper's items 1a/1b
-  at 5 and 10 modes.  The sweeps of Eq 64 cost 1.2× the paper's items 2+3 (dense `ℋ_f z`,
-  `g ε_f`, `P_R a_R` products).
+* **The articulated inertias: the ruthless flexible step.**  Eq 63 runs the same split
+  recursion for every body model; the ruthless body model supplies its flexible step, which
+  forms only the rigid rows of the articulated inertia, `P^{rr}` and
+  `μ = [P^{rf}, P^{rr}] ℋ_f*`, from `M_m⁰`, the children's `Γ = φ P_R⁺ φᵀ` and the constants
+  `ζ`, and `D_f⁻¹` by Eq B3 or explicitly — never the full (n_m+6)×(n_m+6) `P`.  It also
+  evaluates the inertia scale of the singularity tests.  Eq 63 therefore costs about the
+  paper's items 1a/1b (1.06× at 5 modes, 0.92× at 10).  The sweeps of Eq 64 cost 1.2× the
+  paper's items 2+3 (dense `ℋ_f z`, `g ε_f`, `P_R a_R` products).
 * **The velocity terms are the generic ones.**  `a_m`, `b_m` (14–26k flops) do not appear
   in the paper's articulated-body items.  The generic velocity terms run the twist recursion
   of Eq 11 twice — once with the actual `η̇` for the modal twists `V_m`, which forward dynamics
@@ -315,16 +313,15 @@ our composite-body algorithm.
 * **Fixed per-body work dominates at few modes.**  The rigid 6×6 algebra of every body
   (e.g. `Γ = φ P_R⁺ φᵀ` as two dense 6×6 products), the velocity terms and the joint
   transforms do not grow with n_m.  That is why our totals are about 3× the paper's at one
-  mode per body, and 1.4–1.9× from 5 modes on.
+  mode per body, and 1.3–1.6× from 5 modes on.
 * **The Cholesky solve is the paper's.**  Item 5 (Eq 46) matches ours exactly in additions
   and up to 2𝔑 reciprocals in multiplications.  At 10 modes it is 71 % of the paper's
   composite-body cost and 50 % of ours, so our composite-body overhead shrinks as the
   O(𝔑³) solve takes over (1.63× the paper at 5 modes, 1.43× at 10).
-* **Net effect on the claim.**  Our articulated-body overhead (generic Eq 63, velocity terms:
-  1.91× the paper at 5 modes, 1.77× at 10) is larger than our composite-body overhead
-  (1.63×, 1.43×), so our CB/AB ratios fall short of the paper's (3.14 vs 3.68 at 5 modes,
-  5.86 vs 7.27 at 10): the over-3× claim holds for our implementation, the over-7× claim
-  does not.
+* **Net effect on the claim.**  Our articulated-body overhead (velocity terms, sweeps:
+  1.52× the paper at 5 modes, 1.28× at 10) is smaller than our composite-body overhead
+  (1.63×, 1.43×), so our CB/AB ratios exceed the paper's (3.94 vs 3.68 at 5 modes, 8.13 vs
+  7.27 at 10): the over-3× and over-7× claims hold for our implementation too.
 * **The `D_f⁻¹` rule.**  Our explicit inverse uses LAPACK's Cholesky inverse (n³/2 M + n³/2 A,
   against the (5/6) n³ each of item 1a) while our indirect form carries a 6×6 LU with n_m
   right-hand sides and dense products with `Γ`, so the explicit/indirect crossover of our

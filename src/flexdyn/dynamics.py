@@ -1,16 +1,12 @@
 """The front door: every per-state function validates its inputs once, builds the per-state
 terms of the chosen body model (:mod:`flexdyn.terms`) and runs one algorithm.
 
-=========================  ==========================================  =================
-function                   algorithm                                   equations
-=========================  ==========================================  =================
-:func:`inverse_dynamics`   Newton–Euler (:func:`~.newton_euler.rnea`)  Eqs 44–45
-:func:`bias_forces`        Newton–Euler with ``u̇ = 0``                  Eq 43
-:func:`mass_matrix`        composite bodies (:func:`~.composite_body.crba`)  Eqs 47–50
-:func:`forward_dynamics`   :data:`FORWARD_METHODS`                      Eqs 46, 58, 64
-:func:`innovations_factors` articulated bodies                          Eq 51
-:func:`mass_matrix_inverse` Lemma 4                                     Eqs 54–57
-=========================  ==========================================  =================
+* :func:`inverse_dynamics` — Newton–Euler (:func:`flexdyn.newton_euler.rnea`), Eqs 44–45;
+* :func:`bias_forces` — Newton–Euler with ``u̇ = 0``, Eq 43;
+* :func:`mass_matrix` — composite bodies (:func:`flexdyn.composite_body.crba`), Eqs 47–50;
+* :func:`forward_dynamics` — one of :data:`FORWARD_METHODS`, Eqs 46, 58, 64;
+* :func:`innovations_factors` — articulated bodies, Eq 51;
+* :func:`mass_matrix_inverse` — Lemma 4, Eqs 54–57.
 
 Inputs ``q`` (nq,), ``u``, ``u̇``, ``τ`` (nu,) follow the layout of ``model-format.md``; real
 or complex (complex-step differentiation) numbers.
