@@ -230,10 +230,10 @@ def test_lapack_calls_of_flexdyn_linalg_are_observed():
     with counting() as c:
         cholesky_solve(D, C(B))
     assert c.count == lapack_cost("potrf", 4) + lapack_cost("potrs", 4, 3)
-    # a counting M: its singularity tolerance MASS_MATRIX_RTOL · max diag M is one more M
+    # a counting M: its singularity tolerances MASS_MATRIX_RTOL · M_kk are 4 more M
     with counting() as c:
         cholesky_solve(C(D), C(b))
-    assert c.count == lapack_cost("potrf", 4) + lapack_cost("potrs", 4, 1) + OpCount(1, 0)
+    assert c.count == lapack_cost("potrf", 4) + lapack_cost("potrs", 4, 1) + OpCount(4, 0)
     # a singular matrix stops after the factorization: potri is not performed
     D1 = np.diag([1.0, 2.0, 0.0, 3.0])
     with counting() as c, pytest.raises(SingularInertiaError):
@@ -291,7 +291,8 @@ def test_counting_copies_convert_every_float_array(sample):
     assert originals  # the originals are untouched
     for bm, cbm, body in zip(models, setup.body_models, setup.model.bodies, strict=True):
         assert cbm is not bm and cbm.body is body
-        assert np.shares_memory(cbm.M_rr, bm.M_rr) and type(bm.M_rr) is np.ndarray
+        assert np.shares_memory(cbm.body.M_m0, bm.body.M_m0)
+        assert type(bm.body.M_m0) is np.ndarray
     for j, cj in zip(model.joints, setup.model.joints, strict=True):
         assert type(cj) is type(j)
         if j.constant_subspace:
@@ -441,7 +442,7 @@ def test_what_escapes_the_count(n_bodies, n_modes, monkeypatch):
     docstring lists: ``K @ K`` of each joint rotation (27 M, 18 A), the sums of the spatial
     cross products in the velocity terms (12 A per body), and flexdyn.linalg's bookkeeping on
     LAPACK's outputs (per SPD inverse of order n: 1 M pivot test, n² A mirroring; per
-    Cholesky solve: 2 M)."""
+    Cholesky solve of order n: 2n M pivot tests)."""
     model = _chain(n_bodies, n_modes)
     n, m = n_bodies, n_modes
     q, u, tau = random_state(model, np.random.default_rng(9))
@@ -462,6 +463,6 @@ def test_what_escapes_the_count(n_bodies, n_modes, monkeypatch):
         elif method == "articulated-split":  # D_R (1) per body, D_f (m) with a child
             k = n - 1 if m else 0
             expected["articulated inertias"] = OpCount(n + k, n + k * m**2)
-        else:
-            expected["solve"] = OpCount(2, 0)
+        else:  # per pivot: its square and MASS_MATRIX_RTOL · M_kk
+            expected["solve"] = OpCount(2 * model.nu, 0)
         assert escaped == expected, (method, escaped)

@@ -104,9 +104,9 @@ operand returns CountingArrays, and an element of one is a 0-d CountingArray.  W
   ``float(...)`` conversions such as the singularity tolerances of ``spd_inverse``), and the
   bookkeeping inside :mod:`flexdyn.linalg` on LAPACK's plain outputs: per ``spd_inverse`` of
   order n, the pivot test (1 M) and mirroring the triangle that ``potri`` returns (n² A);
-  per ``cholesky_solve``, the pivot test (1 M) — and its tolerance
-  ``MASS_MATRIX_RTOL · max diag M`` (1 M) unless ``M`` is a CountingArray (the mass matrix of
-  ``crba`` is a plain buffer).  The singularity scale ``inertia_scale`` (``|ℋ|²`` and its row
+  per ``cholesky_solve`` of order n, the pivot tests (n squared pivots, n M) — and their
+  tolerances ``MASS_MATRIX_RTOL · M_kk`` (n M) unless ``M`` is a CountingArray (the mass
+  matrix of ``crba`` is a plain buffer).  The singularity scale ``inertia_scale`` (``|ℋ|²`` and its row
   sums) reads CountingArrays and counts;
 * the validation of the inputs and the time-independent data: the model and its ruthless
   body models (Eq B4, :class:`~flexdyn.ruthless.RuthlessBodyModel`) are built before

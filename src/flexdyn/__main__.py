@@ -16,6 +16,7 @@ a failed integration exits with status 1.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -33,6 +34,8 @@ from .terms import FIDELITIES
 __all__ = ["main"]
 
 PROG = "flexdyn"
+#: Most output samples of ``flexdyn simulate``.
+MAX_SAMPLES = 1_000_000
 
 
 class _InputError(Exception):
@@ -86,6 +89,13 @@ def _summary(res: SimulationResult, title: str) -> str:
 # commands
 # ----------------------------------------------------------------------------------------------
 def _cmd_demo(args: argparse.Namespace) -> int:
+    _check_output(args.plot, (".png", ".pdf", ".svg"), args.force, "--plot")
+    if args.plot:
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise _InputError("--plot needs matplotlib; install the 'plot' extra: "
+                              "pip install 'flexdyn[plot]'")
     model = builtin_model(args.model)
     if args.model == "spinup_beam":
         tau = spinup_torque(model)
@@ -106,17 +116,38 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     text = _summary(res, f"flexdyn demo: {args.model}, {what}")
     print(text)
     if args.plot:
-        res.plot(args.plot)
+        try:
+            res.plot(args.plot)
+        except OSError as exc:
+            raise _InputError(f"{args.plot}: cannot write: {exc.strerror or exc}") from None
         print(f"  plot          {args.plot}")
     print(f"  total time    {time.perf_counter() - wall:.2f} s")
     return 0
 
 
+def _check_output(path: str | None, suffixes: tuple[str, ...], force: bool, flag: str) -> None:
+    """Refuse an output path before the run: wrong suffix, missing folder, an existing file
+    without ``--force``."""
+    if path is None:
+        return
+    if not path.lower().endswith(suffixes):
+        raise _InputError(f"{flag} {path}: use a {' or '.join(suffixes)} file name")
+    target = Path(path)
+    folder = target.parent
+    if not folder.is_dir():
+        raise _InputError(f"{flag} {path}: the folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise _InputError(f"{flag} {path}: the folder {str(folder)!r} is not writable")
+    if target.is_dir():
+        raise _InputError(f"{flag} {path}: is a directory")
+    if target.exists() and not force:
+        raise _InputError(f"{flag} {path}: the file exists; use --force to overwrite it")
+
+
 def _cmd_simulate(args: argparse.Namespace) -> int:
     model = _load(args.model)
     out = args.out
-    if out is not None and not out.lower().endswith((".npz", ".csv")):
-        raise _InputError(f"--out {out}: use a .npz or .csv file name")
+    _check_output(out, (".npz", ".csv"), args.force, "--out")
     res = simulate(model, t_span=(0.0, args.t), fidelity=args.fidelity, method=args.method,
                    rtol=args.rtol, atol=args.atol,
                    t_eval=np.linspace(0.0, args.t, args.samples))
@@ -147,6 +178,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
     for body, f in zip(model.bodies, freqs, strict=True):
         if f.size:
             print(f"  {body.name}: " + ", ".join(f"{v:.6g}" for v in f))
+        if np.any(np.isinf(f)):
+            print(f"  note: {body.name} has modes without inertia of their own (inf): they "
+                  "move only massless nodes or repeat another mode; fidelity 'ruthless' "
+                  "cannot be used with this model")
     if not any(f.size for f in freqs):
         print("  (rigid model: no modes)")
     return 0
@@ -187,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", choices=sorted(BUILTIN_MODELS), default="two_link_arm")
     p.add_argument("--t", type=_positive_float, default=5.0, help="duration (s, default 5)")
     p.add_argument("--plot", metavar="PNG", help="save a plot (needs matplotlib)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
     _add_common(p, rtol=1e-6, atol=1e-6)
     p.set_defaults(func=_cmd_demo)
 
@@ -198,8 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
                         + ", ".join(sorted(BUILTIN_MODELS)))
     p.add_argument("--t", type=_positive_float, default=10.0, help="duration (s, default 10)")
     p.add_argument("--out", metavar="FILE", help="write the histories (.npz or .csv)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --out file")
     p.add_argument("--samples", type=int, default=1001,
-                   help="number of output samples (default 1001)")
+                   help=f"number of output samples (default 1001, at most {MAX_SAMPLES})")
     _add_common(p, rtol=1e-8, atol=1e-10)
     p.set_defaults(func=_cmd_simulate)
 
@@ -217,8 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 failed run, 2 bad input)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "samples", 2) < 2:
-        parser.error("--samples must be at least 2")
+    if not 2 <= getattr(args, "samples", 2) <= MAX_SAMPLES:
+        parser.error(f"--samples must be between 2 and {MAX_SAMPLES}")
     try:
         return int(args.func(args))
     except _InputError as exc:

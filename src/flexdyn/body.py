@@ -46,7 +46,7 @@ from .spatial import (
 )
 
 __all__ = ["Body", "BodyModel", "FlexibleStep", "JointSide", "NodeAttachment", "NodeFrames",
-           "RigidBodyModel"]
+           "RigidBodyModel", "UndeformedBodyModel"]
 
 
 @dataclass(frozen=True)
@@ -330,22 +330,25 @@ class BodyModel:
         """Node frames at the deformation ``η`` (n_m,) — the tip-kinematics hook."""
         return self.body.node_frames(eta)
 
+    def node_pose(self, frames: NodeFrames, j: int | None) -> tuple[Transform, np.ndarray]:
+        """Pose of node ``j`` in ``F`` and its deformation twist map ``E_j`` (6 × n_m);
+        ``j = None`` is the body frame itself (identity, zero map)."""
+        if j is None:
+            return Transform.identity(), np.zeros((6, self.body.n_modes))
+        return frames.transform(j), frames.E[j]
+
     def attach_node(self, frames: NodeFrames, j: int | None) -> NodeAttachment:
         """The node ``j`` (None: the body frame itself) as seen by a child attached there."""
-        m = self.body.n_modes
-        if j is None:
-            T, E = Transform.identity(), np.zeros((6, m))
-        else:
-            T, E = frames.transform(j), frames.E[j]
+        T, E = self.node_pose(frames, j)
         return NodeAttachment(T=T, E=E, A=np.vstack([E.T, T.phi()]))
 
     def joint_side(self, frames: NodeFrames) -> JointSide:
         """``F_i`` relative to ``J_c`` through the body's own attach node (Eqs 15–16)."""
-        own = self.attach_node(frames, self.child_node)
-        T_Jc_i = self.child_placement.compose(own.T.inverse())
+        T, E = self.node_pose(frames, self.child_node)
+        T_Jc_i = self.child_placement.compose(T.inverse())
         T_i_Jc = T_Jc_i.inverse()
         return JointSide(T_Jc_i=T_Jc_i, T_i_Jc=T_i_Jc, X_i_Jc=T_i_Jc.motion_to_parent(),
-                         Q=-(own.T.motion_to_parent() @ own.E))
+                         Q=-(T.motion_to_parent() @ E))
 
     def modal_joint_map(self, side: JointSide, S: np.ndarray) -> np.ndarray:
         """``ℋ(i) = [[0, H_F], [I, Qᵀ]]`` ((nu_j + n_m) × (n_m + 6)), Eqs 13, 16, 17, with
@@ -403,14 +406,34 @@ class BodyModel:
                                                inertia_scale(P, Hf)))
 
 
-class RigidBodyModel(BodyModel):
-    """A body without modes: constant node frames and inertia ``M_m⁰`` (nodes included)."""
+class UndeformedBodyModel(BodyModel):
+    """Shared by the body models whose position blocks are those of the undeformed body
+    (``η = 0``): node frames, the operators of the nodes children attach to, the joint side
+    and ``M_m⁰`` are constants, computed once when the body model is built."""
+
+    def __init__(self, model, i: int):
+        super().__init__(model, i)
+        frames0 = self.body.frames0
+        nodes = {None, self.child_node, *(model.parent_node[c] for c in model.children[i])}
+        self._nodes = {j: super(UndeformedBodyModel, self).attach_node(frames0, j)
+                       for j in nodes}
+        self._side = super().joint_side(frames0)
 
     def node_frames(self, eta: np.ndarray) -> NodeFrames:
         return self.body.frames0
 
+    def attach_node(self, frames: NodeFrames, j: int | None) -> NodeAttachment:
+        return self._nodes[j]
+
+    def joint_side(self, frames: NodeFrames) -> JointSide:
+        return self._side
+
     def modal_mass(self, frames: NodeFrames) -> np.ndarray:
         return self.body.M_m0
+
+
+class RigidBodyModel(UndeformedBodyModel):
+    """A body without modes: constant node frames and inertia ``M_m⁰`` (nodes included)."""
 
     def node_twist_rate(self, frames: NodeFrames, j: int, eta_dot: np.ndarray) -> np.ndarray:
         return np.zeros(6, dtype=eta_dot.dtype)

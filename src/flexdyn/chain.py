@@ -1,4 +1,4 @@
-"""Multibody model (constant) and per-state kinematics (the paper's per-body operators).
+"""The multibody model: an immutable tree of bodies, its builder, files and state layout.
 
 Numbering
 ---------
@@ -16,20 +16,9 @@ coordinates (speeds) come first, then its modal coordinates ``η`` (rates ``η̇
 body, ``χ(i) = u[model.u_slice(i)] = [β(i); η̇(i)]`` — the paper's ``χ = [η̇; β]`` with the
 hinge part first.  Generalized forces ``τ`` have the layout of ``u``.
 
-Per-body operators (all in the body frame ``F_i``)
---------------------------------------------------
-``V_m(i) = [η̇(i); V(i)]`` (n_m + 6) is the modal spatial velocity (Eq 11)::
-
-    V_m(i) = Φ*(p, i) V_m(p) + ℋ*(i) χ(i),
-    Φ(p, i) = A(i) [0, φ(i)]            ((n_m(p)+6) × (n_m(i)+6), Eqs 12, 14, 15)
-    A(i)    = [E_t(i)ᵀ; φ(p, t_i)]      ((n_m(p)+6) × 6): parent node t_i ↔ F_p
-    φ(i)    = φ(t_i, i)                 (6 × 6): F_i ↔ parent node frame, across the
-                                         joint (rotation included)
-    ℋ(i)    = [[0, H_F(i)], [I, Q(i)ᵀ]] ((n_r + n_m) × (n_m + 6), Eqs 13, 16, 17)
-
-where ``E_t`` is the deformation twist map of the parent's attach node, ``H_F* = φ*(J_c, i)
-H*`` the joint map matrix referred to ``F_i`` and ``Q = −Π_F^d`` the (negated) deformation
-twist of the body's own attach node seen at ``F_i``.
+The per-state operators of the recursions (``Φ``, ``ℋ``, ``M_m``, …) are built from the
+model by :mod:`flexdyn.terms`; the model itself is constant: its arrays are read-only and
+nothing is cached on it.
 """
 
 from __future__ import annotations

@@ -67,10 +67,23 @@ def check_external_forces(model: Model, f_ext) -> np.ndarray | None:
     return f
 
 
+def _finite(result: np.ndarray, what: str) -> np.ndarray:
+    """``result`` if every entry is finite, else ``FloatingPointError`` (an input so large
+    that the arithmetic overflowed)."""
+    if not np.all(np.isfinite(result)):
+        raise FloatingPointError(f"{what} is not finite: the arithmetic overflowed (inputs too "
+                                 "large?)")
+    return result
+
+
 def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None = None,
                      method: str = "articulated", fidelity: str = "full",
                      f_ext: np.ndarray | None = None) -> np.ndarray:
     """Generalized accelerations ``u̇`` (nu,) with ``M(q) u̇ + C(q, u) = τ``.
+
+    Raises ``ValueError``/``TypeError`` for invalid inputs (naming the argument),
+    :class:`~flexdyn.linalg.SingularInertiaError` for a degree of freedom without inertia and
+    ``FloatingPointError`` when inputs are so large that the result overflows.
 
     Parameters
     ----------
@@ -86,8 +99,9 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
         raise ValueError(f"unknown method {method!r}; expected one of {tuple(FORWARD_METHODS)}")
     q, u, tau = model.check_state(q, u, tau=np.zeros(model.nu) if tau is None else tau)
     f_ext = check_external_forces(model, f_ext)
-    pos, vel = state_terms(model, q, u, fidelity)
-    return algorithm(model, pos, vel, tau, f_ext)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pos, vel = state_terms(model, q, u, fidelity)
+        return _finite(algorithm(model, pos, vel, tau, f_ext), "u̇")
 
 
 def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
@@ -110,8 +124,9 @@ def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarra
     """
     q, u, udot = model.check_state(q, u, udot=udot)
     f_ext = check_external_forces(model, f_ext)
-    pos, vel = state_terms(model, q, u, fidelity)
-    return rnea(model, pos, vel, udot, f_ext)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pos, vel = state_terms(model, q, u, fidelity)
+        return _finite(rnea(model, pos, vel, udot, f_ext), "τ")
 
 
 def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
@@ -120,8 +135,9 @@ def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "ful
     forces: everything but ``M u̇``, so that ``M u̇ + C = τ``."""
     q, u = model.check_state(q, u)
     f_ext = check_external_forces(model, f_ext)
-    pos, vel = state_terms(model, q, u, fidelity)
-    return rnea(model, pos, vel, np.zeros(model.nu), f_ext)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pos, vel = state_terms(model, q, u, fidelity)
+        return _finite(rnea(model, pos, vel, np.zeros(model.nu), f_ext), "C")
 
 
 def mass_matrix(model: Model, q: np.ndarray, fidelity: str = "full") -> np.ndarray:

@@ -10,7 +10,8 @@ inertia.  A matrix counts as **singular** when a squared Cholesky pivot falls be
   max_r ‖H_r‖²``, :func:`inertia_scale`) — the size ``D`` has when it is not singular, so that
   a singular ``D`` made slightly positive by round-off is still recognised;
 
-for the mass matrix the relative tolerance is :data:`MASS_MATRIX_RTOL`.  Errors are
+for the mass matrix a squared pivot must exceed :data:`MASS_MATRIX_RTOL` times its own
+diagonal entry.  Errors are
 :class:`SingularInertiaError` (a ``ValueError``) naming the body and the quantity.
 
 Observation seam
@@ -45,8 +46,10 @@ __all__ = [
 PIVOT_RTOL = 1e-13
 #: squared Cholesky pivot below this times the inertia scale: ``D`` is singular
 PIVOT_FLOOR = 1e-14
-#: squared Cholesky pivot of ``M`` below this times ``max diag(M)``: ``M`` is singular
-MASS_MATRIX_RTOL = 1e-15
+#: squared Cholesky pivot of ``M`` below this times its own diagonal entry ``M_kk``: ``M`` is
+#: singular (the share of dof ``k``'s inertia not explained by the dofs before it; invariant
+#: under a scaling of the dofs, so widely different masses are not mistaken for none)
+MASS_MATRIX_RTOL = 1e-13
 
 _observer: Callable[[str, int, int], None] | None = None
 
@@ -141,7 +144,7 @@ def cholesky_solve(M: np.ndarray, b: np.ndarray, what: str = "mass matrix") -> n
     Raises
     ------
     SingularInertiaError
-        If a squared pivot is below ``MASS_MATRIX_RTOL · max diag M`` or ``M`` is not
+        If a squared pivot ``L_kk²`` is at most ``MASS_MATRIX_RTOL · M_kk`` or ``M`` is not
         positive definite.
     """
     if M.shape[0] == 0:
@@ -151,8 +154,8 @@ def cholesky_solve(M: np.ndarray, b: np.ndarray, what: str = "mass matrix") -> n
         c = scipy.linalg.cho_factor(M.real, lower=True, check_finite=False)
     except np.linalg.LinAlgError:
         c = None
-    if c is None or (np.min(np.abs(np.diag(c[0]))) ** 2
-                     <= MASS_MATRIX_RTOL * np.max(np.abs(np.diag(M.real)))):
+    if c is None or np.any(np.abs(np.diag(c[0])) ** 2
+                           <= MASS_MATRIX_RTOL * np.abs(np.diag(M.real))):
         raise SingularInertiaError(
             f"{what} is singular or not positive definite (a degree of freedom without "
             "inertia?)"

@@ -97,18 +97,7 @@ _Shape = tuple[int | None, ...]
 
 
 def _describe(value: Any) -> str:
-    """Return a short description of ``value`` for error messages.
-
-    Parameters
-    ----------
-    value : Any
-        The offending value.
-
-    Returns
-    -------
-    str
-        Its type name and, for short values, its representation.
-    """
+    """Return a short description of ``value`` for error messages."""
     text = repr(value)
     if len(text) > 40:
         text = text[:37] + "..."
@@ -116,44 +105,13 @@ def _describe(value: Any) -> str:
 
 
 def _fmt_shape(shape: Sequence[int | None]) -> str:
-    """Format a shape for messages, writing free dimensions as ``any``.
-
-    Parameters
-    ----------
-    shape : sequence of int or None
-        The shape; ``None`` marks a dimension of any size.
-
-    Returns
-    -------
-    str
-        E.g. ``"(any, 3)"``.
-    """
+    """Format a shape for messages, writing free dimensions as ``any``."""
     parts = ["any" if s is None else str(s) for s in shape]
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
 def _mapping(path: str, value: Any, allowed: Sequence[str] | None = None) -> Mapping:
-    """Check that ``value`` is a mapping whose keys are all in ``allowed``.
-
-    Parameters
-    ----------
-    path : str
-        Location used in error messages (e.g. ``'bodies[0] "a": joint'``).
-    value : Any
-        The value to check.
-    allowed : sequence of str, optional
-        The allowed keys; if not given, any key is accepted.
-
-    Returns
-    -------
-    Mapping
-        ``value`` itself.
-
-    Raises
-    ------
-    ValueError
-        If ``value`` is not a mapping or has a key that is not allowed.
-    """
+    """Check that ``value`` is a mapping whose keys are all in ``allowed``."""
     if not isinstance(value, Mapping):
         raise ValueError(f"{path} must be an object (dict), got {_describe(value)}")
     for key in value:
@@ -163,27 +121,7 @@ def _mapping(path: str, value: Any, allowed: Sequence[str] | None = None) -> Map
 
 
 def _required(path: str, mapping: Mapping, key: str) -> Any:
-    """Return ``mapping[key]``, which must be present and not ``None``.
-
-    Parameters
-    ----------
-    path : str
-        Location of ``mapping`` used in error messages.
-    mapping : Mapping
-        The mapping.
-    key : str
-        The required key.
-
-    Returns
-    -------
-    Any
-        The value.
-
-    Raises
-    ------
-    ValueError
-        If the key is missing or null.
-    """
+    """Return ``mapping[key]``, which must be present and not ``None``."""
     if mapping.get(key) is None:
         raise ValueError(f"{path} is missing the required key {key!r}")
     return mapping[key]
@@ -200,20 +138,7 @@ def _is_real(value: Any) -> bool:
 
 
 def _check_leaves(path: str, value: Any) -> None:
-    """Check that a nested list holds only numbers (or numeric numpy arrays).
-
-    Parameters
-    ----------
-    path : str
-        Location used in error messages; element indices are appended.
-    value : Any
-        A number, a numeric numpy array or a (nested) list/tuple of those.
-
-    Raises
-    ------
-    ValueError
-        On strings, mappings, booleans, ``None`` or non-numeric arrays.
-    """
+    """Check that a nested list holds only numbers (or numeric numpy arrays)."""
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "iuf":
             raise ValueError(f"{path} must be numeric, got an array of dtype {value.dtype}")
@@ -225,15 +150,7 @@ def _check_leaves(path: str, value: Any) -> None:
 
 
 def _check_finite(path: str, arr: np.ndarray) -> None:
-    """Raise if ``arr`` contains NaN or infinity, naming the first bad index.
-
-    Parameters
-    ----------
-    path : str
-        Location used in error messages.
-    arr : numpy.ndarray
-        The array to check.
-    """
+    """Raise if ``arr`` contains NaN or infinity, naming the first bad index."""
     bad = np.argwhere(~np.isfinite(arr))
     if bad.size:
         idx = tuple(int(i) for i in bad[0])
@@ -247,31 +164,7 @@ def _array(
     shape: _Shape,
     dims: Sequence[str | None] | None = None,
 ) -> np.ndarray:
-    """Convert ``value`` to a finite, read-only ``float64`` array of a given shape.
-
-    Parameters
-    ----------
-    path : str
-        Location used in error messages.
-    value : Any
-        Nested lists/tuples of numbers or a numeric numpy array.
-    shape : tuple of int or None
-        Expected shape; ``None`` marks a free dimension.  An empty input (``[]``) is
-        reshaped to ``shape`` with free dimensions set to 0.
-    dims : sequence of str or None, optional
-        Per dimension, an explanation of the expected size (e.g. ``"6 × 3 nodes"``); used to
-        write ``"has 17 rows, expected 6 × 3 nodes = 18"`` instead of a bare shape comparison.
-
-    Returns
-    -------
-    numpy.ndarray
-        A new read-only array.
-
-    Raises
-    ------
-    ValueError
-        On non-numeric entries, ragged lists, wrong shapes or non-finite numbers.
-    """
+    """Convert ``value`` to a finite, read-only ``float64`` array of a given shape."""
     _check_leaves(path, value)
     try:
         arr = np.array(value, dtype=np.float64)
@@ -300,22 +193,7 @@ def _array(
 
 
 def _optional_array(path: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
-    """Like :func:`_array`, but ``None`` gives a read-only array of zeros.
-
-    Parameters
-    ----------
-    path : str
-        Location used in error messages.
-    value : Any
-        The value, or ``None`` for the default.
-    shape : tuple of int
-        The (fully determined) expected shape.
-
-    Returns
-    -------
-    numpy.ndarray
-        The array.
-    """
+    """Like :func:`_array`, but ``None`` gives a read-only array of zeros."""
     if value is None:
         arr = np.zeros(shape)
         arr.setflags(write=False)
@@ -324,22 +202,7 @@ def _optional_array(path: str, value: Any, shape: tuple[int, ...]) -> np.ndarray
 
 
 def _scalar(path: str, value: Any, default: float | None = None) -> float:
-    """Convert ``value`` to a finite Python float.
-
-    Parameters
-    ----------
-    path : str
-        Location used in error messages.
-    value : Any
-        The number, or ``None`` for ``default``.
-    default : float, optional
-        Value used when ``value`` is ``None``; if not given, ``None`` is an error.
-
-    Returns
-    -------
-    float
-        The number.
-    """
+    """Convert ``value`` to a finite Python float."""
     if value is None and default is not None:
         return default
     if not _is_real(value):
@@ -354,24 +217,7 @@ def _scalar(path: str, value: Any, default: float | None = None) -> float:
 
 
 def _index(path: str, value: Any, count: int, what: str) -> int | None:
-    """Check an optional index into a list of ``count`` items.
-
-    Parameters
-    ----------
-    path : str
-        Location used in error messages.
-    value : Any
-        ``None`` or an integer (booleans are rejected).
-    count : int
-        Number of valid targets; the index must lie in ``[0, count)``.
-    what : str
-        Description of the targets for messages (e.g. ``'nodes of the parent "a"'``).
-
-    Returns
-    -------
-    int or None
-        The index.
-    """
+    """Check an optional index into a list of ``count`` items."""
     if value is None:
         return None
     if not _is_int(value):
@@ -387,20 +233,7 @@ def _scale(mat: np.ndarray) -> float:
 
 
 def _check_sym_psd(path: str, mat: np.ndarray) -> np.ndarray:
-    """Check that a square matrix is symmetric positive semi-definite (relative tol ``TOL``).
-
-    Parameters
-    ----------
-    path : str
-        Location used in error messages.
-    mat : numpy.ndarray
-        Square matrix.
-
-    Returns
-    -------
-    numpy.ndarray
-        Its eigenvalues in ascending order.
-    """
+    """Check that a square matrix is symmetric positive semi-definite (relative tol ``TOL``)."""
     if mat.size == 0:
         return np.zeros(0)
     scale = _scale(mat)
@@ -414,15 +247,7 @@ def _check_sym_psd(path: str, mat: np.ndarray) -> np.ndarray:
 
 
 def _check_inertia(path: str, inertia: np.ndarray) -> None:
-    """Check a 3×3 inertia tensor: symmetric PSD and satisfying the triangle inequality.
-
-    Parameters
-    ----------
-    path : str
-        Location used in error messages.
-    inertia : numpy.ndarray
-        The (3, 3) tensor.
-    """
+    """Check a 3×3 inertia tensor: symmetric PSD and satisfying the triangle inequality."""
     eig = _check_sym_psd(path, inertia)
     if eig[0] + eig[1] < eig[2] - TOL * _scale(inertia):
         raise ValueError(
@@ -432,15 +257,7 @@ def _check_inertia(path: str, inertia: np.ndarray) -> None:
 
 
 def _unit(path: str, vec: np.ndarray) -> None:
-    """Check that a vector has unit length (tolerance ``TOL``).
-
-    Parameters
-    ----------
-    path : str
-        Location used in error messages.
-    vec : numpy.ndarray
-        The vector.
-    """
+    """Check that a vector has unit length (tolerance ``TOL``)."""
     norm = float(np.linalg.norm(vec))
     if norm == 0.0:
         raise ValueError(f"{path} is the zero vector, expected a unit vector")
@@ -449,20 +266,7 @@ def _unit(path: str, vec: np.ndarray) -> None:
 
 
 def _rotation(path: str, value: Any) -> np.ndarray:
-    """Parse a rotation matrix, checking orthonormality and ``det = +1``.
-
-    Parameters
-    ----------
-    path : str
-        Location used in error messages.
-    value : Any
-        A 3×3 nested list or array, or ``None`` for the identity.
-
-    Returns
-    -------
-    numpy.ndarray
-        The read-only (3, 3) matrix.
-    """
+    """Parse a rotation matrix, checking orthonormality and ``det = +1``."""
     if value is None:
         rot = np.eye(3)
         rot.setflags(write=False)
@@ -485,20 +289,7 @@ def _rotation(path: str, value: Any) -> np.ndarray:
 
 
 def _placement(path: str, value: Any) -> dict[str, np.ndarray]:
-    """Parse a placement (rigid transform), defaulting to the identity.
-
-    Parameters
-    ----------
-    path : str
-        Location used in error messages.
-    value : Mapping or None
-        ``{"rotation": 3×3, "translation": 3}``; missing parts default to identity/zero.
-
-    Returns
-    -------
-    dict
-        ``{"rotation": (3, 3), "translation": (3,)}``.
-    """
+    """Parse a placement (rigid transform), defaulting to the identity."""
     value = _mapping(path, {} if value is None else value, _PLACEMENT_KEYS)
     given = [k for k in _ROTATION_KEYS if value.get(k) is not None]
     if len(given) > 1:
@@ -559,20 +350,7 @@ _ROTATION_FORMS = {"rotation": _rotation, "axis_angle": _axis_angle,
 
 
 def _rigid(where: str, value: Any) -> dict[str, Any]:
-    """Parse the ``rigid`` block of a body.
-
-    Parameters
-    ----------
-    where : str
-        Body label used in error messages (e.g. ``'bodies[0] "a"'``).
-    value : Mapping or None
-        The block; absent keys give zero mass, centre of mass and inertia.
-
-    Returns
-    -------
-    dict
-        ``{"mass": float, "com": (3,), "inertia": (3, 3)}``.
-    """
+    """Parse the ``rigid`` block of a body."""
     path = f"{where}: rigid"
     value = _mapping(path, {} if value is None else value, _RIGID_KEYS)
     mass = _scalar(f"{path}.mass", value.get("mass"), default=0.0)
@@ -588,20 +366,7 @@ def _rigid(where: str, value: Any) -> dict[str, Any]:
 
 
 def _flex(where: str, value: Any) -> dict[str, np.ndarray]:
-    """Parse the ``flex`` block of a body.
-
-    Parameters
-    ----------
-    where : str
-        Body label used in error messages.
-    value : Mapping or None
-        The block; ``None`` gives a body without nodes and modes.
-
-    Returns
-    -------
-    dict
-        ``{"nodes", "node_masses", "node_inertias", "modes", "stiffness", "damping"}``.
-    """
+    """Parse the ``flex`` block of a body."""
     path = f"{where}: flex"
     value = _mapping(path, {} if value is None else value, _FLEX_KEYS)
     if value:
@@ -649,24 +414,7 @@ def _flex(where: str, value: Any) -> dict[str, np.ndarray]:
 
 
 def _typed_option(path: str, value: Any, jtype: str, types: Sequence[str]) -> bool:
-    """Check presence of a type-specific joint key; return whether it must be parsed.
-
-    Parameters
-    ----------
-    path : str
-        Location of the key used in error messages.
-    value : Any
-        Its value (``None`` when absent).
-    jtype : str
-        The joint type.
-    types : sequence of str
-        The joint types that require the key; the others forbid it.
-
-    Returns
-    -------
-    bool
-        ``True`` when ``jtype`` is in ``types`` (and the value is present).
-    """
+    """Check presence of a type-specific joint key; return whether it must be parsed."""
     if jtype in types:
         if value is None:
             raise ValueError(f"{path} is required for a {jtype} joint")
@@ -679,26 +427,7 @@ def _typed_option(path: str, value: Any, jtype: str, types: Sequence[str]) -> bo
 def _joint(
     where: str, value: Any, parent: int, parent_nodes: int, own_nodes: int, parent_label: str
 ) -> dict[str, Any]:
-    """Parse the ``joint`` block of a body.
-
-    Parameters
-    ----------
-    where : str
-        Body label used in error messages.
-    value : Any
-        The block.
-    parent : int
-        Index of the parent body, -1 for ground.
-    parent_nodes, own_nodes : int
-        Node counts of the parent and of the body itself.
-    parent_label : str
-        Label of the parent used in error messages.
-
-    Returns
-    -------
-    dict
-        The normalised joint.
-    """
+    """Parse the ``joint`` block of a body."""
     path = f"{where}: joint"
     value = _mapping(path, value, _JOINT_KEYS)
     jtype = _required(path, value, "type")
@@ -747,18 +476,7 @@ def _joint(
 
 
 def _body_names(bodies: Sequence[Any]) -> list[str]:
-    """Check the body list's entries and names (non-empty, unique); return the names.
-
-    Parameters
-    ----------
-    bodies : sequence
-        The raw body entries.
-
-    Returns
-    -------
-    list of str
-        The body names in file order.
-    """
+    """Check the body list's entries and names (non-empty, unique); return the names."""
     index: dict[str, int] = {}
     for i, body in enumerate(bodies):
         body = _mapping(f"bodies[{i}]", body)
@@ -785,24 +503,7 @@ def _body_names(bodies: Sequence[Any]) -> list[str]:
 
 
 def _parent(where: str, value: Any, i: int, names: dict[str, int]) -> int:
-    """Resolve a body's ``parent`` to the index of an earlier body (-1 for ground).
-
-    Parameters
-    ----------
-    where : str
-        Body label used in error messages.
-    value : Any
-        The parent's name, ``None`` for ground, or (as in normalised dicts) an index, -1 for ground.
-    i : int
-        Index of the body itself.
-    names : dict of str to int
-        All body names and their indices.
-
-    Returns
-    -------
-    int
-        The parent index.
-    """
+    """Resolve a body's ``parent`` to the index of an earlier body (-1 for ground)."""
     path = f"{where}: parent"
     if value is None:
         return -1
@@ -832,18 +533,7 @@ def _parent(where: str, value: Any, i: int, names: dict[str, int]) -> int:
 
 
 def _header(d: Any) -> tuple[str, np.ndarray, Sequence[Any]]:
-    """Check the top level of a model description.
-
-    Parameters
-    ----------
-    d : Any
-        The raw model description.
-
-    Returns
-    -------
-    tuple
-        ``(name, gravity, bodies)``.
-    """
+    """Check the top level of a model description."""
     d = _mapping("model", d, _TOP_KEYS)
     fmt = d.get("format")
     if fmt is not None and fmt != FORMAT_NAME:
@@ -928,18 +618,7 @@ def normalize_model_dict(d: Mapping) -> dict:
 
 
 def _is_exactly(value: Any, reference: Any) -> bool:
-    """Return whether ``value`` equals ``reference`` bit for bit (so ``-0.0 != 0.0``).
-
-    Parameters
-    ----------
-    value, reference : array_like
-        The values to compare (as ``float64``).
-
-    Returns
-    -------
-    bool
-        ``True`` when shapes and all bits agree.
-    """
+    """Return whether ``value`` equals ``reference`` bit for bit (so ``-0.0 != 0.0``)."""
     a = np.asarray(value, dtype=np.float64)
     b = np.asarray(reference, dtype=np.float64)
     return a.shape == b.shape and a.tobytes() == b.tobytes()
@@ -1045,20 +724,7 @@ def to_plain_dict(nd: dict) -> dict:
 
 
 def _jsonable(obj: Any, path: str = "model") -> Any:
-    """Convert numpy arrays/scalars, tuples and mappings to plain JSON types.
-
-    Parameters
-    ----------
-    obj : Any
-        The object.
-    path : str, optional
-        Location used in error messages.
-
-    Returns
-    -------
-    Any
-        Dicts, lists, str, int, float, bool and ``None`` only.
-    """
+    """Convert numpy arrays/scalars, tuples and mappings to plain JSON types."""
     if isinstance(obj, Mapping):
         for key in obj:
             if not isinstance(key, str):
@@ -1076,20 +742,7 @@ def _jsonable(obj: Any, path: str = "model") -> Any:
 
 
 def _dumps(obj: Any, indent: int = 0) -> str:
-    """Format plain JSON data, one matrix row or vector per line.
-
-    Parameters
-    ----------
-    obj : Any
-        Plain JSON data (see :func:`_jsonable`).
-    indent : int, optional
-        Current indentation in spaces.
-
-    Returns
-    -------
-    str
-        JSON text; floats use ``repr`` (shortest round-trip form).
-    """
+    """Format plain JSON data, one matrix row or vector per line."""
     pad, inner = " " * indent, " " * (indent + 2)
     if isinstance(obj, dict) and obj:
         items = [f"{inner}{_dumps(k)}: {_dumps(v, indent + 2)}" for k, v in obj.items()]

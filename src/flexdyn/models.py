@@ -375,15 +375,22 @@ def spinup_torque(model: Model, T: float = 15.0, omega_s: float = 6.0,
 # shipped model files
 # ----------------------------------------------------------------------------------------------
 def modal_frequencies(model: Model) -> list[np.ndarray]:
-    """Per body, the natural frequencies (Hz) of its modes with the body frame held fixed:
-    ``sqrt(eig(K, M_ff)) / 2π`` with ``M_ff`` the modal block of the undeformed modal mass."""
+    """Per body, the natural frequencies (Hz, ascending) of its modes with the body frame held
+    fixed: ``sqrt(eig(K, M_ff)) / 2π`` with ``M_ff`` the modal block of the undeformed modal
+    mass.  A mode combination without inertia of its own (moving only massless nodes, whose
+    inertia comes from a child; or a repeated mode column) has no frequency: ``inf``."""
     out = []
     for body in model.bodies:
         m = body.n_modes
         if m == 0:
             out.append(np.zeros(0))
             continue
-        lam = scipy.linalg.eigh(body.K, body.M_m0[:m, :m], eigvals_only=True)
+        M_ff = body.M_m0[:m, :m]
+        try:
+            lam = scipy.linalg.eigh(body.K, M_ff, eigvals_only=True)
+        except np.linalg.LinAlgError:  # M_ff singular: generalized eigenvalues, inf for none
+            ev = scipy.linalg.eigvals(body.K, M_ff)
+            lam = np.sort(np.where(np.isfinite(ev), ev.real, np.inf))
         out.append(np.sqrt(np.clip(lam, 0.0, None)) / (2.0 * np.pi))
     return out
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from .chain import Model, state_layout
 from .energy import energies, momentum
+from .files import write_atomically
 from .spatial import Transform
 from .terms import check_fidelity, state_terms
 
@@ -27,14 +28,19 @@ class SimulationError(RuntimeError):
 
     Attributes
     ----------
-    t : float — the time reached when it failed (s).
+    t : float — the time of the failure (s): the right-hand-side evaluation that failed, or
+        the solver's time when its step failed.
     solver_message : str — the solver's (or the failed check's) message.
+    partial : SimulationResult or None — the samples computed before the failure (the
+        ``t_eval`` times passed, or the accepted steps), with their energy bookkeeping.
     """
 
-    def __init__(self, message: str, t: float, solver_message: str = ""):
+    def __init__(self, message: str, t: float, solver_message: str = "",
+                 partial: SimulationResult | None = None):
         super().__init__(message)
         self.t = float(t)
         self.solver_message = solver_message or message
+        self.partial = partial
 
 
 @dataclass(eq=False)
@@ -210,26 +216,32 @@ class SimulationResult:
 
     def to_csv(self, path: str | Path) -> None:
         """Write one row per sample: ``t``, ``q``, ``u``, ``τ``, work, energies and ``e_E``;
-        the header names the columns (``q:<body>.<component>``, see :func:`state_layout`)."""
+        the header names the columns (``q:<body>.<component>``, see :func:`state_layout`).
+
+        The file is replaced atomically: a failed write leaves an existing ``path`` intact."""
         names, data = self._columns()
-        with open(path, "w", newline="", encoding="utf-8") as fh:
+
+        def write(fh) -> None:
             w = csv.writer(fh)
             w.writerow(names)
             for row in data:
                 w.writerow([repr(float(v)) for v in row])
 
+        write_atomically(path, write)
+
     def to_npz(self, path: str | Path) -> None:
         """Save the histories, energies and the model (as model-file JSON) to ``.npz``;
-        read back with :meth:`from_npz`."""
-        np.savez_compressed(
-            path, t=self.t, q=self.q, u=self.u, tau=self.tau, work=self.work,
+        read back with :meth:`from_npz`.  ``path`` is written as given (no suffix is added)
+        and replaced atomically: a failed write leaves an existing ``path`` intact."""
+        model_json = json.dumps(self.model.to_dict())
+        write_atomically(path, lambda fh: np.savez_compressed(
+            fh, t=self.t, q=self.q, u=self.u, tau=self.tau, work=self.work,
             external_work=self.external_work, dissipation=self.dissipation,
             kinetic_energy=self.kinetic_energy, potential_energy=self.potential_energy,
             total_energy=self.total_energy, energy_balance_error=self.energy_balance_error,
             fidelity=np.array(self.fidelity), method=np.array(self.method),
-            energy_fidelity=np.array(self.energy_fidelity),
-            model=np.array(json.dumps(self.model.to_dict())),
-        )
+            energy_fidelity=np.array(self.energy_fidelity), model=np.array(model_json),
+        ), binary=True)
 
     @classmethod
     def from_npz(cls, path: str | Path) -> SimulationResult:
@@ -276,7 +288,8 @@ class SimulationResult:
                 ax.legend(fontsize="small", ncols=2, loc="best")
         fig.suptitle(f"{self.model.name} ({self.fidelity}, {self.method})")
         if path is not None:
-            fig.savefig(path, dpi=120)
+            fmt = Path(path).suffix[1:].lower() or "png"
+            write_atomically(path, lambda fh: fig.savefig(fh, format=fmt, dpi=120), binary=True)
         return fig
 
 

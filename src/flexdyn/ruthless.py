@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .body import BodyModel, FlexibleStep, JointSide, NodeAttachment, NodeFrames
-from .linalg import inertia_scale, spd_inverse, sym
+from .body import FlexibleStep, NodeFrames, UndeformedBodyModel
+from .linalg import SingularInertiaError, inertia_scale, spd_inverse, sym
 from .spatial import cross_force
 
 __all__ = ["INDIRECT_MIN_MODES", "RuthlessBodyModel", "RuthlessModel"]
@@ -37,7 +37,7 @@ __all__ = ["INDIRECT_MIN_MODES", "RuthlessBodyModel", "RuthlessModel"]
 INDIRECT_MIN_MODES = 8
 
 
-class RuthlessBodyModel(BodyModel):
+class RuthlessBodyModel(UndeformedBodyModel):
     """Appendix B model of body ``i``: Eq B4 constants, Eq B1 terms, Eq B3 flexible step.
 
     Attributes
@@ -58,9 +58,6 @@ class RuthlessBodyModel(BodyModel):
         frames0 = body.frames0
         self.indirect_min_modes = int(indirect_min_modes)
         kids = model.children[i]
-        self._nodes = {j: BodyModel.attach_node(self, frames0, j)
-                       for j in {None, self.child_node, *(model.parent_node[c] for c in kids)}}
-        self._side = super().joint_side(frames0)
         joint = model.joints[i]
         S0 = joint.motion_subspace(joint.neutral())
         Hcal0 = super().modal_joint_map(self._side, S0)
@@ -70,9 +67,9 @@ class RuthlessBodyModel(BodyModel):
         self.M_rr = M0[m:, m:]
         self.M_rf_Hf = M0[m:] @ self.Hf.T
         self.D_f0 = self.Hf @ M0 @ self.Hf.T
-        self.Lambda = spd_inverse(self.D_f0, f"articulated inertia ℋ_f M_m⁰ ℋ_f* of body {i} "
-                                             f"{model.names[i]!r}")
-        self.zeta = (np.hstack([self.Hf @ self._nodes[model.parent_node[c]].A for c in kids])
+        self.Lambda = _ruthless_Lambda(self.D_f0, i, model.names[i])
+        self.zeta = (np.hstack([self.Hf @ self.attach_node(frames0, model.parent_node[c]).A
+                                for c in kids])
                      if kids else np.zeros((m, 0)))
         self.Upsilon = self.Lambda @ self.zeta
         self.Omega = self.zeta.T @ self.Upsilon
@@ -81,21 +78,9 @@ class RuthlessBodyModel(BodyModel):
                   self.Upsilon, self.Omega, self.B_quad, Hcal0):
             a.setflags(write=False)
 
-    # -- position blocks at η = 0 (Eq B1) --------------------------------------------------
-    def node_frames(self, eta: np.ndarray) -> NodeFrames:
-        return self.body.frames0
-
-    def attach_node(self, frames: NodeFrames, j: int | None) -> NodeAttachment:
-        return self._nodes[j]
-
-    def joint_side(self, frames: NodeFrames) -> JointSide:
-        return self._side
-
-    def modal_joint_map(self, side: JointSide, S: np.ndarray) -> np.ndarray:
+    # -- position blocks at η = 0 (Eq B1): UndeformedBodyModel, and ℋ when constant ---------
+    def modal_joint_map(self, side, S: np.ndarray) -> np.ndarray:
         return self.Hcal if self.Hcal is not None else super().modal_joint_map(side, S)
-
-    def modal_mass(self, frames: NodeFrames) -> np.ndarray:
-        return self.body.M_m0
 
     # -- velocity blocks: η̇ = 0 in every product (Eq B1) ----------------------------------
     def product_rates(self, eta_dot: np.ndarray) -> np.ndarray:
@@ -159,6 +144,23 @@ class RuthlessModel:
         self.indirect_min_modes = int(indirect_min_modes)
         self.consts: tuple[RuthlessBodyModel, ...] = tuple(
             RuthlessBodyModel(model, i, indirect_min_modes) for i in range(model.n_bodies))
+
+
+def _ruthless_Lambda(D_f0: np.ndarray, i: int, name: str) -> np.ndarray:
+    """``Λ = D_f⁰⁻¹``; a singular ``D_f⁰`` raises naming the modes without inertia of their
+    own (Eq B3 needs every body's own modal inertia invertible)."""
+    try:
+        return spd_inverse(D_f0, f"articulated inertia ℋ_f M_m⁰ ℋ_f* of body {i} {name!r}")
+    except SingularInertiaError:
+        w, v = np.linalg.eigh(D_f0)
+        weights = np.abs(v[:, 0]) ** 2
+        modes = [int(k) for k in np.flatnonzero(weights > 0.1 * weights.max())]
+        raise SingularInertiaError(
+            f"body {i} {name!r}: the ruthless model needs its own modal inertia "
+            f"ℋ_f M_m⁰ ℋ_f* (Eq B4) invertible, but the combination of modes {modes} has "
+            f"none (smallest eigenvalue {w[0]:.3g}): those modes move only massless nodes "
+            "or repeat one another; give the nodes mass, drop the repeated mode, or use "
+            "fidelity='full'") from None
 
 
 def _block_diag(blocks: list) -> np.ndarray:

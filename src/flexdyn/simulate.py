@@ -235,8 +235,9 @@ def simulate(
         For arguments of the wrong shape or value (the message names the argument), including
         a ``tau``/``f_ext`` callable that returns the wrong shape.
     SimulationError
-        If the solver fails or the state or forces become non-finite; ``.t`` is the time
-        reached and ``.solver_message`` the solver's message.
+        If the solver fails or the state or forces become non-finite; ``.t`` is the time of
+        the failure, ``.solver_message`` the solver's message and ``.partial`` the
+        :class:`SimulationResult` of the samples computed before it.
     """
     if not isinstance(model, Model):
         raise TypeError(f"model must be a flexdyn Model, got {type(model).__name__}")
@@ -260,8 +261,9 @@ def simulate(
     for name, val in (("rtol", rtol), ("atol", atol)):
         if not (isinstance(val, (int, float, np.floating)) and val > 0 and math.isfinite(val)):
             raise ValueError(f"{name} must be a positive number, got {val!r}")
-    if not (max_step > 0):
-        raise ValueError(f"max_step must be positive, got {max_step!r}")
+    if not (isinstance(max_step, (int, float, np.floating)) and not isinstance(max_step, bool)
+            and max_step > 0):
+        raise ValueError(f"max_step must be a positive number (s), got {max_step!r}")
     if t_eval is not None:
         t_eval = np.asarray(t_eval, dtype=float)
         if t_eval.ndim != 1 or t_eval.size == 0 or not np.all(np.isfinite(t_eval)):
@@ -272,6 +274,9 @@ def simulate(
             raise ValueError(f"t_eval must lie within t_span = ({t0}, {t1})")
     if isinstance(integrator, str):
         _check_choice(integrator, _INTEGRATORS, "integrator")
+    elif not (isinstance(integrator, type) and issubclass(integrator, scipy.integrate.OdeSolver)):
+        raise ValueError(f"integrator must be one of {_INTEGRATORS} or a "
+                         f"scipy.integrate.OdeSolver subclass, got {integrator!r}")
     tau_fn = _forcing(tau, (nu,), "tau")
     fext_fn = _forcing(f_ext, (model.n_bodies, 6), "f_ext")
     try:  # validate the callables' shapes before integrating
@@ -320,39 +325,78 @@ def simulate(
         return out
 
     x0 = np.concatenate([q0, u0, np.zeros(_N_EXTRA)])
+    solver_cls = getattr(scipy.integrate, integrator) if isinstance(integrator, str) else integrator
     wall = time.perf_counter()
+    samples = _Samples(t0, x0, t_eval)
+    failure: tuple[float, str, BaseException | None] | None = None
     try:
-        sol = scipy.integrate.solve_ivp(f, (t0, t1), x0, method=integrator, t_eval=t_eval,
-                                        rtol=rtol, atol=atol, max_step=max_step)
+        solver = solver_cls(f, t0, x0, t1, rtol=rtol, atol=atol, max_step=max_step)
+        while solver.status == "running":
+            message = solver.step()
+            if solver.status == "failed":
+                failure = (float(solver.t), str(message), None)
+                break
+            samples.add(solver)
     except _RhsFailure as exc:
-        raise SimulationError(f"simulation failed at t = {exc.t:.6g} s: {exc.message}",
-                              exc.t, exc.message) from exc.__cause__
+        failure = (exc.t, exc.message, exc.__cause__)
     finally:
         if bar is not None:
             bar.close()
     wall = time.perf_counter() - wall
-    if sol.status < 0 or not sol.success:
-        t_fail = float(sol.t[-1]) if sol.t.size else t0
-        raise SimulationError(f"integration failed at t = {t_fail:.6g} s: {sol.message}",
-                              t_fail, str(sol.message))
-    y = sol.y.T
-    q = np.array([_normalized(model, row) for row in y[:, :nq]]) if nq != nu else y[:, :nq]
-    u = y[:, nq:nq + nu]
-    if tau_fn is None:
-        tau_hist = np.zeros((sol.t.size, nu))
-    else:
+
+    def result(t: np.ndarray, y: np.ndarray) -> SimulationResult:
+        q = np.array([_normalized(model, row) for row in y[:, :nq]]) if nq != nu else y[:, :nq]
+        u = y[:, nq:nq + nu]
         try:
-            tau_hist = np.array([tau_fn(t, qk, uk)
-                                 for t, qk, uk in zip(sol.t, q, u, strict=True)])
+            tau_hist = (np.zeros((t.size, nu)) if tau_fn is None else
+                        np.array([tau_fn(tk, qk, uk) for tk, qk, uk in zip(t, q, u, strict=True)]))
         except _RhsFailure as exc:
             raise SimulationError(f"at t = {exc.t:.6g} s: {exc.message}", exc.t,
                                   exc.message) from None
-    return SimulationResult(
-        t=sol.t, q=q, u=np.ascontiguousarray(u), model=model, fidelity=fidelity, method=method,
-        work=y[:, nq + nu].copy(), external_work=y[:, nq + nu + 1].copy(),
-        dissipation=y[:, nq + nu + 2].copy(), tau=tau_hist, nfev=int(sol.nfev),
-        wall_time=wall, message=str(sol.message),
-    )
+        return SimulationResult(
+            t=t, q=q, u=np.ascontiguousarray(u), model=model, fidelity=fidelity, method=method,
+            work=y[:, nq + nu].copy(), external_work=y[:, nq + nu + 1].copy(),
+            dissipation=y[:, nq + nu + 2].copy(), tau=tau_hist, nfev=int(solver.nfev),
+            wall_time=wall, message="failed" if failure else "the integration reached t1",
+        )
+
+    t_out, y_out = samples.arrays(nq + nu + _N_EXTRA)
+    if failure is not None:
+        t_fail, message, cause = failure
+        raise SimulationError(f"simulation failed at t = {t_fail:.6g} s: {message}", t_fail,
+                              message, partial=result(t_out, y_out)) from cause
+    return result(t_out, y_out)
+
+
+class _Samples:
+    """The output samples of an integration: every step (no ``t_eval``) or the ``t_eval``
+    times passed so far, from the solver's dense output."""
+
+    def __init__(self, t0: float, x0: np.ndarray, t_eval: np.ndarray | None):
+        self.t_eval = t_eval
+        self.t: list[float] = []
+        self.y: list[np.ndarray] = []
+        if t_eval is None:
+            self.t.append(t0)
+            self.y.append(x0)
+        self.next = 0  # index of the next t_eval sample
+
+    def add(self, solver) -> None:
+        """Record the samples of the step just taken (``solver.t_old`` to ``solver.t``)."""
+        if self.t_eval is None:
+            self.t.append(float(solver.t))
+            self.y.append(np.array(solver.y))
+            return
+        end = np.searchsorted(self.t_eval, solver.t, side="right")
+        if end > self.next:
+            times = self.t_eval[self.next:end]
+            self.t.extend(times.tolist())
+            self.y.extend(np.atleast_2d(solver.dense_output()(times).T))
+            self.next = int(end)
+
+    def arrays(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(t (nt,), y (nt, n))``."""
+        return np.array(self.t, dtype=float), np.array(self.y, dtype=float).reshape(-1, n)
 
 
 def _progress_bar(t0: float, t1: float):

@@ -63,7 +63,7 @@ __all__ = [
 BODY_MODELS: dict[tuple[str, str], type[BodyModel]] = {
     ("rigid", "full"): RigidBodyModel,
     ("modal", "full"): BodyModel,
-    ("rigid", "ruthless"): RuthlessBodyModel,
+    ("rigid", "ruthless"): RigidBodyModel,
     ("modal", "ruthless"): RuthlessBodyModel,
 }
 #: The fidelities (body-model families) of :data:`BODY_MODELS`.
