@@ -106,8 +106,8 @@ operand returns CountingArrays, and an element of one is a 0-d CountingArray.  W
   order n, the pivot test (1 M) and mirroring the triangle that ``potri`` returns (n² A);
   per ``cholesky_solve`` of order n, the pivot tests (n squared pivots, n M) — and their
   tolerances ``MASS_MATRIX_RTOL · M_kk`` (n M) unless ``M`` is a CountingArray (the mass
-  matrix of ``crba`` is a plain buffer).  The singularity scale ``inertia_scale`` (``|ℋ|²`` and its row
-  sums) reads CountingArrays and counts;
+  matrix of ``crba`` is a plain buffer).  The singularity scale ``inertia_scale``
+  (``|ℋ|²`` and its row sums) reads CountingArrays and counts;
 * the validation of the inputs and the time-independent data: the model and its ruthless
   body models (Eq B4, :class:`~flexdyn.ruthless.RuthlessBodyModel`) are built before
   counting, as the paper excludes Eq B4.
