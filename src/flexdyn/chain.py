@@ -40,6 +40,7 @@ __all__ = [
     "ModelBuilder",
     "StateEntry",
     "load_model",
+    "numeric_array",
     "save_model",
     "state_layout",
 ]
@@ -48,6 +49,18 @@ __all__ = [
 #: Largest accepted ``|‖Q‖ − 1|`` of a joint quaternion in ``q``: within it the per-state
 #: functions normalise ``Q`` (analytically, ``Q / √(Q·Q)``), beyond it they raise.
 QUATERNION_TOL = 1e-6
+
+
+def numeric_array(value: Any, name: str) -> np.ndarray:
+    """``value`` as an array of real (integers become floats) or complex numbers;
+    ``TypeError`` naming ``name`` for strings, objects, booleans."""
+    a = np.asarray(value)
+    if a.dtype.kind in "iu":
+        return a.astype(float)
+    if a.dtype.kind not in "fc":
+        raise TypeError(f"{name} must be an array of real or complex numbers, got dtype "
+                        f"{a.dtype}")
+    return a
 
 
 def _frozen(values: Any, dtype: type) -> np.ndarray:
@@ -214,12 +227,7 @@ class Model:
             if value is None:
                 out.append(None)
                 continue
-            a = np.asarray(value)
-            if a.dtype.kind in "iu":
-                a = a.astype(float)
-            elif a.dtype.kind not in "fc":
-                raise TypeError(f"{key} must be an array of real or complex numbers, got "
-                                f"dtype {a.dtype}")
+            a = numeric_array(value, key)
             if a.shape != (n,):
                 raise ValueError(
                     f"{key} has shape {a.shape}, expected ({n},) for model {self.name!r}"

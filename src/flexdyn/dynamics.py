@@ -25,7 +25,7 @@ from .articulated_body import (
     articulated_forward_dynamics,
     articulated_forward_dynamics_split,
 )
-from .chain import Model
+from .chain import Model, numeric_array
 from .composite_body import composite_forward_dynamics, crba
 from .newton_euler import rnea
 from .terms import PositionTerms, state_terms
@@ -54,12 +54,7 @@ def check_external_forces(model: Model, f_ext) -> np.ndarray | None:
     acting at each body frame origin, in body-frame coordinates (N m, N); real or complex."""
     if f_ext is None:
         return None
-    f = np.asarray(f_ext)
-    if f.dtype.kind in "iu":
-        f = f.astype(float)
-    elif f.dtype.kind not in "fc":
-        raise TypeError(f"f_ext must be an array of real or complex numbers, got dtype "
-                        f"{f.dtype}")
+    f = numeric_array(f_ext, "f_ext")
     if f.shape != (model.n_bodies, 6):
         raise ValueError(f"f_ext has shape {f.shape}, expected ({model.n_bodies}, 6)")
     if not np.all(np.isfinite(f)):

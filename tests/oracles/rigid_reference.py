@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from .brute_force import _JOINT_SIZES as _NQ_NU  # one joint-size table for both oracles
+
 __all__ = [
     "RigidModel",
     "cross",
@@ -42,16 +44,6 @@ __all__ = [
     "rodrigues",
 ]
 
-_NQ_NU = {
-    "fixed": (0, 0),
-    "revolute": (1, 1),
-    "prismatic": (1, 1),
-    "screw": (1, 1),
-    "cylindrical": (2, 2),
-    "universal": (2, 2),
-    "spherical": (4, 3),
-    "free": (7, 6),
-}
 
 
 # ---------------------------------------------------------------------------------------------
