@@ -104,9 +104,11 @@ class Model:
         )
         self.joints: tuple[Joint, ...] = tuple(make_joint(b["joint"]) for b in bspecs)
         self.parent = _frozen([b["parent"] for b in bspecs], int)
-        self.children: tuple[tuple[int, ...], ...] = tuple(
-            tuple(int(c) for c in np.flatnonzero(self.parent == i)) for i in range(self.n_bodies)
-        )
+        kids: list[list[int]] = [[] for _ in range(self.n_bodies)]
+        for i, p in enumerate(self.parent.tolist()):
+            if p >= 0:
+                kids[p].append(i)
+        self.children: tuple[tuple[int, ...], ...] = tuple(tuple(k) for k in kids)
         self.placement = tuple(_transform(b["joint"]["placement"]) for b in bspecs)
         self.child_placement = tuple(_transform(b["joint"]["child_placement"]) for b in bspecs)
         self.parent_node = tuple(b["joint"]["parent_node"] for b in bspecs)

@@ -10,10 +10,19 @@ terms of the chosen body model (:mod:`flexdyn.terms`) and runs one algorithm.
 
 Inputs ``q`` (nq,), ``u``, ``u̇``, ``τ`` (nu,) follow the layout of ``model-format.md``; real
 or complex (complex-step differentiation) numbers.
+
+Batches
+-------
+Every per-state function also takes a batch of states: ``q`` (B, nq) with the other state
+arrays (B, nu) (``τ`` may be None) and ``f_ext`` (B, n_bodies, 6) or one (n_bodies, 6) for
+all; the result gains the leading axis B and equals the loop over the states (see
+:func:`batched`).  An invalid state is reported with its batch index.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 
 import numpy as np
@@ -32,6 +41,7 @@ from .terms import PositionTerms, state_terms
 
 __all__ = [
     "FORWARD_METHODS",
+    "batched",
     "bias_forces",
     "check_external_forces",
     "forward_dynamics",
@@ -47,6 +57,50 @@ FORWARD_METHODS: dict[str, Callable[..., np.ndarray]] = {
     "articulated-split": articulated_forward_dynamics_split,  # Eqs 62–64
     "composite": composite_forward_dynamics,  # Eq 46
 }
+
+
+def batched(*state_args: str) -> Callable[[Callable], Callable]:
+    """Decorator: let a per-state function ``fn(model, q, ...)`` take a leading batch axis.
+
+    When ``q`` is 2-D, ``(B, nq)``, the arguments named in ``state_args`` must be ``(B, ·)``
+    (or None), ``f_ext`` may be ``(B, n_bodies, 6)`` or one ``(n_bodies, 6)`` for all, and the
+    result is ``np.stack`` of ``fn`` over the B states.  An error of state ``b`` is re-raised
+    with the same type and the prefix ``"batch item b: "``."""
+
+    def decorate(fn: Callable) -> Callable:
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            arguments = signature.bind(*args, **kwargs).arguments
+            q = arguments["q"]
+            if np.ndim(q) != 2:
+                return fn(**arguments)
+            n = np.shape(q)[0]
+            per_state = {"q": np.asarray(q)}
+            for name in state_args:
+                value = arguments.get(name)
+                if value is not None:
+                    per_state[name] = np.asarray(value)
+            f_ext = arguments.get("f_ext")
+            if f_ext is not None and np.ndim(f_ext) == 3:
+                per_state["f_ext"] = np.asarray(f_ext)
+            for name, value in per_state.items():
+                if value.ndim < 2 or value.shape[0] != n:
+                    raise ValueError(f"{name} has shape {value.shape}; with a batch of {n} "
+                                     f"states (q of shape {np.shape(q)}) it needs a leading "
+                                     f"axis of {n}")
+            out = []
+            for b in range(n):
+                try:
+                    out.append(fn(**(arguments | {k: v[b] for k, v in per_state.items()})))
+                except (ValueError, TypeError, FloatingPointError) as exc:
+                    raise type(exc)(f"batch item {b}: {exc}") from exc
+            return np.stack(out)
+
+        return call
+
+    return decorate
 
 
 def check_external_forces(model: Model, f_ext) -> np.ndarray | None:
@@ -71,6 +125,7 @@ def _finite(result: np.ndarray, what: str) -> np.ndarray:
     return result
 
 
+@batched("u", "tau")
 def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None = None,
                      method: str = "articulated", fidelity: str = "full",
                      f_ext: np.ndarray | None = None) -> np.ndarray:
@@ -82,7 +137,8 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
 
     Parameters
     ----------
-    q : (nq,), u : (nu,), tau : (nu,) or None (zero) — layout of ``model-format.md``.
+    q : (nq,), u : (nu,), tau : (nu,) or None (zero) — layout of ``model-format.md``; or a
+        batch ``(B, nq)``, ``(B, nu)`` (see :func:`batched`).
     method : ``"articulated"`` (O(N) articulated-body algorithm, Eq 58), ``"articulated-split"``
         (flexible/hinge split, Eqs 62–64; Eq B3 for the ruthless model) or ``"composite"``
         (Eq 46).
@@ -99,6 +155,7 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
         return _finite(algorithm(model, pos, vel, tau, f_ext), "u̇")
 
 
+@batched("u", "udot")
 def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
                      fidelity: str = "full", f_ext: np.ndarray | None = None) -> np.ndarray:
     """Generalized forces ``τ = M(q) u̇ + C(q, u)`` (nu,), Eqs 44–45.
@@ -124,6 +181,7 @@ def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarra
         return _finite(rnea(model, pos, vel, udot, f_ext), "τ")
 
 
+@batched("u")
 def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
                 f_ext: np.ndarray | None = None) -> np.ndarray:
     """Bias vector ``C(q, u)`` (nu,) of Eq 43 with gravity, stiffness, damping and external
@@ -135,6 +193,7 @@ def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "ful
         return _finite(rnea(model, pos, vel, np.zeros(model.nu), f_ext), "C")
 
 
+@batched()
 def mass_matrix(model: Model, q: np.ndarray, fidelity: str = "full") -> np.ndarray:
     """System mass matrix ``M(q)`` (nu × nu), Eqs 43, 49–50.
 
@@ -157,6 +216,7 @@ def innovations_factors(model: Model, q: np.ndarray,
     return pos, articulated_body_inertias(model, pos)
 
 
+@batched()
 def mass_matrix_inverse(model: Model, q: np.ndarray, fidelity: str = "full") -> np.ndarray:
     """``M⁻¹(q)`` (nu × nu) from the innovations factors (Lemma 4), without inverting ``M``:
     the O(N) sweeps applied to the identity block."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .chain import Model
+from .dynamics import batched
 from .terms import PositionTerms, modal_velocities, state_terms
 
 __all__ = ["energies", "kinetic_energy", "momentum", "potential_energy", "total_energy"]
@@ -31,12 +32,14 @@ def _potential(model: Model, kin: PositionTerms) -> float:
     return V
 
 
+@batched("u")
 def kinetic_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full") -> float:
     """``T = ½ Σ_i V_m(i)ᵀ M_m(i) V_m(i) = ½ uᵀ M u`` (J)."""
     q, u = model.check_state(q, u)
     return _kinetic(model, state_terms(model, q, None, fidelity)[0], u)
 
 
+@batched()
 def potential_energy(model: Model, q: np.ndarray, fidelity: str = "full") -> float:
     """Elastic ``½ Σ ηᵀ K η`` plus gravitational ``−Σ m g·x`` energy (J).
 
@@ -47,11 +50,13 @@ def potential_energy(model: Model, q: np.ndarray, fidelity: str = "full") -> flo
     return _potential(model, state_terms(model, q, None, fidelity)[0])
 
 
+@batched("u")
 def total_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full") -> float:
     """``T + V`` (J)."""
     return kinetic_energy(model, q, u, fidelity) + potential_energy(model, q, fidelity)
 
 
+@batched("u")
 def momentum(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full") -> np.ndarray:
     """Total spatial momentum ``[h; p]`` (6,) in inertial coordinates.
 
@@ -71,6 +76,7 @@ def momentum(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full")
     return out
 
 
+@batched("u")
 def energies(model: Model, q: np.ndarray, u: np.ndarray,
              fidelity: str = "full") -> tuple[float, float]:
     """``(T, V)``: :func:`kinetic_energy` and :func:`potential_energy` from one evaluation of
