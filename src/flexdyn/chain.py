@@ -183,7 +183,7 @@ class Model:
 
     def qdot(self, q: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Kinematic equation ``q̇ = Γ(q) u`` (nq,) (Kwatny & Blankenship)."""
-        q, u = np.asarray(q), np.asarray(u)
+        q, u = numeric_array(q, "q"), numeric_array(u, "u")
         out = np.empty(self.nq, dtype=np.result_type(q, u, float))
         for i, j in enumerate(self.joints):
             qs, us = int(self.q_start[i]), int(self.u_start[i])
@@ -194,7 +194,7 @@ class Model:
 
     def Gamma(self, q: np.ndarray) -> np.ndarray:
         """Block-diagonal ``Γ(q)`` (nq × nu) with ``q̇ = Γ(q) u``."""
-        q = np.asarray(q)
+        q = numeric_array(q, "q")
         G = np.zeros((self.nq, self.nu), dtype=np.result_type(q, float))
         for i, j in enumerate(self.joints):
             qs, us = int(self.q_start[i]), int(self.u_start[i])

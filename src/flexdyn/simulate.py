@@ -329,16 +329,23 @@ def simulate(
     wall = time.perf_counter()
     samples = _Samples(t0, x0, t_eval)
     failure: tuple[float, str, BaseException | None] | None = None
+    solver = None
     try:
         solver = solver_cls(f, t0, x0, t1, rtol=rtol, atol=atol, max_step=max_step)
-        while solver.status == "running":
-            message = solver.step()
-            if solver.status == "failed":
-                failure = (float(solver.t), str(message), None)
-                break
-            samples.add(solver)
+        message = samples.run(solver)
+        if solver.status == "failed":
+            failure = (float(solver.t), message, None)
     except _RhsFailure as exc:
         failure = (exc.t, exc.message, exc.__cause__)
+        t_last = samples.pending_before(exc.t)
+        if solver is not None and t_last is not None:
+            # the failed step may have spanned samples before the failure: integrate afresh
+            # from the last accepted step up to them
+            try:
+                samples.run(solver_cls(f, solver.t, solver.y, t_last, rtol=rtol, atol=atol,
+                                       max_step=max_step))
+            except _RhsFailure:
+                pass
     finally:
         if bar is not None:
             bar.close()
@@ -356,7 +363,8 @@ def simulate(
         return SimulationResult(
             t=t, q=q, u=np.ascontiguousarray(u), model=model, fidelity=fidelity, method=method,
             work=y[:, nq + nu].copy(), external_work=y[:, nq + nu + 1].copy(),
-            dissipation=y[:, nq + nu + 2].copy(), tau=tau_hist, nfev=int(solver.nfev),
+            dissipation=y[:, nq + nu + 2].copy(), tau=tau_hist,
+            nfev=0 if solver is None else int(solver.nfev),
             wall_time=wall, message="failed" if failure else "the integration reached t1",
         )
 
@@ -380,6 +388,24 @@ class _Samples:
             self.t.append(t0)
             self.y.append(x0)
         self.next = 0  # index of the next t_eval sample
+
+    def run(self, solver) -> str:
+        """Step ``solver`` to its end or its failure, recording the samples; returns the
+        message of the failed step ("" otherwise)."""
+        while solver.status == "running":
+            message = solver.step()
+            if solver.status == "failed":
+                return str(message)
+            self.add(solver)
+        return ""
+
+    def pending_before(self, t: float) -> float | None:
+        """The last ``t_eval`` sample not yet recorded that lies before ``t``, or None."""
+        if self.t_eval is None:
+            return None
+        pending = self.t_eval[self.next:]
+        pending = pending[pending < t]
+        return float(pending[-1]) if pending.size else None
 
     def add(self, solver) -> None:
         """Record the samples of the step just taken (``solver.t_old`` to ``solver.t``)."""
