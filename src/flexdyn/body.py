@@ -408,8 +408,9 @@ class BodyModel:
 
 class UndeformedBodyModel(BodyModel):
     """Shared by the body models whose position blocks are those of the undeformed body
-    (``η = 0``): node frames, the operators of the nodes children attach to, the joint side
-    and ``M_m⁰`` are constants, computed once when the body model is built."""
+    (``η = 0``): node frames, the operators of the nodes children attach to, the joint side,
+    ``ℋ`` (for a joint with a constant map) and ``M_m⁰`` are constants, computed once when
+    the body model is built."""
 
     def __init__(self, model, i: int):
         super().__init__(model, i)
@@ -418,6 +419,12 @@ class UndeformedBodyModel(BodyModel):
         self._nodes = {j: super(UndeformedBodyModel, self).attach_node(frames0, j)
                        for j in nodes}
         self._side = super().joint_side(frames0)
+        joint = model.joints[i]
+        Hcal = super().modal_joint_map(self._side, joint.motion_subspace(joint.neutral()))
+        Hcal.setflags(write=False)
+        #: ``ℋ(i)`` ((nu_j + m) × (m + 6)) when the joint map is constant, else None
+        self.Hcal: np.ndarray | None = Hcal if joint.constant_subspace else None
+        self._Hcal_neutral = Hcal
 
     def node_frames(self, eta: np.ndarray) -> NodeFrames:
         return self.body.frames0
@@ -427,6 +434,9 @@ class UndeformedBodyModel(BodyModel):
 
     def joint_side(self, frames: NodeFrames) -> JointSide:
         return self._side
+
+    def modal_joint_map(self, side: JointSide, S: np.ndarray) -> np.ndarray:
+        return self.Hcal if self.Hcal is not None else super().modal_joint_map(side, S)
 
     def modal_mass(self, frames: NodeFrames) -> np.ndarray:
         return self.body.M_m0

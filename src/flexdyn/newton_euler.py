@@ -48,9 +48,10 @@ def rnea(model: Model, pos: PositionTerms, vel: VelocityTerms, udot: np.ndarray,
         m = int(model.n_modes[i])
         p = int(model.parent[i])
         a_t = pos.A[i].T @ alpha[p] if p >= 0 else a_ground[:, None]
+        a_V = pos.phi[i].T @ a_t + vel.a_m[i][m:, None]
         a = pos.Hcal[i].T @ X[model.u_slice(i)]
-        a = a.astype(np.result_type(a, a_t, vel.a_m[i]), copy=False)
-        a[m:] += pos.phi[i].T @ a_t + vel.a_m[i][m:, None]
+        a = a.astype(np.result_type(a, a_V), copy=False)
+        a[m:] += a_V
         alpha[i] = a
         f[i] = pos.M_m[i] @ a + vel.bias_force(model, i, f_ext)[:, None]  # Eq 36
     T = np.zeros((model.nu, X.shape[1]), dtype=np.result_type(*f, float))

@@ -58,11 +58,7 @@ class RuthlessBodyModel(UndeformedBodyModel):
         frames0 = body.frames0
         self.indirect_min_modes = int(indirect_min_modes)
         kids = model.children[i]
-        joint = model.joints[i]
-        S0 = joint.motion_subspace(joint.neutral())
-        Hcal0 = super().modal_joint_map(self._side, S0)
-        self.Hcal = Hcal0 if joint.constant_subspace else None
-        self.Hf = Hcal0[joint.nu:]
+        self.Hf = self._Hcal_neutral[model.joints[i].nu:]
         M0 = body.M_m0
         self.M_rr = M0[m:, m:]
         self.M_rf_Hf = M0[m:] @ self.Hf.T
@@ -74,13 +70,9 @@ class RuthlessBodyModel(UndeformedBodyModel):
         self.Upsilon = self.Lambda @ self.zeta
         self.Omega = self.zeta.T @ self.Upsilon
         self.B_quad = _centrifugal_quadratic_form(body)
-        for a in (self.Hf, self.M_rr, self.M_rf_Hf, self.D_f0, self.Lambda, self.zeta,
-                  self.Upsilon, self.Omega, self.B_quad, Hcal0):
+        for a in (self.M_rr, self.M_rf_Hf, self.D_f0, self.Lambda, self.zeta,
+                  self.Upsilon, self.Omega, self.B_quad):
             a.setflags(write=False)
-
-    # -- position blocks at η = 0 (Eq B1): UndeformedBodyModel, and ℋ when constant ---------
-    def modal_joint_map(self, side, S: np.ndarray) -> np.ndarray:
-        return self.Hcal if self.Hcal is not None else super().modal_joint_map(side, S)
 
     # -- velocity blocks: η̇ = 0 in every product (Eq B1) ----------------------------------
     def product_rates(self, eta_dot: np.ndarray) -> np.ndarray:

@@ -251,6 +251,9 @@ def velocity_terms(model: Model, pos: PositionTerms, u: np.ndarray) -> VelocityT
         a_V = φ*(t, i) (Ė_t η̇_p + V_t × E_t η̇_p) + X_{i←J_c} (Ḣ* β + V_Jc × H* β)
               + Q̇ η̇ + V × Q η̇,       Q̇ η̇ = −X_{i←n_c} Ė_c η̇,
 
+    where ``X_{i←J_c} (V_Jc × H* β) = (V − Q η̇) × H_F* β`` (``V_Jc`` is the twist of ``J_c``,
+    ``V − Q η̇`` seen at ``F_i``; a motion transform maps cross products to cross products).
+
     with the modal rates the body models let into the products (``product_rates``: the
     actual ``η̇``, or zero for the ruthless model, Eq B1).
     """
@@ -279,11 +282,12 @@ def velocity_terms(model: Model, pos: PositionTerms, u: np.ndarray) -> VelocityT
             w_t = pos.E_t[i] @ etad_p
             eps = models[p].node_twist_rate(pos.frames[p], pn, etad_p) + cross_motion(V_t, w_t)
             aV = aV + pos.phi[i].T @ eps
-        if joint.nu:
-            Sb = pos.S[i] @ beta
-            V_Jc = pos.T_joint[i].twist_to_child(V - pos.Q[i] @ etad)
-            eps = joint.motion_subspace_rate(model.q_joint(pos.q, i), beta) + cross_motion(V_Jc, Sb)
-            aV = aV + pos.X_joint[i] @ eps
+        if joint.nu:  # X (V_Jc × H* β) = (V − Q η̇) × H_F* β; Ḣ* β only where H* varies
+            H_F_beta = pos.Hcal[i][:joint.nu, m:].T @ beta
+            aV = aV + cross_motion(V - pos.Q[i] @ etad, H_F_beta)
+            if not joint.constant_subspace:
+                aV = aV + pos.X_joint[i] @ joint.motion_subspace_rate(model.q_joint(pos.q, i),
+                                                                       beta)
         cn = model.child_node[i]
         if cn is not None and np.any(etad):  # zero without product rates
             Edot = bm.node_twist_rate(pos.frames[i], cn, etad)
