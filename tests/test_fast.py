@@ -220,3 +220,53 @@ def test_singular_articulated_inertia_raises_naming_the_body():
     cm = CompiledRuthlessModel(model)
     with pytest.raises(ValueError, match="'slider'"):
         cm.forward_dynamics(np.zeros(2), np.zeros(2), np.zeros(2))
+
+
+def test_first_build_from_several_threads():
+    """Four threads loading the kernels at once (each wraps the kernels with numba.njit the
+    first time): none fails, every kernel is wrapped once."""
+    import importlib.util
+    import threading
+
+    spec = importlib.util.spec_from_file_location("flexdyn._fast_race", fast.__file__)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    barrier, errors = threading.Barrier(4), []
+
+    def load():
+        barrier.wait()
+        try:
+            mod._load_kernels()
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=load) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    import numba
+
+    for name in mod._KERNEL_NAMES:
+        kernel = getattr(mod, name)
+        assert isinstance(kernel, numba.core.registry.CPUDispatcher), name
+        assert not isinstance(kernel.py_func, numba.core.registry.CPUDispatcher), name
+
+
+def test_body_models_built_once_from_several_threads():
+    import threading
+
+    model = fd.models.spacecraft(name="threads")  # a model no other test has cached
+    barrier, results = threading.Barrier(4), []
+
+    def build():
+        barrier.wait()
+        results.append(fd.terms.body_models(model, "ruthless"))
+
+    threads = [threading.Thread(target=build) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4 and all(r is results[0] for r in results)

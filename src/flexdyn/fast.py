@@ -40,6 +40,7 @@ allocates its own work arrays.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -1004,6 +1005,7 @@ _KERNEL_NAMES = (
     "_cholesky_solve", "_ab_forward", "_cb_forward", "_mass_matrix", "_inverse_dynamics",
 )
 _kernels_loaded = False
+_KERNELS_LOCK = threading.Lock()
 
 
 def _import_numba():
@@ -1028,12 +1030,13 @@ def _load_kernels() -> None:
     versions (once).  Compilation itself happens on first call (or :meth:`warmup`)."""
     global _kernels_loaded
     numba = _import_numba()
-    if _kernels_loaded:
-        return
-    g = globals()
-    for name in _KERNEL_NAMES:
-        g[name] = numba.njit(cache=True, fastmath=_FASTMATH)(g[name])
-    _kernels_loaded = True
+    with _KERNELS_LOCK:  # a second thread must not wrap an already wrapped kernel
+        if _kernels_loaded:
+            return
+        g = globals()
+        for name in _KERNEL_NAMES:
+            g[name] = numba.njit(cache=True, fastmath=_FASTMATH)(g[name])
+        _kernels_loaded = True
 
 
 # ----------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ per (model, fidelity) and cached here, outside the (immutable) model.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -70,6 +71,7 @@ BODY_MODELS: dict[tuple[str, str], type[BodyModel]] = {
 FIDELITIES: tuple[str, ...] = tuple(dict.fromkeys(f for _, f in BODY_MODELS))
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_CACHE_LOCK = threading.RLock()
 
 
 def check_fidelity(fidelity: str, name: str = "fidelity") -> str:
@@ -83,11 +85,12 @@ def check_fidelity(fidelity: str, name: str = "fidelity") -> str:
 def body_models(model: Model, fidelity: str = "full") -> tuple[BodyModel, ...]:
     """The body model of every body of ``model`` for ``fidelity`` (built once, cached)."""
     check_fidelity(fidelity)
-    per_model = _CACHE.setdefault(model, {})
-    if fidelity not in per_model:
-        per_model[fidelity] = tuple(BODY_MODELS[(body.kind, fidelity)](model, i)
-                                    for i, body in enumerate(model.bodies))
-    return per_model[fidelity]
+    with _CACHE_LOCK:
+        per_model = _CACHE.setdefault(model, {})
+        if fidelity not in per_model:
+            per_model[fidelity] = tuple(BODY_MODELS[(body.kind, fidelity)](model, i)
+                                        for i, body in enumerate(model.bodies))
+        return per_model[fidelity]
 
 
 # ----------------------------------------------------------------------------------------------
