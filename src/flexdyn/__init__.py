@@ -12,7 +12,9 @@ from .chain import Model, ModelBuilder, StateEntry, load_model, save_model, stat
 from .dynamics import (
     bias_forces,
     forward_dynamics,
+    hybrid_dynamics,
     inverse_dynamics,
+    joint_wrenches,
     mass_matrix,
     mass_matrix_inverse,
 )
@@ -46,7 +48,9 @@ __all__ = [
     "compute_kinematics",
     "compute_velocities",
     "forward_dynamics",
+    "hybrid_dynamics",
     "inverse_dynamics",
+    "joint_wrenches",
     "kinetic_energy",
     "load_model",
     "mass_matrix",

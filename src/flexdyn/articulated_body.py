@@ -84,14 +84,21 @@ def _child_inertia(pos: PositionTerms, i: int, P_plus_R: np.ndarray) -> np.ndarr
     return AP @ P_plus_R @ AP.T
 
 
-def articulated_body_inertias(model: Model, pos: PositionTerms) -> ArticulatedFactors:
-    """Articulated-body quantities ``P, D, G, τ̄, P⁺`` of Eq 51, tip-to-base over a tree."""
+def articulated_body_inertias(model: Model, pos: PositionTerms,
+                              rows: list | None = None) -> ArticulatedFactors:
+    """Articulated-body quantities ``P, D, G, τ̄, P⁺`` of Eq 51, tip-to-base over a tree.
+
+    ``rows`` (optional): per body, the indices of the degrees of freedom of ``χ(i)`` (rows of
+    ``ℋ(i)``) that the recursion eliminates; the others are kept in the articulated inertia
+    (their accelerations are prescribed: hybrid dynamics).  Default: all of them (Eq 51);
+    ``D``, ``D_inv`` and ``G`` are then over the listed rows only."""
     n = model.n_bodies
+    maps = pos.Hcal if rows is None else [H[r] for H, r in zip(pos.Hcal, rows, strict=True)]
     P = [np.array(M) for M in pos.M_m]
     D, D_inv, G, tau_bar, P_plus = ([None] * n for _ in range(5))
     for i in reversed(range(n)):  # tip-to-base
         m = int(model.n_modes[i])
-        H = pos.Hcal[i]
+        H = maps[i]
         PH = P[i] @ H.T
         D[i] = H @ PH
         D_inv[i] = spd_inverse(D[i], _what(model, "D", i), inertia_scale(P[i], H))

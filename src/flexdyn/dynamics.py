@@ -5,6 +5,8 @@ terms of the chosen body model (:mod:`flexdyn.terms`) and runs one algorithm.
 * :func:`bias_forces` — Newton–Euler with ``u̇ = 0``, Eq 43;
 * :func:`mass_matrix` — composite bodies (:func:`flexdyn.composite_body.crba`), Eqs 47–50;
 * :func:`forward_dynamics` — one of :data:`FORWARD_METHODS`, Eqs 46, 58, 64;
+* :func:`hybrid_dynamics` — some accelerations prescribed (:mod:`flexdyn.hybrid`);
+* :func:`joint_wrenches` — the loads the joints transmit (Eq 36);
 * :func:`innovations_factors` — articulated bodies, Eq 51;
 * :func:`mass_matrix_inverse` — Lemma 4, Eqs 54–57.
 
@@ -36,7 +38,9 @@ from .articulated_body import (
 )
 from .chain import Model, numeric_array
 from .composite_body import composite_forward_dynamics, crba
-from .newton_euler import rnea
+from .hybrid import hybrid_dynamics as _hybrid
+from .newton_euler import joint_wrenches as _joint_wrenches
+from .newton_euler import modal_forces, rnea
 from .terms import PositionTerms, state_terms
 
 __all__ = [
@@ -45,7 +49,9 @@ __all__ = [
     "bias_forces",
     "check_external_forces",
     "forward_dynamics",
+    "hybrid_dynamics",
     "innovations_factors",
+    "joint_wrenches",
     "inverse_dynamics",
     "mass_matrix",
     "mass_matrix_inverse",
@@ -96,6 +102,8 @@ def batched(*state_args: str) -> Callable[[Callable], Callable]:
                     out.append(fn(**(arguments | {k: v[b] for k, v in per_state.items()})))
                 except (ValueError, TypeError, FloatingPointError) as exc:
                     raise type(exc)(f"batch item {b}: {exc}") from exc
+            if isinstance(out[0], tuple):
+                return tuple(np.stack(part) for part in zip(*out, strict=True))
             return np.stack(out)
 
         return call
@@ -179,6 +187,59 @@ def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarra
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         return _finite(rnea(model, pos, vel, udot, f_ext), "τ")
+
+
+@batched("u", "tau", "udot_prescribed")
+def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,
+                    udot_prescribed: np.ndarray | None, prescribed: np.ndarray, *,
+                    fidelity: str = "full",
+                    f_ext: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Accelerations and loads with some accelerations prescribed and the rest free, O(N)
+    (:mod:`flexdyn.hybrid`).
+
+    Parameters
+    ----------
+    q : (nq,), u : (nu,) — the state (or batches, see :func:`batched`).
+    tau : (nu,) or None (zero) — generalized forces; read where ``prescribed`` is False.
+    udot_prescribed : (nu,) or None (zero) — accelerations; read where ``prescribed``.
+    prescribed : (nu,) bool — which entries of ``u̇`` are given: whole joints, single dofs of
+        a joint, all joints with the modes free, …; the same for every state of a batch.
+    fidelity, f_ext : as for :func:`forward_dynamics`.
+
+    Returns
+    -------
+    u̇ : (nu,) — the prescribed entries as given, the free ones computed.
+    τ : (nu,) — the given forces at the free entries; at the prescribed ones the loads that
+        realise the motion (feedforward joint torques, modal loads).
+    """
+    mask = np.asarray(prescribed)
+    if mask.dtype != bool or mask.shape != (model.nu,):
+        raise ValueError(f"prescribed must be a boolean array of shape ({model.nu},), got "
+                         f"{mask.dtype} {mask.shape}")
+    zero = np.zeros(model.nu)
+    q, u, tau, udot_known = model.check_state(
+        q, u, tau=zero if tau is None else tau,
+        udot_prescribed=zero if udot_prescribed is None else udot_prescribed)
+    f_ext = check_external_forces(model, f_ext)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pos, vel = state_terms(model, q, u, fidelity)
+        udot, T = _hybrid(model, pos, vel, tau, udot_known, ~mask, f_ext)
+        return _finite(udot, "u̇"), _finite(T, "τ")
+
+
+@batched("u", "udot")
+def joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
+                   fidelity: str = "full", f_ext: np.ndarray | None = None) -> np.ndarray:
+    """The spatial force ``[moment; force]`` (n_bodies, 6) each joint transmits from the
+    parent to the child, in the child's joint frame ``J_c`` about its origin (N m, N), for the
+    motion ``(q, u, u̇)`` (Eq 36) — fixed joints included, so the root load of an appendage is
+    available.  With ``u̇`` from :func:`forward_dynamics` or :func:`hybrid_dynamics`."""
+    q, u, udot = model.check_state(q, u, udot=udot)
+    f_ext = check_external_forces(model, f_ext)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pos, vel = state_terms(model, q, u, fidelity)
+        f = modal_forces(model, pos, vel, udot[:, None], f_ext)
+        return _finite(_joint_wrenches(model, pos, f), "joint wrenches")
 
 
 @batched("u")
