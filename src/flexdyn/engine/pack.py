@@ -1,0 +1,151 @@
+"""The packed model of the compiled engine: a structure of arrays, one field per quantity,
+padded to the largest body (``M`` modes, ``N`` nodes), built once per (model, fidelity) from
+the reference body models.
+
+:data:`FIELDS` is the documented field table; :func:`pack` fills every entry of it and
+nothing else.  Integer fields per body ``i``:
+
+=============  ===============================================================
+``parent``     parent index, −1 for a root
+``m``          number of modes ``n_m``
+``nj``         joint speeds ``nu_j``;  ``nqj``: joint coordinates
+``qs, us``     start of the body's entries in ``q`` and ``u``
+``jcode``      joint kernel code (:attr:`flexdyn.joints.Joint.code`)
+``kind``       body kernel: :data:`RIGID`, :data:`FULL` or :data:`RUTHLESS`
+``cn``         own attach node (−1: the body frame); ``nn``: number of nodes
+=============  ===============================================================
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..body import BodyModel, RigidBodyModel
+from ..chain import Model
+from ..ruthless import RuthlessBodyModel
+
+__all__ = ["FIELDS", "FULL", "RIGID", "RUTHLESS", "PackedModel", "pack"]
+
+#: body kernel codes
+RIGID, FULL, RUTHLESS = 0, 1, 2
+
+#: ``name: (shape, meaning)`` of every float field (M modes, N nodes per body, padded; a
+#: modal-size block of body ``i`` occupies ``[:m_i + 6, :m_i + 6]`` in its natural layout,
+#: modal entries first)
+FIELDS: dict[str, tuple[str, str]] = {
+    "jparam": ("(n, 7)", "joint axis (3) or axes (6), pitch (index 6)"),
+    "place_R": ("(n, 3, 3)", "rotation of J_p in the parent's attach frame"),
+    "place_p": ("(n, 3)", "origin of J_p in the parent's attach frame"),
+    "cplace_R": ("(n, 3, 3)", "rotation of the body's attach frame in J_c"),
+    "cplace_p": ("(n, 3)", "origin of the body's attach frame in J_c"),
+    "l0": ("(n, N, 3)", "undeformed node positions in F"),
+    "node_m": ("(n, N)", "node masses"),
+    "node_I": ("(n, N, 3, 3)", "node rotary inertias (node frame)"),
+    "Pi_r": ("(n, N, 3, M)", "rotational mode shapes"),
+    "Pi_t": ("(n, N, 3, M)", "translational mode shapes"),
+    "M_rigid": ("(n, 6, 6)", "spatial inertia of the rigid part about F"),
+    "M_m0": ("(n, M+6, M+6)", "undeformed modal mass matrix (Eq 23 at η = 0)"),
+    "K": ("(n, M, M)", "modal stiffness"),
+    "C": ("(n, M, M)", "modal damping"),
+    "T_Jc_R": ("(n, 3, 3)", "undeformed pose of F in J_c: rotation"),
+    "T_Jc_p": ("(n, 3)", "undeformed pose of F in J_c: origin"),
+    "X_joint0": ("(n, 6, 6)", "undeformed twist map J_c → F"),
+    "Q0": ("(n, 6, M)", "undeformed −Π_F^d"),
+    "A0": ("(n, M+6, 6)", "undeformed operator A of the parent's attach node (roots: 0)"),
+    "T_t_R": ("(n, 3, 3)", "undeformed pose of the parent's attach node: rotation"),
+    "T_t_p": ("(n, 3)", "undeformed pose of the parent's attach node: origin"),
+    "B_quad": ("(n, M, 6, 6)", "ruthless centrifugal quadratic forms (Eq B1)"),
+    "gravity": ("(3,)", "gravity, inertial frame"),
+}
+INT_FIELDS = ("parent", "m", "nj", "nqj", "qs", "us", "jcode", "kind", "cn", "pn", "nn")
+
+
+class PackedModel(NamedTuple):
+    """The packed arrays (see :data:`FIELDS`); ``ints`` holds :data:`INT_FIELDS` as columns."""
+
+    ints: np.ndarray
+    jparam: np.ndarray
+    place_R: np.ndarray
+    place_p: np.ndarray
+    cplace_R: np.ndarray
+    cplace_p: np.ndarray
+    l0: np.ndarray
+    node_m: np.ndarray
+    node_I: np.ndarray
+    Pi_r: np.ndarray
+    Pi_t: np.ndarray
+    M_rigid: np.ndarray
+    M_m0: np.ndarray
+    K: np.ndarray
+    C: np.ndarray
+    T_Jc_R: np.ndarray
+    T_Jc_p: np.ndarray
+    X_joint0: np.ndarray
+    Q0: np.ndarray
+    A0: np.ndarray
+    T_t_R: np.ndarray
+    T_t_p: np.ndarray
+    B_quad: np.ndarray
+    gravity: np.ndarray
+
+
+def _kind(bm: BodyModel) -> int:
+    if isinstance(bm, RuthlessBodyModel):
+        return RUTHLESS
+    if isinstance(bm, RigidBodyModel):
+        return RIGID
+    if type(bm) is BodyModel:
+        return FULL
+    raise TypeError(f"the engine has no kernel for the body model {type(bm).__name__}")
+
+
+def pack(model: Model, models: tuple[BodyModel, ...]) -> PackedModel:
+    """Fill :data:`FIELDS` from ``model`` and its body models (one per body)."""
+    n = model.n_bodies
+    M = int(max(model.n_modes.max(initial=0), 0))
+    N = max((b.n_nodes for b in model.bodies), default=0)
+    ints = np.zeros((n, len(INT_FIELDS)), dtype=np.int64)
+    f = {name: np.zeros(_shape(spec, n, M, N)) for name, (spec, _) in FIELDS.items()}
+    f["gravity"][:] = model.gravity
+    for i, (body, joint, bm) in enumerate(zip(model.bodies, model.joints, models,
+                                              strict=True)):
+        m, nn, p = body.n_modes, body.n_nodes, int(model.parent[i])
+        cn, pn = model.child_node[i], model.parent_node[i]
+        ints[i] = (p, m, joint.nu, joint.nq, model.q_start[i], model.u_start[i], joint.code,
+                   _kind(bm), -1 if cn is None else cn, -1 if pn is None else pn, nn)
+        if joint.axis is not None:
+            f["jparam"][i, :3] = joint.axis
+        if joint.axes is not None:
+            f["jparam"][i, :6] = np.ravel(joint.axes)
+        f["jparam"][i, 6] = joint.pitch
+        f["place_R"][i], f["place_p"][i] = model.placement[i].R, model.placement[i].p
+        f["cplace_R"][i] = model.child_placement[i].R
+        f["cplace_p"][i] = model.child_placement[i].p
+        f["l0"][i, :nn] = body.nodes
+        f["node_m"][i, :nn] = body.node_masses
+        f["node_I"][i, :nn] = body.node_inertias
+        f["Pi_r"][i, :nn, :, :m] = body.Pi_r
+        f["Pi_t"][i, :nn, :, :m] = body.Pi_t
+        f["M_rigid"][i] = body.M_rigid
+        f["M_m0"][i, :m + 6, :m + 6] = body.M_m0
+        f["K"][i, :m, :m], f["C"][i, :m, :m] = body.K, body.C
+        side = BodyModel.joint_side(bm, body.frames0)  # at η = 0 for every kind
+        f["T_Jc_R"][i], f["T_Jc_p"][i] = side.T_Jc_i.R, side.T_Jc_i.p
+        f["X_joint0"][i] = side.X_i_Jc
+        f["Q0"][i, :, :m] = side.Q
+        if p >= 0:
+            node = BodyModel.attach_node(models[p], model.bodies[p].frames0, pn)
+            f["A0"][i, :node.A.shape[0]] = node.A
+            f["T_t_R"][i], f["T_t_p"][i] = node.T.R, node.T.p
+        if isinstance(bm, RuthlessBodyModel):
+            f["B_quad"][i, :m] = bm.B_quad
+    return PackedModel(ints=ints, **{k: np.ascontiguousarray(v) for k, v in f.items()})
+
+
+def _shape(spec: str, n: int, M: int, N: int) -> tuple[int, ...]:
+    """The shape of a field from its table entry, e.g. ``"(n, M+6, 6)"``."""
+    sizes = {"n": n, "M": M, "N": N, "M+6": M + 6}
+    return tuple(sizes[d] if d in sizes else int(d)
+                 for d in spec.strip("()").replace(" ", "").split(",") if d)

@@ -1,0 +1,96 @@
+"""The compiled engine against the reference tier, stage by stage (position terms, velocity
+terms, outputs), for every body kernel (rigid, full, ruthless) on hypothesis trees with every
+joint type, and the same singular-inertia errors."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("numba")
+
+import flexdyn as fd  # noqa: E402
+from flexdyn.engine import Engine  # noqa: E402
+from flexdyn.linalg import SingularInertiaError  # noqa: E402
+from helpers import assert_close  # noqa: E402
+from strategies import models_and_states  # noqa: E402
+
+SETTINGS = settings(max_examples=20, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SAMPLES = models_and_states(max_bodies=6, max_modes=4)
+FIDELITY = st.sampled_from(fd.FIDELITIES)
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=Warning)  # numba performance hints
+        yield
+
+
+def _block(x, i, model, rows=None):
+    m = int(model.n_modes[i])
+    return x[i, :m + 6] if rows is None else x[i, :rows, :m + 6]
+
+
+@SETTINGS
+@given(sample=SAMPLES, fidelity=FIDELITY)
+def test_terms_field_by_field(sample, fidelity):
+    model, q, u = sample.model, sample.q, sample.u
+    engine = Engine(model, fidelity)
+    pos, (V_m, a_m, bias) = engine.terms(q, u, sample.f_ext)
+    ref = fd.compute_kinematics(model, q, fidelity)
+    vel = fd.compute_velocities(model, ref, u)
+    phi, A, Hcal, M_m, Q = pos[4], pos[5], pos[6], pos[7], pos[8]
+    for i in range(model.n_bodies):
+        m, nj = int(model.n_modes[i]), int(model.nu_joint[i])
+        assert_close(phi[i], ref.phi[i], f"φ({i})", scale=1.0)
+        assert_close(Hcal[i, :nj + m, :m + 6], ref.Hcal[i], f"ℋ({i})", scale=1.0)
+        assert_close(M_m[i, :m + 6, :m + 6], ref.M_m[i], f"M_m({i})")
+        assert_close(Q[i, :, :m], ref.Q[i], f"Q({i})", scale=1.0)
+        p = int(model.parent[i])
+        if p >= 0:
+            assert_close(A[i, :int(model.n_modes[p]) + 6], ref.A[i], f"A({i})", scale=1.0)
+        scale = max(1.0, float(np.max(np.abs(vel.b_m[i]))))
+        assert_close(V_m[i, :m + 6], vel.V_m[i], f"V_m({i})", scale=1.0)
+        assert_close(a_m[i, :m + 6], vel.a_m[i], f"a_m({i})", scale=scale)
+        assert_close(bias[i, :m + 6], vel.bias_force(model, i, sample.f_ext), f"bias({i})",
+                     scale=scale)
+
+
+@SETTINGS
+@given(sample=SAMPLES, fidelity=FIDELITY)
+def test_outputs_equal_the_reference(sample, fidelity):
+    model, q, u, udot, f = sample.model, sample.q, sample.u, sample.udot, sample.f_ext
+    engine = Engine(model, fidelity)
+    tau = np.random.default_rng(1).normal(size=model.nu)
+    M = fd.mass_matrix(model, q, fidelity)
+    scale = float(np.max(np.abs(M)))
+    assert_close(engine.mass_matrix(q), M, "M")
+    ref = fd.inverse_dynamics(model, q, u, udot, fidelity, f_ext=f)
+    assert_close(engine.inverse_dynamics(q, u, udot, f), ref, "τ", scale=scale)
+    for method in ("articulated", "composite"):
+        ref = fd.forward_dynamics(model, q, u, tau, method=method, fidelity=fidelity, f_ext=f)
+        assert_close(engine.forward_dynamics(q, u, tau, f, method), ref, f"u̇ ({method})",
+                     tol=1e-8, scale=1.0)
+
+
+def test_same_singular_inertia_error_as_the_reference():
+    """A massless slider at the tip has no inertia on its joint."""
+    model = (fd.ModelBuilder("slider")
+             .add_body("base", None, joint={"type": "revolute", "axis": [0, 0, 1]},
+                       rigid={"mass": 1.0, "com": [0.5, 0, 0],
+                              "inertia": [[0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]})
+             .add_body("slider", "base", joint={"type": "prismatic", "axis": [1, 0, 0]},
+                       rigid={"mass": 0.0, "inertia": [[0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]})
+             .build())
+    q, z = model.neutral_configuration(), np.zeros(model.nu)
+    with pytest.raises(SingularInertiaError) as ref:
+        fd.forward_dynamics(model, q, z, z)
+    with pytest.raises(SingularInertiaError) as got:
+        Engine(model).forward_dynamics(q, z, z)
+    assert str(got.value) == str(ref.value)
