@@ -20,7 +20,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_forward_dynamics import flexible_chain, random_state  # noqa: E402
+from flexdyn_bench.timing import per_call  # noqa: E402
 
 import flexdyn as fd  # noqa: E402
 from flexdyn.engine import Engine  # noqa: E402
@@ -42,26 +42,6 @@ FIRST_CALL = (
     "q, z = m.neutral_configuration(), np.zeros(m.nu); Engine(m).forward_dynamics(q, z, z); "
     "print(time.perf_counter() - t0)"
 )
-
-
-def per_call(fn, min_time: float = 0.05, repeat: int = 5) -> float:
-    """Best of ``repeat`` batches, seconds per call."""
-    fn()
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        if time.perf_counter() - t0 > min_time:
-            break
-        n *= 2
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / n)
-    return best
 
 
 def first_call(cache_dir: str) -> float:

@@ -19,7 +19,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -58,25 +57,9 @@ def _cases(quick: bool):
 
 def measure(quick: bool) -> dict[str, float]:
     """Seconds per call of every case (best of 5 batches of >= 20 ms)."""
-    out = {}
-    for name, fn in _cases(quick).items():
-        fn()
-        n = 1
-        while True:
-            t0 = time.perf_counter()
-            for _ in range(n):
-                fn()
-            if time.perf_counter() - t0 > 0.02:
-                break
-            n *= 2
-        best = float("inf")
-        for _ in range(5):
-            t0 = time.perf_counter()
-            for _ in range(n):
-                fn()
-            best = min(best, (time.perf_counter() - t0) / n)
-        out[name] = best
-    return out
+    from flexdyn_bench.timing import per_call
+
+    return {name: per_call(fn, min_time=0.02) for name, fn in _cases(quick).items()}
 
 
 def _run_tree(src: Path, quick: bool) -> dict[str, float]:

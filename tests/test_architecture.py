@@ -153,7 +153,7 @@ def import_graph() -> tuple[dict[str, dict[str, int]], list[str]]:
             if target == name:
                 continue
             edges.setdefault(target, line)
-            for pkg in _ancestors(target) - own - {PACKAGE}:
+            for pkg in _ancestors(target) - own - {PACKAGE, name}:  # a package runs its own
                 edges.setdefault(pkg, line)
         graph[name] = {} if name in TOP_MODULES else edges
     return graph, package_imports

@@ -49,6 +49,7 @@ from .chain import Model
 from .joints import UniversalJoint
 from .linalg import PIVOT_FLOOR, PIVOT_RTOL
 from .ruthless import INDIRECT_MIN_MODES, RuthlessModel
+from .scalar_kernels import quat_rot as _quat_rot
 from .spatial import Transform
 
 __all__ = ["CompiledRuthlessModel", "numba_available"]
@@ -98,20 +99,6 @@ def _axis_angle(a0, a1, a2, th, R):
     R[2, 0] = -s * a1 + c1 * a2 * a0
     R[2, 1] = s * a0 + c1 * a2 * a1
     R[2, 2] = 1.0 + c1 * (a2 * a2 - aa)
-
-
-def _quat_rot(w, x, y, z, R):
-    """``(w² − |v|²) I + 2 v vᵀ + 2 w ṽ`` (as :func:`flexdyn.spatial.quat_to_rot`)."""
-    d = w * w - (x * x + y * y + z * z)
-    R[0, 0] = d + 2.0 * x * x
-    R[0, 1] = 2.0 * x * y - 2.0 * w * z
-    R[0, 2] = 2.0 * x * z + 2.0 * w * y
-    R[1, 0] = 2.0 * y * x + 2.0 * w * z
-    R[1, 1] = d + 2.0 * y * y
-    R[1, 2] = 2.0 * y * z - 2.0 * w * x
-    R[2, 0] = 2.0 * z * x - 2.0 * w * y
-    R[2, 1] = 2.0 * z * y + 2.0 * w * x
-    R[2, 2] = d + 2.0 * z * z
 
 
 def _joint_transform(jt, q, qs, fc, oj, R, p, R2):

@@ -17,6 +17,7 @@ import numba
 import numpy as np
 
 from ..linalg import MASS_MATRIX_RTOL, PIVOT_FLOOR, PIVOT_RTOL
+from ..scalar_kernels import quat_rot
 from .pack import FULL, RIGID, RUTHLESS
 
 _J = numba.njit(cache=True)
@@ -217,18 +218,7 @@ def _axis_angle(ax, th, R):
             R[r, q] = (1.0 if r == q else 0.0) + s * K[r, q] + c1 * K2[r, q]
 
 
-@_J
-def _quat_rot(w, x, y, z, R):
-    d = w * w - (x * x + y * y + z * z)
-    R[0, 0] = d + 2.0 * x * x
-    R[0, 1] = 2.0 * x * y - 2.0 * w * z
-    R[0, 2] = 2.0 * x * z + 2.0 * w * y
-    R[1, 0] = 2.0 * y * x + 2.0 * w * z
-    R[1, 1] = d + 2.0 * y * y
-    R[1, 2] = 2.0 * y * z - 2.0 * w * x
-    R[2, 0] = 2.0 * z * x - 2.0 * w * y
-    R[2, 1] = 2.0 * z * y + 2.0 * w * x
-    R[2, 2] = d + 2.0 * z * z
+_quat_rot = _J(quat_rot)
 
 
 @_J
