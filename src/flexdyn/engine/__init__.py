@@ -26,6 +26,7 @@ class Engine:
         self.model = model
         self.fidelity = fidelity
         self.packed: PackedModel = pack(model, body_models(model, fidelity))
+        self._zero_wrenches = np.zeros((model.n_bodies, 6))
 
     def terms(self, q: np.ndarray, u: np.ndarray, f_ext: np.ndarray | None = None):
         """``(pos, (V_m, a_m, bias))``: the position arrays and velocity terms."""
@@ -33,26 +34,25 @@ class Engine:
         return pos, kernels.velocity_terms(self.packed, q, u, self._fext(f_ext), pos)
 
     def _fext(self, f_ext):
-        return np.zeros((self.model.n_bodies, 6)) if f_ext is None else f_ext
+        return self._zero_wrenches if f_ext is None else f_ext
 
     def inverse_dynamics(self, q, u, udot, f_ext=None) -> np.ndarray:
-        pos, (_, am, bias) = self.terms(q, u, f_ext)
-        return kernels.rnea(self.packed, pos, am, bias, udot, True)
+        """``τ`` (nu,), Eq 44."""
+        return kernels.inverse(self.packed, q, u, udot, self._fext(f_ext))
 
     def mass_matrix(self, q) -> np.ndarray:
-        return kernels.crba(self.packed, kernels.position_terms(self.packed, q), self.model.nu)
+        """``M`` (nu × nu), Eqs 47/50."""
+        return kernels.mass(self.packed, q, self.model.nu)
 
     def forward_dynamics(self, q, u, tau, f_ext=None, method: str = "articulated"):
-        pos, (_, am, bias) = self.terms(q, u, f_ext)
+        """``u̇`` (nu,): ``"articulated"`` (Eqs 51/58) or ``"composite"`` (Eq 46)."""
         if method == "composite":
-            C = kernels.rnea(self.packed, pos, am, bias, np.zeros(self.model.nu), True)
-            ok, udot = kernels.cholesky_solve(kernels.crba(self.packed, pos, self.model.nu),
-                                              tau - C)
+            ok, udot = kernels.forward_composite(self.packed, q, u, tau, self._fext(f_ext))
             if not ok:
                 raise SingularInertiaError("mass matrix is singular or not positive definite "
                                            "(a degree of freedom without inertia?)")
             return udot
-        status, udot = kernels.articulated_forward_dynamics(self.packed, pos, am, bias, tau)
+        status, udot = kernels.forward_articulated(self.packed, q, u, tau, self._fext(f_ext))
         if status >= 0:
             raise SingularInertiaError(
                 f"articulated inertia D of body {status} {self.model.names[status]!r} is "

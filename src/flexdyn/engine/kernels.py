@@ -15,6 +15,7 @@ import math
 
 import numba
 import numpy as np
+from numba.extending import overload
 
 from ..linalg import MASS_MATRIX_RTOL, PIVOT_FLOOR, PIVOT_RTOL
 from ..scalar_kernels import quat_rot
@@ -29,6 +30,48 @@ _FIXED, _REVOLUTE, _PRISMATIC, _SCREW, _CYLINDRICAL, _UNIVERSAL, _SPHERICAL, _FR
 # ----------------------------------------------------------------------------------------------
 # small algebra
 # ----------------------------------------------------------------------------------------------
+def _mul(a, b):
+    """``a @ b`` for the small blocks of the engine, by plain loops (no BLAS call: on blocks
+    of 6 to 20 entries a call costs ~15× the arithmetic, and results do not depend on BLAS
+    threads); any strides, so slices and transposes need no copies."""
+    return a @ b
+
+
+@overload(_mul)
+def _mul_loops(a, b):
+    if a.ndim == 2 and b.ndim == 2:
+        def mm(a, b):
+            n, k = a.shape
+            m = b.shape[1]
+            out = np.zeros((n, m))
+            for i in range(n):
+                for t in range(k):
+                    x = a[i, t]
+                    for j in range(m):
+                        out[i, j] += x * b[t, j]
+            return out
+        return mm
+    if a.ndim == 2 and b.ndim == 1:
+        def mv(a, b):
+            n, k = a.shape
+            out = np.zeros(n)
+            for i in range(n):
+                s = 0.0
+                for t in range(k):
+                    s += a[i, t] * b[t]
+                out[i] = s
+            return out
+        return mv
+    if a.ndim == 1 and b.ndim == 1:
+        def vv(a, b):
+            s = 0.0
+            for t in range(a.shape[0]):
+                s += a[t] * b[t]
+            return s
+        return vv
+    return None
+
+
 @_J
 def _skew(v, out):
     out[0, 0] = 0.0
@@ -83,7 +126,7 @@ def _phi(R, p, out):
     _skew(p, px)
     out[:3, :3] = R
     out[3:, 3:] = R
-    out[:3, 3:] = px @ R
+    out[:3, 3:] = _mul(px, R)
 
 
 @_J
@@ -94,7 +137,7 @@ def _motion_to_parent(R, p, out):
     _skew(p, px)
     out[:3, :3] = R
     out[3:, 3:] = R
-    out[3:, :3] = px @ R
+    out[3:, :3] = _mul(px, R)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -144,7 +187,7 @@ def _node_frame(Pi_r, Pi_t, l0, eta, m, R, p, E, theta):
     a, b, c, _, _, _ = _so3_coefficients(s)
     K = np.empty((3, 3))
     _skew(theta, K)
-    K2 = K @ K
+    K2 = _mul(K, K)
     Jr = np.empty((3, 3))
     for r in range(3):
         for q in range(3):
@@ -181,8 +224,8 @@ def _node_twist_rate(theta, Pi_r, E, etad, m, out):
     _skew(theta, K)
     _skew(th_d, Kd)
     dt2 = 2.0 * (theta[0] * th_d[0] + theta[1] * th_d[1] + theta[2] * th_d[2])
-    Jrd = -(db * dt2) * K - b * Kd + (dc * dt2) * (K @ K) + c * (Kd @ K + K @ Kd)
-    top = Jrd @ th_d
+    Jrd = -(db * dt2) * K - b * Kd + dc * dt2 * _mul(K, K) + c * (_mul(Kd, K) + _mul(K, Kd))
+    top = _mul(Jrd, th_d)
     cr = np.empty(3)
     _cross3(w[:3], w[3:], cr)
     for r in range(3):
@@ -200,7 +243,7 @@ def _node_map(R, p, E, m, B):
     Rt = R.T
     B[:3, m:m + 3] = Rt
     B[3:, m + 3:m + 6] = Rt
-    B[3:, m:m + 3] = -(Rt @ px)
+    B[3:, m:m + 3] = -_mul(Rt, px)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -212,7 +255,7 @@ def _axis_angle(ax, th, R):
     s, c1 = math.sin(th), 1.0 - math.cos(th)
     K = np.empty((3, 3))
     _skew(ax, K)
-    K2 = K @ K
+    K2 = _mul(K, K)
     for r in range(3):
         for q in range(3):
             R[r, q] = (1.0 if r == q else 0.0) + s * K[r, q] + c1 * K2[r, q]
@@ -247,8 +290,8 @@ def _joint(code, jp, qj, R, p, S):
         R2 = np.empty((3, 3))
         _axis_angle(jp[:3], qj[0], R1)
         _axis_angle(jp[3:6], qj[1], R2)
-        R[:, :] = R1 @ R2
-        S[:3, 0] = R2.T @ jp[:3]
+        R[:, :] = _mul(R1, R2)
+        S[:3, 0] = _mul(R2.T, jp[:3])
         S[:3, 1] = jp[3:6]
     elif code == _SPHERICAL or code == _FREE:
         _quat_rot(qj[0], qj[1], qj[2], qj[3], R)
@@ -267,7 +310,7 @@ def _joint_rate(code, jp, qj, beta, out):
     if code == _UNIVERSAL:
         R2 = np.empty((3, 3))
         _axis_angle(jp[3:6], qj[1], R2)
-        a = R2.T @ jp[:3]
+        a = _mul(R2.T, jp[:3])
         c = np.empty(3)
         _cross3(a, jp[3:6], c)
         out[:3] = beta[0] * beta[1] * c
@@ -314,13 +357,13 @@ def position_terms(pm, q):
                 for r in range(3):
                     Rnc[i, r, r] = 1.0
             # F_i in J_c: child_placement ∘ T_nc⁻¹; X = twists J_c → F_i; Q = −X_nc E_c
-            R_Jc = pm.cplace_R[i] @ Rnc[i].T
-            p_Jc = pm.cplace_p[i] - R_Jc @ pnc[i]
-            _motion_to_parent(R_Jc.T, -(R_Jc.T @ p_Jc), Xj[i])
+            R_Jc = _mul(pm.cplace_R[i], Rnc[i].T)
+            p_Jc = pm.cplace_p[i] - _mul(R_Jc, pnc[i])
+            _motion_to_parent(R_Jc.T, -_mul(R_Jc.T, p_Jc), Xj[i])
             if cn >= 0:
                 Xnc = np.empty((6, 6))
                 _motion_to_parent(Rnc[i], pnc[i], Xnc)
-                Q[i, :, :m] = -(Xnc @ fE[i, cn, :, :m])
+                Q[i, :, :m] = -_mul(Xnc, fE[i, cn, :, :m])
         else:
             Mm[i] = pm.M_m0[i]
             R_Jc = pm.T_Jc_R[i]
@@ -329,11 +372,11 @@ def position_terms(pm, q):
             Q[i] = pm.Q0[i]
         # T_parent = placement ∘ joint(q) ∘ T_Jc,i;  φ(i) = T_parent.phi()
         _joint(ints[i, _JCODE], pm.jparam[i], q[qs:qs + nqj], Rj, pj, S[i])
-        R1 = pm.place_R[i] @ Rj
-        p1 = pm.place_R[i] @ pj + pm.place_p[i]
-        _phi(R1 @ R_Jc, R1 @ p_Jc + p1, phi[i])
+        R1 = _mul(pm.place_R[i], Rj)
+        p1 = _mul(pm.place_R[i], pj) + pm.place_p[i]
+        _phi(_mul(R1, R_Jc), _mul(R1, p_Jc) + p1, phi[i])
         # ℋ(i) = [[0, H_F], [I, Qᵀ]],  H_F* = X S
-        HF = Xj[i] @ S[i, :, :nj]
+        HF = _mul(Xj[i], S[i, :, :nj])
         for r in range(nj):
             for c in range(6):
                 Hcal[i, r, m + c] = HF[c, r]
@@ -370,9 +413,9 @@ def _modal_mass(pm, i, fR, fp, fE, out):
     MB = np.empty((6, m + 6))
     for j in range(pm.ints[i, _NN]):
         _node_map(fR[j], fp[j], fE[j], m, B)
-        MB[:3] = pm.node_I[i, j] @ B[:3]
+        MB[:3] = _mul(pm.node_I[i, j], B[:3])
         MB[3:] = pm.node_m[i, j] * B[3:]
-        out[:m + 6, :m + 6] += B.T @ MB
+        out[:m + 6, :m + 6] += _mul(B.T, MB)
     out[m:m + 6, m:m + 6] += pm.M_rigid[i]
 
 
@@ -383,11 +426,11 @@ def _modal_velocities(pm, Hcal, phi, A, u, Vm):
     for i in range(ints.shape[0]):
         m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
         Vm[i, :] = 0.0
-        Vm[i, :m + 6] = Hcal[i, :nj + m, :m + 6].T @ u[us:us + nj + m]
+        Vm[i, :m + 6] = _mul(Hcal[i, :nj + m, :m + 6].T, u[us:us + nj + m])
         pa = ints[i, _PARENT]
         if pa >= 0:
             mp = ints[pa, _M]
-            Vm[i, m:m + 6] += phi[i].T @ (A[i, :mp + 6].T @ Vm[pa, :mp + 6])
+            Vm[i, m:m + 6] += _mul(phi[i].T, _mul(A[i, :mp + 6].T, Vm[pa, :mp + 6]))
 
 
 @_J
@@ -425,29 +468,29 @@ def velocity_terms(pm, q, u, fext, pos):
         if pa >= 0 and pn >= 0 and ints[pa, _KIND] == FULL and ints[pa, _M] > 0:
             mp = ints[pa, _M]
             etad_p = u_nl[ints[pa, _US] + ints[pa, _NJ]:ints[pa, _US] + ints[pa, _NJ] + mp]
-            V_t = A[i, :mp + 6].T @ Vnl[pa, :mp + 6]
-            w_t = fE[pa, pn, :, :mp] @ etad_p
+            V_t = _mul(A[i, :mp + 6].T, Vnl[pa, :mp + 6])
+            w_t = _mul(fE[pa, pn, :, :mp], etad_p)
             _node_twist_rate(fth[pa, pn], pm.Pi_r[pa, pn], fE[pa, pn], etad_p, mp, eps)
             _crm(V_t, w_t, tmp)
-            aV += phi[i].T @ (eps + tmp)
+            aV += _mul(phi[i].T, eps + tmp)
         if nj > 0:  # (V − Q η̇) × H_F* β  +  X Ḣ* β
-            HFb = Xj[i] @ (S[i, :, :nj] @ beta)
-            _crm(V - Q[i, :, :m] @ etad, HFb, tmp)
+            HFb = _mul(Xj[i], _mul(S[i, :, :nj], beta))
+            _crm(V - _mul(Q[i, :, :m], etad), HFb, tmp)
             aV += tmp
             _joint_rate(ints[i, _JCODE], pm.jparam[i], q[qs:qs + nqj], beta, eps)
-            aV += Xj[i] @ eps
+            aV += _mul(Xj[i], eps)
         cn = ints[i, _CN]
         if kind == FULL and cn >= 0 and m > 0:
             _node_twist_rate(fth[i, cn], pm.Pi_r[i, cn], fE[i, cn], etad, m, eps)
             Xnc = np.empty((6, 6))
             _motion_to_parent(Rnc[i], pnc[i], Xnc)
-            _crm(V, Q[i, :, :m] @ etad, tmp)
-            aV += tmp - Xnc @ eps
+            _crm(V, _mul(Q[i, :, :m], etad), tmp)
+            aV += tmp - _mul(Xnc, eps)
         am[i, m:m + 6] = aV
         _modal_bias(pm, i, kind, fR[i], fp[i], fE[i], fth[i], etad, V, bias[i])
         eta = q[qs + nqj:qs + nqj + m]
         etad_true = u[us + nj:us + nj + m]
-        bias[i, :m] += pm.K[i, :m, :m] @ eta + pm.C[i, :m, :m] @ etad_true
+        bias[i, :m] += _mul(pm.K[i, :m, :m], eta) + _mul(pm.C[i, :m, :m], etad_true)
         bias[i, m:m + 6] -= fext[i]
     return Vm, am, bias
 
@@ -458,16 +501,16 @@ def _modal_bias(pm, i, kind, fR, fp, fE, fth, etad, V, out):
     m = pm.ints[i, _M]
     f = np.empty(6)
     if kind == RIGID:
-        _crf(V, pm.M_m0[i, :6, :6] @ V, f)
+        _crf(V, _mul(pm.M_m0[i, :6, :6], V), f)
         out[:6] = f
         return
     if kind == RUTHLESS:  # [Vᵀ B_μ V; V ×* M⁰_rr V]
         for k in range(m):
-            out[k] = V @ (pm.B_quad[i, k] @ V)
-        _crf(V, pm.M_m0[i, m:m + 6, m:m + 6] @ V, f)
+            out[k] = _mul(V, _mul(pm.B_quad[i, k], V))
+        _crf(V, _mul(pm.M_m0[i, m:m + 6, m:m + 6], V), f)
         out[m:m + 6] = f
         return
-    _crf(V, pm.M_rigid[i] @ V, f)
+    _crf(V, _mul(pm.M_rigid[i], V), f)
     out[m:m + 6] = f
     B = np.empty((6, m + 6))
     Vmod = np.empty(m + 6)
@@ -479,17 +522,17 @@ def _modal_bias(pm, i, kind, fR, fp, fE, fth, etad, V, out):
     Ms_V = np.empty(6)
     for j in range(pm.ints[i, _NN]):
         _node_map(fR[j], fp[j], fE[j], m, B)
-        Vs = B @ Vmod
-        w = fE[j, :, :m] @ etad
+        Vs = _mul(B, Vmod)
+        w = _mul(fE[j, :, :m], etad)
         _node_twist_rate(fth[j], pm.Pi_r[i, j], fE[j], etad, m, Ed)
         _crm(Vs, w, acc)
         acc += Ed
-        Ms_acc[:3] = pm.node_I[i, j] @ acc[:3]
+        Ms_acc[:3] = _mul(pm.node_I[i, j], acc[:3])
         Ms_acc[3:] = pm.node_m[i, j] * acc[3:]
-        Ms_V[:3] = pm.node_I[i, j] @ Vs[:3]
+        Ms_V[:3] = _mul(pm.node_I[i, j], Vs[:3])
         Ms_V[3:] = pm.node_m[i, j] * Vs[3:]
         _crf(Vs, Ms_V, f)
-        out[:m + 6] += B.T @ (Ms_acc + f)
+        out[:m + 6] += _mul(B.T, Ms_acc + f)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -509,17 +552,17 @@ def rnea(pm, pos, am, bias, udot, gravity):
         a_g[3:] = -pm.gravity
     for i in range(n):  # base-to-tip, Eq 24
         m, nj, us, pa = ints[i, _M], ints[i, _NJ], ints[i, _US], ints[i, _PARENT]
-        a_t = A[i, :ints[pa, _M] + 6].T @ alpha[pa, :ints[pa, _M] + 6] if pa >= 0 else a_g
-        alpha[i, :m + 6] = Hcal[i, :nj + m, :m + 6].T @ udot[us:us + nj + m]
-        alpha[i, m:m + 6] += phi[i].T @ a_t + am[i, m:m + 6]
-        f[i, :m + 6] = Mm[i, :m + 6, :m + 6] @ alpha[i, :m + 6] + bias[i, :m + 6]
+        a_t = _mul(A[i, :ints[pa, _M] + 6].T, alpha[pa, :ints[pa, _M] + 6]) if pa >= 0 else a_g
+        alpha[i, :m + 6] = _mul(Hcal[i, :nj + m, :m + 6].T, udot[us:us + nj + m])
+        alpha[i, m:m + 6] += _mul(phi[i].T, a_t) + am[i, m:m + 6]
+        f[i, :m + 6] = _mul(Mm[i, :m + 6, :m + 6], alpha[i, :m + 6]) + bias[i, :m + 6]
     T = np.zeros(udot.shape[0])
     for i in range(n - 1, -1, -1):  # tip-to-base, Eqs 36, 41
         m, nj, us, pa = ints[i, _M], ints[i, _NJ], ints[i, _US], ints[i, _PARENT]
-        T[us:us + nj + m] = Hcal[i, :nj + m, :m + 6] @ f[i, :m + 6]
+        T[us:us + nj + m] = _mul(Hcal[i, :nj + m, :m + 6], f[i, :m + 6])
         if pa >= 0:
             mp = ints[pa, _M]
-            f[pa, :mp + 6] += A[i, :mp + 6] @ (phi[i] @ f[i, m:m + 6])
+            f[pa, :mp + 6] += _mul(A[i, :mp + 6], _mul(phi[i], f[i, m:m + 6]))
     return T
 
 
@@ -534,18 +577,18 @@ def crba(pm, pos, nu):
         pa = ints[i, _PARENT]
         if pa >= 0:
             m, mp = ints[i, _M], ints[pa, _M]
-            AP = A[i, :mp + 6] @ phi[i]
-            R[pa, :mp + 6, :mp + 6] += AP @ R[i, m:m + 6, m:m + 6] @ AP.T
+            AP = _mul(A[i, :mp + 6], phi[i])
+            R[pa, :mp + 6, :mp + 6] += _mul(_mul(AP, R[i, m:m + 6, m:m + 6]), AP.T)
     Mass = np.zeros((nu, nu))
     for i in range(n):
         m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
-        X = R[i, :m + 6, :m + 6] @ Hcal[i, :nj + m, :m + 6].T
-        Mass[us:us + nj + m, us:us + nj + m] = Hcal[i, :nj + m, :m + 6] @ X
+        X = _mul(R[i, :m + 6, :m + 6], Hcal[i, :nj + m, :m + 6].T)
+        Mass[us:us + nj + m, us:us + nj + m] = _mul(Hcal[i, :nj + m, :m + 6], X)
         k, j = i, ints[i, _PARENT]
         while j >= 0:
             mk, mj, njj, usj = ints[k, _M], ints[j, _M], ints[j, _NJ], ints[j, _US]
-            X = A[k, :mj + 6] @ (phi[k] @ X[mk:mk + 6])
-            blk = Hcal[j, :njj + mj, :mj + 6] @ X
+            X = _mul(A[k, :mj + 6], _mul(phi[k], X[mk:mk + 6]))
+            blk = _mul(Hcal[j, :njj + mj, :mj + 6], X)
             Mass[usj:usj + njj + mj, us:us + nj + m] = blk
             Mass[us:us + nj + m, usj:usj + njj + mj] = blk.T
             k, j = j, ints[j, _PARENT]
@@ -614,7 +657,7 @@ def _spd_inverse(D, scale):
             for t in range(c, r):
                 s -= L[r, t] * Linv[t, c]
             Linv[r, c] = s / L[r, r]
-    return True, Linv.T @ Linv
+    return (True, _mul(Linv.T, Linv))
 
 
 @_J
@@ -634,28 +677,28 @@ def articulated_forward_dynamics(pm, pos, am, bias, tau):
         k = nj + m
         H = Hcal[i, :k, :m + 6]
         Pi = P[i, :m + 6, :m + 6]
-        PH = Pi @ H.T
+        PH = _mul(Pi, H.T)
         scale = 0.0
         if k > 0:
             hmax = 0.0
             for r in range(k):
                 hmax = max(hmax, np.sum(H[r] ** 2))
             scale = np.max(np.abs(Pi)) * hmax
-        ok, Dinv = _spd_inverse(H @ PH, scale)
+        ok, Dinv = _spd_inverse(_mul(H, PH), scale)
         if not ok:
             return i, tau
-        Gi = PH @ Dinv
+        Gi = _mul(PH, Dinv)
         G[i, :m + 6, :k] = Gi
-        z = bias[i, :m + 6] + Pi @ am[i, :m + 6] + zacc[i, :m + 6]
-        eps = tau[us:us + k] - H @ z
-        innov[i, :k] = Dinv @ eps
+        z = bias[i, :m + 6] + _mul(Pi, am[i, :m + 6]) + zacc[i, :m + 6]
+        eps = tau[us:us + k] - _mul(H, z)
+        innov[i, :k] = _mul(Dinv, eps)
         if pa >= 0:
             mp = ints[pa, _M]
-            zacc[pa, :mp + 6] += A[i, :mp + 6] @ (phi[i] @ (z + Gi @ eps)[m:m + 6])
-            Pp = Pi - Gi @ PH.T  # τ̄ P
+            zacc[pa, :mp + 6] += _mul(A[i, :mp + 6], _mul(phi[i], (z + _mul(Gi, eps))[m:m + 6]))
+            Pp = Pi - _mul(Gi, PH.T)  # τ̄ P
             Pr = 0.5 * (Pp[m:, m:] + Pp[m:, m:].T)
-            AP = A[i, :mp + 6] @ phi[i]
-            P[pa, :mp + 6, :mp + 6] += AP @ Pr @ AP.T
+            AP = _mul(A[i, :mp + 6], phi[i])
+            P[pa, :mp + 6, :mp + 6] += _mul(_mul(AP, Pr), AP.T)
     udot = np.zeros(tau.shape[0])
     alpha = np.zeros((n, M + 6))
     a_g = np.zeros(6)
@@ -664,10 +707,44 @@ def articulated_forward_dynamics(pm, pos, am, bias, tau):
         m, nj, us, pa = ints[i, _M], ints[i, _NJ], ints[i, _US], ints[i, _PARENT]
         k = nj + m
         a_plus = np.zeros(m + 6)
-        a_plus[m:] = phi[i].T @ (A[i, :ints[pa, _M] + 6].T @ alpha[pa, :ints[pa, _M] + 6]
-                                 if pa >= 0 else a_g)
-        chi = innov[i, :k] - G[i, :m + 6, :k].T @ a_plus
+        a_t = _mul(A[i, :ints[pa, _M] + 6].T, alpha[pa, :ints[pa, _M] + 6]) if pa >= 0 else a_g
+        a_plus[m:] = _mul(phi[i].T, a_t)
+        chi = innov[i, :k] - _mul(G[i, :m + 6, :k].T, a_plus)
         udot[us:us + k] = chi
-        alpha[i, :m + 6] = a_plus + Hcal[i, :k, :m + 6].T @ chi
+        alpha[i, :m + 6] = a_plus + _mul(Hcal[i, :k, :m + 6].T, chi)
         alpha[i, m:m + 6] += am[i, m:m + 6]
     return -1, udot
+
+
+# ----------------------------------------------------------------------------------------------
+# entry points: one compiled call per operation (one crossing of the Python boundary)
+# ----------------------------------------------------------------------------------------------
+@_J
+def forward_articulated(pm, q, u, tau, fext):
+    """Terms, then Eqs 51/58: ``(status, u̇)``."""
+    pos = position_terms(pm, q)
+    _, am, bias = velocity_terms(pm, q, u, fext, pos)
+    return articulated_forward_dynamics(pm, pos, am, bias, tau)
+
+
+@_J
+def forward_composite(pm, q, u, tau, fext):
+    """Terms, then Eq 46 (mass matrix, bias by Newton–Euler, Cholesky): ``(ok, u̇)``."""
+    pos = position_terms(pm, q)
+    _, am, bias = velocity_terms(pm, q, u, fext, pos)
+    C = rnea(pm, pos, am, bias, np.zeros(tau.shape[0]), True)
+    return cholesky_solve(crba(pm, pos, tau.shape[0]), tau - C)
+
+
+@_J
+def inverse(pm, q, u, udot, fext):
+    """Terms, then Eq 44."""
+    pos = position_terms(pm, q)
+    _, am, bias = velocity_terms(pm, q, u, fext, pos)
+    return rnea(pm, pos, am, bias, udot, True)
+
+
+@_J
+def mass(pm, q, nu):
+    """Position terms, then Eqs 47/50."""
+    return crba(pm, position_terms(pm, q), nu)
