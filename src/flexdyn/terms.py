@@ -254,11 +254,10 @@ def velocity_terms(model: Model, pos: PositionTerms, u: np.ndarray) -> VelocityT
         a_V = φ*(t, i) (Ė_t η̇_p + V_t × E_t η̇_p) + X_{i←J_c} (Ḣ* β + V_Jc × H* β)
               + Q̇ η̇ + V × Q η̇,       Q̇ η̇ = −X_{i←n_c} Ė_c η̇,
 
-    where ``X_{i←J_c} (V_Jc × H* β) = (V − Q η̇) × H_F* β`` (``V_Jc`` is the twist of ``J_c``,
-    ``V − Q η̇`` seen at ``F_i``; a motion transform maps cross products to cross products).
-
     with the modal rates the body models let into the products (``product_rates``: the
-    actual ``η̇``, or zero for the ruthless model, Eq B1).
+    actual ``η̇``, or zero for the ruthless model, Eq B1), and where
+    ``X_{i←J_c} (V_Jc × H* β) = (V − Q η̇) × H_F* β`` (``V_Jc`` is the twist of ``J_c``,
+    ``V − Q η̇`` seen at ``F_i``; a motion transform maps cross products to cross products).
     """
     n = model.n_bodies
     models = pos.body_models
