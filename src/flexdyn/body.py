@@ -190,8 +190,10 @@ class Body:
         top = right_jacobian_so3_rate(frames.theta[j], theta_dot) @ theta_dot
         return np.concatenate([top, -np.cross(w_rel, v_rel)])
 
-    def _node_maps(self, frames: NodeFrames) -> np.ndarray:
-        """``B_j = [E_j, φ*(k, j)]`` for all nodes, shape (n, 6, n_m + 6)."""
+    def node_maps(self, frames: NodeFrames) -> np.ndarray:
+        """``B_j = [E_j, φ*(k, j)]`` for all nodes, shape (n, 6, n_m + 6): node ``j``'s twist
+        (node frame) is ``B_j [η̇; V]`` (Eq 21), so a wrench ``w`` at the node does the
+        generalized work ``B_jᵀ w``."""
         n, m = self.n_nodes, self.n_modes
         B = np.zeros((n, 6, m + 6), dtype=frames.E.dtype)
         B[:, :, :m] = frames.E
@@ -216,7 +218,7 @@ class Body:
 
     def _modal_mass(self, frames: NodeFrames) -> np.ndarray:
         m = self.n_modes
-        B = self._node_maps(frames)
+        B = self.node_maps(frames)
         M = np.einsum("nji,njk,nkl->il", B, self.M_s, B)
         M[m:, m:] += self.M_rigid
         return M
@@ -235,7 +237,7 @@ class Body:
         out[m:] = cross_force(V, self.M_rigid @ V)
         if self.n_nodes == 0:
             return out
-        B = self._node_maps(frames)
+        B = self.node_maps(frames)
         Vm = np.concatenate([eta_dot, V])
         Vs = B @ Vm  # (n, 6) node twists
         w = frames.E @ eta_dot  # (n, 6) deformation twists

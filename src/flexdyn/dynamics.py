@@ -55,6 +55,7 @@ __all__ = [
     "inverse_dynamics",
     "mass_matrix",
     "mass_matrix_inverse",
+    "nodal_loads",
 ]
 
 #: Forward-dynamics algorithms by method name; each ``(model, pos, vel, tau, f_ext) -> u̇``.
@@ -124,6 +125,66 @@ def check_external_forces(model: Model, f_ext) -> np.ndarray | None:
     return f
 
 
+def nodal_loads(model: Model, pos: PositionTerms, f_nodes) -> tuple[np.ndarray, np.ndarray]:
+    """Wrenches at nodes of flexible bodies as the loads the algorithms take.
+
+    ``f_nodes`` maps ``(body, node)`` — a body name or index, a node index (negative counts
+    from the last node) — to a wrench ``[moment; force]`` (6,) acting at the node, in the
+    node's frame (N m, N).  A wrench ``w`` at node ``j`` of body ``i`` does the work of
+    ``B_jᵀ w = [E_jᵀ w; φ(k, j) w]`` (Eq 21, node maps at the deformation of the body model):
+    its rigid part is a wrench at the origin of ``F_i`` (added to ``f_ext``), its modal part
+    a generalized force on ``η`` (added to the modal entries of ``τ``).
+
+    Returns ``(f_ext (n_bodies, 6), τ (nu,))``.
+    """
+    f = np.zeros((model.n_bodies, 6))
+    g = np.zeros(model.nu)
+    for key, wrench in dict(f_nodes).items():
+        i, j = _node_key(model, key)
+        w = numeric_array(wrench, f"f_nodes[{key!r}]")
+        if w.shape != (6,) or not np.all(np.isfinite(w)):
+            raise ValueError(f"f_nodes[{key!r}] must be a finite wrench of shape (6,), got "
+                             f"shape {w.shape}")
+        B = model.bodies[i].node_maps(pos.frames[i])[j]
+        m = int(model.n_modes[i])
+        load = B.T @ w
+        f = f.astype(np.result_type(f, load), copy=False)
+        g = g.astype(np.result_type(g, load), copy=False)
+        f[i] += load[m:]
+        s = int(model.u_start[i] + model.nu_joint[i])
+        g[s:s + m] += load[:m]
+    return f, g
+
+
+def _node_key(model: Model, key) -> tuple[int, int]:
+    """``(body index, node index)`` of an ``f_nodes`` key, with a message naming it."""
+    try:
+        body, node = key
+    except (TypeError, ValueError):
+        raise ValueError(f"f_nodes keys are (body, node) pairs, got {key!r}") from None
+    if isinstance(body, str):
+        i = model.body_index(body) if body in model.names else None
+    else:
+        i = int(body) if isinstance(body, (int, np.integer)) and 0 <= body < model.n_bodies \
+            else None
+    if i is None:
+        raise ValueError(f"f_nodes[{key!r}]: no body {body!r}; bodies are {list(model.names)}")
+    n = model.bodies[i].n_nodes
+    if not (isinstance(node, (int, np.integer)) and -n <= node < n):
+        raise ValueError(f"f_nodes[{key!r}]: node {node!r} out of range for body "
+                         f"{model.names[i]!r} with {n} nodes")
+    return i, int(node) % n
+
+
+def _external(model: Model, pos: PositionTerms, f_ext, f_nodes):
+    """``(f_ext, g)``: the body-origin wrenches with the nodal loads' rigid parts, and the
+    nodal loads' modal generalized forces (None, 0 without nodal loads)."""
+    if not f_nodes:
+        return f_ext, 0.0
+    f, g = nodal_loads(model, pos, f_nodes)
+    return (f if f_ext is None else f_ext + f), g
+
+
 def _finite(result: np.ndarray, what: str) -> np.ndarray:
     """``result`` if every entry is finite, else ``FloatingPointError`` (an input so large
     that the arithmetic overflowed)."""
@@ -136,7 +197,7 @@ def _finite(result: np.ndarray, what: str) -> np.ndarray:
 @batched("u", "tau")
 def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None = None,
                      method: str = "articulated", fidelity: str = "full",
-                     f_ext: np.ndarray | None = None) -> np.ndarray:
+                     f_ext: np.ndarray | None = None, f_nodes=None) -> np.ndarray:
     """Generalized accelerations ``u̇`` (nu,) with ``M(q) u̇ + C(q, u) = τ``.
 
     Raises ``ValueError``/``TypeError`` for invalid inputs (naming the argument),
@@ -152,6 +213,8 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
         (Eq 46).
     fidelity : ``"full"`` or ``"ruthless"``.
     f_ext : (n_bodies, 6) or None — external wrenches at the body frame origins.
+    f_nodes : mapping ``{(body, node): wrench (6,)}`` or None — wrenches at nodes, in the node
+        frames (:func:`nodal_loads`).
     """
     algorithm = FORWARD_METHODS.get(method) if isinstance(method, str) else None
     if algorithm is None:
@@ -160,12 +223,14 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
     f_ext = check_external_forces(model, f_ext)
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
-        return _finite(algorithm(model, pos, vel, tau, f_ext), "u̇")
+        f_ext, g = _external(model, pos, f_ext, f_nodes)
+        return _finite(algorithm(model, pos, vel, tau + g, f_ext), "u̇")
 
 
 @batched("u", "udot")
 def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
-                     fidelity: str = "full", f_ext: np.ndarray | None = None) -> np.ndarray:
+                     fidelity: str = "full", f_ext: np.ndarray | None = None,
+                     f_nodes=None) -> np.ndarray:
     """Generalized forces ``τ = M(q) u̇ + C(q, u)`` (nu,), Eqs 44–45.
 
     Parameters
@@ -186,14 +251,15 @@ def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarra
     f_ext = check_external_forces(model, f_ext)
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
-        return _finite(rnea(model, pos, vel, udot, f_ext), "τ")
+        f_ext, g = _external(model, pos, f_ext, f_nodes)
+        return _finite(rnea(model, pos, vel, udot, f_ext) - g, "τ")
 
 
 @batched("u", "tau", "udot_prescribed")
 def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,
                     udot_prescribed: np.ndarray | None, prescribed: np.ndarray, *,
-                    fidelity: str = "full",
-                    f_ext: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    fidelity: str = "full", f_ext: np.ndarray | None = None,
+                    f_nodes=None) -> tuple[np.ndarray, np.ndarray]:
     """Accelerations and loads with some accelerations prescribed and the rest free, O(N)
     (:mod:`flexdyn.hybrid`).
 
@@ -204,7 +270,7 @@ def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray 
     udot_prescribed : (nu,) or None (zero) — accelerations; read where ``prescribed``.
     prescribed : (nu,) bool — which entries of ``u̇`` are given: whole joints, single dofs of
         a joint, all joints with the modes free, …; the same for every state of a batch.
-    fidelity, f_ext : as for :func:`forward_dynamics`.
+    fidelity, f_ext, f_nodes : as for :func:`forward_dynamics`.
 
     Returns
     -------
@@ -223,13 +289,17 @@ def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray 
     f_ext = check_external_forces(model, f_ext)
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
-        udot, T = _hybrid(model, pos, vel, tau, udot_known, ~mask, f_ext)
+        f_ext, g = _external(model, pos, f_ext, f_nodes)
+        udot, T = _hybrid(model, pos, vel, tau + g, udot_known, ~mask, f_ext)
+        T = T - g
+        T[~mask] = tau[~mask]
         return _finite(udot, "u̇"), _finite(T, "τ")
 
 
 @batched("u", "udot")
 def joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
-                   fidelity: str = "full", f_ext: np.ndarray | None = None) -> np.ndarray:
+                   fidelity: str = "full", f_ext: np.ndarray | None = None,
+                   f_nodes=None) -> np.ndarray:
     """The spatial force ``[moment; force]`` (n_bodies, 6) each joint transmits from the
     parent to the child, in the child's joint frame ``J_c`` about its origin (N m, N), for the
     motion ``(q, u, u̇)`` (Eq 36) — fixed joints included, so the root load of an appendage is
@@ -238,20 +308,22 @@ def joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
     f_ext = check_external_forces(model, f_ext)
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
+        f_ext, _ = _external(model, pos, f_ext, f_nodes)
         f = modal_forces(model, pos, vel, udot[:, None], f_ext)
         return _finite(_joint_wrenches(model, pos, f), "joint wrenches")
 
 
 @batched("u")
 def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
-                f_ext: np.ndarray | None = None) -> np.ndarray:
+                f_ext: np.ndarray | None = None, f_nodes=None) -> np.ndarray:
     """Bias vector ``C(q, u)`` (nu,) of Eq 43 with gravity, stiffness, damping and external
     forces: everything but ``M u̇``, so that ``M u̇ + C = τ``."""
     q, u = model.check_state(q, u)
     f_ext = check_external_forces(model, f_ext)
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
-        return _finite(rnea(model, pos, vel, np.zeros(model.nu), f_ext), "C")
+        f_ext, g = _external(model, pos, f_ext, f_nodes)
+        return _finite(rnea(model, pos, vel, np.zeros(model.nu), f_ext) - g, "C")
 
 
 @batched()
