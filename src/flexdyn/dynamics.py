@@ -139,13 +139,16 @@ def nodal_loads(model: Model, pos: PositionTerms, f_nodes) -> tuple[np.ndarray, 
     """
     f = np.zeros((model.n_bodies, 6))
     g = np.zeros(model.nu)
+    node_maps: dict[int, np.ndarray] = {}  # per body, B_j of all its nodes (computed once)
     for key, wrench in dict(f_nodes).items():
         i, j = _node_key(model, key)
         w = numeric_array(wrench, f"f_nodes[{key!r}]")
         if w.shape != (6,) or not np.all(np.isfinite(w)):
             raise ValueError(f"f_nodes[{key!r}] must be a finite wrench of shape (6,), got "
                              f"shape {w.shape}")
-        B = model.bodies[i].node_maps(pos.frames[i])[j]
+        if i not in node_maps:
+            node_maps[i] = model.bodies[i].node_maps(pos.frames[i])
+        B = node_maps[i][j]
         m = int(model.n_modes[i])
         load = B.T @ w
         f = f.astype(np.result_type(f, load), copy=False)

@@ -278,8 +278,8 @@ def velocity_terms(model: Model, pos: PositionTerms, u: np.ndarray) -> VelocityT
         aV = np.zeros(6, dtype=V.dtype)
         p = int(model.parent[i])
         pn = model.parent_node[i] if p >= 0 else None
-        if pn is not None and np.any(model.eta_dot(u_nl, p)):  # zero without product rates
-            etad_p = model.eta_dot(u_nl, p)
+        etad_p = model.eta_dot(u_nl, p) if pn is not None else None
+        if etad_p is not None and np.any(etad_p):  # zero without product rates
             V_t = pos.A[i].T @ V_nl[p]
             w_t = pos.E_t[i] @ etad_p
             eps = models[p].node_twist_rate(pos.frames[p], pn, etad_p) + cross_motion(V_t, w_t)

@@ -91,14 +91,16 @@ class PackedModel(NamedTuple):
     gravity: np.ndarray
 
 
+#: the body kernel of each body-model class
+KERNELS: dict[type, int] = {RigidBodyModel: RIGID, BodyModel: FULL, RuthlessBodyModel: RUTHLESS}
+
+
 def _kind(bm: BodyModel) -> int:
-    if isinstance(bm, RuthlessBodyModel):
-        return RUTHLESS
-    if isinstance(bm, RigidBodyModel):
-        return RIGID
-    if type(bm) is BodyModel:
-        return FULL
-    raise TypeError(f"the engine has no kernel for the body model {type(bm).__name__}")
+    try:
+        return KERNELS[type(bm)]
+    except KeyError:
+        raise TypeError(f"the engine has no kernel for the body model {type(bm).__name__}"
+                        ) from None
 
 
 def pack(model: Model, models: tuple[BodyModel, ...]) -> PackedModel:
