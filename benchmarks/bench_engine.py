@@ -64,7 +64,8 @@ def rigid_row(n, rng, pin, revolute_chain, to_pinocchio) -> None:
     t_p = per_call(lambda: pin.aba(pm, data, q, u, tau))
     err = np.max(np.abs(engine.forward_dynamics(q, u, tau) - pin.aba(pm, data, q, u, tau)))
     t_f = per_call(lambda: compiled.forward_dynamics(q, u, tau))
-    t_r = per_call(lambda: fd.forward_dynamics(model, q, u, tau), min_time=0.02, repeat=2)
+    t_r = per_call(lambda: fd.forward_dynamics(model, q, u, tau, backend="reference"),
+                   min_time=0.02, repeat=2)
     print(f"{n:>4} {1e6 * t_e:>9.1f} {1e6 * t_p:>9.2f} {t_e / t_p:>7.1f} {1e6 * t_f:>9.1f} "
           f"{1e6 * t_r:>10.0f}   (max |Δu̇| vs Pinocchio {err:.1e})")
 
@@ -73,7 +74,8 @@ def flexible_row(model, fidelity, q, u, tau) -> None:
     """One line of the flexible-chain table."""
     engine = Engine(model, fidelity)
     t_e = per_call(lambda: engine.forward_dynamics(q, u, tau))
-    t_r = per_call(lambda: fd.forward_dynamics(model, q, u, tau, fidelity=fidelity),
+    t_r = per_call(lambda: fd.forward_dynamics(model, q, u, tau, fidelity=fidelity,
+                                               backend="reference"),
                    min_time=0.02, repeat=2)
     print(f"  {fidelity:<9} engine {1e6 * t_e:8.1f}   reference {1e6 * t_r:8.0f}   "
           f"reference / engine {t_r / t_e:5.1f}")

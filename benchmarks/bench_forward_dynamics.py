@@ -30,6 +30,7 @@ environment), as the recursions do: multi-threaded LAPACK on a busy 2-core machi
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import platform
 import statistics
@@ -54,6 +55,9 @@ try:  # the state terms exactly as forward_dynamics computes them
     from flexdyn.terms import state_terms  # noqa: E402
 except ImportError:
     state_terms = None
+#: run the numpy reference where the per-state functions also have a compiled backend
+REFERENCE = ({"backend": "reference"}
+             if "backend" in inspect.signature(fd.forward_dynamics).parameters else {})
 
 METHODS = ("articulated", "articulated-split", "composite")
 SHORT = {"articulated": "ABA", "articulated-split": "ABA-split", "composite": "composite"}
@@ -148,7 +152,8 @@ def measure(n_bodies: int, n_modes: int, fidelity: str, repeats: int, min_time: 
     udot = {}
     for method in METHODS:
         def call(m=method):
-            return fd.forward_dynamics(model, q, u, tau, method=m, fidelity=fidelity)
+            return fd.forward_dynamics(model, q, u, tau, method=m, fidelity=fidelity,
+                                       **REFERENCE)
         try:
             udot[method] = call()
         except ValueError as err:  # reported in the table instead of a time
@@ -159,10 +164,10 @@ def measure(n_bodies: int, n_modes: int, fidelity: str, repeats: int, min_time: 
     if "articulated" in udot and "articulated-split" in udot:
         a, b = udot["articulated"], udot["articulated-split"]
         out["diff"] = float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
-    M = fd.mass_matrix(model, q, fidelity)
+    M = fd.mass_matrix(model, q, fidelity, **REFERENCE)
     fns["kin+vel"] = lambda: _state_terms(model, q, u, fidelity)
-    fns["form M"] = lambda: fd.mass_matrix(model, q, fidelity)
-    fns["inverse dyn."] = lambda: fd.inverse_dynamics(model, q, u, tau, fidelity)
+    fns["form M"] = lambda: fd.mass_matrix(model, q, fidelity, **REFERENCE)
+    fns["inverse dyn."] = lambda: fd.inverse_dynamics(model, q, u, tau, fidelity, **REFERENCE)
     fns["solve(M, b)"] = lambda: np.linalg.solve(M, tau)
     out.update(time_calls(fns, repeats, min_time))
     return out
@@ -251,7 +256,8 @@ def scaling(fidelity: str, repeats: int, min_time: float) -> list[str]:
         q, u, tau = random_state(model, np.random.default_rng(N * 100 + n_m))
         for method in METHODS[:2]:
             def call(model=model, q=q, u=u, tau=tau, m=method):
-                return fd.forward_dynamics(model, q, u, tau, method=m, fidelity=fidelity)
+                return fd.forward_dynamics(model, q, u, tau, method=m, fidelity=fidelity,
+                                           **REFERENCE)
             try:
                 call()
             except ValueError as err:

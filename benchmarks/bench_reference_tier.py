@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 def _cases(quick: bool):
     """``{name: callable}`` of the timed calls (imports flexdyn from ``sys.path``)."""
     import numpy as np
-    from bench_forward_dynamics import flexible_chain, random_state
+    from bench_forward_dynamics import REFERENCE, flexible_chain, random_state
 
     import flexdyn as fd
 
@@ -47,11 +47,12 @@ def _cases(quick: bool):
             for method in ("articulated", "articulated-split", "composite"):
                 calls[f"{mname} fd {method} {fid}"] = (
                     lambda m=model, q=q, u=u, t=tau, me=method, f=fid:
-                    fd.forward_dynamics(m, q, u, t, method=me, fidelity=f))
+                    fd.forward_dynamics(m, q, u, t, method=me, fidelity=f, **REFERENCE))
             calls[f"{mname} inverse_dynamics {fid}"] = (
-                lambda m=model, q=q, u=u, t=tau, f=fid: fd.inverse_dynamics(m, q, u, t, f))
+                lambda m=model, q=q, u=u, t=tau, f=fid:
+                fd.inverse_dynamics(m, q, u, t, f, **REFERENCE))
             calls[f"{mname} mass_matrix {fid}"] = (
-                lambda m=model, q=q, f=fid: fd.mass_matrix(m, q, f))
+                lambda m=model, q=q, f=fid: fd.mass_matrix(m, q, f, **REFERENCE))
     return calls
 
 

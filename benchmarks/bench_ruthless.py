@@ -146,7 +146,8 @@ def _ab(model: fd.Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray) -> np.nd
 
 def _cb(model: fd.Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray) -> np.ndarray:
     """Ruthless composite-body forward dynamics (Eqs 45–50) through the front door."""
-    return fd.forward_dynamics(model, q, u, tau, method="composite", fidelity="ruthless")
+    return fd.forward_dynamics(model, q, u, tau, method="composite", fidelity="ruthless",
+                               backend="reference")
 
 
 def _rel(a: np.ndarray, b: np.ndarray) -> float:

@@ -13,6 +13,15 @@ terms of the chosen body model (:mod:`flexdyn.terms`) and runs one algorithm.
 Inputs ``q`` (nq,), ``u``, ``u̇``, ``τ`` (nu,) follow the layout of ``model-format.md``; real
 or complex (complex-step differentiation) numbers.
 
+Backends
+--------
+:func:`forward_dynamics`, :func:`inverse_dynamics`, :func:`bias_forces` and
+:func:`mass_matrix` take ``backend`` (one of :data:`BACKENDS`): ``"engine"`` (the default)
+runs the compiled engine (:class:`flexdyn.engine.Engine`, one per model and fidelity, built
+on first use and cached), ``"reference"`` the numpy algorithms below.  The engine takes real
+inputs only: complex inputs, ``method="articulated-split"`` and nodal loads ``f_nodes``
+always run the reference.  Both backends validate alike and raise the same errors.
+
 Batches
 -------
 Every per-state function also takes a batch of states: ``q`` (B, nq) with the other state
@@ -25,6 +34,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -38,12 +49,14 @@ from .articulated_body import (
 )
 from .chain import Model, numeric_array
 from .composite_body import composite_forward_dynamics, crba
+from .engine import Engine
 from .hybrid import hybrid_dynamics as _hybrid
 from .newton_euler import joint_wrenches as _joint_wrenches
 from .newton_euler import modal_forces, rnea
-from .terms import PositionTerms, state_terms
+from .terms import PositionTerms, check_fidelity, state_terms
 
 __all__ = [
+    "BACKENDS",
     "FORWARD_METHODS",
     "batched",
     "bias_forces",
@@ -64,6 +77,13 @@ FORWARD_METHODS: dict[str, Callable[..., np.ndarray]] = {
     "articulated-split": articulated_forward_dynamics_split,  # Eqs 62–64
     "composite": composite_forward_dynamics,  # Eq 46
 }
+#: Backends of the per-state functions: the compiled engine (default) and the numpy reference.
+BACKENDS: tuple[str, ...] = ("engine", "reference")
+#: Forward-dynamics methods the compiled engine runs (the others run the reference).
+ENGINE_METHODS = frozenset({"articulated", "composite"})
+
+_ENGINES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_ENGINES_LOCK = threading.Lock()
 
 
 def batched(*state_args: str) -> Callable[[Callable], Callable]:
@@ -188,6 +208,56 @@ def _external(model: Model, pos: PositionTerms, f_ext, f_nodes):
     return (f if f_ext is None else f_ext + f), g
 
 
+def _check_backend(backend: str) -> str:
+    """``backend`` if it is one of :data:`BACKENDS`, else ``ValueError`` listing them."""
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
+    return backend
+
+
+class _CachedEngine(Engine):
+    """An :class:`~flexdyn.engine.Engine` that refers to its model weakly, so that the cache
+    keyed by the model does not keep the model alive."""
+
+    @property
+    def model(self) -> Model:
+        return self._model()
+
+    @model.setter
+    def model(self, model: Model) -> None:
+        self._model = weakref.ref(model)
+
+
+def _cached_engine(model: Model, fidelity: str = "full") -> Engine:
+    """The compiled engine of ``model`` for ``fidelity``: built once (under a lock, so that
+    threads asking at the same time share one) and cached while the model lives."""
+    check_fidelity(fidelity)
+    with _ENGINES_LOCK:
+        per_model = _ENGINES.setdefault(model, {})
+        if fidelity not in per_model:
+            per_model[fidelity] = _CachedEngine(model, fidelity)
+        return per_model[fidelity]
+
+
+def _kernel_array(a: np.ndarray) -> np.ndarray:
+    """``a`` as a writable C-contiguous float64 array, the one array type the compiled
+    kernels are specialised for (any other would compile a new specialisation)."""
+    if a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable:
+        return a
+    return np.array(a, dtype=np.float64, order="C")
+
+
+def _engine_inputs(backend: str, *arrays: np.ndarray | None) -> list[np.ndarray | None] | None:
+    """The validated ``arrays`` (None entries kept) for the compiled engine when ``backend``
+    is ``"engine"`` and every array is real (at most double precision), else None: run the
+    reference (complex step, extended precision)."""
+    if backend != "engine":
+        return None
+    if any(a is not None and (a.dtype.kind != "f" or a.dtype.itemsize > 8) for a in arrays):
+        return None
+    return [None if a is None else _kernel_array(a) for a in arrays]
+
+
 def _finite(result: np.ndarray, what: str) -> np.ndarray:
     """``result`` if every entry is finite, else ``FloatingPointError`` (an input so large
     that the arithmetic overflowed)."""
@@ -200,7 +270,8 @@ def _finite(result: np.ndarray, what: str) -> np.ndarray:
 @batched("u", "tau")
 def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None = None,
                      method: str = "articulated", fidelity: str = "full",
-                     f_ext: np.ndarray | None = None, f_nodes=None) -> np.ndarray:
+                     f_ext: np.ndarray | None = None, f_nodes=None,
+                     backend: str = "engine") -> np.ndarray:
     """Generalized accelerations ``u̇`` (nu,) with ``M(q) u̇ + C(q, u) = τ``.
 
     Raises ``ValueError``/``TypeError`` for invalid inputs (naming the argument),
@@ -218,12 +289,19 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
     f_ext : (n_bodies, 6) or None — external wrenches at the body frame origins.
     f_nodes : mapping ``{(body, node): wrench (6,)}`` or None — wrenches at nodes, in the node
         frames (:func:`nodal_loads`).
+    backend : ``"engine"`` (compiled, default) or ``"reference"`` (numpy); see the module
+        notes on which calls the engine runs.
     """
+    _check_backend(backend)
     algorithm = FORWARD_METHODS.get(method) if isinstance(method, str) else None
     if algorithm is None:
         raise ValueError(f"unknown method {method!r}; expected one of {tuple(FORWARD_METHODS)}")
     q, u, tau = model.check_state(q, u, tau=np.zeros(model.nu) if tau is None else tau)
     f_ext = check_external_forces(model, f_ext)
+    real = _engine_inputs(backend, q, u, tau, f_ext)
+    if real is not None and method in ENGINE_METHODS and not f_nodes:
+        run = _cached_engine(model, fidelity)
+        return _finite(run.forward_dynamics(*real, method=method), "u̇")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
@@ -233,7 +311,7 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
 @batched("u", "udot")
 def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
                      fidelity: str = "full", f_ext: np.ndarray | None = None,
-                     f_nodes=None) -> np.ndarray:
+                     f_nodes=None, backend: str = "engine") -> np.ndarray:
     """Generalized forces ``τ = M(q) u̇ + C(q, u)`` (nu,), Eqs 44–45.
 
     Parameters
@@ -245,13 +323,19 @@ def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarra
         ``"ruthless"`` (Appendix B).
     f_ext : (n_bodies, 6) or None — external wrenches ``[N m; N]`` at body frame
         origins, in body coordinates.
+    f_nodes : as for :func:`forward_dynamics`.
+    backend : ``"engine"`` (compiled, default) or ``"reference"`` (numpy).
 
     Returns
     -------
     τ : (nu,) — joint forces/torques and modal forces (N, N m, or modal units).
     """
+    _check_backend(backend)
     q, u, udot = model.check_state(q, u, udot=udot)
     f_ext = check_external_forces(model, f_ext)
+    real = _engine_inputs(backend, q, u, udot, f_ext)
+    if real is not None and not f_nodes:
+        return _finite(_cached_engine(model, fidelity).inverse_dynamics(*real), "τ")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
@@ -318,11 +402,21 @@ def joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
 
 @batched("u")
 def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
-                f_ext: np.ndarray | None = None, f_nodes=None) -> np.ndarray:
+                f_ext: np.ndarray | None = None, f_nodes=None,
+                backend: str = "engine") -> np.ndarray:
     """Bias vector ``C(q, u)`` (nu,) of Eq 43 with gravity, stiffness, damping and external
-    forces: everything but ``M u̇``, so that ``M u̇ + C = τ``."""
+    forces: everything but ``M u̇``, so that ``M u̇ + C = τ`` (N, N m, or modal units).
+
+    ``q`` (nq,), ``u`` (nu,), ``fidelity``, ``f_ext`` (n_bodies, 6), ``f_nodes`` and
+    ``backend`` as for :func:`inverse_dynamics` (which this is with ``u̇ = 0``)."""
+    _check_backend(backend)
     q, u = model.check_state(q, u)
     f_ext = check_external_forces(model, f_ext)
+    real = _engine_inputs(backend, q, u, f_ext)
+    if real is not None and not f_nodes:
+        q, u, f = real
+        run = _cached_engine(model, fidelity)
+        return _finite(run.inverse_dynamics(q, u, np.zeros(model.nu), f), "C")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
@@ -330,15 +424,21 @@ def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "ful
 
 
 @batched()
-def mass_matrix(model: Model, q: np.ndarray, fidelity: str = "full") -> np.ndarray:
-    """System mass matrix ``M(q)`` (nu × nu), Eqs 43, 49–50.
+def mass_matrix(model: Model, q: np.ndarray, fidelity: str = "full",
+                backend: str = "engine") -> np.ndarray:
+    """System mass matrix ``M(q)`` (nu × nu), Eqs 43, 49–50 (kg, kg m, kg m², modal units).
 
     Parameters
     ----------
     q : (nq,) coordinates in the layout of ``model-format.md``.
     fidelity : ``"full"`` or ``"ruthless"``.
+    backend : ``"engine"`` (compiled, default) or ``"reference"`` (numpy).
     """
+    _check_backend(backend)
     q, _ = model.check_state(q)
+    real = _engine_inputs(backend, q)
+    if real is not None:
+        return _cached_engine(model, fidelity).mass_matrix(real[0])
     return crba(model, state_terms(model, q, None, fidelity)[0])
 
 

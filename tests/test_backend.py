@@ -1,0 +1,321 @@
+"""The compiled engine as the default backend of the per-state functions.
+
+* On hypothesis trees, for every fidelity, the default backend equals ``backend="reference"``
+  for ``forward_dynamics`` (both engine methods), ``inverse_dynamics``, ``bias_forces`` and
+  ``mass_matrix``.
+* Complex inputs (complex step) run the reference on the default backend, untruncated.
+* Both backends raise the same errors with the same messages.
+* One engine per (model, fidelity), built once when several threads ask at the same time,
+  released with the model; unusual input arrays compile no new specialisation.
+* A second process loads the compiled kernels from numba's cache: no compilation.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import threading
+import warnings
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import flexdyn as fd
+from flexdyn import dynamics
+from flexdyn.engine import kernels
+from flexdyn.linalg import SingularInertiaError
+from helpers import assert_close
+from strategies import models_and_states
+
+SETTINGS = settings(max_examples=25, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SAMPLES = models_and_states(max_bodies=6, max_modes=4)
+FIDELITY = st.sampled_from(fd.FIDELITIES)
+ENGINE_METHODS = ("articulated", "composite")
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=Warning)  # numba performance hints
+        yield
+
+
+def _both(fn, *args, **kwargs):
+    """``fn`` on the default backend and on the reference."""
+    return fn(*args, **kwargs), fn(*args, backend="reference", **kwargs)
+
+
+def _dispatchers() -> list:
+    """The compiled functions of the engine's kernel module."""
+    return [f for f in vars(kernels).values() if isinstance(f, numba.core.dispatcher.Dispatcher)]
+
+
+def _arm(n_modes: int = 2) -> fd.Model:
+    """A freshly built model (not in any cache)."""
+    return fd.models.two_link_arm(n_modes=n_modes, gravity=(0.0, -9.81, 0.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# the same results
+# ---------------------------------------------------------------------------------------------
+@SETTINGS
+@given(sample=SAMPLES, fidelity=FIDELITY)
+def test_default_backend_equals_the_reference(sample, fidelity):
+    model, q, u, udot, f = sample.model, sample.q, sample.u, sample.udot, sample.f_ext
+    tau = np.random.default_rng(7).normal(size=model.nu)
+    M, M_ref = _both(fd.mass_matrix, model, q, fidelity)
+    assert_close(M, M_ref, "M")
+    scale = float(np.max(np.abs(M_ref)))
+    for f_ext in (None, f):
+        got, ref = _both(fd.inverse_dynamics, model, q, u, udot, fidelity, f_ext=f_ext)
+        assert_close(got, ref, "τ", scale=scale)
+        got, ref = _both(fd.bias_forces, model, q, u, fidelity, f_ext=f_ext)
+        assert_close(got, ref, "C", scale=scale)
+        for method in ENGINE_METHODS:
+            got, ref = _both(fd.forward_dynamics, model, q, u, tau, method=method,
+                             fidelity=fidelity, f_ext=f_ext)
+            assert_close(got, ref, f"u̇ ({method})", scale=1.0)
+
+
+def test_batches_run_the_engine_state_by_state():
+    model = fd.models.builtin_model("spacecraft")
+    rng = np.random.default_rng(3)
+    q = np.stack([model.neutral_configuration()] * 3)
+    q[:, 7:] = rng.normal(scale=0.1, size=(3, model.nq - 7))
+    u = rng.normal(size=(3, model.nu))
+    got, ref = _both(fd.forward_dynamics, model, q, u, None)
+    assert got.shape == (3, model.nu)
+    assert_close(got, ref, "u̇", scale=1.0)
+
+
+def test_split_method_and_nodal_loads_run_the_reference(monkeypatch):
+    model = _arm()
+    q, u = model.neutral_configuration(), np.full(model.nu, 0.3)
+    monkeypatch.setattr(dynamics, "_cached_engine", None)  # any engine call would fail
+    got, ref = _both(fd.forward_dynamics, model, q, u, None, method="articulated-split")
+    np.testing.assert_array_equal(got, ref)
+    loads = {("link2", -1): [0.0, 0.0, 0.0, 0.0, 1.0, 0.0]}
+    for fn, args in ((fd.forward_dynamics, (u, None)), (fd.inverse_dynamics, (u, u)),
+                     (fd.bias_forces, (u,))):
+        got, ref = _both(fn, model, q, *args, f_nodes=loads)
+        np.testing.assert_array_equal(got, ref)
+
+
+def test_unusual_arrays_compile_nothing_new():
+    """Read-only, strided, Fortran-ordered, float32 and integer inputs go to the kernels as
+    the one array type they are compiled for."""
+    model = fd.models.builtin_model("two_link_arm")
+    q, u = model.neutral_configuration(), np.linspace(-1.0, 1.0, model.nu)
+    f = np.ones((model.n_bodies, 6))
+    expected = fd.forward_dynamics(model, q, u, u, f_ext=f)
+    fd.mass_matrix(model, q)
+    fd.inverse_dynamics(model, q, u, u, f_ext=f)
+    count = sum(len(d.signatures) for d in _dispatchers())
+    q_ro = q.copy()
+    q_ro.setflags(write=False)
+    u_strided = np.repeat(u, 2)[::2]
+    f_fortran = np.asfortranarray(f)
+    got = fd.forward_dynamics(model, q_ro, u_strided, u.astype(np.float32), f_ext=f_fortran)
+    assert_close(got, expected, "u̇", tol=1e-6)
+    fd.inverse_dynamics(model, q_ro, u_strided, u_strided, f_ext=f.astype(int))
+    fd.mass_matrix(model, q_ro)
+    assert sum(len(d.signatures) for d in _dispatchers()) == count
+
+
+# ---------------------------------------------------------------------------------------------
+# complex step
+# ---------------------------------------------------------------------------------------------
+def test_complex_inputs_run_the_reference_untruncated():
+    model = _arm(3)
+    rng = np.random.default_rng(5)
+    q = rng.normal(scale=0.2, size=model.nq)
+    u, udot = rng.normal(size=model.nu), rng.normal(size=model.nu)
+    d = rng.normal(size=model.nq)
+    h, eps = 1e-30, 1e-6
+    got, ref = _both(fd.inverse_dynamics, model, q + 1j * h * d, u, udot)
+    assert np.iscomplexobj(got)
+    np.testing.assert_array_equal(got, ref)
+    central = (fd.inverse_dynamics(model, q + eps * d, u, udot)
+               - fd.inverse_dynamics(model, q - eps * d, u, udot)) / (2 * eps)
+    assert_close(got.imag / h, central, "dτ/dq·d", tol=1e-6)
+    assert_close(got.real, fd.inverse_dynamics(model, q, u, udot), "τ", tol=1e-12)
+    for fn, args in ((fd.forward_dynamics, (u, udot)), (fd.bias_forces, (u,)),
+                     (fd.mass_matrix, ())):
+        got, ref = _both(fn, model, q + 1j * h * d, *args)
+        assert np.iscomplexobj(got)
+        np.testing.assert_array_equal(got, ref)
+    got, ref = _both(fd.forward_dynamics, model, q, u + 1j * h * d[:model.nu], udot)
+    assert np.iscomplexobj(got)
+    np.testing.assert_array_equal(got, ref)
+
+
+# ---------------------------------------------------------------------------------------------
+# the same errors
+# ---------------------------------------------------------------------------------------------
+def _slider() -> fd.Model:
+    """A massless slider at the tip: its joint carries no inertia."""
+    return (fd.ModelBuilder("slider")
+            .add_body("base", None, joint={"type": "revolute", "axis": [0, 0, 1]},
+                      rigid={"mass": 1.0, "com": [0.5, 0, 0],
+                             "inertia": [[0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]})
+            .add_body("slider", "base", joint={"type": "prismatic", "axis": [1, 0, 0]},
+                      rigid={"mass": 0.0, "inertia": [[0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]})
+            .build())
+
+
+def _messages(error: type[Exception], fn, *args, **kwargs) -> tuple[str, str]:
+    out = []
+    for backend in dynamics.BACKENDS:
+        with pytest.raises(error) as info:
+            fn(*args, backend=backend, **kwargs)
+        out.append(str(info.value))
+    return out[0], out[1]
+
+
+def test_bad_backend_names_the_allowed_values():
+    model = fd.models.builtin_model("two_link_arm")
+    q, z = model.neutral_configuration(), np.zeros(model.nu)
+    for fn, args in ((fd.forward_dynamics, (z, z)), (fd.inverse_dynamics, (z, z)),
+                     (fd.bias_forces, (z,)), (fd.mass_matrix, ())):
+        for bad in ("numba", None, 1):
+            with pytest.raises(ValueError, match="'engine', 'reference'"):
+                fn(model, q, *args, backend=bad)
+
+
+@pytest.mark.parametrize("method", ENGINE_METHODS)
+@pytest.mark.parametrize("fidelity", fd.FIDELITIES)
+def test_singular_inertia_same_message(method, fidelity):
+    model = _slider()
+    q, z = model.neutral_configuration(), np.zeros(model.nu)
+    got, ref = _messages(SingularInertiaError, fd.forward_dynamics, model, q, z, z,
+                         method=method, fidelity=fidelity)
+    assert got == ref
+
+
+@pytest.mark.parametrize("case", ["q shape", "u shape", "udot shape", "f_ext shape", "q nan",
+                                  "u inf", "fidelity", "q type"])
+def test_invalid_inputs_same_message(case):
+    model = fd.models.builtin_model("two_link_arm")
+    q, z = model.neutral_configuration(), np.zeros(model.nu)
+    f = np.zeros((model.n_bodies, 6))
+    kw = {"q": q, "u": z, "udot": z, "f_ext": f, "fidelity": "full"}
+    error = TypeError if case == "q type" else ValueError
+    if case.endswith("shape"):
+        name = case.split()[0]
+        kw[name] = np.zeros(np.shape(kw[name])[:-1] + (np.shape(kw[name])[-1] + 1,))
+    elif case == "q nan":
+        kw["q"] = np.where(np.arange(model.nq) == 1, np.nan, q)
+    elif case == "u inf":
+        kw["u"] = np.where(np.arange(model.nu) == 0, np.inf, z)
+    elif case == "fidelity":
+        kw["fidelity"] = "medium"
+    else:
+        kw["q"] = np.array(["a"] * model.nq)
+    calls = [
+        (fd.forward_dynamics, (kw["q"], kw["u"], kw["udot"]),
+         {"f_ext": kw["f_ext"], "fidelity": kw["fidelity"]}),
+        (fd.inverse_dynamics, (kw["q"], kw["u"], kw["udot"]),
+         {"f_ext": kw["f_ext"], "fidelity": kw["fidelity"]}),
+        (fd.bias_forces, (kw["q"], kw["u"]), {"f_ext": kw["f_ext"], "fidelity": kw["fidelity"]}),
+        (fd.mass_matrix, (kw["q"],), {"fidelity": kw["fidelity"]}),
+    ]
+    raised = 0
+    for fn, args, kwargs in calls:
+        try:
+            fn(model, *args, backend="reference", **kwargs)
+        except error:
+            got, ref = _messages(error, fn, model, *args, **kwargs)
+            assert got == ref
+            raised += 1
+    assert raised >= 1
+
+
+def test_overflow_raises_on_both_backends():
+    model = fd.models.builtin_model("two_link_arm")
+    q, u = model.neutral_configuration(), np.zeros(model.nu)
+    u[0] = 1e200
+    for method in ENGINE_METHODS:
+        got, ref = _messages(FloatingPointError, fd.forward_dynamics, model, q, u, None,
+                             method=method)
+        assert got == ref
+    got, ref = _messages(FloatingPointError, fd.bias_forces, model, q, u)
+    assert got == ref
+
+
+# ---------------------------------------------------------------------------------------------
+# the engine cache
+# ---------------------------------------------------------------------------------------------
+def test_four_threads_building_at_once_share_one_engine():
+    model = _arm(3)
+    q, u = model.neutral_configuration(), np.full(model.nu, 0.2)
+    start = threading.Barrier(4)
+
+    def first_call(_):
+        start.wait()
+        udot = fd.forward_dynamics(model, q, u, None)
+        return udot, dynamics._cached_engine(model, "full")
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(first_call, range(4)))
+    expected = fd.forward_dynamics(model, q, u, None, backend="reference")
+    for udot, _ in results:
+        assert_close(udot, expected, "u̇", scale=1.0)
+    assert len({id(engine) for _, engine in results}) == 1
+    assert list(dynamics._ENGINES[model]) == ["full"]
+
+
+def test_the_cache_does_not_keep_the_model_alive():
+    model = _arm()
+    q, z = model.neutral_configuration(), np.zeros(model.nu)
+    for fidelity in fd.FIDELITIES:
+        fd.forward_dynamics(model, q, z, z, fidelity=fidelity)
+    assert set(dynamics._ENGINES[model]) == set(fd.FIDELITIES)
+    ref = weakref.ref(model)
+    del model
+    gc.collect()
+    assert ref() is None
+
+
+# ---------------------------------------------------------------------------------------------
+# numba's on-disk cache
+# ---------------------------------------------------------------------------------------------
+CHILD = """
+import json, warnings
+import numba, numpy as np
+import flexdyn as fd
+from flexdyn.engine import kernels
+warnings.simplefilter("ignore")
+model = fd.models.builtin_model("two_link_arm")
+fd.forward_dynamics(model, model.neutral_configuration(), np.zeros(model.nu))
+hits = misses = 0
+for f in vars(kernels).values():
+    if isinstance(f, numba.core.dispatcher.Dispatcher):
+        hits += sum(f.stats.cache_hits.values())
+        misses += sum(f.stats.cache_misses.values())
+print(json.dumps({"hits": hits, "misses": misses}))
+"""
+
+
+@pytest.mark.slow
+def test_a_second_process_loads_the_kernels_from_the_cache(tmp_path):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
+    env.pop("NUMBA_DISABLE_JIT", None)
+
+    def child() -> dict:
+        run = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
+                             text=True, timeout=900, check=True)
+        return json.loads(run.stdout.strip().splitlines()[-1])
+
+    first = child()
+    assert first["hits"] + first["misses"] > 0, first
+    second = child()
+    assert second["misses"] == 0 and second["hits"] > 0, (first, second)
