@@ -9,9 +9,12 @@ from ..chain import Model
 from ..linalg import SingularInertiaError
 from ..terms import body_models
 from . import kernels
-from .pack import PackedModel, pack
+from .pack import Packed, pack
 
 __all__ = ["Engine"]
+
+#: compiled forward dynamics by method: ``(ib, fb, q, u, tau, f_ext, udot) -> status``
+_FORWARD = {"articulated": kernels.forward_articulated, "composite": kernels.forward_composite}
 
 
 class Engine:
@@ -25,37 +28,44 @@ class Engine:
     def __init__(self, model: Model, fidelity: str = "full"):
         self.model = model
         self.fidelity = fidelity
-        self.packed: PackedModel = pack(model, body_models(model, fidelity))
+        self.packed: Packed = pack(model, body_models(model, fidelity))
         self._zero_wrenches = np.zeros((model.n_bodies, 6))
-
-    def terms(self, q: np.ndarray, u: np.ndarray, f_ext: np.ndarray | None = None):
-        """``(pos, (V_m, a_m, bias))``: the position arrays and velocity terms."""
-        pos = kernels.position_terms(self.packed, q)
-        return pos, kernels.velocity_terms(self.packed, q, u, self._fext(f_ext), pos)
 
     def _fext(self, f_ext):
         return self._zero_wrenches if f_ext is None else f_ext
 
+    def terms(self, q: np.ndarray, u: np.ndarray, f_ext: np.ndarray | None = None
+              ) -> kernels.Work:
+        """The workspace after the position and velocity terms (fields named as the
+        reference's :class:`flexdyn.terms.PositionTerms` and ``VelocityTerms``, padded)."""
+        ib, fb = self.packed
+        return kernels.terms(ib, fb, q, u, self._fext(f_ext))
+
     def inverse_dynamics(self, q, u, udot, f_ext=None) -> np.ndarray:
         """``τ`` (nu,), Eq 44."""
-        return kernels.inverse(self.packed, q, u, udot, self._fext(f_ext))
+        tau = np.empty(self.model.nu)
+        kernels.inverse(*self.packed, q, u, udot, self._fext(f_ext), tau)
+        return tau
 
     def mass_matrix(self, q) -> np.ndarray:
         """``M`` (nu × nu), Eqs 47/50."""
-        return kernels.mass(self.packed, q, self.model.nu)
+        M = np.empty((self.model.nu, self.model.nu))
+        kernels.mass(*self.packed, q, M)
+        return M
 
     def forward_dynamics(self, q, u, tau, f_ext=None, method: str = "articulated"):
         """``u̇`` (nu,): ``"articulated"`` (Eqs 51/58) or ``"composite"`` (Eq 46)."""
-        if method == "composite":
-            ok, udot = kernels.forward_composite(self.packed, q, u, tau, self._fext(f_ext))
-            if not ok:
-                raise SingularInertiaError("mass matrix is singular or not positive definite "
-                                           "(a degree of freedom without inertia?)")
-            return udot
-        status, udot = kernels.forward_articulated(self.packed, q, u, tau, self._fext(f_ext))
+        udot = np.empty(self.model.nu)
+        status = _FORWARD[method](*self.packed, q, u, tau, self._fext(f_ext), udot)
         if status >= 0:
-            raise SingularInertiaError(
-                f"articulated inertia D of body {status} {self.model.names[status]!r} is "
-                "singular or not positive definite (a degree of freedom without inertia, "
-                "e.g. a massless body on its joint?)")
+            raise self._singular(method, status)
         return udot
+
+    def _singular(self, method: str, body: int) -> SingularInertiaError:
+        if method == "composite":
+            return SingularInertiaError("mass matrix is singular or not positive definite "
+                                        "(a degree of freedom without inertia?)")
+        return SingularInertiaError(
+            f"articulated inertia D of body {body} {self.model.names[body]!r} is singular or "
+            "not positive definite (a degree of freedom without inertia, e.g. a massless body "
+            "on its joint?)")
