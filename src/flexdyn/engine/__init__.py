@@ -3,6 +3,10 @@ code, one body kernel per body model, generic sweeps (:mod:`flexdyn.engine.kerne
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from ..chain import Model
@@ -15,6 +19,25 @@ __all__ = ["Engine"]
 
 #: compiled forward dynamics by method: ``(ib, fb, q, u, tau, f_ext, udot) -> status``
 _FORWARD = {"articulated": kernels.forward_articulated, "composite": kernels.forward_composite}
+#: operation codes of :func:`flexdyn.engine.kernels.batch` by name
+BATCH_OPS = {"articulated": kernels.ARTICULATED, "composite": kernels.COMPOSITE,
+             "inverse": kernels.INVERSE, "mass": kernels.MASS}
+#: states per thread below which a batch is not shared among threads
+STATES_PER_THREAD = 64
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _threads() -> ThreadPoolExecutor:
+    """The process-wide pool that shares batches among the cores (the kernels release the
+    GIL)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+                                       thread_name_prefix="flexdyn-batch")
+        return _pool
 
 
 class Engine:
@@ -60,6 +83,37 @@ class Engine:
         if status >= 0:
             raise self._singular(method, status)
         return udot
+
+    def batch(self, op: str, q: np.ndarray, u: np.ndarray | None = None,
+              x: np.ndarray | None = None, f_ext: np.ndarray | None = None) -> np.ndarray:
+        """Operation ``op`` of :data:`BATCH_OPS` over the leading axis B of ``q`` (B, nq),
+        ``u`` and ``x`` (B, nu) (``x`` is τ, or u̇ for ``"inverse"``), ``f_ext`` None or
+        (B, n_bodies, 6); the states are shared among the cores.  Returns (B, nu), or
+        (B, nu, nu) for ``"mass"``; each state's result equals the single call's bit for
+        bit."""
+        n_states, nu = q.shape[0], self.model.nu
+        code = BATCH_OPS[op]
+        zeros = np.zeros((n_states, nu))
+        u = zeros if u is None else u
+        x = zeros if x is None else x
+        if f_ext is None:
+            f_ext = np.broadcast_to(self._zero_wrenches, (n_states,) + self._zero_wrenches.shape)
+        out = np.empty((n_states, nu * nu if op == "mass" else nu))
+        status = np.empty(n_states, dtype=np.int64)
+        n_threads = max(1, min(os.cpu_count() or 1, n_states // STATES_PER_THREAD))
+        args = (*self.packed, code)
+        tail = (n_threads, q, u, x, f_ext, out, status)
+        if n_threads == 1:
+            kernels.batch(*args, 0, *tail)
+        else:
+            for job in [_threads().submit(kernels.batch, *args, t, *tail)
+                        for t in range(n_threads)]:
+                job.result()
+        bad = np.flatnonzero(status >= 0)
+        if bad.size:
+            b = int(bad[0])
+            raise type(err := self._singular(op, int(status[b])))(f"batch item {b}: {err}")
+        return out.reshape(n_states, nu, nu) if op == "mass" else out
 
     def _singular(self, method: str, body: int) -> SingularInertiaError:
         if method == "composite":

@@ -27,8 +27,7 @@ from ..linalg import MASS_MATRIX_RTOL, PIVOT_FLOOR, PIVOT_RTOL
 from ..scalar_kernels import quat_rot
 from .pack import FULL, HEADER, INT_FIELDS, RUTHLESS, PackedModel
 
-_J = numba.njit(cache=True)
-_PARALLEL = numba.njit(cache=True, parallel=True)
+_J = numba.njit(cache=True, nogil=True)
 # integer columns of the per-body table (pack.INT_FIELDS)
 _PARENT, _M, _NJ, _NQJ, _QS, _US, _JCODE, _KIND, _CN, _PN, _NN, _AT = range(12)
 _NI = len(INT_FIELDS)
@@ -114,6 +113,7 @@ class Work(NamedTuple):
     t_33: np.ndarray  # (3, 3, 3)
     t_3: np.ndarray  # (3, 3)
     t_6: np.ndarray  # (4, 6)
+    flat: np.ndarray  # the whole buffer
 
 
 @_J
@@ -129,7 +129,7 @@ def workspace(ib):
     total = 0
     for k in sizes:
         total += k
-    w = np.zeros(total)
+    w = np.empty(total)  # zeroed by each state's computation
     o = np.zeros(len(sizes) + 1, dtype=np.int64)
     for k in range(len(sizes)):
         o[k + 1] = o[k] + sizes[k]
@@ -152,7 +152,7 @@ def workspace(ib):
         w[o[28]:o[29]].reshape((s, s)), w[o[29]:o[30]].reshape((s, s)),
         w[o[30]:o[31]].reshape((s, 6)), w[o[31]:o[32]].reshape((4, s)),
         w[o[32]:o[33]].reshape((2, 6, 6)), w[o[33]:o[34]].reshape((3, 3, 3)),
-        w[o[34]:o[35]].reshape((3, 3)), w[o[35]:o[36]].reshape((4, 6)),
+        w[o[34]:o[35]].reshape((3, 3)), w[o[35]:o[36]].reshape((4, 6)), w,
     )
 
 
@@ -1116,24 +1116,28 @@ def _sub_mtv(a, x, out):
 
 # ----------------------------------------------------------------------------------------------
 # entry points: one compiled call per operation (one crossing of the Python boundary), and
-# their batched twins over a leading axis, states in parallel threads
+# one for a share of a batch; all release the GIL
 # ----------------------------------------------------------------------------------------------
 @_J
 def terms(ib, fb, q, u, fext):
     """The workspace after the position and velocity terms (for inspection)."""
     pm, w = unpack(ib, fb), workspace(ib)
-    position_terms(pm, q, w)
-    velocity_terms(pm, q, u, fext, w)
+    _terms(pm, w, q, u, fext)
     return w
 
 
 @_J
-def forward_articulated(ib, fb, q, u, tau, fext, udot):
-    """Terms, then Eqs 51/58 into ``udot``: −1, or the index of the body whose ``D`` is
-    singular."""
-    pm, w = unpack(ib, fb), workspace(ib)
+def _terms(pm, w, q, u, fext):
+    w.flat[:] = 0.0
     position_terms(pm, q, w)
     velocity_terms(pm, q, u, fext, w)
+
+
+@_J
+def _forward_articulated(pm, w, q, u, tau, fext, udot):
+    """Terms, then Eqs 51/58 into ``udot``: −1, or the index of the body whose ``D`` is
+    singular."""
+    _terms(pm, w, q, u, fext)
     status = articulated_inertias(pm, w, tau)
     if status < 0:
         articulated_accelerations(pm, w, udot)
@@ -1141,12 +1145,10 @@ def forward_articulated(ib, fb, q, u, tau, fext, udot):
 
 
 @_J
-def forward_composite(ib, fb, q, u, tau, fext, udot):
+def _forward_composite(pm, w, q, u, tau, fext, udot):
     """Terms, then Eq 46 (mass matrix, bias by Newton–Euler, Cholesky) into ``udot``:
     −1, or 0 when the mass matrix is singular."""
-    pm, w = unpack(ib, fb), workspace(ib)
-    position_terms(pm, q, w)
-    velocity_terms(pm, q, u, fext, w)
+    _terms(pm, w, q, u, fext)
     nu = tau.shape[0]
     C = np.zeros(nu)
     rnea(pm, w, np.zeros(nu), True, C)
@@ -1156,47 +1158,64 @@ def forward_composite(ib, fb, q, u, tau, fext, udot):
 
 
 @_J
-def inverse(ib, fb, q, u, udot, fext, tau):
+def _inverse(pm, w, q, u, udot, fext, tau):
     """Terms, then Eq 44 into ``tau``."""
-    pm, w = unpack(ib, fb), workspace(ib)
-    position_terms(pm, q, w)
-    velocity_terms(pm, q, u, fext, w)
+    _terms(pm, w, q, u, fext)
     rnea(pm, w, udot, True, tau)
     return -1
 
 
 @_J
-def mass(ib, fb, q, Mass):
+def _mass(pm, w, q, Mass):
     """Position terms, then Eqs 47/50 into ``Mass``."""
-    pm, w = unpack(ib, fb), workspace(ib)
+    w.flat[:] = 0.0
     position_terms(pm, q, w)
     crba(pm, w, Mass)
     return -1
 
 
-@_PARALLEL
-def forward_articulated_batch(ib, fb, q, u, tau, fext, udot, status):
-    """:func:`forward_articulated` over the leading axis."""
-    for b in numba.prange(q.shape[0]):
-        status[b] = forward_articulated(ib, fb, q[b], u[b], tau[b], fext[b], udot[b])
+@_J
+def forward_articulated(ib, fb, q, u, tau, fext, udot):
+    """:func:`_forward_articulated` of one state."""
+    return _forward_articulated(unpack(ib, fb), workspace(ib), q, u, tau, fext, udot)
 
 
-@_PARALLEL
-def forward_composite_batch(ib, fb, q, u, tau, fext, udot, status):
-    """:func:`forward_composite` over the leading axis."""
-    for b in numba.prange(q.shape[0]):
-        status[b] = forward_composite(ib, fb, q[b], u[b], tau[b], fext[b], udot[b])
+@_J
+def forward_composite(ib, fb, q, u, tau, fext, udot):
+    """:func:`_forward_composite` of one state."""
+    return _forward_composite(unpack(ib, fb), workspace(ib), q, u, tau, fext, udot)
 
 
-@_PARALLEL
-def inverse_batch(ib, fb, q, u, udot, fext, tau, status):
-    """:func:`inverse` over the leading axis."""
-    for b in numba.prange(q.shape[0]):
-        status[b] = inverse(ib, fb, q[b], u[b], udot[b], fext[b], tau[b])
+@_J
+def inverse(ib, fb, q, u, udot, fext, tau):
+    """:func:`_inverse` of one state."""
+    return _inverse(unpack(ib, fb), workspace(ib), q, u, udot, fext, tau)
 
 
-@_PARALLEL
-def mass_batch(ib, fb, q, Mass, status):
-    """:func:`mass` over the leading axis."""
-    for b in numba.prange(q.shape[0]):
-        status[b] = mass(ib, fb, q[b], Mass[b])
+@_J
+def mass(ib, fb, q, Mass):
+    """:func:`_mass` of one state."""
+    return _mass(unpack(ib, fb), workspace(ib), q, Mass)
+
+
+#: operation codes of :func:`batch`
+ARTICULATED, COMPOSITE, INVERSE, MASS = range(4)
+
+
+@_J
+def batch(ib, fb, op, t, n_threads, q, u, x, fext, out, status):
+    """Operation ``op`` on the states ``t, t + n_threads, …`` of the leading axis of ``q``,
+    ``u``, ``x`` (τ or u̇), ``fext``, into ``out`` (B, nu) (B, nu·nu for :data:`MASS`) and
+    ``status`` (B,), in one workspace.  It releases the GIL: ``n_threads`` Python threads
+    share a batch."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    nu = ib[3]
+    for b in range(t, q.shape[0], n_threads):
+        if op == ARTICULATED:
+            status[b] = _forward_articulated(pm, w, q[b], u[b], x[b], fext[b], out[b])
+        elif op == COMPOSITE:
+            status[b] = _forward_composite(pm, w, q[b], u[b], x[b], fext[b], out[b])
+        elif op == INVERSE:
+            status[b] = _inverse(pm, w, q[b], u[b], x[b], fext[b], out[b])
+        else:
+            status[b] = _mass(pm, w, q[b], out[b].reshape((nu, nu)))
