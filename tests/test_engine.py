@@ -42,10 +42,11 @@ def _block(x, i, model, rows=None):
 def test_terms_field_by_field(sample, fidelity):
     model, q, u = sample.model, sample.q, sample.u
     engine = Engine(model, fidelity)
-    pos, (V_m, a_m, bias) = engine.terms(q, u, sample.f_ext)
+    w = engine.terms(q, u, sample.f_ext)
     ref = fd.compute_kinematics(model, q, fidelity)
     vel = fd.compute_velocities(model, ref, u)
-    phi, A, Hcal, M_m, Q = pos[4], pos[5], pos[6], pos[7], pos[8]
+    phi, A, Hcal, M_m, Q = w.phi, w.A, w.Hcal, w.M_m, w.Q
+    V_m, a_m, bias = w.V_m, w.a_m, w.bias
     for i in range(model.n_bodies):
         m, nj = int(model.n_modes[i]), int(model.nu_joint[i])
         assert_close(phi[i], ref.phi[i], f"φ({i})", scale=1.0)

@@ -1,7 +1,12 @@
 """Compiled kernels of the engine (numba, ``cache=True``): joint kernels by code, body kernels
 by kind (rigid, full, ruthless) filling the per-state blocks, and generic sweeps that do not
-know which body kernel filled them.  Every array is padded (see :mod:`flexdyn.engine.pack`);
-a modal-size block of body ``i`` occupies ``[:m_i + 6]`` with the modal entries first.
+know which body kernel filled them.
+
+The packed model arrives as two flat buffers ``(ib, fb)`` (:mod:`flexdyn.engine.pack`) and
+:func:`unpack` takes named views of them; each call allocates one workspace
+(:func:`workspace`) whose fields carry the names of the reference's per-state terms, so the
+sweeps allocate nothing per body.  Every array is padded: a modal-size block of body ``i``
+occupies ``[:m_i + 6]`` with the modal entries first.
 
 The equations are those of the reference tier, step for step: position terms
 (:func:`flexdyn.terms.position_terms`), velocity terms (:func:`flexdyn.terms.velocity_terms`,
@@ -12,6 +17,7 @@ articulated-body forward dynamics (Eqs 51, 58).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -19,21 +25,142 @@ from numba.extending import overload
 
 from ..linalg import MASS_MATRIX_RTOL, PIVOT_FLOOR, PIVOT_RTOL
 from ..scalar_kernels import quat_rot
-from .pack import FULL, RIGID, RUTHLESS
+from .pack import FULL, HEADER, INT_FIELDS, RUTHLESS, PackedModel
 
-_J = numba.njit(cache=True)
-# integer columns of PackedModel.ints (pack.INT_FIELDS)
-_PARENT, _M, _NJ, _NQJ, _QS, _US, _JCODE, _KIND, _CN, _PN, _NN = range(11)
+_J = numba.njit(cache=True, nogil=True)
+# integer columns of the per-body table (pack.INT_FIELDS)
+_PARENT, _M, _NJ, _NQJ, _QS, _US, _JCODE, _KIND, _CN, _PN, _NN, _AT = range(12)
+_NI = len(INT_FIELDS)
+_NH = len(HEADER)
 _FIXED, _REVOLUTE, _PRISMATIC, _SCREW, _CYLINDRICAL, _UNIVERSAL, _SPHERICAL, _FREE = range(8)
+assert _NI == 12 and _NH == 4
 
 
 # ----------------------------------------------------------------------------------------------
-# small algebra
+# the packed model and the workspace
+# ----------------------------------------------------------------------------------------------
+@_J
+def unpack(ib, fb):
+    """Named views of the flat buffers (the shapes of :data:`flexdyn.engine.pack.FIELDS`, in
+    its order)."""
+    n, M, N = ib[0], ib[1], ib[2]
+    o = ib[_NH:_NH + 24]
+    return PackedModel(
+        ints=ib[_NH + 24:].reshape((n, _NI)),
+        jparam=fb[o[0]:o[1]].reshape((n, 7)),
+        place_R=fb[o[1]:o[2]].reshape((n, 3, 3)),
+        place_p=fb[o[2]:o[3]].reshape((n, 3)),
+        cplace_R=fb[o[3]:o[4]].reshape((n, 3, 3)),
+        cplace_p=fb[o[4]:o[5]].reshape((n, 3)),
+        l0=fb[o[5]:o[6]].reshape((n, N, 3)),
+        node_m=fb[o[6]:o[7]].reshape((n, N)),
+        node_I=fb[o[7]:o[8]].reshape((n, N, 3, 3)),
+        Pi_r=fb[o[8]:o[9]].reshape((n, N, 3, M)),
+        Pi_t=fb[o[9]:o[10]].reshape((n, N, 3, M)),
+        M_rigid=fb[o[10]:o[11]].reshape((n, 6, 6)),
+        M_m0=fb[o[11]:o[12]].reshape((n, M + 6, M + 6)),
+        K=fb[o[12]:o[13]].reshape((n, M, M)),
+        C=fb[o[13]:o[14]].reshape((n, M, M)),
+        T_Jc_R=fb[o[14]:o[15]].reshape((n, 3, 3)),
+        T_Jc_p=fb[o[15]:o[16]].reshape((n, 3)),
+        X_joint0=fb[o[16]:o[17]].reshape((n, 6, 6)),
+        Q0=fb[o[17]:o[18]].reshape((n, 6, M)),
+        A0=fb[o[18]:o[19]].reshape((n, M + 6, 6)),
+        T_t_R=fb[o[19]:o[20]].reshape((n, 3, 3)),
+        T_t_p=fb[o[20]:o[21]].reshape((n, 3)),
+        B_quad=fb[o[21]:o[22]].reshape((n, M, 6, 6)),
+        gravity=fb[o[22]:o[23]].reshape((3,)),
+    )
+
+
+class Work(NamedTuple):
+    """The per-call workspace: the per-state terms under the reference's names, the sweeps'
+    per-body arrays and small scratch blocks (``s`` = M + 6)."""
+
+    fR: np.ndarray  # (n, N, 3, 3) node rotations
+    fp: np.ndarray  # (n, N, 3) node positions
+    fE: np.ndarray  # (n, N, 6, M) node maps E
+    fth: np.ndarray  # (n, N, 3) node rotation vectors θ
+    phi: np.ndarray  # (n, 6, 6) φ(p, i)
+    A: np.ndarray  # (n, s, 6) A(i)
+    Hcal: np.ndarray  # (n, s, s) ℋ(i), rows nj + m
+    M_m: np.ndarray  # (n, s, s)
+    Q: np.ndarray  # (n, 6, M)
+    X_joint: np.ndarray  # (n, 6, 6)
+    R_nc: np.ndarray  # (n, 3, 3) pose of the own attach node
+    p_nc: np.ndarray  # (n, 3)
+    S: np.ndarray  # (n, 6, 6) joint motion subspace, nu_j columns
+    V_m: np.ndarray  # (n, s)
+    V_nl: np.ndarray  # (n, s) the velocities in the products (ruthless: no modal rates)
+    a_m: np.ndarray  # (n, s)
+    bias: np.ndarray  # (n, s) b_m + [Kη + Cη̇; 0] − [0; f_ext]
+    u_nl: np.ndarray  # (nu,)
+    P: np.ndarray  # (n, s, s) articulated (or composite) inertias
+    G: np.ndarray  # (n, s, s) Kalman gains
+    innov: np.ndarray  # (n, s) D⁻¹ ε
+    z: np.ndarray  # (n, s) residual forces z (accumulated from the children)
+    alpha: np.ndarray  # (n, s) modal accelerations
+    f: np.ndarray  # (n, s) modal forces
+    t_PH: np.ndarray  # (s, s) scratch
+    t_D: np.ndarray  # (s, s)
+    t_L: np.ndarray  # (s, s)
+    t_Li: np.ndarray  # (s, s)
+    t_X: np.ndarray  # (s, s)
+    t_Y: np.ndarray  # (s, s)
+    t_AP: np.ndarray  # (s, 6)
+    t_v: np.ndarray  # (4, s)
+    t_66: np.ndarray  # (2, 6, 6)
+    t_33: np.ndarray  # (3, 3, 3)
+    t_3: np.ndarray  # (3, 3)
+    t_6: np.ndarray  # (4, 6)
+    flat: np.ndarray  # the whole buffer
+
+
+@_J
+def workspace(ib):
+    """One allocation, carved into the fields of :class:`Work`."""
+    n, M, N, nu = ib[0], ib[1], ib[2], ib[3]
+    s = M + 6
+    sizes = (n * N * 9, n * N * 3, n * N * 6 * M, n * N * 3, n * 36, n * s * 6, n * s * s,
+             n * s * s, n * 6 * M, n * 36, n * 9, n * 3, n * 36,
+             n * s, n * s, n * s, n * s, nu,
+             n * s * s, n * s * s, n * s, n * s, n * s, n * s,
+             s * s, s * s, s * s, s * s, s * s, s * s, s * 6, 4 * s, 72, 27, 9, 24)
+    total = 0
+    for k in sizes:
+        total += k
+    w = np.empty(total)  # zeroed by each state's computation
+    o = np.zeros(len(sizes) + 1, dtype=np.int64)
+    for k in range(len(sizes)):
+        o[k + 1] = o[k] + sizes[k]
+    return Work(
+        w[o[0]:o[1]].reshape((n, N, 3, 3)), w[o[1]:o[2]].reshape((n, N, 3)),
+        w[o[2]:o[3]].reshape((n, N, 6, M)), w[o[3]:o[4]].reshape((n, N, 3)),
+        w[o[4]:o[5]].reshape((n, 6, 6)), w[o[5]:o[6]].reshape((n, s, 6)),
+        w[o[6]:o[7]].reshape((n, s, s)), w[o[7]:o[8]].reshape((n, s, s)),
+        w[o[8]:o[9]].reshape((n, 6, M)), w[o[9]:o[10]].reshape((n, 6, 6)),
+        w[o[10]:o[11]].reshape((n, 3, 3)), w[o[11]:o[12]].reshape((n, 3)),
+        w[o[12]:o[13]].reshape((n, 6, 6)),
+        w[o[13]:o[14]].reshape((n, s)), w[o[14]:o[15]].reshape((n, s)),
+        w[o[15]:o[16]].reshape((n, s)), w[o[16]:o[17]].reshape((n, s)),
+        w[o[17]:o[18]],
+        w[o[18]:o[19]].reshape((n, s, s)), w[o[19]:o[20]].reshape((n, s, s)),
+        w[o[20]:o[21]].reshape((n, s)), w[o[21]:o[22]].reshape((n, s)),
+        w[o[22]:o[23]].reshape((n, s)), w[o[23]:o[24]].reshape((n, s)),
+        w[o[24]:o[25]].reshape((s, s)), w[o[25]:o[26]].reshape((s, s)),
+        w[o[26]:o[27]].reshape((s, s)), w[o[27]:o[28]].reshape((s, s)),
+        w[o[28]:o[29]].reshape((s, s)), w[o[29]:o[30]].reshape((s, s)),
+        w[o[30]:o[31]].reshape((s, 6)), w[o[31]:o[32]].reshape((4, s)),
+        w[o[32]:o[33]].reshape((2, 6, 6)), w[o[33]:o[34]].reshape((3, 3, 3)),
+        w[o[34]:o[35]].reshape((3, 3)), w[o[35]:o[36]].reshape((4, 6)), w,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# small algebra (plain loops into given outputs: no allocation, no BLAS call per block)
 # ----------------------------------------------------------------------------------------------
 def _mul(a, b):
-    """``a @ b`` for the small blocks of the engine, by plain loops (no BLAS call: on blocks
-    of 6 to 20 entries a call costs ~15× the arithmetic, and results do not depend on BLAS
-    threads); any strides, so slices and transposes need no copies."""
+    """``a @ b`` by plain loops for the body kernels' small blocks (any strides)."""
     return a @ b
 
 
@@ -73,6 +200,101 @@ def _mul_loops(a, b):
 
 
 @_J
+def _mv(a, x, out, acc):
+    """``out (+)= a x``."""
+    for i in range(a.shape[0]):
+        s = out[i] if acc else 0.0
+        for t in range(a.shape[1]):
+            s += a[i, t] * x[t]
+        out[i] = s
+
+
+@_J
+def _mtv(a, x, out, acc):
+    """``out (+)= aᵀ x``."""
+    if not acc:
+        out[:] = 0.0
+    for t in range(a.shape[0]):
+        xt = x[t]
+        for j in range(a.shape[1]):
+            out[j] += a[t, j] * xt
+
+
+@_J
+def _mm(a, b, out):
+    """``out = a b``."""
+    out[:, :] = 0.0
+    for i in range(a.shape[0]):
+        for t in range(a.shape[1]):
+            x = a[i, t]
+            for j in range(b.shape[1]):
+                out[i, j] += x * b[t, j]
+
+
+@_J
+def _mmt(a, b, out, acc):
+    """``out (+)= a bᵀ``."""
+    for i in range(a.shape[0]):
+        for j in range(b.shape[0]):
+            s = out[i, j] if acc else 0.0
+            for t in range(a.shape[1]):
+                s += a[i, t] * b[j, t]
+            out[i, j] = s
+
+
+@_J
+def _phi_congruence(phi, X, out, T):
+    """``out += φ X φᵀ`` for 6 × 6 blocks (fixed bounds, so the loops unroll); ``T`` scratch."""
+    for r in range(6):
+        for c in range(6):
+            t = 0.0
+            for k in range(6):
+                t += phi[r, k] * X[k, c]
+            T[r, c] = t
+    for r in range(6):
+        for c in range(6):
+            t = 0.0
+            for k in range(6):
+                t += T[r, k] * phi[c, k]
+            out[r, c] += t
+
+
+@_J
+def _congruence(AP, X, out, T):
+    """``out += AP X APᵀ`` for ``X`` (6 × 6), with ``T`` (rows × 6) scratch."""
+    _mm(AP, X, T)
+    _mmt(T, AP, out, True)
+
+
+@_J
+def _cross_motion(V, W, out, acc):
+    """``out (+)= V × W`` (twists)."""
+    w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
+    a0, a1, a2, b0, b1, b2 = W[0], W[1], W[2], W[3], W[4], W[5]
+    c = 1.0 if acc else 0.0
+    out[0] = c * out[0] + w1 * a2 - w2 * a1
+    out[1] = c * out[1] + w2 * a0 - w0 * a2
+    out[2] = c * out[2] + w0 * a1 - w1 * a0
+    out[3] = c * out[3] + w1 * b2 - w2 * b1 + v1 * a2 - v2 * a1
+    out[4] = c * out[4] + w2 * b0 - w0 * b2 + v2 * a0 - v0 * a2
+    out[5] = c * out[5] + w0 * b1 - w1 * b0 + v0 * a1 - v1 * a0
+
+
+@_J
+def _cross_force(V, f, out, acc):
+    """``out (+)= V ×* f`` (twist, wrench)."""
+    w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
+    n0, n1, n2, f0, f1, f2 = f[0], f[1], f[2], f[3], f[4], f[5]
+    c = 1.0 if acc else 0.0
+    out[0] = c * out[0] + w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1
+    out[1] = c * out[1] + w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2
+    out[2] = c * out[2] + w0 * n1 - w1 * n0 + v0 * f1 - v1 * f0
+    out[3] = c * out[3] + w1 * f2 - w2 * f1
+    out[4] = c * out[4] + w2 * f0 - w0 * f2
+    out[5] = c * out[5] + w0 * f1 - w1 * f0
+
+
+@_J
 def _skew(v, out):
     out[0, 0] = 0.0
     out[0, 1] = -v[2]
@@ -93,51 +315,31 @@ def _cross3(a, b, out):
 
 
 @_J
-def _crm(V, W, out):
-    """``out = V × W`` (twists)."""
-    w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
-    a0, a1, a2, b0, b1, b2 = W[0], W[1], W[2], W[3], W[4], W[5]
-    out[0] = w1 * a2 - w2 * a1
-    out[1] = w2 * a0 - w0 * a2
-    out[2] = w0 * a1 - w1 * a0
-    out[3] = w1 * b2 - w2 * b1 + v1 * a2 - v2 * a1
-    out[4] = w2 * b0 - w0 * b2 + v2 * a0 - v0 * a2
-    out[5] = w0 * b1 - w1 * b0 + v0 * a1 - v1 * a0
-
-
-@_J
-def _crf(V, f, out):
-    """``out = V ×* f`` (twist, wrench)."""
-    w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
-    n0, n1, n2, f0, f1, f2 = f[0], f[1], f[2], f[3], f[4], f[5]
-    out[0] = w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1
-    out[1] = w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2
-    out[2] = w0 * n1 - w1 * n0 + v0 * f1 - v1 * f0
-    out[3] = w1 * f2 - w2 * f1
-    out[4] = w2 * f0 - w0 * f2
-    out[5] = w0 * f1 - w1 * f0
-
-
-@_J
 def _phi(R, p, out):
     """``φ = [[R, p̃ R], [0, R]]`` (moves forces from the frame to its parent)."""
-    out[:] = 0.0
-    px = np.empty((3, 3))
-    _skew(p, px)
-    out[:3, :3] = R
-    out[3:, 3:] = R
-    out[:3, 3:] = _mul(px, R)
+    for r in range(3):
+        for c in range(3):
+            out[r, c] = R[r, c]
+            out[3 + r, 3 + c] = R[r, c]
+            out[3 + r, c] = 0.0
+    for c in range(3):
+        out[0, 3 + c] = p[1] * R[2, c] - p[2] * R[1, c]
+        out[1, 3 + c] = p[2] * R[0, c] - p[0] * R[2, c]
+        out[2, 3 + c] = p[0] * R[1, c] - p[1] * R[0, c]
 
 
 @_J
 def _motion_to_parent(R, p, out):
     """``[[R, 0], [p̃ R, R]]`` (moves twists from the frame to its parent)."""
-    out[:] = 0.0
-    px = np.empty((3, 3))
-    _skew(p, px)
-    out[:3, :3] = R
-    out[3:, 3:] = R
-    out[3:, :3] = _mul(px, R)
+    for r in range(3):
+        for c in range(3):
+            out[r, c] = R[r, c]
+            out[3 + r, 3 + c] = R[r, c]
+            out[r, 3 + c] = 0.0
+    for c in range(3):
+        out[3, c] = p[1] * R[2, c] - p[2] * R[1, c]
+        out[4, c] = p[2] * R[0, c] - p[0] * R[2, c]
+        out[5, c] = p[0] * R[1, c] - p[1] * R[0, c]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -251,157 +453,172 @@ def _node_map(R, p, E, m, B):
 # ----------------------------------------------------------------------------------------------
 @_J
 def _axis_angle(ax, th, R):
-    """``exp(th ã)`` for a unit axis ``ax``."""
+    """``exp(th ã) = I + sin th ã + (1 − cos th) ã²`` (any axis length, as the reference)."""
     s, c1 = math.sin(th), 1.0 - math.cos(th)
-    K = np.empty((3, 3))
-    _skew(ax, K)
-    K2 = _mul(K, K)
-    for r in range(3):
-        for q in range(3):
-            R[r, q] = (1.0 if r == q else 0.0) + s * K[r, q] + c1 * K2[r, q]
+    a0, a1, a2 = ax[0], ax[1], ax[2]
+    aa = a0 * a0 + a1 * a1 + a2 * a2
+    R[0, 0] = 1.0 + c1 * (a0 * a0 - aa)
+    R[1, 1] = 1.0 + c1 * (a1 * a1 - aa)
+    R[2, 2] = 1.0 + c1 * (a2 * a2 - aa)
+    R[0, 1] = -s * a2 + c1 * a0 * a1
+    R[1, 0] = s * a2 + c1 * a0 * a1
+    R[0, 2] = s * a1 + c1 * a0 * a2
+    R[2, 0] = -s * a1 + c1 * a0 * a2
+    R[1, 2] = -s * a0 + c1 * a1 * a2
+    R[2, 1] = s * a0 + c1 * a1 * a2
 
 
 _quat_rot = _J(quat_rot)
 
 
 @_J
-def _joint(code, jp, qj, R, p, S):
-    """Transform ``(R, p)`` of ``J_c`` in ``J_p`` and motion subspace ``S`` (6 × nu_j)."""
-    R[:, :] = 0.0
+def _joint(code, jp, qj, R, p, S, R1, R2):
+    """Transform ``(R, p)`` of ``J_c`` in ``J_p`` and motion subspace ``S`` (6 × nu_j);
+    ``R1``, ``R2`` (3 × 3) scratch."""
     for r in range(3):
-        R[r, r] = 1.0
-    p[:] = 0.0
+        p[r] = 0.0
+        for c in range(3):
+            R[r, c] = 1.0 if r == c else 0.0
     S[:, :] = 0.0
-    ax = jp[:3]
     if code == _REVOLUTE or code == _SCREW or code == _CYLINDRICAL:
-        _axis_angle(ax, qj[0], R)
-        S[:3, 0] = ax
+        _axis_angle(jp, qj[0], R)
+        for r in range(3):
+            S[r, 0] = jp[r]
         if code == _SCREW:
-            p[:] = jp[6] * qj[0] * ax
-            S[3:, 0] = jp[6] * ax
+            for r in range(3):
+                p[r] = jp[6] * qj[0] * jp[r]
+                S[3 + r, 0] = jp[6] * jp[r]
         elif code == _CYLINDRICAL:
-            p[:] = qj[1] * ax
-            S[3:, 1] = ax
+            for r in range(3):
+                p[r] = qj[1] * jp[r]
+                S[3 + r, 1] = jp[r]
     elif code == _PRISMATIC:
-        p[:] = qj[0] * ax
-        S[3:, 0] = ax
+        for r in range(3):
+            p[r] = qj[0] * jp[r]
+            S[3 + r, 0] = jp[r]
     elif code == _UNIVERSAL:
-        R1 = np.empty((3, 3))
-        R2 = np.empty((3, 3))
         _axis_angle(jp[:3], qj[0], R1)
         _axis_angle(jp[3:6], qj[1], R2)
-        R[:, :] = _mul(R1, R2)
-        S[:3, 0] = _mul(R2.T, jp[:3])
-        S[:3, 1] = jp[3:6]
+        _mm(R1, R2, R)
+        for r in range(3):
+            S[r, 0] = R2[0, r] * jp[0] + R2[1, r] * jp[1] + R2[2, r] * jp[2]
+            S[r, 1] = jp[3 + r]
     elif code == _SPHERICAL or code == _FREE:
         _quat_rot(qj[0], qj[1], qj[2], qj[3], R)
         for r in range(3):
             S[r, r] = 1.0
         if code == _FREE:
-            p[:] = qj[4:7]
             for r in range(3):
+                p[r] = qj[4 + r]
                 S[3 + r, 3 + r] = 1.0
 
 
 @_J
-def _joint_rate(code, jp, qj, beta, out):
-    """``Ḣ* β`` (6,): non-zero for the universal joint only."""
-    out[:] = 0.0
+def _joint_rate(code, jp, qj, beta, out, R2):
+    """``out += Ḣ* β`` (6,): non-zero for the universal joint only; ``R2`` scratch."""
     if code == _UNIVERSAL:
-        R2 = np.empty((3, 3))
         _axis_angle(jp[3:6], qj[1], R2)
-        a = _mul(R2.T, jp[:3])
-        c = np.empty(3)
-        _cross3(a, jp[3:6], c)
-        out[:3] = beta[0] * beta[1] * c
+        a0 = R2[0, 0] * jp[0] + R2[1, 0] * jp[1] + R2[2, 0] * jp[2]
+        a1 = R2[0, 1] * jp[0] + R2[1, 1] * jp[1] + R2[2, 1] * jp[2]
+        a2 = R2[0, 2] * jp[0] + R2[1, 2] * jp[1] + R2[2, 2] * jp[2]
+        b = beta[0] * beta[1]
+        out[0] += b * (a1 * jp[5] - a2 * jp[4])
+        out[1] += b * (a2 * jp[3] - a0 * jp[5])
+        out[2] += b * (a0 * jp[4] - a1 * jp[3])
 
 
 # ----------------------------------------------------------------------------------------------
 # per-state terms (terms.position_terms, terms.velocity_terms)
 # ----------------------------------------------------------------------------------------------
 @_J
-def _workspace(pm):
-    """Position-term arrays: node frames (R, p, E, θ), φ, A, ℋ, M_m, Q, X_joint and the
-    pose of each body's own attach node (R_nc, p_nc)."""
-    n, N = pm.l0.shape[0], pm.l0.shape[1]
-    M = pm.K.shape[1]
-    return (np.zeros((n, N, 3, 3)), np.zeros((n, N, 3)), np.zeros((n, N, 6, M)),
-            np.zeros((n, N, 3)), np.zeros((n, 6, 6)), np.zeros((n, M + 6, 6)),
-            np.zeros((n, M + 6, M + 6)), np.zeros((n, M + 6, M + 6)), np.zeros((n, 6, M)),
-            np.zeros((n, 6, 6)), np.zeros((n, 3, 3)), np.zeros((n, 3)), np.zeros((n, 6, 6)))
+def position_terms(pm, q, w):
+    """Eqs 12–17 and 23 for every body, base to tip (:func:`flexdyn.terms.position_terms`),
+    into ``w``: node frames (fR, fp, fE, fth), φ, A, ℋ, M_m, Q, X_joint, the pose of each
+    body's own attach node (R_nc, p_nc) and the joint subspaces S."""
+    ints = pm.ints
+    w.M_m[:] = pm.M_m0  # the constant terms, in bulk; the full kernel overwrites its own
+    w.X_joint[:] = pm.X_joint0
+    w.Q[:] = pm.Q0
+    w.A[:] = pm.A0
+    Rj, R1, R2 = w.t_33[0], w.t_33[1], w.t_33[2]
+    pj, p1, p2 = w.t_3[0], w.t_3[1], w.t_3[2]
+    for i in range(ints.shape[0]):
+        m, nj, kind = ints[i, _M], ints[i, _NJ], ints[i, _KIND]
+        qs, nqj = ints[i, _QS], ints[i, _NQJ]
+        if kind == FULL:
+            _full_body_frames(pm, i, q[qs + nqj:qs + nqj + m], w)
+            R_Jc, p_Jc = w.t_66[0, :3, :3], w.t_66[0, 3, :3]
+            _full_joint_side(pm, i, w, R_Jc, p_Jc)
+        else:
+            R_Jc, p_Jc = pm.T_Jc_R[i], pm.T_Jc_p[i]
+        # T_parent = placement ∘ joint(q) ∘ T_Jc,i;  φ(i) = T_parent.phi()
+        _joint(ints[i, _JCODE], pm.jparam[i], q[qs:qs + nqj], Rj, pj, w.S[i], R1, R2)
+        _mm(pm.place_R[i], Rj, R1)
+        _mv(pm.place_R[i], pj, p1, False)
+        _mm(R1, R_Jc, R2)
+        _mv(R1, p_Jc, p2, False)
+        for r in range(3):
+            p2[r] += p1[r] + pm.place_p[i, r]
+        _phi(R2, p2, w.phi[i])
+        # ℋ(i) = [[0, H_F], [I, Qᵀ]],  H_F* = X S
+        H, X, S = w.Hcal[i], w.X_joint[i], w.S[i]
+        for r in range(nj):
+            for c in range(6):
+                s = 0.0
+                for t in range(6):
+                    s += X[c, t] * S[t, r]
+                H[r, m + c] = s
+        for k in range(m):
+            H[nj + k, k] = 1.0
+            for c in range(6):
+                H[nj + k, m + c] = w.Q[i, c, k]
+        pa = ints[i, _PARENT]
+        if pa >= 0:
+            if ints[pa, _KIND] == FULL and ints[i, _PN] >= 0:
+                _full_attach_map(pm, i, pa, w)
 
 
 @_J
-def position_terms(pm, q):
-    """Eqs 12–17 and 23 for every body, base to tip (:func:`flexdyn.terms.position_terms`).
+def _full_body_frames(pm, i, eta, w):
+    """The full model's node frames at ``η`` and Eq 23 (``M_m``)."""
+    m = pm.ints[i, _M]
+    for j in range(pm.ints[i, _NN]):
+        _node_frame(pm.Pi_r[i, j], pm.Pi_t[i, j], pm.l0[i, j], eta, m, w.fR[i, j],
+                    w.fp[i, j], w.fE[i, j], w.fth[i, j])
+    _modal_mass(pm, i, w.fR[i], w.fp[i], w.fE[i], w.M_m[i])
 
-    Returns ``(fR, fp, fE, fth, phi, A, Hcal, M_m, Q, X_joint, R_nc, p_nc, S)``."""
-    fR, fp, fE, fth, phi, A, Hcal, Mm, Q, Xj, Rnc, pnc, S = _workspace(pm)
-    ints = pm.ints
-    n = ints.shape[0]
-    Rj = np.empty((3, 3))
-    pj = np.empty(3)
-    for i in range(n):
-        m, nj, kind = ints[i, _M], ints[i, _NJ], ints[i, _KIND]
-        qs, nqj, cn = ints[i, _QS], ints[i, _NQJ], ints[i, _CN]
-        eta = q[qs + nqj:qs + nqj + m]
-        if kind == FULL:  # node frames and Eq 23 at η
-            for j in range(ints[i, _NN]):
-                _node_frame(pm.Pi_r[i, j], pm.Pi_t[i, j], pm.l0[i, j], eta, m, fR[i, j],
-                            fp[i, j], fE[i, j], fth[i, j])
-            _modal_mass(pm, i, fR[i], fp[i], fE[i], Mm[i])
-            if cn >= 0:
-                Rnc[i] = fR[i, cn]
-                pnc[i] = fp[i, cn]
-            else:
-                for r in range(3):
-                    Rnc[i, r, r] = 1.0
-            # F_i in J_c: child_placement ∘ T_nc⁻¹; X = twists J_c → F_i; Q = −X_nc E_c
-            R_Jc = _mul(pm.cplace_R[i], Rnc[i].T)
-            p_Jc = pm.cplace_p[i] - _mul(R_Jc, pnc[i])
-            _motion_to_parent(R_Jc.T, -_mul(R_Jc.T, p_Jc), Xj[i])
-            if cn >= 0:
-                Xnc = np.empty((6, 6))
-                _motion_to_parent(Rnc[i], pnc[i], Xnc)
-                Q[i, :, :m] = -_mul(Xnc, fE[i, cn, :, :m])
-        else:
-            Mm[i] = pm.M_m0[i]
-            R_Jc = pm.T_Jc_R[i]
-            p_Jc = pm.T_Jc_p[i]
-            Xj[i] = pm.X_joint0[i]
-            Q[i] = pm.Q0[i]
-        # T_parent = placement ∘ joint(q) ∘ T_Jc,i;  φ(i) = T_parent.phi()
-        _joint(ints[i, _JCODE], pm.jparam[i], q[qs:qs + nqj], Rj, pj, S[i])
-        R1 = _mul(pm.place_R[i], Rj)
-        p1 = _mul(pm.place_R[i], pj) + pm.place_p[i]
-        _phi(_mul(R1, R_Jc), _mul(R1, p_Jc) + p1, phi[i])
-        # ℋ(i) = [[0, H_F], [I, Qᵀ]],  H_F* = X S
-        HF = _mul(Xj[i], S[i, :, :nj])
-        for r in range(nj):
-            for c in range(6):
-                Hcal[i, r, m + c] = HF[c, r]
-        for k in range(m):
-            Hcal[i, nj + k, k] = 1.0
-            for c in range(6):
-                Hcal[i, nj + k, m + c] = Q[i, c, k]
-        # A(i) = [E_tᵀ; φ(p, t_i)] of the parent's attach node
-        pa = ints[i, _PARENT]
-        if pa >= 0:
-            if ints[pa, _KIND] == FULL:
-                mp, pn = ints[pa, _M], ints[i, _PN]
-                if pn >= 0:
-                    ph = np.empty((6, 6))
-                    _phi(fR[pa, pn], fp[pa, pn], ph)
-                    for r in range(mp):
-                        for c in range(6):
-                            A[i, r, c] = fE[pa, pn, c, r]
-                    A[i, mp:mp + 6] = ph
-                else:
-                    for r in range(6):
-                        A[i, mp + r, r] = 1.0
-            else:
-                A[i] = pm.A0[i]
-    return fR, fp, fE, fth, phi, A, Hcal, Mm, Q, Xj, Rnc, pnc, S
+
+@_J
+def _full_joint_side(pm, i, w, R_Jc, p_Jc):
+    """F_i in J_c (``child_placement ∘ T_nc⁻¹``), ``X`` (twists J_c → F_i) and
+    ``Q = −X_nc E_c`` of the full model."""
+    m, cn = pm.ints[i, _M], pm.ints[i, _CN]
+    if cn >= 0:
+        w.R_nc[i] = w.fR[i, cn]
+        w.p_nc[i] = w.fp[i, cn]
+    else:
+        w.R_nc[i] = 0.0
+        w.p_nc[i] = 0.0
+        for r in range(3):
+            w.R_nc[i, r, r] = 1.0
+    R_Jc[:, :] = _mul(pm.cplace_R[i], w.R_nc[i].T)
+    p_Jc[:] = pm.cplace_p[i] - _mul(R_Jc, w.p_nc[i])
+    _motion_to_parent(R_Jc.T, -_mul(R_Jc.T, p_Jc), w.X_joint[i])
+    if cn >= 0:
+        Xnc = np.empty((6, 6))
+        _motion_to_parent(w.R_nc[i], w.p_nc[i], Xnc)
+        w.Q[i, :, :m] = -_mul(Xnc, w.fE[i, cn, :, :m])
+
+
+@_J
+def _full_attach_map(pm, i, pa, w):
+    """``A(i) = [E_tᵀ; φ(p, t_i)]`` of a full parent's attach node."""
+    mp, pn = pm.ints[pa, _M], pm.ints[i, _PN]
+    A = w.A[i]
+    for r in range(mp):
+        for c in range(6):
+            A[r, c] = w.fE[pa, pn, c, r]
+    _phi(w.fR[pa, pn], w.fp[pa, pn], A[mp:mp + 6])
 
 
 @_J
@@ -419,119 +636,178 @@ def _modal_mass(pm, i, fR, fp, fE, out):
     out[m:m + 6, m:m + 6] += pm.M_rigid[i]
 
 
+# The helpers called per body take plain arrays: passing the packed model or the workspace
+# (tuples of dozens of arrays) into a call that is not inlined costs ~0.2 µs each time.
 @_J
-def _modal_velocities(pm, Hcal, phi, A, u, Vm):
+def _from_parent(ints, A, i, X, out):
+    """``out = Aᵀ(i) X(p)`` (6,): the twist or acceleration of the parent's attach frame."""
+    pa = ints[i, _PARENT]
+    mp = ints[pa, _M]
+    if ints[i, _AT] == 1:
+        for r in range(6):
+            out[r] = X[pa, mp + r]
+    else:
+        _mtv(A[i, :mp + 6], X[pa, :mp + 6], out, False)
+
+
+@_J
+def _to_parent(ints, A, phi, i, f6, Y, t):
+    """``Y(p) += A(i) φ(i) f6``: a wrench at F_i into the parent's modal forces; ``t`` (6,)
+    scratch."""
+    pa = ints[i, _PARENT]
+    mp = ints[pa, _M]
+    _mv(phi[i], f6, t, False)
+    if ints[i, _AT] == 1:
+        for r in range(6):
+            Y[pa, mp + r] += t[r]
+    else:
+        _mv(A[i, :mp + 6], t, Y[pa, :mp + 6], True)
+
+
+@_J
+def _modal_velocities(ints, Hcal, phi, A, u, Vm, t):
     """Eq 11: ``V_m(i) = Φ*(p, i) V_m(p) + ℋ*(i) χ(i)``."""
-    ints = pm.ints
     for i in range(ints.shape[0]):
         m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
-        Vm[i, :] = 0.0
-        Vm[i, :m + 6] = _mul(Hcal[i, :nj + m, :m + 6].T, u[us:us + nj + m])
-        pa = ints[i, _PARENT]
-        if pa >= 0:
-            mp = ints[pa, _M]
-            Vm[i, m:m + 6] += _mul(phi[i].T, _mul(A[i, :mp + 6].T, Vm[pa, :mp + 6]))
+        _mtv(Hcal[i, :nj + m, :m + 6], u[us:us + nj + m], Vm[i, :m + 6], False)
+        if ints[i, _PARENT] >= 0:
+            _from_parent(ints, A, i, Vm, t)
+            _mtv(phi[i], t, Vm[i, m:m + 6], True)
 
 
 @_J
-def velocity_terms(pm, q, u, fext, pos):
-    """Eqs 11, 25, 37 and the elastic forces (:func:`flexdyn.terms.velocity_terms`); the
-    ruthless kernel lets no modal rate into the velocity products (Eq B1).
-
-    Returns ``(V_m, a_m, bias)`` with ``bias = b_m + [K η + C η̇; 0] − [0; f_ext]``."""
-    fR, fp, fE, fth, phi, A, Hcal, Mm, Q, Xj, Rnc, pnc, S = pos
+def velocity_terms(pm, q, u, fext, w):
+    """Eqs 11, 25, 37 and the elastic forces (:func:`flexdyn.terms.velocity_terms`) into
+    ``w.V_m``, ``w.a_m`` and ``w.bias = b_m + [K η + C η̇; 0] − [0; f_ext]``; the ruthless
+    kernel lets no modal rate into the velocity products (Eq B1)."""
     ints = pm.ints
     n = ints.shape[0]
-    M = pm.K.shape[1]
-    Vm = np.zeros((n, M + 6))
-    _modal_velocities(pm, Hcal, phi, A, u, Vm)
-    u_nl = u.copy()
+    _modal_velocities(ints, w.Hcal, w.phi, w.A, u, w.V_m, w.t_6[0])
+    w.u_nl[:] = u
+    ruthless = False
     for i in range(n):
-        if ints[i, _KIND] == RUTHLESS:
+        if ints[i, _KIND] == RUTHLESS and ints[i, _M] > 0:
             s = ints[i, _US] + ints[i, _NJ]
-            u_nl[s:s + ints[i, _M]] = 0.0
-    Vnl = np.zeros((n, M + 6))
-    _modal_velocities(pm, Hcal, phi, A, u_nl, Vnl)
-    am = np.zeros((n, M + 6))
-    bias = np.zeros((n, M + 6))
-    aV = np.empty(6)
-    tmp = np.empty(6)
-    eps = np.empty(6)
+            w.u_nl[s:s + ints[i, _M]] = 0.0
+            ruthless = True
+    V_nl = w.V_m
+    if ruthless:
+        V_nl = w.V_nl
+        _modal_velocities(ints, w.Hcal, w.phi, w.A, w.u_nl, V_nl, w.t_6[0])
+    HFb, tmp, V_rel = w.t_6[0], w.t_6[1], w.t_6[2]
     for i in range(n):
         m, nj, us, kind = ints[i, _M], ints[i, _NJ], ints[i, _US], ints[i, _KIND]
         qs, nqj = ints[i, _QS], ints[i, _NQJ]
-        beta = u_nl[us:us + nj]
-        etad = u_nl[us + nj:us + nj + m]
-        V = Vnl[i, m:m + 6]
-        aV[:] = 0.0
+        beta = w.u_nl[us:us + nj]
+        etad = w.u_nl[us + nj:us + nj + m]
+        V = V_nl[i, m:m + 6]
+        aV = w.a_m[i, m:m + 6]
         pa, pn = ints[i, _PARENT], ints[i, _PN]
         if pa >= 0 and pn >= 0 and ints[pa, _KIND] == FULL and ints[pa, _M] > 0:
-            mp = ints[pa, _M]
-            etad_p = u_nl[ints[pa, _US] + ints[pa, _NJ]:ints[pa, _US] + ints[pa, _NJ] + mp]
-            V_t = _mul(A[i, :mp + 6].T, Vnl[pa, :mp + 6])
-            w_t = _mul(fE[pa, pn, :, :mp], etad_p)
-            _node_twist_rate(fth[pa, pn], pm.Pi_r[pa, pn], fE[pa, pn], etad_p, mp, eps)
-            _crm(V_t, w_t, tmp)
-            aV += _mul(phi[i].T, eps + tmp)
+            _full_parent_rate(pm, w, i, V_nl, aV)
         if nj > 0:  # (V − Q η̇) × H_F* β  +  X Ḣ* β
-            HFb = _mul(Xj[i], _mul(S[i, :, :nj], beta))
-            _crm(V - _mul(Q[i, :, :m], etad), HFb, tmp)
-            aV += tmp
-            _joint_rate(ints[i, _JCODE], pm.jparam[i], q[qs:qs + nqj], beta, eps)
-            aV += _mul(Xj[i], eps)
-        cn = ints[i, _CN]
-        if kind == FULL and cn >= 0 and m > 0:
-            _node_twist_rate(fth[i, cn], pm.Pi_r[i, cn], fE[i, cn], etad, m, eps)
-            Xnc = np.empty((6, 6))
-            _motion_to_parent(Rnc[i], pnc[i], Xnc)
-            _crm(V, _mul(Q[i, :, :m], etad), tmp)
-            aV += tmp - _mul(Xnc, eps)
-        am[i, m:m + 6] = aV
-        _modal_bias(pm, i, kind, fR[i], fp[i], fE[i], fth[i], etad, V, bias[i])
+            H = w.Hcal[i]
+            for c in range(6):
+                s = 0.0
+                for r in range(nj):
+                    s += H[r, m + c] * beta[r]
+                HFb[c] = s
+                s = V[c]
+                for k in range(m):
+                    s -= w.Q[i, c, k] * etad[k]
+                V_rel[c] = s
+            _cross_motion(V_rel, HFb, aV, True)
+            if ints[i, _JCODE] == _UNIVERSAL:
+                tmp[:] = 0.0
+                _joint_rate(ints[i, _JCODE], pm.jparam[i], q[qs:qs + nqj], beta, tmp,
+                            w.t_33[0])
+                _mv(w.X_joint[i], tmp, aV, True)
+        if kind == FULL and ints[i, _CN] >= 0 and m > 0:
+            _full_own_rate(pm, w, i, etad, V, aV)
+        if kind == FULL:
+            _full_modal_bias(pm, i, w.fR[i], w.fp[i], w.fE[i], w.fth[i], etad, V, w.bias[i])
+        else:
+            _modal_bias(kind, m, pm.M_m0[i], pm.B_quad[i], V, w.t_6[3], w.bias[i])
         eta = q[qs + nqj:qs + nqj + m]
         etad_true = u[us + nj:us + nj + m]
-        bias[i, :m] += _mul(pm.K[i, :m, :m], eta) + _mul(pm.C[i, :m, :m], etad_true)
-        bias[i, m:m + 6] -= fext[i]
-    return Vm, am, bias
+        b = w.bias[i]
+        for r in range(m):
+            s = b[r]
+            for k in range(m):
+                s += pm.K[i, r, k] * eta[k] + pm.C[i, r, k] * etad_true[k]
+            b[r] = s
+        for r in range(6):
+            b[m + r] -= fext[i, r]
 
 
 @_J
-def _modal_bias(pm, i, kind, fR, fp, fE, fth, etad, V, out):
-    """``b_m`` (Eq 37) of the body kernel ``kind``."""
+def _full_parent_rate(pm, w, i, V_nl, aV):
+    """``aV += φᵀ(Ė_t η̇_p + V_t × E_t η̇_p)`` for a body on a full parent's node."""
+    pa, pn = pm.ints[i, _PARENT], pm.ints[i, _PN]
+    mp = pm.ints[pa, _M]
+    s = pm.ints[pa, _US] + pm.ints[pa, _NJ]
+    etad_p = w.u_nl[s:s + mp]
+    V_t = _mul(w.A[i, :mp + 6].T, V_nl[pa, :mp + 6])
+    w_t = _mul(w.fE[pa, pn, :, :mp], etad_p)
+    eps = np.empty(6)
+    _node_twist_rate(w.fth[pa, pn], pm.Pi_r[pa, pn], w.fE[pa, pn], etad_p, mp, eps)
+    _cross_motion(V_t, w_t, eps, True)
+    _mtv(w.phi[i], eps, aV, True)
+
+
+@_J
+def _full_own_rate(pm, w, i, etad, V, aV):
+    """``aV += V × Q η̇ − X_nc Ė_c η̇`` of a full body on its own attach node."""
+    m, cn = pm.ints[i, _M], pm.ints[i, _CN]
+    eps = np.empty(6)
+    _node_twist_rate(w.fth[i, cn], pm.Pi_r[i, cn], w.fE[i, cn], etad, m, eps)
+    Xnc = np.empty((6, 6))
+    _motion_to_parent(w.R_nc[i], w.p_nc[i], Xnc)
+    _cross_motion(V, _mul(w.Q[i, :, :m], etad), aV, True)
+    aV -= _mul(Xnc, eps)
+
+
+@_J
+def _modal_bias(kind, m, M_m0, B_quad, V, MV, out):
+    """``b_m`` (Eq 37) of the rigid and ruthless body kernels into ``out`` (zero on entry):
+    ``V ×* M V``, or ``[Vᵀ B_μ V; V ×* M⁰_rr V]`` (Eq B1); ``MV`` (6,) scratch."""
+    if kind == RUTHLESS:
+        for k in range(m):
+            B = B_quad[k]
+            s = 0.0
+            for r in range(6):
+                for c in range(6):
+                    s += V[r] * B[r, c] * V[c]
+            out[k] = s
+    _mv(M_m0[m:m + 6, m:m + 6], V, MV, False)
+    _cross_force(V, MV, out[m:m + 6], False)
+
+
+@_J
+def _full_modal_bias(pm, i, fR, fp, fE, fth, etad, V, out):
+    """The full model's ``b_m``: ``V ×* M_rigid V`` plus ``Σ_j B_jᵀ (M_s a_j + V_j ×* M_s V_j)``
+    over the nodes."""
     m = pm.ints[i, _M]
     f = np.empty(6)
-    if kind == RIGID:
-        _crf(V, _mul(pm.M_m0[i, :6, :6], V), f)
-        out[:6] = f
-        return
-    if kind == RUTHLESS:  # [Vᵀ B_μ V; V ×* M⁰_rr V]
-        for k in range(m):
-            out[k] = _mul(V, _mul(pm.B_quad[i, k], V))
-        _crf(V, _mul(pm.M_m0[i, m:m + 6, m:m + 6], V), f)
-        out[m:m + 6] = f
-        return
-    _crf(V, _mul(pm.M_rigid[i], V), f)
+    _cross_force(V, _mul(pm.M_rigid[i], V), f, False)
     out[m:m + 6] = f
     B = np.empty((6, m + 6))
     Vmod = np.empty(m + 6)
     Vmod[:m] = etad
     Vmod[m:] = V
-    Ed = np.empty(6)
     acc = np.empty(6)
     Ms_acc = np.empty(6)
     Ms_V = np.empty(6)
     for j in range(pm.ints[i, _NN]):
         _node_map(fR[j], fp[j], fE[j], m, B)
         Vs = _mul(B, Vmod)
-        w = _mul(fE[j, :, :m], etad)
-        _node_twist_rate(fth[j], pm.Pi_r[i, j], fE[j], etad, m, Ed)
-        _crm(Vs, w, acc)
-        acc += Ed
+        _node_twist_rate(fth[j], pm.Pi_r[i, j], fE[j], etad, m, acc)
+        _cross_motion(Vs, _mul(fE[j, :, :m], etad), acc, True)
         Ms_acc[:3] = _mul(pm.node_I[i, j], acc[:3])
         Ms_acc[3:] = pm.node_m[i, j] * acc[3:]
         Ms_V[:3] = _mul(pm.node_I[i, j], Vs[:3])
         Ms_V[3:] = pm.node_m[i, j] * Vs[3:]
-        _crf(Vs, Ms_V, f)
+        _cross_force(Vs, Ms_V, f, False)
         out[:m + 6] += _mul(B.T, Ms_acc + f)
 
 
@@ -539,99 +815,159 @@ def _modal_bias(pm, i, kind, fR, fp, fE, fth, etad, V, out):
 # generic sweeps
 # ----------------------------------------------------------------------------------------------
 @_J
-def rnea(pm, pos, am, bias, udot, gravity):
-    """Eq 44: ``T = ℋ f_m`` with ``f_m = Σ_c Φ f_m(c) + M_m α_m + bias`` (newton_euler.rnea)."""
-    phi, A, Hcal, Mm = pos[4], pos[5], pos[6], pos[7]
-    ints = pm.ints
-    n = ints.shape[0]
-    M = pm.K.shape[1]
-    alpha = np.zeros((n, M + 6))
-    f = np.zeros((n, M + 6))
-    a_g = np.zeros(6)
-    if gravity:
-        a_g[3:] = -pm.gravity
-    for i in range(n):  # base-to-tip, Eq 24
-        m, nj, us, pa = ints[i, _M], ints[i, _NJ], ints[i, _US], ints[i, _PARENT]
-        a_t = _mul(A[i, :ints[pa, _M] + 6].T, alpha[pa, :ints[pa, _M] + 6]) if pa >= 0 else a_g
-        alpha[i, :m + 6] = _mul(Hcal[i, :nj + m, :m + 6].T, udot[us:us + nj + m])
-        alpha[i, m:m + 6] += _mul(phi[i].T, a_t) + am[i, m:m + 6]
-        f[i, :m + 6] = _mul(Mm[i, :m + 6, :m + 6], alpha[i, :m + 6]) + bias[i, :m + 6]
-    T = np.zeros(udot.shape[0])
-    for i in range(n - 1, -1, -1):  # tip-to-base, Eqs 36, 41
-        m, nj, us, pa = ints[i, _M], ints[i, _NJ], ints[i, _US], ints[i, _PARENT]
-        T[us:us + nj + m] = _mul(Hcal[i, :nj + m, :m + 6], f[i, :m + 6])
-        if pa >= 0:
-            mp = ints[pa, _M]
-            f[pa, :mp + 6] += _mul(A[i, :mp + 6], _mul(phi[i], f[i, m:m + 6]))
-    return T
+def _gravity_acceleration(pm, out):
+    """``a_g = [0; −g]``: the base accelerates upward instead of gravity pulling down."""
+    for r in range(3):
+        out[r] = 0.0
+        out[3 + r] = -pm.gravity[r]
 
 
 @_J
-def crba(pm, pos, nu):
-    """Eqs 47, 50: composite inertias and the mass matrix (composite_body.crba)."""
-    phi, A, Hcal, Mm = pos[4], pos[5], pos[6], pos[7]
+def _parent_acceleration(ints, A, phi, alpha, i, a_g, out, t):
+    """``Φ*(p, i)`` applied to the parent's modal acceleration (or to ``a_g`` at a root):
+    ``out = φᵀ(i) Aᵀ(i) α(p)`` (6,); ``t`` (6,) scratch."""
+    if ints[i, _PARENT] >= 0:
+        _from_parent(ints, A, i, alpha, t)
+        _mtv(phi[i], t, out, False)
+    else:
+        _mtv(phi[i], a_g, out, False)
+
+
+@_J
+def rnea(pm, w, udot, gravity, T):
+    """Eq 44: ``T = ℋ f_m`` with ``f_m = Σ_c Φ f_m(c) + M_m α_m + bias``
+    (:func:`flexdyn.newton_euler.rnea`), from the terms in ``w``."""
     ints = pm.ints
     n = ints.shape[0]
-    R = Mm.copy()
-    for i in range(n - 1, -1, -1):
+    a_g = w.t_6[2]
+    if gravity:
+        _gravity_acceleration(pm, a_g)
+    else:
+        a_g[:] = 0.0
+    for i in range(n):  # base-to-tip, Eq 24
+        m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
+        s = m + 6
+        al = w.alpha[i, :s]
+        _parent_acceleration(ints, w.A, w.phi, w.alpha, i, a_g, al[m:], w.t_6[1])
+        for r in range(6):
+            al[m + r] += w.a_m[i, m + r]
+        _mtv(w.Hcal[i, :nj + m, :s], udot[us:us + nj + m], al, True)
+        fi = w.f[i, :s]
+        fi[:] = w.bias[i, :s]
+        _mv(w.M_m[i, :s, :s], al, fi, True)
+    for i in range(n - 1, -1, -1):  # tip-to-base, Eqs 36, 41
+        m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
+        _mv(w.Hcal[i, :nj + m, :m + 6], w.f[i, :m + 6], T[us:us + nj + m], False)
+        if ints[i, _PARENT] >= 0:
+            _to_parent(ints, w.A, w.phi, i, w.f[i, m:m + 6], w.f, w.t_6[3])
+
+
+@_J
+def _attach_phi(ints, A, phi, i, AP):
+    """``AP = A(i) φ(i)`` ((m_p + 6) × 6)."""
+    mp = ints[ints[i, _PARENT], _M]
+    if ints[i, _AT] == 1:
+        AP[:mp] = 0.0
+        AP[mp:mp + 6] = phi[i]
+    else:
+        _mm(A[i, :mp + 6], phi[i], AP[:mp + 6])
+
+
+@_J
+def _child_inertia(ints, A, phi, P, i, X, T, AP, T2):
+    """``P(p) += A φ X φᵀ Aᵀ``: a child's 6 × 6 inertia ``X`` at F_i into its parent's;
+    ``T`` (6 × 6), ``AP`` and ``T2`` ((M+6) × 6) scratch."""
+    pa = ints[i, _PARENT]
+    mp = ints[pa, _M]
+    if ints[i, _AT] == 1:
+        _phi_congruence(phi[i], X, P[pa, mp:mp + 6, mp:mp + 6], T)
+    else:
+        _attach_phi(ints, A, phi, i, AP[:mp + 6])
+        _congruence(AP[:mp + 6], X, P[pa, :mp + 6, :mp + 6], T2[:mp + 6])
+
+
+@_J
+def composite_inertias(pm, w):
+    """Eq 47: ``R(i) = M_m(i) + Σ_c A φ R_rr(c) φᵀ Aᵀ`` into ``w.P``."""
+    ints = pm.ints
+    w.P[:] = w.M_m
+    for i in range(ints.shape[0] - 1, -1, -1):
         pa = ints[i, _PARENT]
         if pa >= 0:
-            m, mp = ints[i, _M], ints[pa, _M]
-            AP = _mul(A[i, :mp + 6], phi[i])
-            R[pa, :mp + 6, :mp + 6] += _mul(_mul(AP, R[i, m:m + 6, m:m + 6]), AP.T)
-    Mass = np.zeros((nu, nu))
-    for i in range(n):
-        m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
-        X = _mul(R[i, :m + 6, :m + 6], Hcal[i, :nj + m, :m + 6].T)
-        Mass[us:us + nj + m, us:us + nj + m] = _mul(Hcal[i, :nj + m, :m + 6], X)
-        k, j = i, ints[i, _PARENT]
-        while j >= 0:
-            mk, mj, njj, usj = ints[k, _M], ints[j, _M], ints[j, _NJ], ints[j, _US]
-            X = _mul(A[k, :mj + 6], _mul(phi[k], X[mk:mk + 6]))
-            blk = _mul(Hcal[j, :njj + mj, :mj + 6], X)
-            Mass[usj:usj + njj + mj, us:us + nj + m] = blk
-            Mass[us:us + nj + m, usj:usj + njj + mj] = blk.T
-            k, j = j, ints[j, _PARENT]
-    return Mass
+            m = ints[i, _M]
+            w.t_66[0] = w.P[i, m:m + 6, m:m + 6]
+            _child_inertia(ints, w.A, w.phi, w.P, i, w.t_66[0], w.t_66[1], w.t_AP,
+                           w.t_X[:, :6])
 
 
 @_J
-def cholesky_solve(Mass, b):
-    """``M x = b`` by Cholesky; ``(ok, x)`` with ``ok`` False when a squared pivot is at most
-    ``MASS_MATRIX_RTOL · M_kk`` (linalg.cholesky_solve)."""
+def crba(pm, w, Mass):
+    """Eqs 47, 50: composite inertias and the mass matrix (:func:`flexdyn.composite_body.crba`)
+    into ``Mass`` (nu × nu)."""
+    ints = pm.ints
+    composite_inertias(pm, w)
+    for i in range(ints.shape[0]):
+        m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
+        k, s = nj + m, m + 6
+        H = w.Hcal[i, :k, :s]
+        X = w.t_X[:s, :k]
+        _mmt(w.P[i, :s, :s], H, X, False)
+        _mm(H, X, Mass[us:us + k, us:us + k])
+        b, j = i, ints[i, _PARENT]
+        while j >= 0:  # X ← A φ X_rr up the path; M(j, i) = ℋ(j) X
+            mb, mj, njj, usj = ints[b, _M], ints[j, _M], ints[j, _NJ], ints[j, _US]
+            Y = w.t_Y[:6, :k]
+            _mm(w.phi[b], X[mb:mb + 6], Y)
+            X = w.t_X[:mj + 6, :k]
+            if ints[b, _AT] == 1:
+                X[:mj] = 0.0
+                X[mj:] = Y
+            else:
+                _mm(w.A[b, :mj + 6], Y, X)
+            blk = Mass[usj:usj + njj + mj, us:us + k]
+            _mm(w.Hcal[j, :njj + mj, :mj + 6], X, blk)
+            Mass[us:us + k, usj:usj + njj + mj] = blk.T
+            b, j = j, ints[j, _PARENT]
+
+
+@_J
+def cholesky_solve(Mass, b, x):
+    """``M x = b`` by Cholesky into ``x``; False when a squared pivot is at most
+    ``MASS_MATRIX_RTOL · M_kk`` (:func:`flexdyn.linalg.cholesky_solve`); ``Mass`` is
+    overwritten by its factor."""
     nu = Mass.shape[0]
-    L = np.zeros((nu, nu))
+    L = Mass
     for j in range(nu):
-        s = Mass[j, j]
+        s = L[j, j]
         for k in range(j):
             s -= L[j, k] * L[j, k]
-        if not s > MASS_MATRIX_RTOL * abs(Mass[j, j]):
-            return False, b
+        if not s > MASS_MATRIX_RTOL * abs(L[j, j]):
+            return False
         d = math.sqrt(s)
         L[j, j] = d
         for i in range(j + 1, nu):
-            s = Mass[i, j]
+            s = L[i, j]
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s / d
-    y = b.copy()
+    x[:] = b
     for i in range(nu):
         for k in range(i):
-            y[i] -= L[i, k] * y[k]
-        y[i] /= L[i, i]
+            x[i] -= L[i, k] * x[k]
+        x[i] /= L[i, i]
     for i in range(nu - 1, -1, -1):
         for k in range(i + 1, nu):
-            y[i] -= L[k, i] * y[k]
-        y[i] /= L[i, i]
-    return True, y
+            x[i] -= L[k, i] * x[k]
+        x[i] /= L[i, i]
+    return True
 
 
 @_J
-def _spd_inverse(D, scale):
-    """``(ok, D⁻¹)`` by Cholesky with the reference's singularity test (linalg.spd_inverse):
-    a squared pivot at most ``max(PIVOT_RTOL · max diag D, PIVOT_FLOOR · scale)`` fails."""
+def _spd_inverse(D, scale, L, Dinv):
+    """``Dinv = D⁻¹`` by Cholesky with the reference's singularity test
+    (:func:`flexdyn.linalg.spd_inverse`): a squared pivot at most
+    ``max(PIVOT_RTOL · max diag D, PIVOT_FLOOR · scale)`` fails (False); ``L`` scratch."""
     k = D.shape[0]
-    L = np.zeros((k, k))
     dmax = 0.0
     for j in range(k):
         dmax = max(dmax, abs(D[j, j]))
@@ -641,7 +977,7 @@ def _spd_inverse(D, scale):
         for r in range(j):
             s -= L[j, r] * L[j, r]
         if not s > tol:
-            return False, D
+            return False
         d = math.sqrt(s)
         L[j, j] = d
         for i in range(j + 1, k):
@@ -649,102 +985,237 @@ def _spd_inverse(D, scale):
             for r in range(j):
                 s -= L[i, r] * L[j, r]
             L[i, j] = s / d
-    Linv = np.zeros((k, k))  # L⁻¹ by forward substitution
+    for c in range(k):  # L⁻¹ into the upper triangle of Dinv (transposed), then Dinv = L⁻ᵀL⁻¹
+        for r in range(k):
+            Dinv[r, c] = 0.0
     for c in range(k):
-        Linv[c, c] = 1.0 / L[c, c]
+        Dinv[c, c] = 1.0 / L[c, c]
         for r in range(c + 1, k):
             s = 0.0
             for t in range(c, r):
-                s -= L[r, t] * Linv[t, c]
-            Linv[r, c] = s / L[r, r]
-    return (True, _mul(Linv.T, Linv))
+                s -= L[r, t] * Dinv[c, t]
+            Dinv[c, r] = s / L[r, r]
+    for r in range(k):  # (L⁻ᵀ L⁻¹)[r, c] = Σ_t Li[t, r] Li[t, c], Li[t, r] = Dinv[r, t]
+        for c in range(r, k):
+            s = 0.0
+            for t in range(c, k):
+                s += Dinv[r, t] * Dinv[c, t]
+            L[r, c] = s
+    for r in range(k):
+        for c in range(r, k):
+            Dinv[r, c] = L[r, c]
+            Dinv[c, r] = L[r, c]
+    return True
 
 
 @_J
-def articulated_forward_dynamics(pm, pos, am, bias, tau):
-    """Eqs 51 and 58 (articulated_body.articulated_forward_dynamics): ``(status, u̇)`` with
-    ``status`` −1, or the index of the body whose ``D`` is singular."""
-    phi, A, Hcal, Mm = pos[4], pos[5], pos[6], pos[7]
+def articulated_inertias(pm, w, tau):
+    """Eq 51 and the filter, tip to base: ``P``, ``D⁻¹``, ``G``, ``ν = D⁻¹ ε`` into ``w``;
+    the index of the first body whose ``D`` is singular, or −1."""
     ints = pm.ints
-    n = ints.shape[0]
-    M = pm.K.shape[1]
-    P = Mm.copy()
-    G = np.zeros((n, M + 6, M + 6))
-    innov = np.zeros((n, M + 6))
-    zacc = np.zeros((n, M + 6))  # Σ_c Φ(i, c) z⁺(c), accumulated as the children are done
-    for i in range(n - 1, -1, -1):  # tip-to-base: Eq 51 and the filter
+    for i in range(ints.shape[0] - 1, -1, -1):
         m, nj, us, pa = ints[i, _M], ints[i, _NJ], ints[i, _US], ints[i, _PARENT]
-        k = nj + m
-        H = Hcal[i, :k, :m + 6]
-        Pi = P[i, :m + 6, :m + 6]
-        PH = _mul(Pi, H.T)
+        k, s = nj + m, m + 6
+        H = w.Hcal[i, :k, :s]
+        Pi = w.P[i, :s, :s]
+        for r in range(s):
+            for c in range(s):
+                Pi[r, c] += w.M_m[i, r, c]
+        PH = w.t_PH[:s, :k]
+        _mmt(Pi, H, PH, False)
+        D = w.t_D[:k, :k]
+        _mm(H, PH, D)
         scale = 0.0
         if k > 0:
             hmax = 0.0
             for r in range(k):
-                hmax = max(hmax, np.sum(H[r] ** 2))
-            scale = np.max(np.abs(Pi)) * hmax
-        ok, Dinv = _spd_inverse(_mul(H, PH), scale)
-        if not ok:
-            return i, tau
-        Gi = _mul(PH, Dinv)
-        G[i, :m + 6, :k] = Gi
-        z = bias[i, :m + 6] + _mul(Pi, am[i, :m + 6]) + zacc[i, :m + 6]
-        eps = tau[us:us + k] - _mul(H, z)
-        innov[i, :k] = _mul(Dinv, eps)
+                h = 0.0
+                for c in range(s):
+                    h += H[r, c] * H[r, c]
+                hmax = max(hmax, h)
+            pmax = 0.0
+            for r in range(s):
+                for c in range(s):
+                    pmax = max(pmax, abs(Pi[r, c]))
+            scale = pmax * hmax
+        Dinv = w.t_Li[:k, :k]
+        if not _spd_inverse(D, scale, w.t_L[:k, :k], Dinv):
+            return i
+        Gi = w.G[i, :s, :k]
+        _mm(PH, Dinv, Gi)
+        z = w.z[i, :s]  # z = Σ_c Φ z⁺(c) + P a + b
+        _mv(Pi, w.a_m[i, :s], z, True)
+        for r in range(s):
+            z[r] += w.bias[i, r]
+        eps = w.t_v[0, :k]
+        for r in range(k):
+            eps[r] = tau[us + r]
+        _sub_mv(H, z, eps)
+        _mv(Dinv, eps, w.innov[i, :k], False)
         if pa >= 0:
-            mp = ints[pa, _M]
-            zacc[pa, :mp + 6] += _mul(A[i, :mp + 6], _mul(phi[i], (z + _mul(Gi, eps))[m:m + 6]))
-            Pp = Pi - _mul(Gi, PH.T)  # τ̄ P
-            Pr = 0.5 * (Pp[m:, m:] + Pp[m:, m:].T)
-            AP = _mul(A[i, :mp + 6], phi[i])
-            P[pa, :mp + 6, :mp + 6] += _mul(_mul(AP, Pr), AP.T)
-    udot = np.zeros(tau.shape[0])
-    alpha = np.zeros((n, M + 6))
-    a_g = np.zeros(6)
-    a_g[3:] = -pm.gravity
-    for i in range(n):  # base-to-tip smoother
-        m, nj, us, pa = ints[i, _M], ints[i, _NJ], ints[i, _US], ints[i, _PARENT]
-        k = nj + m
-        a_plus = np.zeros(m + 6)
-        a_t = _mul(A[i, :ints[pa, _M] + 6].T, alpha[pa, :ints[pa, _M] + 6]) if pa >= 0 else a_g
-        a_plus[m:] = _mul(phi[i].T, a_t)
-        chi = innov[i, :k] - _mul(G[i, :m + 6, :k].T, a_plus)
-        udot[us:us + k] = chi
-        alpha[i, :m + 6] = a_plus + _mul(Hcal[i, :k, :m + 6].T, chi)
-        alpha[i, m:m + 6] += am[i, m:m + 6]
-    return -1, udot
+            zp = w.t_6[0]  # z⁺ = z + G ε, its rigid part to the parent
+            for r in range(6):
+                t = z[m + r]
+                for c in range(k):
+                    t += Gi[m + r, c] * eps[c]
+                zp[r] = t
+            _to_parent(ints, w.A, w.phi, i, zp, w.z, w.t_6[3])
+            Pr = w.t_66[0]  # τ̄ P = P − G (P H*)ᵀ, rigid block, symmetrized
+            for r in range(6):
+                for c in range(6):
+                    t = Pi[m + r, m + c]
+                    for j in range(k):
+                        t -= Gi[m + r, j] * PH[m + c, j]
+                    Pr[r, c] = t
+            for r in range(6):
+                for c in range(r + 1, 6):
+                    t = 0.5 * (Pr[r, c] + Pr[c, r])
+                    Pr[r, c] = t
+                    Pr[c, r] = t
+            _child_inertia(ints, w.A, w.phi, w.P, i, Pr, w.t_66[1], w.t_AP, w.t_X[:, :6])
+    return -1
+
+
+@_J
+def _sub_mv(a, x, out):
+    """``out −= a x``."""
+    for i in range(a.shape[0]):
+        s = out[i]
+        for t in range(a.shape[1]):
+            s -= a[i, t] * x[t]
+        out[i] = s
+
+
+@_J
+def articulated_accelerations(pm, w, udot):
+    """Eq 58, base to tip: ``χ = ν − Gᵀ a⁺``, ``α = a⁺ + ℋ* χ + a`` into ``udot``."""
+    ints = pm.ints
+    a_g = w.t_6[2]
+    _gravity_acceleration(pm, a_g)
+    for i in range(ints.shape[0]):
+        m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
+        k, s = nj + m, m + 6
+        al = w.alpha[i, :s]
+        _parent_acceleration(ints, w.A, w.phi, w.alpha, i, a_g, al[m:], w.t_6[1])
+        chi = udot[us:us + k]
+        chi[:] = w.innov[i, :k]
+        _sub_mtv(w.G[i, :s, :k], al, chi)
+        _mtv(w.Hcal[i, :k, :s], chi, al, True)
+        for r in range(6):
+            al[m + r] += w.a_m[i, m + r]
+
+
+@_J
+def _sub_mtv(a, x, out):
+    """``out −= aᵀ x``."""
+    for t in range(a.shape[0]):
+        xt = x[t]
+        for j in range(a.shape[1]):
+            out[j] -= a[t, j] * xt
 
 
 # ----------------------------------------------------------------------------------------------
-# entry points: one compiled call per operation (one crossing of the Python boundary)
+# entry points: one compiled call per operation (one crossing of the Python boundary), and
+# one for a share of a batch; all release the GIL
 # ----------------------------------------------------------------------------------------------
 @_J
-def forward_articulated(pm, q, u, tau, fext):
-    """Terms, then Eqs 51/58: ``(status, u̇)``."""
-    pos = position_terms(pm, q)
-    _, am, bias = velocity_terms(pm, q, u, fext, pos)
-    return articulated_forward_dynamics(pm, pos, am, bias, tau)
+def terms(ib, fb, q, u, fext):
+    """The workspace after the position and velocity terms (for inspection)."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    _terms(pm, w, q, u, fext)
+    return w
 
 
 @_J
-def forward_composite(pm, q, u, tau, fext):
-    """Terms, then Eq 46 (mass matrix, bias by Newton–Euler, Cholesky): ``(ok, u̇)``."""
-    pos = position_terms(pm, q)
-    _, am, bias = velocity_terms(pm, q, u, fext, pos)
-    C = rnea(pm, pos, am, bias, np.zeros(tau.shape[0]), True)
-    return cholesky_solve(crba(pm, pos, tau.shape[0]), tau - C)
+def _terms(pm, w, q, u, fext):
+    w.flat[:] = 0.0
+    position_terms(pm, q, w)
+    velocity_terms(pm, q, u, fext, w)
 
 
 @_J
-def inverse(pm, q, u, udot, fext):
-    """Terms, then Eq 44."""
-    pos = position_terms(pm, q)
-    _, am, bias = velocity_terms(pm, q, u, fext, pos)
-    return rnea(pm, pos, am, bias, udot, True)
+def _forward_articulated(pm, w, q, u, tau, fext, udot):
+    """Terms, then Eqs 51/58 into ``udot``: −1, or the index of the body whose ``D`` is
+    singular."""
+    _terms(pm, w, q, u, fext)
+    status = articulated_inertias(pm, w, tau)
+    if status < 0:
+        articulated_accelerations(pm, w, udot)
+    return status
 
 
 @_J
-def mass(pm, q, nu):
-    """Position terms, then Eqs 47/50."""
-    return crba(pm, position_terms(pm, q), nu)
+def _forward_composite(pm, w, q, u, tau, fext, udot):
+    """Terms, then Eq 46 (mass matrix, bias by Newton–Euler, Cholesky) into ``udot``:
+    −1, or 0 when the mass matrix is singular."""
+    _terms(pm, w, q, u, fext)
+    nu = tau.shape[0]
+    C = np.zeros(nu)
+    rnea(pm, w, np.zeros(nu), True, C)
+    Mass = np.zeros((nu, nu))
+    crba(pm, w, Mass)
+    return -1 if cholesky_solve(Mass, tau - C, udot) else 0
+
+
+@_J
+def _inverse(pm, w, q, u, udot, fext, tau):
+    """Terms, then Eq 44 into ``tau``."""
+    _terms(pm, w, q, u, fext)
+    rnea(pm, w, udot, True, tau)
+    return -1
+
+
+@_J
+def _mass(pm, w, q, Mass):
+    """Position terms, then Eqs 47/50 into ``Mass``."""
+    w.flat[:] = 0.0
+    position_terms(pm, q, w)
+    crba(pm, w, Mass)
+    return -1
+
+
+@_J
+def forward_articulated(ib, fb, q, u, tau, fext, udot):
+    """:func:`_forward_articulated` of one state."""
+    return _forward_articulated(unpack(ib, fb), workspace(ib), q, u, tau, fext, udot)
+
+
+@_J
+def forward_composite(ib, fb, q, u, tau, fext, udot):
+    """:func:`_forward_composite` of one state."""
+    return _forward_composite(unpack(ib, fb), workspace(ib), q, u, tau, fext, udot)
+
+
+@_J
+def inverse(ib, fb, q, u, udot, fext, tau):
+    """:func:`_inverse` of one state."""
+    return _inverse(unpack(ib, fb), workspace(ib), q, u, udot, fext, tau)
+
+
+@_J
+def mass(ib, fb, q, Mass):
+    """:func:`_mass` of one state."""
+    return _mass(unpack(ib, fb), workspace(ib), q, Mass)
+
+
+#: operation codes of :func:`batch`
+ARTICULATED, COMPOSITE, INVERSE, MASS = range(4)
+
+
+@_J
+def batch(ib, fb, op, t, n_threads, q, u, x, fext, out, status):
+    """Operation ``op`` on the states ``t, t + n_threads, …`` of the leading axis of ``q``,
+    ``u``, ``x`` (τ or u̇), ``fext``, into ``out`` (B, nu) (B, nu·nu for :data:`MASS`) and
+    ``status`` (B,), in one workspace.  It releases the GIL: ``n_threads`` Python threads
+    share a batch."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    nu = ib[3]
+    for b in range(t, q.shape[0], n_threads):
+        if op == ARTICULATED:
+            status[b] = _forward_articulated(pm, w, q[b], u[b], x[b], fext[b], out[b])
+        elif op == COMPOSITE:
+            status[b] = _forward_composite(pm, w, q[b], u[b], x[b], fext[b], out[b])
+        elif op == INVERSE:
+            status[b] = _inverse(pm, w, q[b], u[b], x[b], fext[b], out[b])
+        else:
+            status[b] = _mass(pm, w, q[b], out[b].reshape((nu, nu)))

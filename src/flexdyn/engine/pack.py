@@ -1,9 +1,13 @@
 """The packed model of the compiled engine: a structure of arrays, one field per quantity,
 padded to the largest body (``M`` modes, ``N`` nodes), built once per (model, fidelity) from
-the reference body models.
+the reference body models, and stored in two flat buffers so that a compiled call receives
+two arrays, not two dozen.
 
-:data:`FIELDS` is the documented field table; :func:`pack` fills every entry of it and
-nothing else.  Integer fields per body ``i``:
+:data:`FIELDS` is the documented field table: :func:`pack` lays its entries out one after
+the other in the float buffer ``fb`` and writes their offsets into the header of the integer
+buffer ``ib``; the compiled code takes views of them by name
+(:func:`flexdyn.engine.kernels.unpack`).  ``ib`` holds ``[n, M, N, nu, offsets of FIELDS and
+the end, per-body table]`` where the per-body table has the columns :data:`INT_FIELDS`:
 
 =============  ===============================================================
 ``parent``     parent index, −1 for a root
@@ -12,7 +16,10 @@ nothing else.  Integer fields per body ``i``:
 ``qs, us``     start of the body's entries in ``q`` and ``u``
 ``jcode``      joint kernel code (:attr:`flexdyn.joints.Joint.code`)
 ``kind``       body kernel: :data:`RIGID`, :data:`FULL` or :data:`RUTHLESS`
-``cn``         own attach node (−1: the body frame); ``nn``: number of nodes
+``cn``         own attach node (−1: the body frame); ``pn``: parent's attach node
+``nn``         number of nodes
+``at``         1 when ``A(i)`` is the constant ``[0; I]`` (the parent's frame is the
+               attach frame): the sweeps then skip the product with ``A``
 =============  ===============================================================
 """
 
@@ -26,7 +33,8 @@ from ..body import BodyModel, RigidBodyModel
 from ..chain import Model
 from ..ruthless import RuthlessBodyModel
 
-__all__ = ["FIELDS", "FULL", "RIGID", "RUTHLESS", "PackedModel", "pack"]
+__all__ = ["FIELDS", "FULL", "HEADER", "INT_FIELDS", "RIGID", "RUTHLESS", "Packed", "PackedModel",
+           "pack"]
 
 #: body kernel codes
 RIGID, FULL, RUTHLESS = 0, 1, 2
@@ -59,11 +67,14 @@ FIELDS: dict[str, tuple[str, str]] = {
     "B_quad": ("(n, M, 6, 6)", "ruthless centrifugal quadratic forms (Eq B1)"),
     "gravity": ("(3,)", "gravity, inertial frame"),
 }
-INT_FIELDS = ("parent", "m", "nj", "nqj", "qs", "us", "jcode", "kind", "cn", "pn", "nn")
+INT_FIELDS = ("parent", "m", "nj", "nqj", "qs", "us", "jcode", "kind", "cn", "pn", "nn", "at")
+#: entries of the header of ``ib`` before the field offsets
+HEADER = ("n", "M", "N", "nu")
 
 
 class PackedModel(NamedTuple):
-    """The packed arrays (see :data:`FIELDS`); ``ints`` holds :data:`INT_FIELDS` as columns."""
+    """Views of the packed arrays by name (see :data:`FIELDS`), made inside compiled code;
+    ``ints`` holds :data:`INT_FIELDS` as columns."""
 
     ints: np.ndarray
     jparam: np.ndarray
@@ -103,8 +114,16 @@ def _kind(bm: BodyModel) -> int:
                         ) from None
 
 
-def pack(model: Model, models: tuple[BodyModel, ...]) -> PackedModel:
-    """Fill :data:`FIELDS` from ``model`` and its body models (one per body)."""
+class Packed(NamedTuple):
+    """The flat buffers of one (model, fidelity): ``ib`` (int64) and ``fb`` (float64)."""
+
+    ib: np.ndarray
+    fb: np.ndarray
+
+
+def pack(model: Model, models: tuple[BodyModel, ...]) -> Packed:
+    """Fill :data:`FIELDS` from ``model`` and its body models (one per body) and lay them out
+    in the flat buffers."""
     n = model.n_bodies
     M = int(max(model.n_modes.max(initial=0), 0))
     N = max((b.n_nodes for b in model.bodies), default=0)
@@ -115,8 +134,6 @@ def pack(model: Model, models: tuple[BodyModel, ...]) -> PackedModel:
                                               strict=True)):
         m, nn, p = body.n_modes, body.n_nodes, int(model.parent[i])
         cn, pn = model.child_node[i], model.parent_node[i]
-        ints[i] = (p, m, joint.nu, joint.nq, model.q_start[i], model.u_start[i], joint.code,
-                   _kind(bm), -1 if cn is None else cn, -1 if pn is None else pn, nn)
         if joint.axis is not None:
             f["jparam"][i, :3] = joint.axis
         if joint.axes is not None:
@@ -137,13 +154,26 @@ def pack(model: Model, models: tuple[BodyModel, ...]) -> PackedModel:
         f["T_Jc_R"][i], f["T_Jc_p"][i] = side.T_Jc_i.R, side.T_Jc_i.p
         f["X_joint0"][i] = side.X_i_Jc
         f["Q0"][i, :, :m] = side.Q
+        trivial_A = 0
         if p >= 0:
             node = BodyModel.attach_node(models[p], model.bodies[p].frames0, pn)
             f["A0"][i, :node.A.shape[0]] = node.A
             f["T_t_R"][i], f["T_t_p"][i] = node.T.R, node.T.p
+            mp = model.bodies[p].n_modes
+            identity = np.vstack([np.zeros((mp, 6)), np.eye(6)])
+            trivial_A = int((pn is None or _kind(models[p]) != FULL)
+                            and np.array_equal(node.A, identity))
         if isinstance(bm, RuthlessBodyModel):
             f["B_quad"][i, :m] = bm.B_quad
-    return PackedModel(ints=ints, **{k: np.ascontiguousarray(v) for k, v in f.items()})
+        ints[i] = (p, m, joint.nu, joint.nq, model.q_start[i], model.u_start[i], joint.code,
+                   _kind(bm), -1 if cn is None else cn, -1 if pn is None else pn, nn,
+                   trivial_A)
+    sizes = [v.size for v in f.values()]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # len(FIELDS) + 1
+    ib = np.concatenate([np.array([n, M, N, model.nu], dtype=np.int64), offsets,
+                         ints.ravel()])
+    fb = np.concatenate([v.ravel() for v in f.values()])
+    return Packed(ib=ib, fb=fb)
 
 
 def _shape(spec: str, n: int, M: int, N: int) -> tuple[int, ...]:
