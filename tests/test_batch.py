@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import flexdyn as fd
+from flexdyn.linalg import SingularInertiaError
 from strategies import random_f_ext, random_state
 
 FUNCTIONS = {
@@ -79,3 +80,36 @@ def test_batch_sizes_must_agree():
         fd.forward_dynamics(model, s["q"], s["u"][:3])
     with pytest.raises(ValueError, match=r"f_ext has shape \(2, 2, 6\); with a batch of 4"):
         fd.bias_forces(model, s["q"], s["u"], f_ext=s["f_ext"][:2])
+
+
+@pytest.mark.parametrize("per_thread", [1, 10**9])
+def test_engine_batch_does_not_depend_on_the_thread_count(monkeypatch, per_thread):
+    """A large batch is shared among threads: every state equals its single call."""
+    from flexdyn import engine
+
+    monkeypatch.setattr(engine, "STATES_PER_THREAD", per_thread)
+    model = fd.models.builtin_model("spacecraft")
+    s = states(model, 150, seed=4)
+    for method in ("articulated", "composite"):
+        got = fd.forward_dynamics(model, s["q"], s["u"], s["tau"], method=method,
+                                  f_ext=s["f_ext"])
+        for b in (0, 77, 149):
+            one = fd.forward_dynamics(model, s["q"][b], s["u"][b], s["tau"][b], method=method,
+                                      f_ext=s["f_ext"][b])
+            np.testing.assert_array_equal(got[b], one)
+    M = fd.mass_matrix(model, s["q"])
+    np.testing.assert_array_equal(M[42], fd.mass_matrix(model, s["q"][42]))
+
+
+def test_engine_batch_reports_a_singular_state_by_index():
+    model = (fd.ModelBuilder("slider")
+             .add_body("base", None, joint={"type": "revolute", "axis": [0, 0, 1]},
+                       rigid={"mass": 1.0, "com": [0.5, 0, 0],
+                              "inertia": [[0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]})
+             .add_body("slider", "base", joint={"type": "prismatic", "axis": [1, 0, 0]},
+                       rigid={"mass": 0.0, "inertia": np.eye(3).tolist()})
+             .build())
+    q = np.zeros((3, model.nq))
+    with pytest.raises(SingularInertiaError,
+                       match=r"^batch item 0: articulated inertia D of body 1 'slider'"):
+        fd.forward_dynamics(model, q, np.zeros((3, model.nu)))

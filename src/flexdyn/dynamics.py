@@ -47,13 +47,13 @@ from .articulated_body import (
     articulated_forward_dynamics,
     articulated_forward_dynamics_split,
 )
-from .chain import Model, numeric_array
+from .chain import QUATERNION_TOL, Model, numeric_array
 from .composite_body import composite_forward_dynamics, crba
 from .engine import Engine
 from .hybrid import hybrid_dynamics as _hybrid
 from .newton_euler import joint_wrenches as _joint_wrenches
 from .newton_euler import modal_forces, rnea
-from .terms import PositionTerms, check_fidelity, state_terms
+from .terms import FIDELITIES, PositionTerms, check_fidelity, state_terms
 
 __all__ = [
     "BACKENDS",
@@ -86,13 +86,20 @@ _ENGINES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _ENGINES_LOCK = threading.Lock()
 
 
-def batched(*state_args: str) -> Callable[[Callable], Callable]:
+def batched(*state_args: str, engine_op: Callable[[dict], str | None] | None = None
+            ) -> Callable[[Callable], Callable]:
     """Decorator: let a per-state function ``fn(model, q, ...)`` take a leading batch axis.
 
     When ``q`` is 2-D, ``(B, nq)``, the arguments named in ``state_args`` must be ``(B, ·)``
     (or None), ``f_ext`` may be ``(B, n_bodies, 6)`` or one ``(n_bodies, 6)`` for all, and the
     result is ``np.stack`` of ``fn`` over the B states.  An error of state ``b`` is re-raised
-    with the same type and the prefix ``"batch item b: "``."""
+    with the same type and the prefix ``"batch item b: "``.
+
+    ``engine_op(arguments)`` names the operation of :meth:`flexdyn.engine.Engine.batch` that
+    computes ``fn`` for these arguments (None: not on the engine).  Such a batch is validated
+    as a whole and computed in one call shared among the cores (:func:`_engine_batch`); a
+    batch with an invalid state, complex numbers or a non-finite result runs the loop, which
+    reports the state by index."""
 
     def decorate(fn: Callable) -> Callable:
         signature = inspect.signature(fn)
@@ -117,6 +124,11 @@ def batched(*state_args: str) -> Callable[[Callable], Callable]:
                     raise ValueError(f"{name} has shape {value.shape}; with a batch of {n} "
                                      f"states (q of shape {np.shape(q)}) it needs a leading "
                                      f"axis of {n}")
+            op = None if engine_op is None or n == 0 else engine_op(arguments)
+            if op is not None:
+                result = _engine_batch(op, arguments, per_state, state_args)
+                if result is not None:
+                    return result
             out = []
             for b in range(n):
                 try:
@@ -130,6 +142,77 @@ def batched(*state_args: str) -> Callable[[Callable], Callable]:
         return call
 
     return decorate
+
+
+def _engine_batch(op: str, arguments: dict, per_state: dict[str, np.ndarray],
+                  state_args: tuple[str, ...]) -> np.ndarray | None:
+    """A batch of operation ``op`` on the engine, or None when some state is not for the
+    engine (complex numbers), is invalid or gives a non-finite result (the caller's loop
+    then reports it by index).  ``state_args[0]`` is u, ``state_args[1]`` the second state
+    array (τ or u̇; zero when absent)."""
+    model: Model = arguments["model"]
+    n = per_state["q"].shape[0]
+    sizes = {"q": model.nq, "f_ext": None}
+    arrays = {}
+    for name, value in per_state.items():
+        if value.dtype.kind not in "fiu" or value.dtype.itemsize > 8:
+            return None
+        a = _kernel_array(value)
+        if a.shape[1:] != ((model.n_bodies, 6) if name == "f_ext"
+                           else (sizes.get(name, model.nu),)) or not np.all(np.isfinite(a)):
+            return None
+        arrays[name] = a
+    q = _unit_quaternion_batch(model, arrays["q"])
+    if q is None:
+        return None
+    f_ext = arrays.get("f_ext")
+    if f_ext is None and arguments.get("f_ext") is not None:
+        try:
+            f_one = check_external_forces(model, arguments["f_ext"])
+        except (ValueError, TypeError):
+            return None
+        if f_one.dtype.kind != "f" or not np.all(np.isfinite(f_one)):
+            return None
+        f_ext = np.repeat(_kernel_array(f_one)[None], n, axis=0)
+    u, x = (arrays.get(name) for name in (*state_args, None, None)[:2])
+    engine = _cached_engine(model, arguments.get("fidelity", "full"))
+    result = engine.batch(op, q, u, x, f_ext)
+    return result if np.all(np.isfinite(result)) else None
+
+
+def _unit_quaternion_batch(model: Model, q: np.ndarray) -> np.ndarray | None:
+    """``q`` (B, nq) with its joint quaternions normalised, or None when one is off unit
+    norm by more than :data:`flexdyn.chain.QUATERNION_TOL` (see :meth:`Model.check_state`)."""
+    starts = [int(model.q_start[i]) for i, j in enumerate(model.joints) if j.quaternion]
+    if not starts:
+        return q
+    q = q.copy()
+    for s in starts:
+        norm = np.sqrt(np.sum(q[:, s:s + 4] ** 2, axis=1))
+        if np.any(np.abs(norm - 1.0) > QUATERNION_TOL) or np.any(norm == 0.0):
+            return None
+        q[:, s:s + 4] /= norm[:, None]
+    return q
+
+
+def _forward_op(arguments: dict) -> str | None:
+    """The engine operation of a forward-dynamics batch (None: not on the engine)."""
+    method = arguments.get("method", "articulated")
+    if (arguments.get("backend", "engine") != "engine" or arguments.get("f_nodes")
+            or method not in ENGINE_METHODS
+            or arguments.get("fidelity", "full") not in FIDELITIES):
+        return None
+    return method
+
+
+def _plain_op(op: str) -> Callable[[dict], str | None]:
+    """``op`` for a batch on the default backend without nodal loads (else None)."""
+    def engine_op(arguments: dict) -> str | None:
+        if (arguments.get("backend", "engine") != "engine" or arguments.get("f_nodes")
+                or arguments.get("fidelity", "full") not in FIDELITIES):
+            return None
+        return op
+    return engine_op
 
 
 def check_external_forces(model: Model, f_ext) -> np.ndarray | None:
@@ -267,7 +350,7 @@ def _finite(result: np.ndarray, what: str) -> np.ndarray:
     return result
 
 
-@batched("u", "tau")
+@batched("u", "tau", engine_op=_forward_op)
 def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None = None,
                      method: str = "articulated", fidelity: str = "full",
                      f_ext: np.ndarray | None = None, f_nodes=None,
@@ -308,7 +391,7 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
         return _finite(algorithm(model, pos, vel, tau + g, f_ext), "u̇")
 
 
-@batched("u", "udot")
+@batched("u", "udot", engine_op=_plain_op("inverse"))
 def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
                      fidelity: str = "full", f_ext: np.ndarray | None = None,
                      f_nodes=None, backend: str = "engine") -> np.ndarray:
@@ -400,7 +483,7 @@ def joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
         return _finite(_joint_wrenches(model, pos, f), "joint wrenches")
 
 
-@batched("u")
+@batched("u", engine_op=_plain_op("inverse"))
 def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
                 f_ext: np.ndarray | None = None, f_nodes=None,
                 backend: str = "engine") -> np.ndarray:
@@ -423,7 +506,7 @@ def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "ful
         return _finite(rnea(model, pos, vel, np.zeros(model.nu), f_ext) - g, "C")
 
 
-@batched()
+@batched(engine_op=_plain_op("mass"))
 def mass_matrix(model: Model, q: np.ndarray, fidelity: str = "full",
                 backend: str = "engine") -> np.ndarray:
     """System mass matrix ``M(q)`` (nu × nu), Eqs 43, 49–50 (kg, kg m, kg m², modal units).

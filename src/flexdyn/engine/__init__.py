@@ -97,7 +97,7 @@ class Engine:
         u = zeros if u is None else u
         x = zeros if x is None else x
         if f_ext is None:
-            f_ext = np.broadcast_to(self._zero_wrenches, (n_states,) + self._zero_wrenches.shape)
+            f_ext = np.zeros((n_states,) + self._zero_wrenches.shape)
         out = np.empty((n_states, nu * nu if op == "mass" else nu))
         status = np.empty(n_states, dtype=np.int64)
         n_threads = max(1, min(os.cpu_count() or 1, n_states // STATES_PER_THREAD))

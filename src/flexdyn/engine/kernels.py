@@ -906,6 +906,7 @@ def crba(pm, w, Mass):
     into ``Mass`` (nu × nu)."""
     ints = pm.ints
     composite_inertias(pm, w)
+    Mass[:, :] = 0.0  # blocks of bodies on different branches stay zero
     for i in range(ints.shape[0]):
         m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
         k, s = nj + m, m + 6
