@@ -49,7 +49,7 @@ from .articulated_body import (
 )
 from .chain import QUATERNION_TOL, Model, numeric_array
 from .composite_body import composite_forward_dynamics, crba
-from .engine import Engine
+from .engine import Engine, kernels
 from .hybrid import hybrid_dynamics as _hybrid
 from .newton_euler import joint_wrenches as _joint_wrenches
 from .newton_euler import modal_forces, rnea
@@ -106,6 +106,8 @@ def batched(*state_args: str, engine_op: Callable[[dict], str | None] | None = N
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
+            if len(args) > 1 and type(args[1]) is np.ndarray and args[1].ndim == 1:
+                return fn(*args, **kwargs)  # one state, as arrays: nothing to bind
             arguments = signature.bind(*args, **kwargs).arguments
             q = arguments["q"]
             if np.ndim(q) != 2:
@@ -322,6 +324,31 @@ def _cached_engine(model: Model, fidelity: str = "full") -> Engine:
         return per_model[fidelity]
 
 
+def _forward_on_engine(model: Model, q, u, tau, method, fidelity) -> np.ndarray | None:
+    """The short way of :func:`forward_dynamics` on an engine already built: arrays of the
+    kernels' one type and sizes go straight in, the kernel checks finiteness and quaternion
+    norms; None for anything else (the caller validates in full, so that a bad input gets
+    its message)."""
+    if type(method) is not str or type(fidelity) is not str:
+        return None
+    engines = _ENGINES.get(model)
+    run = None if engines is None else engines.get(fidelity)
+    if (run is None or method not in ENGINE_METHODS or not _plain(q, model.nq)
+            or not _plain(u, model.nu) or not (tau is None or _plain(tau, model.nu))):
+        return None
+    status, udot = run.forward_status(q, u, np.zeros(model.nu) if tau is None else tau,
+                                      method=method)
+    if status == kernels.INVALID:
+        return None
+    return udot if status != kernels.OVERFLOW else _finite(udot, "u̇")
+
+
+def _plain(a, n: int) -> bool:
+    """Whether ``a`` is a writable C-contiguous float64 array of shape (n,)."""
+    return (type(a) is np.ndarray and a.dtype == np.float64 and a.shape == (n,)
+            and a.flags.c_contiguous and a.flags.writeable)
+
+
 def _kernel_array(a: np.ndarray) -> np.ndarray:
     """``a`` as a writable C-contiguous float64 array, the one array type the compiled
     kernels are specialised for (any other would compile a new specialisation)."""
@@ -375,6 +402,10 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
     backend : ``"engine"`` (compiled, default) or ``"reference"`` (numpy); see the module
         notes on which calls the engine runs.
     """
+    if f_ext is None and not f_nodes and backend == "engine":
+        udot = _forward_on_engine(model, q, u, tau, method, fidelity)
+        if udot is not None:
+            return udot
     _check_backend(backend)
     algorithm = FORWARD_METHODS.get(method) if isinstance(method, str) else None
     if algorithm is None:

@@ -40,6 +40,14 @@ def _threads() -> ThreadPoolExecutor:
         return _pool
 
 
+def _checked(status: int, out: np.ndarray) -> np.ndarray:
+    """``out`` unless the entry found its inputs invalid."""
+    if status == kernels.INVALID:
+        raise ValueError("an input is not finite or a joint quaternion is off unit norm "
+                         "(Model.check_state names it)")
+    return out
+
+
 class Engine:
     """Compiled per-state dynamics of ``model`` for one fidelity (real ``float64`` inputs,
     validated by the caller).
@@ -64,25 +72,35 @@ class Engine:
         ib, fb = self.packed
         return kernels.terms(ib, fb, q, u, self._fext(f_ext))
 
+    # The entries validate their inputs (finite, unit quaternions, normalised inside) and
+    # report a status: −1 done, INVALID, OVERFLOW (a non-finite result) or a body index
+    # (singular inertia).  The public methods raise for INVALID and a body index and return
+    # an overflowed result as it is (the caller reports it).
+
     def inverse_dynamics(self, q, u, udot, f_ext=None) -> np.ndarray:
         """``τ`` (nu,), Eq 44."""
         tau = np.empty(self.model.nu)
-        kernels.inverse(*self.packed, q, u, udot, self._fext(f_ext), tau)
-        return tau
+        return _checked(kernels.inverse(*self.packed, q, u, udot, self._fext(f_ext), tau), tau)
 
     def mass_matrix(self, q) -> np.ndarray:
         """``M`` (nu × nu), Eqs 47/50."""
         M = np.empty((self.model.nu, self.model.nu))
-        kernels.mass(*self.packed, q, M)
-        return M
+        return _checked(kernels.mass(*self.packed, q, M), M)
 
     def forward_dynamics(self, q, u, tau, f_ext=None, method: str = "articulated"):
         """``u̇`` (nu,): ``"articulated"`` (Eqs 51/58) or ``"composite"`` (Eq 46)."""
+        return _checked(*self.forward_status(q, u, tau, f_ext, method))
+
+    def forward_status(self, q, u, tau, f_ext=None, method: str = "articulated"
+                       ) -> tuple[int, np.ndarray]:
+        """``(status, u̇)`` of :meth:`forward_dynamics` without raising for
+        :data:`~flexdyn.engine.kernels.INVALID` and
+        :data:`~flexdyn.engine.kernels.OVERFLOW` (a singular inertia raises)."""
         udot = np.empty(self.model.nu)
         status = _FORWARD[method](*self.packed, q, u, tau, self._fext(f_ext), udot)
         if status >= 0:
             raise self._singular(method, status)
-        return udot
+        return status, udot
 
     def batch(self, op: str, q: np.ndarray, u: np.ndarray | None = None,
               x: np.ndarray | None = None, f_ext: np.ndarray | None = None) -> np.ndarray:

@@ -23,6 +23,7 @@ import numba
 import numpy as np
 from numba.extending import overload
 
+from ..chain import QUATERNION_TOL
 from ..linalg import MASS_MATRIX_RTOL, PIVOT_FLOOR, PIVOT_RTOL
 from ..scalar_kernels import quat_rot
 from .pack import FULL, HEADER, INT_FIELDS, RUTHLESS, PackedModel
@@ -33,7 +34,9 @@ _PARENT, _M, _NJ, _NQJ, _QS, _US, _JCODE, _KIND, _CN, _PN, _NN, _AT = range(12)
 _NI = len(INT_FIELDS)
 _NH = len(HEADER)
 _FIXED, _REVOLUTE, _PRISMATIC, _SCREW, _CYLINDRICAL, _UNIVERSAL, _SPHERICAL, _FREE = range(8)
-assert _NI == 12 and _NH == 4
+assert _NI == 12 and _NH == 5
+#: statuses of the entries besides −1 (done) and a body index (singular inertia)
+INVALID, OVERFLOW = -2, -3
 
 
 # ----------------------------------------------------------------------------------------------
@@ -113,13 +116,14 @@ class Work(NamedTuple):
     t_33: np.ndarray  # (3, 3, 3)
     t_3: np.ndarray  # (3, 3)
     t_6: np.ndarray  # (4, 6)
+    q_n: np.ndarray  # (nq,) q with unit quaternions
     flat: np.ndarray  # the whole buffer
 
 
 @_J
 def workspace(ib):
     """One allocation, carved into the fields of :class:`Work`."""
-    n, M, N, nu = ib[0], ib[1], ib[2], ib[3]
+    n, M, N, nu, nq = ib[0], ib[1], ib[2], ib[3], ib[4]
     s = M + 6
     sizes = (n * N * 9, n * N * 3, n * N * 6 * M, n * N * 3, n * 36, n * s * 6, n * s * s,
              n * s * s, n * 6 * M, n * 36, n * 9, n * 3, n * 36,
@@ -129,7 +133,8 @@ def workspace(ib):
     total = 0
     for k in sizes:
         total += k
-    w = np.empty(total)  # zeroed by each state's computation
+    buf = np.empty(nq + total)
+    q_n, w = buf[:nq], buf[nq:]  # w is zeroed by each state's computation
     o = np.zeros(len(sizes) + 1, dtype=np.int64)
     for k in range(len(sizes)):
         o[k + 1] = o[k] + sizes[k]
@@ -152,7 +157,7 @@ def workspace(ib):
         w[o[28]:o[29]].reshape((s, s)), w[o[29]:o[30]].reshape((s, s)),
         w[o[30]:o[31]].reshape((s, 6)), w[o[31]:o[32]].reshape((4, s)),
         w[o[32]:o[33]].reshape((2, 6, 6)), w[o[33]:o[34]].reshape((3, 3, 3)),
-        w[o[34]:o[35]].reshape((3, 3)), w[o[35]:o[36]].reshape((4, 6)), w,
+        w[o[34]:o[35]].reshape((3, 3)), w[o[35]:o[36]].reshape((4, 6)), q_n, w,
     )
 
 
@@ -1176,27 +1181,74 @@ def _mass(pm, w, q, Mass):
 
 
 @_J
+def _valid_state(pm, q, u, x, fext, q_n):
+    """Whether every entry of ``q``, ``u``, ``x``, ``fext`` is finite and every joint
+    quaternion is off unit norm by at most ``QUATERNION_TOL``; ``q_n`` is ``q`` with the
+    quaternions normalised (as :meth:`flexdyn.chain.Model.check_state`)."""
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(u)) and np.all(np.isfinite(x))
+            and np.all(np.isfinite(fext))):
+        return False
+    q_n[:] = q
+    ints = pm.ints
+    for i in range(ints.shape[0]):
+        code = ints[i, _JCODE]
+        if code == _SPHERICAL or code == _FREE:
+            s = ints[i, _QS]
+            n2 = q[s] ** 2 + q[s + 1] ** 2 + q[s + 2] ** 2 + q[s + 3] ** 2
+            norm = math.sqrt(n2)
+            if norm == 0.0 or abs(norm - 1.0) > QUATERNION_TOL:
+                return False
+            for k in range(4):
+                q_n[s + k] = q[s + k] / norm
+    return True
+
+
+@_J
+def _finite_result(out):
+    """−1 when every entry of ``out`` is finite, else :data:`OVERFLOW`."""
+    return -1 if np.all(np.isfinite(out)) else OVERFLOW
+
+
+@_J
 def forward_articulated(ib, fb, q, u, tau, fext, udot):
-    """:func:`_forward_articulated` of one state."""
-    return _forward_articulated(unpack(ib, fb), workspace(ib), q, u, tau, fext, udot)
+    """:func:`_forward_articulated` of one state, validated (:data:`INVALID`,
+    :data:`OVERFLOW`)."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    if not _valid_state(pm, q, u, tau, fext, w.q_n):
+        return INVALID
+    status = _forward_articulated(pm, w, w.q_n, u, tau, fext, udot)
+    return status if status >= 0 else _finite_result(udot)
 
 
 @_J
 def forward_composite(ib, fb, q, u, tau, fext, udot):
-    """:func:`_forward_composite` of one state."""
-    return _forward_composite(unpack(ib, fb), workspace(ib), q, u, tau, fext, udot)
+    """:func:`_forward_composite` of one state, validated."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    if not _valid_state(pm, q, u, tau, fext, w.q_n):
+        return INVALID
+    status = _forward_composite(pm, w, w.q_n, u, tau, fext, udot)
+    return status if status >= 0 else _finite_result(udot)
 
 
 @_J
 def inverse(ib, fb, q, u, udot, fext, tau):
-    """:func:`_inverse` of one state."""
-    return _inverse(unpack(ib, fb), workspace(ib), q, u, udot, fext, tau)
+    """:func:`_inverse` of one state, validated."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    if not _valid_state(pm, q, u, udot, fext, w.q_n):
+        return INVALID
+    _inverse(pm, w, w.q_n, u, udot, fext, tau)
+    return _finite_result(tau)
 
 
 @_J
 def mass(ib, fb, q, Mass):
-    """:func:`_mass` of one state."""
-    return _mass(unpack(ib, fb), workspace(ib), q, Mass)
+    """:func:`_mass` of one state, validated."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    none = np.zeros(0)
+    if not _valid_state(pm, q, none, none, np.zeros((0, 6)), w.q_n):
+        return INVALID
+    _mass(pm, w, w.q_n, Mass)
+    return _finite_result(Mass)
 
 
 #: operation codes of :func:`batch`

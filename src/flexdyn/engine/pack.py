@@ -6,7 +6,7 @@ two arrays, not two dozen.
 :data:`FIELDS` is the documented field table: :func:`pack` lays its entries out one after
 the other in the float buffer ``fb`` and writes their offsets into the header of the integer
 buffer ``ib``; the compiled code takes views of them by name
-(:func:`flexdyn.engine.kernels.unpack`).  ``ib`` holds ``[n, M, N, nu, offsets of FIELDS and
+(:func:`flexdyn.engine.kernels.unpack`).  ``ib`` holds ``[n, M, N, nu, nq, offsets of FIELDS and
 the end, per-body table]`` where the per-body table has the columns :data:`INT_FIELDS`:
 
 =============  ===============================================================
@@ -69,7 +69,7 @@ FIELDS: dict[str, tuple[str, str]] = {
 }
 INT_FIELDS = ("parent", "m", "nj", "nqj", "qs", "us", "jcode", "kind", "cn", "pn", "nn", "at")
 #: entries of the header of ``ib`` before the field offsets
-HEADER = ("n", "M", "N", "nu")
+HEADER = ("n", "M", "N", "nu", "nq")
 
 
 class PackedModel(NamedTuple):
@@ -170,7 +170,7 @@ def pack(model: Model, models: tuple[BodyModel, ...]) -> Packed:
                    trivial_A)
     sizes = [v.size for v in f.values()]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # len(FIELDS) + 1
-    ib = np.concatenate([np.array([n, M, N, model.nu], dtype=np.int64), offsets,
+    ib = np.concatenate([np.array([n, M, N, model.nu, model.nq], dtype=np.int64), offsets,
                          ints.ravel()])
     fb = np.concatenate([v.ravel() for v in f.values()])
     return Packed(ib=ib, fb=fb)
