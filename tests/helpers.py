@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+import flexdyn as fd
+
 __all__ = ["RTOL", "TINY", "assert_close", "rel_err"]
 
 #: Default relative tolerance of one flexdyn computation against another or a reference
@@ -49,3 +51,15 @@ def assert_close(got, ref, what: str, *, tol: float = RTOL, scale: float = 0.0) 
     """
     err = rel_err(got, ref, scale)
     assert err <= tol, f"{what}: relative error {err:.3e} > {tol:.0e}"
+
+
+def massless_slider() -> fd.Model:
+    """A revolute base carrying a massless prismatic slider at the tip: the slider's joint
+    has no inertia, so the articulated inertia D of body 1 and the mass matrix are singular."""
+    return (fd.ModelBuilder("slider")
+            .add_body("base", None, joint={"type": "revolute", "axis": [0, 0, 1]},
+                      rigid={"mass": 1.0, "com": [0.5, 0, 0],
+                             "inertia": [[0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]})
+            .add_body("slider", "base", joint={"type": "prismatic", "axis": [1, 0, 0]},
+                      rigid={"mass": 0.0, "inertia": [[0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]})
+            .build())

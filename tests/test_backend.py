@@ -32,7 +32,7 @@ import flexdyn as fd
 from flexdyn import dynamics
 from flexdyn.engine import kernels
 from flexdyn.linalg import SingularInertiaError
-from helpers import assert_close
+from helpers import assert_close, massless_slider
 from strategies import models_and_states
 
 SETTINGS = settings(max_examples=25, deadline=None,
@@ -161,17 +161,6 @@ def test_complex_inputs_run_the_reference_untruncated():
 # ---------------------------------------------------------------------------------------------
 # the same errors
 # ---------------------------------------------------------------------------------------------
-def _slider() -> fd.Model:
-    """A massless slider at the tip: its joint carries no inertia."""
-    return (fd.ModelBuilder("slider")
-            .add_body("base", None, joint={"type": "revolute", "axis": [0, 0, 1]},
-                      rigid={"mass": 1.0, "com": [0.5, 0, 0],
-                             "inertia": [[0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]})
-            .add_body("slider", "base", joint={"type": "prismatic", "axis": [1, 0, 0]},
-                      rigid={"mass": 0.0, "inertia": [[0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]})
-            .build())
-
-
 def _messages(error: type[Exception], fn, *args, **kwargs) -> tuple[str, str]:
     out = []
     for backend in dynamics.BACKENDS:
@@ -194,7 +183,7 @@ def test_bad_backend_names_the_allowed_values():
 @pytest.mark.parametrize("method", ENGINE_METHODS)
 @pytest.mark.parametrize("fidelity", fd.FIDELITIES)
 def test_singular_inertia_same_message(method, fidelity):
-    model = _slider()
+    model = massless_slider()
     q, z = model.neutral_configuration(), np.zeros(model.nu)
     got, ref = _messages(SingularInertiaError, fd.forward_dynamics, model, q, z, z,
                          method=method, fidelity=fidelity)

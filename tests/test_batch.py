@@ -8,6 +8,7 @@ import pytest
 
 import flexdyn as fd
 from flexdyn.linalg import SingularInertiaError
+from helpers import massless_slider
 from strategies import random_f_ext, random_state
 
 FUNCTIONS = {
@@ -102,14 +103,17 @@ def test_engine_batch_does_not_depend_on_the_thread_count(monkeypatch, per_threa
 
 
 def test_engine_batch_reports_a_singular_state_by_index():
-    model = (fd.ModelBuilder("slider")
-             .add_body("base", None, joint={"type": "revolute", "axis": [0, 0, 1]},
-                       rigid={"mass": 1.0, "com": [0.5, 0, 0],
-                              "inertia": [[0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]})
-             .add_body("slider", "base", joint={"type": "prismatic", "axis": [1, 0, 0]},
-                       rigid={"mass": 0.0, "inertia": np.eye(3).tolist()})
-             .build())
+    model = massless_slider()
     q = np.zeros((3, model.nq))
     with pytest.raises(SingularInertiaError,
                        match=r"^batch item 0: articulated inertia D of body 1 'slider'"):
         fd.forward_dynamics(model, q, np.zeros((3, model.nu)))
+
+
+def test_engine_batch_leaves_bad_options_to_the_per_state_messages():
+    model = fd.models.builtin_model("two_link_arm")
+    s = states(model, 3, seed=5)
+    with pytest.raises(ValueError, match=r"batch item 0: unknown method \['articulated'\]"):
+        fd.forward_dynamics(model, s["q"], s["u"], method=["articulated"])
+    with pytest.raises(ValueError, match=r"batch item 0: .*fidelity"):
+        fd.mass_matrix(model, s["q"], fidelity="exact")

@@ -16,7 +16,7 @@ pytest.importorskip("numba")
 import flexdyn as fd  # noqa: E402
 from flexdyn.engine import Engine  # noqa: E402
 from flexdyn.linalg import SingularInertiaError  # noqa: E402
-from helpers import assert_close  # noqa: E402
+from helpers import assert_close, massless_slider  # noqa: E402
 from strategies import models_and_states  # noqa: E402
 
 SETTINGS = settings(max_examples=20, deadline=None,
@@ -82,16 +82,28 @@ def test_outputs_equal_the_reference(sample, fidelity):
 
 def test_same_singular_inertia_error_as_the_reference():
     """A massless slider at the tip has no inertia on its joint."""
-    model = (fd.ModelBuilder("slider")
-             .add_body("base", None, joint={"type": "revolute", "axis": [0, 0, 1]},
-                       rigid={"mass": 1.0, "com": [0.5, 0, 0],
-                              "inertia": [[0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]})
-             .add_body("slider", "base", joint={"type": "prismatic", "axis": [1, 0, 0]},
-                       rigid={"mass": 0.0, "inertia": [[0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]})
-             .build())
+    model = massless_slider()
     q, z = model.neutral_configuration(), np.zeros(model.nu)
     with pytest.raises(SingularInertiaError) as ref:
         fd.forward_dynamics(model, q, z, z)
     with pytest.raises(SingularInertiaError) as got:
         Engine(model).forward_dynamics(q, z, z)
     assert str(got.value) == str(ref.value)
+
+
+def test_engine_names_a_wrong_argument():
+    model = fd.models.builtin_model("two_link_arm")
+    engine = Engine(model)
+    q, z = model.neutral_configuration(), np.zeros(model.nu)
+    with pytest.raises(ValueError, match=r"^u has shape \(3,\), expected \(4,\)"):
+        engine.forward_dynamics(q, z[:3], z)
+    with pytest.raises(TypeError, match=r"^tau has dtype complex128"):
+        engine.forward_dynamics(q, z, z + 0j)
+    with pytest.raises(ValueError, match=r"^unknown method 'articulated-split'"):
+        engine.forward_dynamics(q, z, z, method="articulated-split")
+    with pytest.raises(ValueError, match=r"^f_ext has shape \(1, 6\), expected \(2, 6\)"):
+        engine.inverse_dynamics(q, z, z, np.zeros((1, 6)))
+    with pytest.raises(ValueError, match=r"^q has shape \(4,\); a batch needs"):
+        engine.batch("mass", z)
+    with pytest.raises(ValueError, match="not finite"):
+        engine.forward_dynamics(np.full(model.nq, np.nan), z, z)

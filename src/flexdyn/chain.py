@@ -237,29 +237,33 @@ class Model:
             if not np.all(np.isfinite(a)):
                 bad = np.flatnonzero(~np.isfinite(a)).tolist()
                 raise ValueError(f"{key} contains non-finite values at indices {bad}")
-            out.append(self._unit_quaternions(a) if key == "q" else a)
+            out.append(self.unit_quaternions(a) if key == "q" else a)
         return out
 
-    def _unit_quaternions(self, q: np.ndarray) -> np.ndarray:
-        """``q`` with every joint quaternion normalised (see :meth:`check_state`)."""
+    def unit_quaternions(self, q: np.ndarray) -> np.ndarray:
+        """``q`` (nq,), or a batch (B, nq), with every joint quaternion normalised
+        (``Q / √(Q·Q)``; see :meth:`check_state`).  Raises ``ValueError`` naming the body
+        when a quaternion is zero or off unit norm by more than :data:`QUATERNION_TOL` (of a
+        batch, the first such state's norm is quoted)."""
         out = q
         for i, joint in enumerate(self.joints):
             if not joint.quaternion:
                 continue
             s = int(self.q_start[i])
-            Q = q[s:s + 4]
-            n2 = Q @ Q
-            norm = float(np.sqrt(max(float(np.real(n2)), 0.0)))
+            Q = q[..., s:s + 4]
+            n2 = np.sum(Q * Q, axis=-1)
+            norm = np.sqrt(np.maximum(np.real(n2), 0.0))
             where = f"q: the quaternion of body {i} {self.names[i]!r} (q[{s}:{s + 4}])"
-            if norm == 0.0:
+            if np.any(norm == 0.0):
                 raise ValueError(f"{where} is zero")
-            if abs(norm - 1.0) > QUATERNION_TOL:
+            off = np.abs(norm - 1.0) > QUATERNION_TOL
+            if np.any(off):
                 raise ValueError(
-                    f"{where} has norm {norm:.9g}, off 1 by more than {QUATERNION_TOL:g}; "
-                    "normalise it first (Model.normalize_configuration)")
+                    f"{where} has norm {float(norm[off].flat[0]):.9g}, off 1 by more than "
+                    f"{QUATERNION_TOL:g}; normalise it first (Model.normalize_configuration)")
             if out is q:
                 out = q.copy()
-            out[s:s + 4] = Q / np.sqrt(n2)
+            out[..., s:s + 4] = Q / np.sqrt(n2)[..., None]
         return out
 
     def __repr__(self) -> str:

@@ -47,7 +47,7 @@ from .articulated_body import (
     articulated_forward_dynamics,
     articulated_forward_dynamics_split,
 )
-from .chain import QUATERNION_TOL, Model, numeric_array
+from .chain import Model, numeric_array
 from .composite_body import composite_forward_dynamics, crba
 from .engine import Engine, kernels
 from .hybrid import hybrid_dynamics as _hybrid
@@ -154,18 +154,16 @@ def _engine_batch(op: str, arguments: dict, per_state: dict[str, np.ndarray],
     array (τ or u̇; zero when absent)."""
     model: Model = arguments["model"]
     n = per_state["q"].shape[0]
-    sizes = {"q": model.nq, "f_ext": None}
+    shapes = {"q": (model.nq,), "f_ext": (model.n_bodies, 6)}  # the others: (nu,)
     arrays = {}
-    for name, value in per_state.items():
-        if value.dtype.kind not in "fiu" or value.dtype.itemsize > 8:
-            return None
-        a = _kernel_array(value)
-        if a.shape[1:] != ((model.n_bodies, 6) if name == "f_ext"
-                           else (sizes.get(name, model.nu),)) or not np.all(np.isfinite(a)):
+    for name, a in per_state.items():
+        if (a.dtype.kind not in "fiu" or a.dtype.itemsize > 8
+                or a.shape[1:] != shapes.get(name, (model.nu,)) or not np.all(np.isfinite(a))):
             return None
         arrays[name] = a
-    q = _unit_quaternion_batch(model, arrays["q"])
-    if q is None:
+    try:
+        q = model.unit_quaternions(arrays["q"])
+    except ValueError:
         return None
     f_ext = arrays.get("f_ext")
     if f_ext is None and arguments.get("f_ext") is not None:
@@ -175,46 +173,32 @@ def _engine_batch(op: str, arguments: dict, per_state: dict[str, np.ndarray],
             return None
         if f_one.dtype.kind != "f" or not np.all(np.isfinite(f_one)):
             return None
-        f_ext = np.repeat(_kernel_array(f_one)[None], n, axis=0)
-    u, x = (arrays.get(name) for name in (*state_args, None, None)[:2])
+        f_ext = np.repeat(f_one[None], n, axis=0)
+    names = (*state_args, None, None)
+    u, x = arrays.get(names[0]), arrays.get(names[1])
     engine = _cached_engine(model, arguments.get("fidelity", "full"))
     result = engine.batch(op, q, u, x, f_ext)
     return result if np.all(np.isfinite(result)) else None
 
 
-def _unit_quaternion_batch(model: Model, q: np.ndarray) -> np.ndarray | None:
-    """``q`` (B, nq) with its joint quaternions normalised, or None when one is off unit
-    norm by more than :data:`flexdyn.chain.QUATERNION_TOL` (see :meth:`Model.check_state`)."""
-    starts = [int(model.q_start[i]) for i, j in enumerate(model.joints) if j.quaternion]
-    if not starts:
-        return q
-    q = q.copy()
-    for s in starts:
-        norm = np.sqrt(np.sum(q[:, s:s + 4] ** 2, axis=1))
-        if np.any(np.abs(norm - 1.0) > QUATERNION_TOL) or np.any(norm == 0.0):
-            return None
-        q[:, s:s + 4] /= norm[:, None]
-    return q
+def _on_engine(arguments: dict) -> bool:
+    """Whether a batch with these arguments is for the engine: the default backend, a known
+    fidelity and no nodal loads."""
+    return (arguments.get("backend", "engine") == "engine" and not arguments.get("f_nodes")
+            and arguments.get("fidelity", "full") in FIDELITIES)
 
 
 def _forward_op(arguments: dict) -> str | None:
-    """The engine operation of a forward-dynamics batch (None: not on the engine)."""
+    """The engine operation of a forward-dynamics batch: its method (None: not on the
+    engine)."""
     method = arguments.get("method", "articulated")
-    if (arguments.get("backend", "engine") != "engine" or arguments.get("f_nodes")
-            or method not in ENGINE_METHODS
-            or arguments.get("fidelity", "full") not in FIDELITIES):
-        return None
-    return method
+    ok = isinstance(method, str) and method in ENGINE_METHODS and _on_engine(arguments)
+    return method if ok else None
 
 
 def _plain_op(op: str) -> Callable[[dict], str | None]:
-    """``op`` for a batch on the default backend without nodal loads (else None)."""
-    def engine_op(arguments: dict) -> str | None:
-        if (arguments.get("backend", "engine") != "engine" or arguments.get("f_nodes")
-                or arguments.get("fidelity", "full") not in FIDELITIES):
-            return None
-        return op
-    return engine_op
+    """``op`` for a batch on the engine (else None)."""
+    return lambda arguments: op if _on_engine(arguments) else None
 
 
 def check_external_forces(model: Model, f_ext) -> np.ndarray | None:
@@ -337,7 +321,7 @@ def _forward_on_engine(model: Model, q, u, tau, method, fidelity) -> np.ndarray 
             or not _plain(u, model.nu) or not (tau is None or _plain(tau, model.nu))):
         return None
     status, udot = run.forward_status(q, u, np.zeros(model.nu) if tau is None else tau,
-                                      method=method)
+                                      None, method)
     if status == kernels.INVALID:
         return None
     return udot if status != kernels.OVERFLOW else _finite(udot, "u̇")
@@ -349,23 +333,12 @@ def _plain(a, n: int) -> bool:
             and a.flags.c_contiguous and a.flags.writeable)
 
 
-def _kernel_array(a: np.ndarray) -> np.ndarray:
-    """``a`` as a writable C-contiguous float64 array, the one array type the compiled
-    kernels are specialised for (any other would compile a new specialisation)."""
-    if a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable:
-        return a
-    return np.array(a, dtype=np.float64, order="C")
-
-
-def _engine_inputs(backend: str, *arrays: np.ndarray | None) -> list[np.ndarray | None] | None:
-    """The validated ``arrays`` (None entries kept) for the compiled engine when ``backend``
-    is ``"engine"`` and every array is real (at most double precision), else None: run the
-    reference (complex step, extended precision)."""
-    if backend != "engine":
-        return None
-    if any(a is not None and (a.dtype.kind != "f" or a.dtype.itemsize > 8) for a in arrays):
-        return None
-    return [None if a is None else _kernel_array(a) for a in arrays]
+def _for_engine(backend: str, *arrays: np.ndarray | None) -> bool:
+    """Whether validated ``arrays`` go to the compiled engine: ``backend`` is ``"engine"``
+    and every array is real, at most double precision (else the reference: complex step,
+    extended precision)."""
+    return backend == "engine" and all(
+        a is None or (a.dtype.kind == "f" and a.dtype.itemsize <= 8) for a in arrays)
 
 
 def _finite(result: np.ndarray, what: str) -> np.ndarray:
@@ -412,10 +385,9 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
         raise ValueError(f"unknown method {method!r}; expected one of {tuple(FORWARD_METHODS)}")
     q, u, tau = model.check_state(q, u, tau=np.zeros(model.nu) if tau is None else tau)
     f_ext = check_external_forces(model, f_ext)
-    real = _engine_inputs(backend, q, u, tau, f_ext)
-    if real is not None and method in ENGINE_METHODS and not f_nodes:
+    if _for_engine(backend, q, u, tau, f_ext) and method in ENGINE_METHODS and not f_nodes:
         run = _cached_engine(model, fidelity)
-        return _finite(run.forward_dynamics(*real, method=method), "u̇")
+        return _finite(run.forward_dynamics(q, u, tau, f_ext, method), "u̇")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
@@ -447,9 +419,8 @@ def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarra
     _check_backend(backend)
     q, u, udot = model.check_state(q, u, udot=udot)
     f_ext = check_external_forces(model, f_ext)
-    real = _engine_inputs(backend, q, u, udot, f_ext)
-    if real is not None and not f_nodes:
-        return _finite(_cached_engine(model, fidelity).inverse_dynamics(*real), "τ")
+    if _for_engine(backend, q, u, udot, f_ext) and not f_nodes:
+        return _finite(_cached_engine(model, fidelity).inverse_dynamics(q, u, udot, f_ext), "τ")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
@@ -526,11 +497,8 @@ def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "ful
     _check_backend(backend)
     q, u = model.check_state(q, u)
     f_ext = check_external_forces(model, f_ext)
-    real = _engine_inputs(backend, q, u, f_ext)
-    if real is not None and not f_nodes:
-        q, u, f = real
-        run = _cached_engine(model, fidelity)
-        return _finite(run.inverse_dynamics(q, u, np.zeros(model.nu), f), "C")
+    if _for_engine(backend, q, u, f_ext) and not f_nodes:
+        return _finite(_cached_engine(model, fidelity).inverse_dynamics(q, u, None, f_ext), "C")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
@@ -550,9 +518,8 @@ def mass_matrix(model: Model, q: np.ndarray, fidelity: str = "full",
     """
     _check_backend(backend)
     q, _ = model.check_state(q)
-    real = _engine_inputs(backend, q)
-    if real is not None:
-        return _cached_engine(model, fidelity).mass_matrix(real[0])
+    if _for_engine(backend, q):
+        return _cached_engine(model, fidelity).mass_matrix(q)
     return crba(model, state_terms(model, q, None, fidelity)[0])
 
 

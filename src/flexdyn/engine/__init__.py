@@ -15,7 +15,7 @@ from ..terms import body_models
 from . import kernels
 from .pack import Packed, pack
 
-__all__ = ["Engine"]
+__all__ = ["BATCH_OPS", "Engine", "kernel_array"]
 
 #: compiled forward dynamics by method: ``(ib, fb, q, u, tau, f_ext, udot) -> status``
 _FORWARD = {"articulated": kernels.forward_articulated, "composite": kernels.forward_composite}
@@ -40,6 +40,22 @@ def _threads() -> ThreadPoolExecutor:
         return _pool
 
 
+def kernel_array(a, shape: tuple[int, ...], name: str) -> np.ndarray:
+    """``a`` as the one array type the kernels are compiled for (writable, C-contiguous
+    ``float64``; any other type would compile a new specialization), copied only when it is
+    not one already.  ``TypeError`` for anything but real numbers up to double precision and
+    ``ValueError`` for a shape other than ``shape``, naming ``name``."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "fiu" or a.dtype.itemsize > 8:
+        raise TypeError(f"{name} has dtype {a.dtype}; the engine takes real numbers up to "
+                        "float64 (complex or wider inputs: backend='reference')")
+    if a.shape != shape:
+        raise ValueError(f"{name} has shape {a.shape}, expected {shape}")
+    if a.dtype != np.float64 or not a.flags.c_contiguous or not a.flags.writeable:
+        a = np.array(a, dtype=np.float64, order="C")
+    return a
+
+
 def _checked(status: int, out: np.ndarray) -> np.ndarray:
     """``out`` unless the entry found its inputs invalid."""
     if status == kernels.INVALID:
@@ -49,8 +65,10 @@ def _checked(status: int, out: np.ndarray) -> np.ndarray:
 
 
 class Engine:
-    """Compiled per-state dynamics of ``model`` for one fidelity (real ``float64`` inputs,
-    validated by the caller).
+    """Compiled per-state dynamics of ``model`` for one fidelity.  The methods take ``q``
+    (nq,), ``u``, ``u̇``, ``τ`` (nu,) and ``f_ext`` (n_bodies, 6) or None as real arrays
+    (converted by :func:`kernel_array`, which names a wrong shape); the kernels check
+    finiteness and quaternion norms themselves.
 
     Methods mirror the reference algorithms: :meth:`terms`, :meth:`inverse_dynamics`,
     :meth:`mass_matrix`, :meth:`forward_dynamics` (``"articulated"``, Eq 58, or
@@ -62,15 +80,23 @@ class Engine:
         self.packed: Packed = pack(model, body_models(model, fidelity))
         self._zero_wrenches = np.zeros((model.n_bodies, 6))
 
-    def _fext(self, f_ext):
-        return self._zero_wrenches if f_ext is None else f_ext
+    def _inputs(self, q, u, x, f_ext, x_name: str, lead: tuple[int, ...] = ()) -> tuple:
+        """``(q, u, x, f_ext)`` for the kernels, of shapes ``lead`` + (nq,), (nu,), (nu,),
+        (n_bodies, 6); None becomes zero."""
+        nu, wrench = self.model.nu, self._zero_wrenches.shape
+        zeros = np.zeros(lead + (nu,))
+        return (kernel_array(q, lead + (self.model.nq,), "q"),
+                zeros if u is None else kernel_array(u, lead + (nu,), "u"),
+                zeros if x is None else kernel_array(x, lead + (nu,), x_name),
+                (self._zero_wrenches if not lead else np.zeros(lead + wrench)) if f_ext is None
+                else kernel_array(f_ext, lead + wrench, "f_ext"))
 
     def terms(self, q: np.ndarray, u: np.ndarray, f_ext: np.ndarray | None = None
               ) -> kernels.Work:
         """The workspace after the position and velocity terms (fields named as the
         reference's :class:`flexdyn.terms.PositionTerms` and ``VelocityTerms``, padded)."""
-        ib, fb = self.packed
-        return kernels.terms(ib, fb, q, u, self._fext(f_ext))
+        q, u, _, f_ext = self._inputs(q, u, None, f_ext, "")
+        return kernels.terms(*self.packed, q, u, f_ext)
 
     # The entries validate their inputs (finite, unit quaternions, normalised inside) and
     # report a status: −1 done, INVALID, OVERFLOW (a non-finite result) or a body index
@@ -80,24 +106,30 @@ class Engine:
     def inverse_dynamics(self, q, u, udot, f_ext=None) -> np.ndarray:
         """``τ`` (nu,), Eq 44."""
         tau = np.empty(self.model.nu)
-        return _checked(kernels.inverse(*self.packed, q, u, udot, self._fext(f_ext), tau), tau)
+        args = self._inputs(q, u, udot, f_ext, "udot")
+        return _checked(kernels.inverse(*self.packed, *args, tau), tau)
 
     def mass_matrix(self, q) -> np.ndarray:
         """``M`` (nu × nu), Eqs 47/50."""
         M = np.empty((self.model.nu, self.model.nu))
-        return _checked(kernels.mass(*self.packed, q, M), M)
+        return _checked(kernels.mass(*self.packed, kernel_array(q, (self.model.nq,), "q"), M),
+                        M)
 
     def forward_dynamics(self, q, u, tau, f_ext=None, method: str = "articulated"):
         """``u̇`` (nu,): ``"articulated"`` (Eqs 51/58) or ``"composite"`` (Eq 46)."""
-        return _checked(*self.forward_status(q, u, tau, f_ext, method))
+        if method not in _FORWARD:
+            raise ValueError(f"unknown method {method!r}; the engine runs {tuple(_FORWARD)}")
+        return _checked(*self.forward_status(*self._inputs(q, u, tau, f_ext, "tau"), method))
 
-    def forward_status(self, q, u, tau, f_ext=None, method: str = "articulated"
-                       ) -> tuple[int, np.ndarray]:
-        """``(status, u̇)`` of :meth:`forward_dynamics` without raising for
+    def forward_status(self, q, u, tau, f_ext, method: str) -> tuple[int, np.ndarray]:
+        """``(status, u̇)`` of :meth:`forward_dynamics` for arguments already of the kernels'
+        type and shapes, ``f_ext`` may be None (unchecked: the short way of the front door),
+        without raising for
         :data:`~flexdyn.engine.kernels.INVALID` and
         :data:`~flexdyn.engine.kernels.OVERFLOW` (a singular inertia raises)."""
         udot = np.empty(self.model.nu)
-        status = _FORWARD[method](*self.packed, q, u, tau, self._fext(f_ext), udot)
+        f_ext = self._zero_wrenches if f_ext is None else f_ext
+        status = _FORWARD[method](*self.packed, q, u, tau, f_ext, udot)
         if status >= 0:
             raise self._singular(method, status)
         return status, udot
@@ -109,13 +141,13 @@ class Engine:
         (B, n_bodies, 6); the states are shared among the cores.  Returns (B, nu), or
         (B, nu, nu) for ``"mass"``; each state's result equals the single call's bit for
         bit."""
-        n_states, nu = q.shape[0], self.model.nu
-        code = BATCH_OPS[op]
-        zeros = np.zeros((n_states, nu))
-        u = zeros if u is None else u
-        x = zeros if x is None else x
-        if f_ext is None:
-            f_ext = np.zeros((n_states,) + self._zero_wrenches.shape)
+        if op not in BATCH_OPS:
+            raise ValueError(f"unknown operation {op!r}; expected one of {tuple(BATCH_OPS)}")
+        if np.ndim(q) != 2:
+            raise ValueError(f"q has shape {np.shape(q)}; a batch needs (B, {self.model.nq})")
+        n_states, nu, code = len(q), self.model.nu, BATCH_OPS[op]
+        q, u, x, f_ext = self._inputs(q, u, x, f_ext, "udot" if op == "inverse" else "tau",
+                                      (n_states,))
         out = np.empty((n_states, nu * nu if op == "mass" else nu))
         status = np.empty(n_states, dtype=np.int64)
         n_threads = max(1, min(os.cpu_count() or 1, n_states // STATES_PER_THREAD))
@@ -130,7 +162,7 @@ class Engine:
         bad = np.flatnonzero(status >= 0)
         if bad.size:
             b = int(bad[0])
-            raise type(err := self._singular(op, int(status[b])))(f"batch item {b}: {err}")
+            raise SingularInertiaError(f"batch item {b}: {self._singular(op, int(status[b]))}")
         return out.reshape(n_states, nu, nu) if op == "mass" else out
 
     def _singular(self, method: str, body: int) -> SingularInertiaError:

@@ -111,7 +111,7 @@ class Work(NamedTuple):
     t_X: np.ndarray  # (s, s)
     t_Y: np.ndarray  # (s, s)
     t_AP: np.ndarray  # (s, 6)
-    t_v: np.ndarray  # (4, s)
+    t_v: np.ndarray  # (s,)
     t_66: np.ndarray  # (2, 6, 6)
     t_33: np.ndarray  # (3, 3, 3)
     t_3: np.ndarray  # (3, 3)
@@ -129,7 +129,7 @@ def workspace(ib):
              n * s * s, n * 6 * M, n * 36, n * 9, n * 3, n * 36,
              n * s, n * s, n * s, n * s, nu,
              n * s * s, n * s * s, n * s, n * s, n * s, n * s,
-             s * s, s * s, s * s, s * s, s * s, s * s, s * 6, 4 * s, 72, 27, 9, 24)
+             s * s, s * s, s * s, s * s, s * s, s * s, s * 6, s, 72, 27, 9, 24)
     total = 0
     for k in sizes:
         total += k
@@ -155,7 +155,7 @@ def workspace(ib):
         w[o[24]:o[25]].reshape((s, s)), w[o[25]:o[26]].reshape((s, s)),
         w[o[26]:o[27]].reshape((s, s)), w[o[27]:o[28]].reshape((s, s)),
         w[o[28]:o[29]].reshape((s, s)), w[o[29]:o[30]].reshape((s, s)),
-        w[o[30]:o[31]].reshape((s, 6)), w[o[31]:o[32]].reshape((4, s)),
+        w[o[30]:o[31]].reshape((s, 6)), w[o[31]:o[32]],
         w[o[32]:o[33]].reshape((2, 6, 6)), w[o[33]:o[34]].reshape((3, 3, 3)),
         w[o[34]:o[35]].reshape((3, 3)), w[o[35]:o[36]].reshape((4, 6)), q_n, w,
     )
@@ -1053,7 +1053,7 @@ def articulated_inertias(pm, w, tau):
         _mv(Pi, w.a_m[i, :s], z, True)
         for r in range(s):
             z[r] += w.bias[i, r]
-        eps = w.t_v[0, :k]
+        eps = w.t_v[:k]
         for r in range(k):
             eps[r] = tau[us + r]
         _sub_mv(H, z, eps)
