@@ -21,7 +21,6 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-from numba.extending import overload
 
 from ..chain import QUATERNION_TOL
 from ..linalg import MASS_MATRIX_RTOL, PIVOT_FLOOR, PIVOT_RTOL
@@ -115,7 +114,7 @@ class Work(NamedTuple):
     t_66: np.ndarray  # (2, 6, 6)
     t_33: np.ndarray  # (3, 3, 3)
     t_3: np.ndarray  # (3, 3)
-    t_6: np.ndarray  # (4, 6)
+    t_6: np.ndarray  # (8, 6)
     q_n: np.ndarray  # (nq,) q with unit quaternions
     flat: np.ndarray  # the whole buffer
 
@@ -129,7 +128,7 @@ def workspace(ib):
              n * s * s, n * 6 * M, n * 36, n * 9, n * 3, n * 36,
              n * s, n * s, n * s, n * s, nu,
              n * s * s, n * s * s, n * s, n * s, n * s, n * s,
-             s * s, s * s, s * s, s * s, s * s, s * s, s * 6, s, 72, 27, 9, 24)
+             s * s, s * s, s * s, s * s, s * s, s * s, s * 6, s, 72, 27, 9, 48)
     total = 0
     for k in sizes:
         total += k
@@ -157,53 +156,13 @@ def workspace(ib):
         w[o[28]:o[29]].reshape((s, s)), w[o[29]:o[30]].reshape((s, s)),
         w[o[30]:o[31]].reshape((s, 6)), w[o[31]:o[32]],
         w[o[32]:o[33]].reshape((2, 6, 6)), w[o[33]:o[34]].reshape((3, 3, 3)),
-        w[o[34]:o[35]].reshape((3, 3)), w[o[35]:o[36]].reshape((4, 6)), q_n, w,
+        w[o[34]:o[35]].reshape((3, 3)), w[o[35]:o[36]].reshape((8, 6)), q_n, w,
     )
 
 
 # ----------------------------------------------------------------------------------------------
 # small algebra (plain loops into given outputs: no allocation, no BLAS call per block)
 # ----------------------------------------------------------------------------------------------
-def _mul(a, b):
-    """``a @ b`` by plain loops for the body kernels' small blocks (any strides)."""
-    return a @ b
-
-
-@overload(_mul)
-def _mul_loops(a, b):
-    if a.ndim == 2 and b.ndim == 2:
-        def mm(a, b):
-            n, k = a.shape
-            m = b.shape[1]
-            out = np.zeros((n, m))
-            for i in range(n):
-                for t in range(k):
-                    x = a[i, t]
-                    for j in range(m):
-                        out[i, j] += x * b[t, j]
-            return out
-        return mm
-    if a.ndim == 2 and b.ndim == 1:
-        def mv(a, b):
-            n, k = a.shape
-            out = np.zeros(n)
-            for i in range(n):
-                s = 0.0
-                for t in range(k):
-                    s += a[i, t] * b[t]
-                out[i] = s
-            return out
-        return mv
-    if a.ndim == 1 and b.ndim == 1:
-        def vv(a, b):
-            s = 0.0
-            for t in range(a.shape[0]):
-                s += a[t] * b[t]
-            return s
-        return vv
-    return None
-
-
 @_J
 def _mv(a, x, out, acc):
     """``out (+)= a x``."""
@@ -300,26 +259,6 @@ def _cross_force(V, f, out, acc):
 
 
 @_J
-def _skew(v, out):
-    out[0, 0] = 0.0
-    out[0, 1] = -v[2]
-    out[0, 2] = v[1]
-    out[1, 0] = v[2]
-    out[1, 1] = 0.0
-    out[1, 2] = -v[0]
-    out[2, 0] = -v[1]
-    out[2, 1] = v[0]
-    out[2, 2] = 0.0
-
-
-@_J
-def _cross3(a, b, out):
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
-
-
-@_J
 def _phi(R, p, out):
     """``φ = [[R, p̃ R], [0, R]]`` (moves forces from the frame to its parent)."""
     for r in range(3):
@@ -350,26 +289,34 @@ def _motion_to_parent(R, p, out):
 # ----------------------------------------------------------------------------------------------
 # SO(3) maps (spatial.so3_maps): power series for |θ|² < 1, closed forms beyond
 # ----------------------------------------------------------------------------------------------
+def _series_coefficients(off: int, n: int = 12) -> np.ndarray:
+    """``(−1)^k / (2k + off + 1)!`` for ``k < n``: the power series of ``a, b, c``."""
+    return np.array([(-1.0) ** k / math.factorial(2 * k + off + 1) for k in range(n)])
+
+
+_A_SERIES, _B_SERIES, _C_SERIES = (_series_coefficients(off) for off in range(3))
+
+
+@_J
+def _horner(coef, s):
+    """``Σ_k coef[k] s^k`` and its derivative in ``s``."""
+    n = coef.shape[0]
+    v, dv = coef[n - 1], 0.0
+    for k in range(n - 2, -1, -1):
+        dv = dv * s + v
+        v = v * s + coef[k]
+    return v, dv
+
+
 @_J
 def _so3_coefficients(s):
-    """``a, b, c`` and their derivatives in ``s = |θ|²`` (see spatial._exp_coefficients)."""
+    """``a, b, c`` and their derivatives in ``s = |θ|²`` (see spatial._exp_coefficients):
+    12 terms of the power series for ``s < 1``, the closed forms beyond."""
     if s < 1.0:
-        out = np.zeros(6)
-        for off in range(3):
-            fact = 1.0
-            for k in range(1, off + 2):
-                fact *= k
-            term = 1.0 / fact  # k = 0
-            total, dtotal, sk = term, 0.0, 1.0
-            for k in range(1, 12):
-                fact *= (2 * k + off + 1) * (2 * k + off)
-                sign = -1.0 if k % 2 else 1.0
-                dtotal += sign * k * sk / fact
-                sk *= s
-                total += sign * sk / fact
-            out[off] = total
-            out[3 + off] = dtotal
-        return out[0], out[1], out[2], out[3], out[4], out[5]
+        a, da = _horner(_A_SERIES, s)
+        b, db = _horner(_B_SERIES, s)
+        c, dc = _horner(_C_SERIES, s)
+        return a, b, c, da, db, dc
     t = math.sqrt(s)
     sn, co = math.sin(t), math.cos(t)
     a = sn / t
@@ -380,8 +327,9 @@ def _so3_coefficients(s):
 
 @_J
 def _node_frame(Pi_r, Pi_t, l0, eta, m, R, p, E, theta):
-    """Node frame at ``η``: ``θ = Π_r η``, ``R = exp(θ̃)``, ``p = l0 + Π_t η``,
-    ``E = [J_r(θ) Π_r; Rᵀ Π_t]`` (6 × m)."""
+    """Node frame at ``η``: ``θ = Π_r η``, ``R = exp(θ̃) = I + a θ̃ + b θ̃²``,
+    ``p = l0 + Π_t η``, ``E = [J_r(θ) Π_r; Rᵀ Π_t]`` (6 × m) with
+    ``J_r = I − b θ̃ + c θ̃²`` and ``θ̃² = θθᵀ − |θ|² I``."""
     for r in range(3):
         th = 0.0
         pr = l0[r]
@@ -390,67 +338,97 @@ def _node_frame(Pi_r, Pi_t, l0, eta, m, R, p, E, theta):
             pr += Pi_t[r, k] * eta[k]
         theta[r] = th
         p[r] = pr
-    s = theta[0] ** 2 + theta[1] ** 2 + theta[2] ** 2
+    t0, t1, t2 = theta[0], theta[1], theta[2]
+    s = t0 * t0 + t1 * t1 + t2 * t2
     a, b, c, _, _, _ = _so3_coefficients(s)
-    K = np.empty((3, 3))
-    _skew(theta, K)
-    K2 = _mul(K, K)
-    Jr = np.empty((3, 3))
     for r in range(3):
         for q in range(3):
-            e = 1.0 if r == q else 0.0
-            R[r, q] = e + a * K[r, q] + b * K2[r, q]
-            Jr[r, q] = e - b * K[r, q] + c * K2[r, q]
-    E[:, :] = 0.0
-    for r in range(3):
-        for k in range(m):
-            s1 = 0.0
-            s2 = 0.0
-            for q in range(3):
-                s1 += Jr[r, q] * Pi_r[q, k]
-                s2 += R[q, r] * Pi_t[q, k]
-            E[r, k] = s1
-            E[3 + r, k] = s2
+            R[r, q] = theta[r] * theta[q] * b
+        R[r, r] += 1.0 - b * s
+    R[0, 1] -= a * t2
+    R[1, 0] += a * t2
+    R[0, 2] += a * t1
+    R[2, 0] -= a * t1
+    R[1, 2] -= a * t0
+    R[2, 1] += a * t0
+    for k in range(m):
+        x0, x1, x2 = Pi_r[0, k], Pi_r[1, k], Pi_r[2, k]
+        d = t0 * x0 + t1 * x1 + t2 * x2
+        E[0, k] = x0 - b * (t1 * x2 - t2 * x1) + c * (t0 * d - s * x0)
+        E[1, k] = x1 - b * (t2 * x0 - t0 * x2) + c * (t1 * d - s * x1)
+        E[2, k] = x2 - b * (t0 * x1 - t1 * x0) + c * (t2 * d - s * x2)
+        for r in range(3):
+            E[3 + r, k] = R[0, r] * Pi_t[0, k] + R[1, r] * Pi_t[1, k] + R[2, r] * Pi_t[2, k]
 
 
 @_J
-def _node_twist_rate(theta, Pi_r, E, etad, m, out):
-    """``Ė_j η̇ = [J̇_r(θ) θ̇; −(E_r η̇) × (E_t η̇)]`` with ``θ̇ = Π_r η̇`` (Body.node_twist_rate)."""
-    th_d = np.zeros(3)
-    w = np.zeros(6)
-    for r in range(3):
-        for k in range(m):
-            th_d[r] += Pi_r[r, k] * etad[k]
+def _node_twist_rate(theta, Pi_r, E, etad, m, out, w):
+    """``out = Ė_j η̇ = [J̇_r(θ) θ̇; −(E_r η̇) × (E_t η̇)]`` with ``θ̇ = Π_r η̇``
+    (Body.node_twist_rate), and ``w = E_j η̇`` (6,).  With ``θ̃θ̇ = θ × θ̇``, ``θ̃̇θ̇ = 0``:
+    ``J̇_r θ̇ = −ḃ θ × θ̇ + ċ θ × (θ × θ̇) + c θ̇ × (θ × θ̇)``, ``ḃ = b' 2θ·θ̇``."""
+    d0 = d1 = d2 = 0.0
+    for k in range(m):
+        d0 += Pi_r[0, k] * etad[k]
+        d1 += Pi_r[1, k] * etad[k]
+        d2 += Pi_r[2, k] * etad[k]
     for r in range(6):
+        x = 0.0
         for k in range(m):
-            w[r] += E[r, k] * etad[k]
-    s = theta[0] ** 2 + theta[1] ** 2 + theta[2] ** 2
+            x += E[r, k] * etad[k]
+        w[r] = x
+    t0, t1, t2 = theta[0], theta[1], theta[2]
+    s = t0 * t0 + t1 * t1 + t2 * t2
     _, b, c, _, db, dc = _so3_coefficients(s)
-    K = np.empty((3, 3))
-    Kd = np.empty((3, 3))
-    _skew(theta, K)
-    _skew(th_d, Kd)
-    dt2 = 2.0 * (theta[0] * th_d[0] + theta[1] * th_d[1] + theta[2] * th_d[2])
-    Jrd = -(db * dt2) * K - b * Kd + dc * dt2 * _mul(K, K) + c * (_mul(Kd, K) + _mul(K, Kd))
-    top = _mul(Jrd, th_d)
-    cr = np.empty(3)
-    _cross3(w[:3], w[3:], cr)
-    for r in range(3):
-        out[r] = top[r]
-        out[3 + r] = -cr[r]
+    dt2 = 2.0 * (t0 * d0 + t1 * d1 + t2 * d2)
+    cb, cc = db * dt2, dc * dt2
+    x0, x1, x2 = t1 * d2 - t2 * d1, t2 * d0 - t0 * d2, t0 * d1 - t1 * d0  # θ × θ̇
+    out[0] = -cb * x0 + cc * (t1 * x2 - t2 * x1) + c * (d1 * x2 - d2 * x1)
+    out[1] = -cb * x1 + cc * (t2 * x0 - t0 * x2) + c * (d2 * x0 - d0 * x2)
+    out[2] = -cb * x2 + cc * (t0 * x1 - t1 * x0) + c * (d0 * x1 - d1 * x0)
+    out[3] = -(w[1] * w[5] - w[2] * w[4])
+    out[4] = -(w[2] * w[3] - w[0] * w[5])
+    out[5] = -(w[0] * w[4] - w[1] * w[3])
 
 
 @_J
-def _node_map(R, p, E, m, B):
-    """``B_j = [E_j, φ*(k, j)]`` (6 × (m+6)): node twist from ``[η̇; V]``."""
-    B[:, :] = 0.0
-    B[:, :m] = E[:, :m]
-    px = np.empty((3, 3))
-    _skew(p, px)
-    Rt = R.T
-    B[:3, m:m + 3] = Rt
-    B[3:, m + 3:m + 6] = Rt
-    B[3:, m:m + 3] = -_mul(Rt, px)
+def _node_twist(R, p, E, m, etad, V, out):
+    """``out = B_j [η̇; V] = E_j η̇ + [Rᵀ ω; Rᵀ (v + ω × p)]`` (6,): the twist of node ``j``
+    in its own frame from the body's twist ``V = [ω; v]`` and modal rates."""
+    w0, w1, w2 = V[0], V[1], V[2]
+    v0 = V[3] + w1 * p[2] - w2 * p[1]
+    v1 = V[4] + w2 * p[0] - w0 * p[2]
+    v2 = V[5] + w0 * p[1] - w1 * p[0]
+    for r in range(3):
+        out[r] = R[0, r] * w0 + R[1, r] * w1 + R[2, r] * w2
+        out[3 + r] = R[0, r] * v0 + R[1, r] * v1 + R[2, r] * v2
+    for r in range(6):
+        x = out[r]
+        for k in range(m):
+            x += E[r, k] * etad[k]
+        out[r] = x
+
+
+@_J
+def _node_wrench(R, p, E, m, y, out):
+    """``out += B_jᵀ y = [E_jᵀ y; R n + p × R f; R f]`` (m + 6,): a wrench ``y = [n; f]`` at
+    node ``j`` (its frame) as modal and rigid forces of the body."""
+    for k in range(m):
+        x = 0.0
+        for r in range(6):
+            x += E[r, k] * y[r]
+        out[k] += x
+    n0 = R[0, 0] * y[0] + R[0, 1] * y[1] + R[0, 2] * y[2]
+    n1 = R[1, 0] * y[0] + R[1, 1] * y[1] + R[1, 2] * y[2]
+    n2 = R[2, 0] * y[0] + R[2, 1] * y[1] + R[2, 2] * y[2]
+    f0 = R[0, 0] * y[3] + R[0, 1] * y[4] + R[0, 2] * y[5]
+    f1 = R[1, 0] * y[3] + R[1, 1] * y[4] + R[1, 2] * y[5]
+    f2 = R[2, 0] * y[3] + R[2, 1] * y[4] + R[2, 2] * y[5]
+    out[m] += n0 + p[1] * f2 - p[2] * f1
+    out[m + 1] += n1 + p[2] * f0 - p[0] * f2
+    out[m + 2] += n2 + p[0] * f1 - p[1] * f0
+    out[m + 3] += f0
+    out[m + 4] += f1
+    out[m + 5] += f2
 
 
 # ----------------------------------------------------------------------------------------------
@@ -586,11 +564,25 @@ def position_terms(pm, q, w):
 @_J
 def _full_body_frames(pm, i, eta, w):
     """The full model's node frames at ``η`` and Eq 23 (``M_m``)."""
-    m = pm.ints[i, _M]
-    for j in range(pm.ints[i, _NN]):
+    m, nn = pm.ints[i, _M], pm.ints[i, _NN]
+    for j in range(nn):
         _node_frame(pm.Pi_r[i, j], pm.Pi_t[i, j], pm.l0[i, j], eta, m, w.fR[i, j],
                     w.fp[i, j], w.fE[i, j], w.fth[i, j])
-    _modal_mass(pm, i, w.fR[i], w.fp[i], w.fE[i], w.M_m[i])
+    _modal_mass(m, nn, pm.node_m[i], pm.node_I[i], pm.M_rigid[i], w.fR[i], w.fp[i],
+                w.fE[i], w.t_X[:6, :m], w.M_m[i])
+
+
+@_J
+def _rotate_node_twist(R, p, x, out):
+    """``out = X_nc x = [R x_r; p × R x_r + R x_t]`` (6,): a twist in node frame ``(R, p)``
+    expressed in the body frame (``X_nc = [[R, 0], [p̃ R, R]]``)."""
+    for r in range(3):
+        out[r] = R[r, 0] * x[0] + R[r, 1] * x[1] + R[r, 2] * x[2]
+    for r in range(3):
+        out[3 + r] = R[r, 0] * x[3] + R[r, 1] * x[4] + R[r, 2] * x[5]
+    out[3] += p[1] * out[2] - p[2] * out[1]
+    out[4] += p[2] * out[0] - p[0] * out[2]
+    out[5] += p[0] * out[1] - p[1] * out[0]
 
 
 @_J
@@ -598,21 +590,31 @@ def _full_joint_side(pm, i, w, R_Jc, p_Jc):
     """F_i in J_c (``child_placement ∘ T_nc⁻¹``), ``X`` (twists J_c → F_i) and
     ``Q = −X_nc E_c`` of the full model."""
     m, cn = pm.ints[i, _M], pm.ints[i, _CN]
+    R_nc, p_nc = w.R_nc[i], w.p_nc[i]
     if cn >= 0:
-        w.R_nc[i] = w.fR[i, cn]
-        w.p_nc[i] = w.fp[i, cn]
+        R_nc[:, :] = w.fR[i, cn]
+        p_nc[:] = w.fp[i, cn]
     else:
-        w.R_nc[i] = 0.0
-        w.p_nc[i] = 0.0
+        R_nc[:, :] = 0.0
+        p_nc[:] = 0.0
         for r in range(3):
-            w.R_nc[i, r, r] = 1.0
-    R_Jc[:, :] = _mul(pm.cplace_R[i], w.R_nc[i].T)
-    p_Jc[:] = pm.cplace_p[i] - _mul(R_Jc, w.p_nc[i])
-    _motion_to_parent(R_Jc.T, -_mul(R_Jc.T, p_Jc), w.X_joint[i])
+            R_nc[r, r] = 1.0
+    cR, cp = pm.cplace_R[i], pm.cplace_p[i]
+    for r in range(3):
+        for c in range(3):
+            R_Jc[r, c] = cR[r, 0] * R_nc[c, 0] + cR[r, 1] * R_nc[c, 1] + cR[r, 2] * R_nc[c, 2]
+    for r in range(3):
+        p_Jc[r] = cp[r] - (R_Jc[r, 0] * p_nc[0] + R_Jc[r, 1] * p_nc[1] + R_Jc[r, 2] * p_nc[2])
+    p_F = w.t_3[0]  # origin of J_c in F_i: −R_Jcᵀ p_Jc
+    for r in range(3):
+        p_F[r] = -(R_Jc[0, r] * p_Jc[0] + R_Jc[1, r] * p_Jc[1] + R_Jc[2, r] * p_Jc[2])
+    _motion_to_parent(R_Jc.T, p_F, w.X_joint[i])
     if cn >= 0:
-        Xnc = np.empty((6, 6))
-        _motion_to_parent(w.R_nc[i], w.p_nc[i], Xnc)
-        w.Q[i, :, :m] = -_mul(Xnc, w.fE[i, cn, :, :m])
+        E, col = w.fE[i, cn], w.t_6[4]
+        for k in range(m):
+            _rotate_node_twist(R_nc, p_nc, E[:, k], col)
+            for r in range(6):
+                w.Q[i, r, k] = -col[r]
 
 
 @_J
@@ -627,18 +629,48 @@ def _full_attach_map(pm, i, pa, w):
 
 
 @_J
-def _modal_mass(pm, i, fR, fp, fE, out):
-    """Eq 23: ``M_m = Σ_j B_jᵀ M_s(j) B_j + [[0, 0], [0, M_rigid]]``."""
-    m = pm.ints[i, _M]
-    out[:, :] = 0.0
-    B = np.empty((6, m + 6))
-    MB = np.empty((6, m + 6))
-    for j in range(pm.ints[i, _NN]):
-        _node_map(fR[j], fp[j], fE[j], m, B)
-        MB[:3] = _mul(pm.node_I[i, j], B[:3])
-        MB[3:] = pm.node_m[i, j] * B[3:]
-        out[:m + 6, :m + 6] += _mul(B.T, MB)
-    out[m:m + 6, m:m + 6] += pm.M_rigid[i]
+def _modal_mass(m, nn, node_m, node_I, M_rigid, fR, fp, fE, ME, out):
+    """Eq 23: ``M_m = Σ_j B_jᵀ M_s(j) B_j + [[0, 0], [0, M_rigid]]`` with
+    ``B_j = [E_j, φ*(k, j)]`` and ``M_s(j) = diag(I_j, m_j 1)``, by blocks: ``E_jᵀ M_s E_j``,
+    ``φ(k, j) M_s E_j`` and the node's rigid inertia
+    ``[[R I Rᵀ + m (|p|² 1 − p pᵀ), m p̃], [−m p̃, m 1]]``; ``ME`` (6 × m) scratch."""
+    s = m + 6
+    out[:s, :s] = 0.0
+    for j in range(nn):
+        R, p, E, I, mj = fR[j], fp[j], fE[j], node_I[j], node_m[j]
+        for k in range(m):
+            for r in range(3):
+                ME[r, k] = I[r, 0] * E[0, k] + I[r, 1] * E[1, k] + I[r, 2] * E[2, k]
+                ME[3 + r, k] = mj * E[3 + r, k]
+            for c in range(k, m):
+                x = 0.0
+                for r in range(6):
+                    x += E[r, c] * ME[r, k]
+                out[k, c] += x
+            _node_wrench(R, p, E, 0, ME[:, k], out[k, m:s])
+        p0, p1, p2 = p[0], p[1], p[2]
+        pp = p0 * p0 + p1 * p1 + p2 * p2
+        for r in range(3):
+            T0 = R[r, 0] * I[0, 0] + R[r, 1] * I[1, 0] + R[r, 2] * I[2, 0]
+            T1 = R[r, 0] * I[0, 1] + R[r, 1] * I[1, 1] + R[r, 2] * I[2, 1]
+            T2 = R[r, 0] * I[0, 2] + R[r, 1] * I[1, 2] + R[r, 2] * I[2, 2]
+            for c in range(r, 3):
+                out[m + r, m + c] += (T0 * R[c, 0] + T1 * R[c, 1] + T2 * R[c, 2]
+                                      - mj * p[r] * p[c])
+            out[m + r, m + r] += mj * pp
+            out[m + 3 + r, m + 3 + r] += mj
+        out[m, m + 4] -= mj * p2
+        out[m, m + 5] += mj * p1
+        out[m + 1, m + 3] += mj * p2
+        out[m + 1, m + 5] -= mj * p0
+        out[m + 2, m + 3] -= mj * p1
+        out[m + 2, m + 4] += mj * p0
+    for r in range(6):
+        for c in range(r, 6):
+            out[m + r, m + c] += M_rigid[r, c]
+    for r in range(s):
+        for c in range(r + 1, s):
+            out[c, r] = out[r, c]
 
 
 # The helpers called per body take plain arrays: passing the packed model or the workspace
@@ -730,7 +762,9 @@ def velocity_terms(pm, q, u, fext, w):
         if kind == FULL and ints[i, _CN] >= 0 and m > 0:
             _full_own_rate(pm, w, i, etad, V, aV)
         if kind == FULL:
-            _full_modal_bias(pm, i, w.fR[i], w.fp[i], w.fE[i], w.fth[i], etad, V, w.bias[i])
+            _full_modal_bias(m, ints[i, _NN], pm.node_m[i], pm.node_I[i], pm.M_rigid[i],
+                             pm.Pi_r[i], w.fR[i], w.fp[i], w.fE[i], w.fth[i], etad, V,
+                             w.t_6[4:8], w.bias[i])
         else:
             _modal_bias(kind, m, pm.M_m0[i], pm.B_quad[i], V, w.t_6[3], w.bias[i])
         eta = q[qs + nqj:qs + nqj + m]
@@ -751,11 +785,10 @@ def _full_parent_rate(pm, w, i, V_nl, aV):
     pa, pn = pm.ints[i, _PARENT], pm.ints[i, _PN]
     mp = pm.ints[pa, _M]
     s = pm.ints[pa, _US] + pm.ints[pa, _NJ]
-    etad_p = w.u_nl[s:s + mp]
-    V_t = _mul(w.A[i, :mp + 6].T, V_nl[pa, :mp + 6])
-    w_t = _mul(w.fE[pa, pn, :, :mp], etad_p)
-    eps = np.empty(6)
-    _node_twist_rate(w.fth[pa, pn], pm.Pi_r[pa, pn], w.fE[pa, pn], etad_p, mp, eps)
+    V_t, w_t, eps = w.t_6[4], w.t_6[5], w.t_6[6]
+    _mtv(w.A[i, :mp + 6], V_nl[pa, :mp + 6], V_t, False)
+    _node_twist_rate(w.fth[pa, pn], pm.Pi_r[pa, pn], w.fE[pa, pn], w.u_nl[s:s + mp], mp, eps,
+                     w_t)
     _cross_motion(V_t, w_t, eps, True)
     _mtv(w.phi[i], eps, aV, True)
 
@@ -764,12 +797,13 @@ def _full_parent_rate(pm, w, i, V_nl, aV):
 def _full_own_rate(pm, w, i, etad, V, aV):
     """``aV += V × Q η̇ − X_nc Ė_c η̇`` of a full body on its own attach node."""
     m, cn = pm.ints[i, _M], pm.ints[i, _CN]
-    eps = np.empty(6)
-    _node_twist_rate(w.fth[i, cn], pm.Pi_r[i, cn], w.fE[i, cn], etad, m, eps)
-    Xnc = np.empty((6, 6))
-    _motion_to_parent(w.R_nc[i], w.p_nc[i], Xnc)
-    _cross_motion(V, _mul(w.Q[i, :, :m], etad), aV, True)
-    aV -= _mul(Xnc, eps)
+    eps, w_c, Xe, Qe = w.t_6[4], w.t_6[5], w.t_6[6], w.t_6[7]
+    _node_twist_rate(w.fth[i, cn], pm.Pi_r[i, cn], w.fE[i, cn], etad, m, eps, w_c)
+    _rotate_node_twist(w.R_nc[i], w.p_nc[i], eps, Xe)
+    _mv(w.Q[i, :, :m], etad, Qe, False)
+    _cross_motion(V, Qe, aV, True)
+    for r in range(6):
+        aV[r] -= Xe[r]
 
 
 @_J
@@ -789,31 +823,27 @@ def _modal_bias(kind, m, M_m0, B_quad, V, MV, out):
 
 
 @_J
-def _full_modal_bias(pm, i, fR, fp, fE, fth, etad, V, out):
+def _full_modal_bias(m, nn, node_m, node_I, M_rigid, Pi_r, fR, fp, fE, fth, etad, V, t, out):
     """The full model's ``b_m``: ``V ×* M_rigid V`` plus ``Σ_j B_jᵀ (M_s a_j + V_j ×* M_s V_j)``
-    over the nodes."""
-    m = pm.ints[i, _M]
-    f = np.empty(6)
-    _cross_force(V, _mul(pm.M_rigid[i], V), f, False)
-    out[m:m + 6] = f
-    B = np.empty((6, m + 6))
-    Vmod = np.empty(m + 6)
-    Vmod[:m] = etad
-    Vmod[m:] = V
-    acc = np.empty(6)
-    Ms_acc = np.empty(6)
-    Ms_V = np.empty(6)
-    for j in range(pm.ints[i, _NN]):
-        _node_map(fR[j], fp[j], fE[j], m, B)
-        Vs = _mul(B, Vmod)
-        _node_twist_rate(fth[j], pm.Pi_r[i, j], fE[j], etad, m, acc)
-        _cross_motion(Vs, _mul(fE[j, :, :m], etad), acc, True)
-        Ms_acc[:3] = _mul(pm.node_I[i, j], acc[:3])
-        Ms_acc[3:] = pm.node_m[i, j] * acc[3:]
-        Ms_V[:3] = _mul(pm.node_I[i, j], Vs[:3])
-        Ms_V[3:] = pm.node_m[i, j] * Vs[3:]
-        _cross_force(Vs, Ms_V, f, False)
-        out[:m + 6] += _mul(B.T, Ms_acc + f)
+    over the nodes, with the node twist ``V_j = B_j [η̇; V]`` and its velocity-dependent
+    acceleration ``a_j = Ė_j η̇ + V_j × E_j η̇``; ``t`` (4, 6) scratch."""
+    Vs, acc, wj, y = t[0], t[1], t[2], t[3]
+    _mv(M_rigid, V, y, False)
+    _cross_force(V, y, out[m:m + 6], False)
+    for j in range(nn):
+        R, p, E = fR[j], fp[j], fE[j]
+        _node_twist(R, p, E, m, etad, V, Vs)
+        _node_twist_rate(fth[j], Pi_r[j], E, etad, m, acc, wj)
+        _cross_motion(Vs, wj, acc, True)
+        I, mj = node_I[j], node_m[j]
+        for r in range(3):  # M_s V_j, then y = M_s a_j + V_j ×* M_s V_j
+            wj[r] = I[r, 0] * Vs[0] + I[r, 1] * Vs[1] + I[r, 2] * Vs[2]
+            wj[3 + r] = mj * Vs[3 + r]
+        _cross_force(Vs, wj, y, False)
+        for r in range(3):
+            y[r] += I[r, 0] * acc[0] + I[r, 1] * acc[1] + I[r, 2] * acc[2]
+            y[3 + r] += mj * acc[3 + r]
+        _node_wrench(R, p, E, m, y, out)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1185,8 +1215,7 @@ def _valid_state(pm, q, u, x, fext, q_n):
     """Whether every entry of ``q``, ``u``, ``x``, ``fext`` is finite and every joint
     quaternion is off unit norm by at most ``QUATERNION_TOL``; ``q_n`` is ``q`` with the
     quaternions normalised (as :meth:`flexdyn.chain.Model.check_state`)."""
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(u)) and np.all(np.isfinite(x))
-            and np.all(np.isfinite(fext))):
+    if not (_finite(q) and _finite(u) and _finite(x) and _finite(fext.ravel())):
         return False
     q_n[:] = q
     ints = pm.ints
@@ -1204,9 +1233,18 @@ def _valid_state(pm, q, u, x, fext, q_n):
 
 
 @_J
+def _finite(x):
+    """Whether every entry of the vector ``x`` is finite (no temporary array)."""
+    for v in x:
+        if not math.isfinite(v):
+            return False
+    return True
+
+
+@_J
 def _finite_result(out):
     """−1 when every entry of ``out`` is finite, else :data:`OVERFLOW`."""
-    return -1 if np.all(np.isfinite(out)) else OVERFLOW
+    return -1 if _finite(out.ravel()) else OVERFLOW
 
 
 @_J
