@@ -36,7 +36,8 @@ import numpy as np
 import scipy.integrate
 
 from .chain import Model
-from .dynamics import FORWARD_METHODS, forward_dynamics
+from .dynamics import BACKENDS, FORWARD_METHODS, _cached_engine, forward_dynamics
+from .engine import DERIVATIVE_METHODS, kernels
 from .results import SimulationError, SimulationResult
 from .terms import check_fidelity, modal_velocities, state_terms
 
@@ -144,7 +145,7 @@ def _body_twists(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str) -> l
 
 
 def rhs(model: Model, fidelity: str = "full", method: str = "articulated", *,
-        f_ext: Any = None) -> Callable[..., np.ndarray]:
+        f_ext: Any = None, backend: str = "engine") -> Callable[..., np.ndarray]:
     """State derivative for co-simulation: ``f(t, x, tau=None) -> ẋ``.
 
     Parameters
@@ -155,6 +156,8 @@ def rhs(model: Model, fidelity: str = "full", method: str = "articulated", *,
         ``"composite"``).
     f_ext : None, an array (n_bodies, 6) or a callable ``f_ext(t, q, u)`` — external wrenches
         ``[N m; N]`` at the body frame origins, in body coordinates.
+    backend : ``"engine"`` (default: one compiled call per evaluation for the methods of
+        :data:`flexdyn.engine.DERIVATIVE_METHODS`) or ``"reference"`` (numpy).
 
     Returns
     -------
@@ -164,7 +167,9 @@ def rhs(model: Model, fidelity: str = "full", method: str = "articulated", *,
     """
     check_fidelity(fidelity)
     _check_choice(method, tuple(FORWARD_METHODS), "method")
+    _check_choice(backend, BACKENDS, "backend")
     fext_fn = _forcing(f_ext, (model.n_bodies, 6), "f_ext")
+    derivative = _compiled_derivative(model, fidelity, method, backend, 0)
 
     def f(t: float, x: np.ndarray, tau: Any = None) -> np.ndarray:
         q, u = unpack_state(model, np.asarray(x))
@@ -173,12 +178,44 @@ def rhs(model: Model, fidelity: str = "full", method: str = "articulated", *,
         try:
             tau_t = np.zeros(model.nu) if tau_fn is None else tau_fn(t, q, u)
             fe = None if fext_fn is None else fext_fn(t, q, u)
+            if derivative is not None:
+                return derivative(t, np.concatenate([q, u]), tau_t, fe)
         except _RhsFailure as exc:
             raise SimulationError(f"at t = {t:.6g} s: {exc.message}", t, exc.message) from None
-        udot = forward_dynamics(model, q, u, tau_t, method=method, fidelity=fidelity, f_ext=fe)
+        udot = forward_dynamics(model, q, u, tau_t, method=method, fidelity=fidelity, f_ext=fe,
+                                backend=backend)
         return np.concatenate([model.qdot(q, u), udot])
 
     return f
+
+
+def _compiled_derivative(model: Model, fidelity: str, method: str, backend: str,
+                         n_extra: int) -> Callable | None:
+    """``g(t, x, tau, f_ext) -> ẋ`` by one call of the engine's state derivative
+    (:func:`flexdyn.engine.kernels.state_derivative`) with ``n_extra`` (0 or 3)
+    energy-balance integrands after ``[q̇; u̇]``, or None where the engine does not run this
+    ``method``/``backend``.  A non-finite state or result raises :class:`_RhsFailure`, a
+    singular inertia ``SingularInertiaError``."""
+    if backend != "engine" or method not in DERIVATIVE_METHODS:
+        return None
+    engine = _cached_engine(model, fidelity)
+    nx = model.nq + model.nu
+    no_wrenches = np.zeros((model.n_bodies, 6))
+
+    def g(t: float, x: np.ndarray, tau: np.ndarray, f_ext: np.ndarray | None) -> np.ndarray:
+        out = np.empty(nx + n_extra)
+        status = engine.derivative_status(
+            np.ascontiguousarray(x[:nx], dtype=float), np.ascontiguousarray(tau, dtype=float),
+            no_wrenches if f_ext is None else np.ascontiguousarray(f_ext, dtype=float),
+            method, out)
+        if status == kernels.INVALID:
+            raise _RhsFailure(t, "the state became non-finite")
+        if status == kernels.OVERFLOW:
+            raise _RhsFailure(t, "forward dynamics failed: the state derivative is not "
+                                 "finite (the arithmetic overflowed)")
+        return out
+
+    return g
 
 
 # ----------------------------------------------------------------------------------------------
@@ -200,6 +237,7 @@ def simulate(
     max_step: float = math.inf,
     progress: bool = False,
     f_ext: Any = None,
+    backend: str = "engine",
 ) -> SimulationResult:
     """Integrate the equations of motion of ``model`` from ``(q0, u0)`` over ``t_span``.
 
@@ -224,6 +262,9 @@ def simulate(
     progress : show a progress bar (needs ``tqdm``; silently off without it).
     f_ext : None, an array (n_bodies, 6) or a callable ``f_ext(t, q, u)`` — external wrenches
         ``[N m; N]`` at the body frame origins, in body coordinates.
+    backend : ``"engine"`` (default: each right-hand side, energy-balance integrands
+        included, is one compiled call for the methods of
+        :data:`flexdyn.engine.DERIVATIVE_METHODS`) or ``"reference"`` (numpy).
 
     Returns
     -------
@@ -243,6 +284,7 @@ def simulate(
         raise TypeError(f"model must be a flexdyn Model, got {type(model).__name__}")
     check_fidelity(fidelity)
     _check_choice(method, tuple(FORWARD_METHODS), "method")
+    _check_choice(backend, BACKENDS, "backend")
     nq, nu = model.nq, model.nu
     q0 = model.neutral_configuration() if q0 is None else _vector(q0, nq, "q0")
     for i, j in enumerate(model.joints):
@@ -293,7 +335,29 @@ def simulate(
     bar = _progress_bar(t0, t1) if progress else None
     t_last = [t0]
 
+    derivative = _compiled_derivative(model, fidelity, method, backend, _N_EXTRA)
+
     def f(t: float, x: np.ndarray) -> np.ndarray:
+        if derivative is not None and tau_fn is None and fext_fn is None:
+            out = _failing(derivative, t, x, zeros_tau, None)
+        else:
+            out = reference(t, x) if derivative is None else forced(t, x)
+        if bar is not None and t > t_last[0]:
+            bar.update(min(t, t1) - t_last[0])
+            t_last[0] = min(t, t1)
+        return out
+
+    def forced(t: float, x: np.ndarray) -> np.ndarray:
+        """The engine's derivative with forces that depend on the state."""
+        if not np.all(np.isfinite(x)):
+            raise _RhsFailure(t, "the state became non-finite")
+        q = _normalized(model, x[:nq])
+        u = x[nq:nq + nu]
+        tau_t = zeros_tau if tau_fn is None else tau_fn(t, q, u)
+        fe = None if fext_fn is None else fext_fn(t, q, u)
+        return _failing(derivative, t, x, tau_t, fe)
+
+    def reference(t: float, x: np.ndarray) -> np.ndarray:
         if not np.all(np.isfinite(x)):
             raise _RhsFailure(t, "the state became non-finite")
         q = _normalized(model, x[:nq])
@@ -302,7 +366,7 @@ def simulate(
         fe = None if fext_fn is None else fext_fn(t, q, u)
         try:
             udot = forward_dynamics(model, q, u, tau_t, method=method, fidelity=fidelity,
-                                    f_ext=fe)
+                                    f_ext=fe, backend=backend)
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
             raise _RhsFailure(t, f"forward dynamics failed: {exc}") from exc
         out = np.empty(nq + nu + _N_EXTRA)
@@ -319,9 +383,6 @@ def simulate(
             ed = model.eta_dot(u, i)
             p_d += ed @ model.bodies[i].C @ ed
         out[nq + nu + 2] = p_d
-        if bar is not None and t > t_last[0]:
-            bar.update(min(t, t1) - t_last[0])
-            t_last[0] = min(t, t1)
         return out
 
     x0 = np.concatenate([q0, u0, np.zeros(_N_EXTRA)])
@@ -374,6 +435,16 @@ def simulate(
         raise SimulationError(f"simulation failed at t = {t_fail:.6g} s: {message}", t_fail,
                               message, partial=result(t_out, y_out)) from cause
     return result(t_out, y_out)
+
+
+def _failing(derivative: Callable, t: float, x: np.ndarray, tau: np.ndarray,
+             f_ext: np.ndarray | None) -> np.ndarray:
+    """``derivative(t, x, tau, f_ext)``, a singular inertia reported as :class:`_RhsFailure`
+    (as the reference path reports it)."""
+    try:
+        return derivative(t, x, tau, f_ext)
+    except ValueError as exc:
+        raise _RhsFailure(t, f"forward dynamics failed: {exc}") from exc
 
 
 class _Samples:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,13 +17,16 @@ from ..terms import body_models
 from . import kernels
 from .pack import Packed, pack
 
-__all__ = ["BATCH_OPS", "Engine", "kernel_array"]
+__all__ = ["BATCH_OPS", "DERIVATIVE_METHODS", "CEntry", "Engine", "kernel_array"]
 
 #: compiled forward dynamics by method: ``(ib, fb, q, u, tau, f_ext, udot) -> status``
 _FORWARD = {"articulated": kernels.forward_articulated, "composite": kernels.forward_composite}
 #: operation codes of :func:`flexdyn.engine.kernels.batch` by name
 BATCH_OPS = {"articulated": kernels.ARTICULATED, "composite": kernels.COMPOSITE,
              "inverse": kernels.INVERSE, "mass": kernels.MASS}
+#: forward-dynamics methods of the state derivative by name (codes of
+#: :func:`flexdyn.engine.kernels.state_derivative` and of the C entry)
+DERIVATIVE_METHODS = {"articulated": kernels.ARTICULATED, "composite": kernels.COMPOSITE}
 #: states per thread below which a batch is not shared among threads
 STATES_PER_THREAD = 64
 
@@ -62,6 +67,19 @@ def _checked(status: int, out: np.ndarray) -> np.ndarray:
         raise ValueError("an input is not finite or a joint quaternion is off unit norm "
                          "(Model.check_state names it)")
     return out
+
+
+@dataclass(frozen=True)
+class CEntry:
+    """The C state derivative of :mod:`flexdyn.engine.ccall` for one model: ``address`` of
+    ``int64_t flexdyn_state_derivative(ib, fb, method, x, tau, f_ext, xdot)``, the model's
+    buffers ``ib`` (int64) and ``fb`` (float64) to pass to it (keep them alive while C holds
+    their pointers) and ``function``, the same entry through ``ctypes``."""
+
+    address: int
+    ib: np.ndarray
+    fb: np.ndarray
+    function: Callable
 
 
 class Engine:
@@ -133,6 +151,40 @@ class Engine:
         if status >= 0:
             raise self._singular(method, status)
         return status, udot
+
+    def state_derivative(self, x, tau=None, f_ext=None, method: str = "articulated"
+                         ) -> np.ndarray:
+        """``ẋ = [Γ(q) u; u̇]`` (nq + nu,) of the state ``x = [q; u]`` (nq + nu,) with ``τ``
+        (nu,) or None and ``f_ext`` (n_bodies, 6) or None; quaternions are scaled to unit
+        length first (as :func:`flexdyn.simulate.rhs`)."""
+        nx = self.model.nq + self.model.nu
+        out = np.empty(nx)
+        status = self.derivative_status(kernel_array(x, (nx,), "x"), *self._inputs(
+            np.zeros(self.model.nq), None, tau, f_ext, "tau")[2:], method, out)
+        if status == kernels.INVALID:
+            raise ValueError("x, tau or f_ext is not finite, or a joint quaternion is zero")
+        return out
+
+    def derivative_status(self, x, tau, f_ext, method: str, out: np.ndarray) -> int:
+        """:func:`flexdyn.engine.kernels.state_derivative` for arguments already of the
+        kernels' type and shapes (unchecked; ``out`` of length nq + nu, or nq + nu + 3 for
+        the energy-balance integrands): its status; a singular inertia raises."""
+        if method not in DERIVATIVE_METHODS:
+            raise ValueError(f"unknown method {method!r}; the engine's state derivative runs "
+                             f"{tuple(DERIVATIVE_METHODS)}")
+        status = kernels.state_derivative(*self.packed, DERIVATIVE_METHODS[method], x, tau,
+                                          f_ext, out)
+        if status >= 0:
+            raise self._singular(method, status)
+        return status
+
+    def c_state_derivative(self) -> CEntry:
+        """The state derivative as a C function (:mod:`flexdyn.engine.ccall`) with this
+        model's packed buffers (compiles, or loads from numba's cache, on first use)."""
+        from . import ccall
+
+        address = ccall.flexdyn_state_derivative.address
+        return CEntry(address, self.packed.ib, self.packed.fb, ccall.CTYPES_PROTOTYPE(address))
 
     def batch(self, op: str, q: np.ndarray, u: np.ndarray | None = None,
               x: np.ndarray | None = None, f_ext: np.ndarray | None = None) -> np.ndarray:

@@ -25,9 +25,11 @@ import numpy as np
 from ..chain import QUATERNION_TOL
 from ..linalg import MASS_MATRIX_RTOL, PIVOT_FLOOR, PIVOT_RTOL
 from ..scalar_kernels import quat_rot
-from .pack import FULL, HEADER, INT_FIELDS, RUTHLESS, PackedModel
+from .pack import FULL, HEAD_OFFSETS, HEADER, INT_FIELDS, RUTHLESS, PackedModel
 
-_J = numba.njit(cache=True, nogil=True)
+_J = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True)
+_E = numba.njit(cache=True, nogil=True)
+_JI = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, inline="always")
 # integer columns of the per-body table (pack.INT_FIELDS)
 _PARENT, _M, _NJ, _NQJ, _QS, _US, _JCODE, _KIND, _CN, _PN, _NN, _AT = range(12)
 _NI = len(INT_FIELDS)
@@ -41,14 +43,14 @@ INVALID, OVERFLOW = -2, -3
 # ----------------------------------------------------------------------------------------------
 # the packed model and the workspace
 # ----------------------------------------------------------------------------------------------
-@_J
+@_E
 def unpack(ib, fb):
     """Named views of the flat buffers (the shapes of :data:`flexdyn.engine.pack.FIELDS`, in
     its order)."""
     n, M, N = ib[0], ib[1], ib[2]
-    o = ib[_NH:_NH + 24]
+    o = ib[_NH:_NH + HEAD_OFFSETS]
     return PackedModel(
-        ints=ib[_NH + 24:].reshape((n, _NI)),
+        ints=ib[_NH + HEAD_OFFSETS:].reshape((n, _NI)),
         jparam=fb[o[0]:o[1]].reshape((n, 7)),
         place_R=fb[o[1]:o[2]].reshape((n, 3, 3)),
         place_p=fb[o[2]:o[3]].reshape((n, 3)),
@@ -119,7 +121,7 @@ class Work(NamedTuple):
     flat: np.ndarray  # the whole buffer
 
 
-@_J
+@_E
 def workspace(ib):
     """One allocation, carved into the fields of :class:`Work`."""
     n, M, N, nu, nq = ib[0], ib[1], ib[2], ib[3], ib[4]
@@ -513,7 +515,7 @@ def _joint_rate(code, jp, qj, beta, out, R2):
 # ----------------------------------------------------------------------------------------------
 # per-state terms (terms.position_terms, terms.velocity_terms)
 # ----------------------------------------------------------------------------------------------
-@_J
+@_E
 def position_terms(pm, q, w):
     """Eqs 12–17 and 23 for every body, base to tip (:func:`flexdyn.terms.position_terms`),
     into ``w``: node frames (fR, fp, fE, fth), φ, A, ℋ, M_m, Q, X_joint, the pose of each
@@ -561,7 +563,7 @@ def position_terms(pm, q, w):
                 _full_attach_map(pm, i, pa, w)
 
 
-@_J
+@_JI
 def _full_body_frames(pm, i, eta, w):
     """The full model's node frames at ``η`` and Eq 23 (``M_m``)."""
     m, nn = pm.ints[i, _M], pm.ints[i, _NN]
@@ -585,7 +587,7 @@ def _rotate_node_twist(R, p, x, out):
     out[5] += p[0] * out[1] - p[1] * out[0]
 
 
-@_J
+@_JI
 def _full_joint_side(pm, i, w, R_Jc, p_Jc):
     """F_i in J_c (``child_placement ∘ T_nc⁻¹``), ``X`` (twists J_c → F_i) and
     ``Q = −X_nc E_c`` of the full model."""
@@ -617,7 +619,7 @@ def _full_joint_side(pm, i, w, R_Jc, p_Jc):
                 w.Q[i, r, k] = -col[r]
 
 
-@_J
+@_JI
 def _full_attach_map(pm, i, pa, w):
     """``A(i) = [E_tᵀ; φ(p, t_i)]`` of a full parent's attach node."""
     mp, pn = pm.ints[pa, _M], pm.ints[i, _PN]
@@ -701,7 +703,7 @@ def _to_parent(ints, A, phi, i, f6, Y, t):
         _mv(A[i, :mp + 6], t, Y[pa, :mp + 6], True)
 
 
-@_J
+@_JI
 def _modal_velocities(ints, Hcal, phi, A, u, Vm, t):
     """Eq 11: ``V_m(i) = Φ*(p, i) V_m(p) + ℋ*(i) χ(i)``."""
     for i in range(ints.shape[0]):
@@ -779,7 +781,7 @@ def velocity_terms(pm, q, u, fext, w):
             b[m + r] -= fext[i, r]
 
 
-@_J
+@_JI
 def _full_parent_rate(pm, w, i, V_nl, aV):
     """``aV += φᵀ(Ė_t η̇_p + V_t × E_t η̇_p)`` for a body on a full parent's node."""
     pa, pn = pm.ints[i, _PARENT], pm.ints[i, _PN]
@@ -793,7 +795,7 @@ def _full_parent_rate(pm, w, i, V_nl, aV):
     _mtv(w.phi[i], eps, aV, True)
 
 
-@_J
+@_JI
 def _full_own_rate(pm, w, i, etad, V, aV):
     """``aV += V × Q η̇ − X_nc Ė_c η̇`` of a full body on its own attach node."""
     m, cn = pm.ints[i, _M], pm.ints[i, _CN]
@@ -897,7 +899,7 @@ def rnea(pm, w, udot, gravity, T):
             _to_parent(ints, w.A, w.phi, i, w.f[i, m:m + 6], w.f, w.t_6[3])
 
 
-@_J
+@_JI
 def _attach_phi(ints, A, phi, i, AP):
     """``AP = A(i) φ(i)`` ((m_p + 6) × 6)."""
     mp = ints[ints[i, _PARENT], _M]
@@ -1154,7 +1156,7 @@ def _sub_mtv(a, x, out):
 # entry points: one compiled call per operation (one crossing of the Python boundary), and
 # one for a share of a batch; all release the GIL
 # ----------------------------------------------------------------------------------------------
-@_J
+@_E
 def terms(ib, fb, q, u, fext):
     """The workspace after the position and velocity terms (for inspection)."""
     pm, w = unpack(ib, fb), workspace(ib)
@@ -1162,14 +1164,14 @@ def terms(ib, fb, q, u, fext):
     return w
 
 
-@_J
+@_JI
 def _terms(pm, w, q, u, fext):
     w.flat[:] = 0.0
     position_terms(pm, q, w)
     velocity_terms(pm, q, u, fext, w)
 
 
-@_J
+@_JI
 def _forward_articulated(pm, w, q, u, tau, fext, udot):
     """Terms, then Eqs 51/58 into ``udot``: −1, or the index of the body whose ``D`` is
     singular."""
@@ -1180,7 +1182,7 @@ def _forward_articulated(pm, w, q, u, tau, fext, udot):
     return status
 
 
-@_J
+@_JI
 def _forward_composite(pm, w, q, u, tau, fext, udot):
     """Terms, then Eq 46 (mass matrix, bias by Newton–Euler, Cholesky) into ``udot``:
     −1, or 0 when the mass matrix is singular."""
@@ -1193,7 +1195,7 @@ def _forward_composite(pm, w, q, u, tau, fext, udot):
     return -1 if cholesky_solve(Mass, tau - C, udot) else 0
 
 
-@_J
+@_JI
 def _inverse(pm, w, q, u, udot, fext, tau):
     """Terms, then Eq 44 into ``tau``."""
     _terms(pm, w, q, u, fext)
@@ -1201,7 +1203,7 @@ def _inverse(pm, w, q, u, udot, fext, tau):
     return -1
 
 
-@_J
+@_JI
 def _mass(pm, w, q, Mass):
     """Position terms, then Eqs 47/50 into ``Mass``."""
     w.flat[:] = 0.0
@@ -1210,7 +1212,7 @@ def _mass(pm, w, q, Mass):
     return -1
 
 
-@_J
+@_JI
 def _valid_state(pm, q, u, x, fext, q_n):
     """Whether every entry of ``q``, ``u``, ``x``, ``fext`` is finite and every joint
     quaternion is off unit norm by at most ``QUATERNION_TOL``; ``q_n`` is ``q`` with the
@@ -1247,7 +1249,7 @@ def _finite_result(out):
     return -1 if _finite(out.ravel()) else OVERFLOW
 
 
-@_J
+@_E
 def forward_articulated(ib, fb, q, u, tau, fext, udot):
     """:func:`_forward_articulated` of one state, validated (:data:`INVALID`,
     :data:`OVERFLOW`)."""
@@ -1258,7 +1260,7 @@ def forward_articulated(ib, fb, q, u, tau, fext, udot):
     return status if status >= 0 else _finite_result(udot)
 
 
-@_J
+@_E
 def forward_composite(ib, fb, q, u, tau, fext, udot):
     """:func:`_forward_composite` of one state, validated."""
     pm, w = unpack(ib, fb), workspace(ib)
@@ -1268,7 +1270,7 @@ def forward_composite(ib, fb, q, u, tau, fext, udot):
     return status if status >= 0 else _finite_result(udot)
 
 
-@_J
+@_E
 def inverse(ib, fb, q, u, udot, fext, tau):
     """:func:`_inverse` of one state, validated."""
     pm, w = unpack(ib, fb), workspace(ib)
@@ -1278,7 +1280,7 @@ def inverse(ib, fb, q, u, udot, fext, tau):
     return _finite_result(tau)
 
 
-@_J
+@_E
 def mass(ib, fb, q, Mass):
     """:func:`_mass` of one state, validated."""
     pm, w = unpack(ib, fb), workspace(ib)
@@ -1293,7 +1295,7 @@ def mass(ib, fb, q, Mass):
 ARTICULATED, COMPOSITE, INVERSE, MASS = range(4)
 
 
-@_J
+@_E
 def batch(ib, fb, op, t, n_threads, q, u, x, fext, out, status):
     """Operation ``op`` on the states ``t, t + n_threads, …`` of the leading axis of ``q``,
     ``u``, ``x`` (τ or u̇), ``fext``, into ``out`` (B, nu) (B, nu·nu for :data:`MASS`) and
@@ -1310,3 +1312,100 @@ def batch(ib, fb, op, t, n_threads, q, u, x, fext, out, status):
             status[b] = _inverse(pm, w, q[b], u[b], x[b], fext[b], out[b])
         else:
             status[b] = _mass(pm, w, q[b], out[b].reshape((nu, nu)))
+
+
+# ----------------------------------------------------------------------------------------------
+# the state derivative of simulation: ẋ = [Γ(q) u; u̇] in one compiled call
+# ----------------------------------------------------------------------------------------------
+@_J
+def _unit_quaternions(ints, q, q_n):
+    """``q_n = q`` with every joint quaternion scaled to unit length
+    (:meth:`flexdyn.chain.Model.normalize_configuration`); False for a zero quaternion."""
+    q_n[:] = q
+    for i in range(ints.shape[0]):
+        code = ints[i, _JCODE]
+        if code == _SPHERICAL or code == _FREE:
+            s = ints[i, _QS]
+            norm = math.sqrt(q[s] ** 2 + q[s + 1] ** 2 + q[s + 2] ** 2 + q[s + 3] ** 2)
+            if norm == 0.0:
+                return False
+            for k in range(4):
+                q_n[s + k] = q[s + k] / norm
+    return True
+
+
+@_J
+def _qdot(ints, q, u, out, R):
+    """The kinematic equation ``q̇ = Γ(q) u`` (nq,) (:meth:`flexdyn.chain.Model.qdot`):
+    ``q̇ = β`` for joints whose coordinates are their speeds, ``q̇ = ½ q ⊗ [0; ω]`` for a
+    quaternion, ``ṗ = R(q) v`` for a free joint's position, ``η̇`` for the modal coordinates;
+    ``R`` (3 × 3) scratch."""
+    for i in range(ints.shape[0]):
+        code, qs, us = ints[i, _JCODE], ints[i, _QS], ints[i, _US]
+        nqj, nj, m = ints[i, _NQJ], ints[i, _NJ], ints[i, _M]
+        if code == _SPHERICAL or code == _FREE:
+            qw, qx, qy, qz = q[qs], q[qs + 1], q[qs + 2], q[qs + 3]
+            w0, w1, w2 = u[us], u[us + 1], u[us + 2]
+            out[qs] = -0.5 * (qx * w0 + qy * w1 + qz * w2)
+            out[qs + 1] = 0.5 * (qw * w0 + qy * w2 - qz * w1)
+            out[qs + 2] = 0.5 * (qw * w1 + qz * w0 - qx * w2)
+            out[qs + 3] = 0.5 * (qw * w2 + qx * w1 - qy * w0)
+            if code == _FREE:
+                _quat_rot(qw, qx, qy, qz, R)
+                _mv(R, u[us + 3:us + 6], out[qs + 4:qs + 7], False)
+        else:
+            for k in range(nqj):
+                out[qs + k] = u[us + k]
+        for k in range(m):
+            out[qs + nqj + k] = u[us + nj + k]
+
+
+@_J
+def _power(pm, w, u, tau, fext, out):
+    """The integrands of the energy balance (:mod:`flexdyn.simulate`): ``out[0] = τ·u``,
+    ``out[1] = Σ_i f_ext(i)·V(i)`` (the body twists of Eq 11), ``out[2] = Σ_i η̇ᵀ C η̇``."""
+    ints = pm.ints
+    p_tau = 0.0
+    for k in range(u.shape[0]):
+        p_tau += tau[k] * u[k]
+    p_ext = 0.0
+    p_d = 0.0
+    for i in range(ints.shape[0]):
+        m, s = ints[i, _M], ints[i, _US] + ints[i, _NJ]
+        for r in range(6):
+            p_ext += fext[i, r] * w.V_m[i, m + r]
+        for r in range(m):
+            t = 0.0
+            for k in range(m):
+                t += pm.C[i, r, k] * u[s + k]
+            p_d += u[s + r] * t
+    out[0] = p_tau
+    out[1] = p_ext
+    out[2] = p_d
+
+
+@_E
+def state_derivative(ib, fb, method, x, tau, fext, xdot):
+    """``ẋ = [Γ(q) u; u̇]`` of ``x = [q; u]`` (nq + nu,) into ``xdot`` (nq + nu,), with the
+    energy-balance integrands (:func:`_power`) in ``xdot[nq + nu:nq + nu + 3]`` when ``xdot``
+    has room for them; ``method`` :data:`ARTICULATED` or :data:`COMPOSITE`.  Quaternions are
+    scaled to unit length without a tolerance (an integrator lets their norm drift).  Status
+    as the other entries: −1, :data:`INVALID` (a non-finite input or a zero quaternion),
+    :data:`OVERFLOW` or the index of a body with a singular inertia."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    nu, nq = ib[3], ib[4]
+    q, u = x[:nq], x[nq:nq + nu]
+    if not (_finite(x[:nq + nu]) and _finite(tau) and _finite(fext.ravel())
+            and _unit_quaternions(pm.ints, q, w.q_n)):
+        return INVALID
+    udot = xdot[nq:nq + nu]
+    if method == COMPOSITE:
+        status = _forward_composite(pm, w, w.q_n, u, tau, fext, udot)
+    else:
+        status = _forward_articulated(pm, w, w.q_n, u, tau, fext, udot)
+    if status >= 0:
+        return status
+    _qdot(pm.ints, w.q_n, u, xdot[:nq], w.t_33[0])
+    if xdot.shape[0] >= nq + nu + 3:
+        _power(pm, w, u, tau, fext, xdot[nq + nu:nq + nu + 3])
+    return _finite_result(xdot)

@@ -33,8 +33,8 @@ from ..body import BodyModel, RigidBodyModel
 from ..chain import Model
 from ..ruthless import RuthlessBodyModel
 
-__all__ = ["FIELDS", "FULL", "HEADER", "INT_FIELDS", "RIGID", "RUTHLESS", "Packed", "PackedModel",
-           "pack"]
+__all__ = ["FIELDS", "FULL", "HEADER", "HEAD_OFFSETS", "INT_FIELDS", "RIGID", "RUTHLESS", "Packed",
+           "PackedModel", "pack"]
 
 #: body kernel codes
 RIGID, FULL, RUTHLESS = 0, 1, 2
@@ -119,6 +119,10 @@ class Packed(NamedTuple):
 
     ib: np.ndarray
     fb: np.ndarray
+
+
+#: offsets in the header of ``ib``: the start of every field of :data:`FIELDS` and the end
+HEAD_OFFSETS = len(FIELDS) + 1
 
 
 def pack(model: Model, models: tuple[BodyModel, ...]) -> Packed:
