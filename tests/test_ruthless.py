@@ -410,3 +410,21 @@ def test_complex_step_through_the_fast_path(spec):
     ref_q = rnea(model, *definition_terms(model, qc, uc), zero).imag / h
     got_q = fd.bias_forces(model, qc, uc, "ruthless").imag / h
     assert_close(got_q, ref_q, "∂C/∂q · dq")
+
+
+def test_body_models_built_once_from_several_threads():
+    import threading
+
+    model = fd.models.spacecraft(name="threads")  # a model no other test has cached
+    barrier, results = threading.Barrier(4), []
+
+    def build():
+        barrier.wait()
+        results.append(fd.terms.body_models(model, "ruthless"))
+
+    threads = [threading.Thread(target=build) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4 and all(r is results[0] for r in results)

@@ -19,8 +19,8 @@ Backends
 :func:`mass_matrix` take ``backend`` (one of :data:`BACKENDS`): ``"engine"`` (the default)
 runs the compiled engine (:class:`flexdyn.engine.Engine`, one per model and fidelity, built
 on first use and cached), ``"reference"`` the numpy algorithms below.  The engine takes real
-inputs only: complex inputs, ``method="articulated-split"`` and nodal loads ``f_nodes``
-always run the reference.  Both backends validate alike and raise the same errors.
+inputs only: complex inputs and nodal loads ``f_nodes`` always run the reference.  Both
+backends validate alike and raise the same errors.
 
 Batches
 -------
@@ -80,7 +80,7 @@ FORWARD_METHODS: dict[str, Callable[..., np.ndarray]] = {
 #: Backends of the per-state functions: the compiled engine (default) and the numpy reference.
 BACKENDS: tuple[str, ...] = ("engine", "reference")
 #: Forward-dynamics methods the compiled engine runs (the others run the reference).
-ENGINE_METHODS = frozenset({"articulated", "composite"})
+ENGINE_METHODS = frozenset({"articulated", "articulated-split", "composite"})
 
 _ENGINES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _ENGINES_LOCK = threading.Lock()

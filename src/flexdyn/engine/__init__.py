@@ -1,5 +1,6 @@
 """The compiled engine (numba): one packed model per (model, fidelity), joint kernels by
-code, one body kernel per body model, generic sweeps (:mod:`flexdyn.engine.kernels`)."""
+code, one body kernel per body model, generic sweeps (:mod:`flexdyn.engine.kernels`), and the
+flexible/hinge split of the articulated-body algorithm (:mod:`flexdyn.engine.split`)."""
 
 from __future__ import annotations
 
@@ -11,19 +12,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..articulated_body import SplitFactors
 from ..chain import Model
 from ..linalg import SingularInertiaError
+from ..ruthless import RuthlessBodyModel
 from ..terms import body_models
-from . import kernels
-from .pack import Packed, pack
+from . import kernels, split
+from .pack import Packed, pack, pack_split
 
-__all__ = ["BATCH_OPS", "DERIVATIVE_METHODS", "CEntry", "Engine", "kernel_array"]
+__all__ = ["BATCH_OPS", "DERIVATIVE_METHODS", "SPLIT", "CEntry", "Engine", "kernel_array"]
 
-#: compiled forward dynamics by method: ``(ib, fb, q, u, tau, f_ext, udot) -> status``
-_FORWARD = {"articulated": kernels.forward_articulated, "composite": kernels.forward_composite}
-#: operation codes of :func:`flexdyn.engine.kernels.batch` by name
+#: the method of the flexible/hinge split (Eqs 62–64), whose entries take the split's buffers
+#: after the packed model's and are compiled on first use
+SPLIT = "articulated-split"
+#: compiled forward dynamics by method: ``(ib, fb, [sib, sfb,] q, u, tau, f_ext, udot) ->
+#: status``
+_FORWARD = {"articulated": kernels.forward_articulated, "composite": kernels.forward_composite,
+            SPLIT: split.forward_split}
+#: the operations of :meth:`Engine.batch`: their codes of :func:`flexdyn.engine.kernels.batch`,
+#: None for :data:`SPLIT` (:func:`flexdyn.engine.split.batch`)
 BATCH_OPS = {"articulated": kernels.ARTICULATED, "composite": kernels.COMPOSITE,
-             "inverse": kernels.INVERSE, "mass": kernels.MASS}
+             "inverse": kernels.INVERSE, "mass": kernels.MASS, SPLIT: None}
 #: forward-dynamics methods of the state derivative by name (codes of
 #: :func:`flexdyn.engine.kernels.state_derivative` and of the C entry)
 DERIVATIVE_METHODS = {"articulated": kernels.ARTICULATED, "composite": kernels.COMPOSITE}
@@ -89,14 +98,31 @@ class Engine:
     finiteness and quaternion norms themselves.
 
     Methods mirror the reference algorithms: :meth:`terms`, :meth:`inverse_dynamics`,
-    :meth:`mass_matrix`, :meth:`forward_dynamics` (``"articulated"``, Eq 58, or
-    ``"composite"``, Eq 46)."""
+    :meth:`mass_matrix`, :meth:`forward_dynamics` (``"articulated"``, Eq 58,
+    ``"articulated-split"``, Eqs 62–64, or ``"composite"``, Eq 46), :meth:`split_factors`
+    (Eq 63).
 
-    def __init__(self, model: Model, fidelity: str = "full"):
+    ``indirect_min_modes``: a ruthless body with children and at least this many modes forms
+    ``D_f⁻¹`` of the split by the push-through form of Eq B3, others explicitly (default: the
+    body models' rule, :data:`flexdyn.ruthless.INDIRECT_MIN_MODES`)."""
+
+    def __init__(self, model: Model, fidelity: str = "full",
+                 indirect_min_modes: int | None = None):
         self.model = model
         self.fidelity = fidelity
+        self.indirect_min_modes = indirect_min_modes
         self.packed: Packed = pack(model, body_models(model, fidelity))
         self._zero_wrenches = np.zeros((model.n_bodies, 6))
+        self._split: tuple[np.ndarray, ...] | None = None
+
+    @property
+    def split_buffers(self) -> tuple[np.ndarray, ...]:
+        """``(ib, fb, sib, sfb)``: the packed model and the split's constants
+        (:func:`~flexdyn.engine.pack.pack_split`), packed on first use."""
+        if self._split is None:
+            self._split = (*self.packed, *pack_split(
+                self.model, body_models(self.model, self.fidelity), self.indirect_min_modes))
+        return self._split
 
     def _inputs(self, q, u, x, f_ext, x_name: str, lead: tuple[int, ...] = ()) -> tuple:
         """``(q, u, x, f_ext)`` for the kernels, of shapes ``lead`` + (nq,), (nu,), (nu,),
@@ -134,7 +160,8 @@ class Engine:
                         M)
 
     def forward_dynamics(self, q, u, tau, f_ext=None, method: str = "articulated"):
-        """``u̇`` (nu,): ``"articulated"`` (Eqs 51/58) or ``"composite"`` (Eq 46)."""
+        """``u̇`` (nu,): ``"articulated"`` (Eqs 51/58), ``"articulated-split"`` (Eqs 62–64,
+        B3) or ``"composite"`` (Eq 46)."""
         if method not in _FORWARD:
             raise ValueError(f"unknown method {method!r}; the engine runs {tuple(_FORWARD)}")
         return _checked(*self.forward_status(*self._inputs(q, u, tau, f_ext, "tau"), method))
@@ -147,7 +174,8 @@ class Engine:
         :data:`~flexdyn.engine.kernels.OVERFLOW` (a singular inertia raises)."""
         udot = np.empty(self.model.nu)
         f_ext = self._zero_wrenches if f_ext is None else f_ext
-        status = _FORWARD[method](*self.packed, q, u, tau, f_ext, udot)
+        buffers = self.split_buffers if method == SPLIT else self.packed
+        status = _FORWARD[method](*buffers, q, u, tau, f_ext, udot)
         if status >= 0:
             raise self._singular(method, status)
         return status, udot
@@ -186,6 +214,26 @@ class Engine:
         address = ccall.flexdyn_state_derivative.address
         return CEntry(address, self.packed.ib, self.packed.fb, ccall.CTYPES_PROTOTYPE(address))
 
+    def split_factors(self, q) -> SplitFactors:
+        """The factors of the flexible/hinge split at ``q`` (Eq 63), as the reference's
+        :func:`flexdyn.articulated_body.articulated_body_inertias_split` (``P`` None for a
+        ruthless body, whose flexible step does not form it)."""
+        status, w, sw = split.factors(*self.split_buffers,
+                                      kernel_array(q, (self.model.nq,), "q"))
+        _checked(status, sw)
+        if status >= 0:
+            raise self._singular(SPLIT, status)
+        m = [int(k) for k in self.model.n_modes]
+        nj = [int(k) for k in self.model.nu_joint]
+        ruthless = [isinstance(bm, RuthlessBodyModel)
+                    for bm in body_models(self.model, self.fidelity)]
+        n = range(self.model.n_bodies)
+        return SplitFactors(
+            P=[None if ruthless[i] else w.P[i, :m[i] + 6, :m[i] + 6] for i in n],
+            Df_inv=[sw.Df_inv[i, :m[i], :m[i]] for i in n], g=[sw.g[i, :, :m[i]] for i in n],
+            P_R=list(sw.P_R), DR_inv=[sw.DR_inv[i, :nj[i], :nj[i]] for i in n],
+            G_R=[sw.G_R[i, :, :nj[i]] for i in n], P_R_plus=list(sw.P_R_plus))
+
     def batch(self, op: str, q: np.ndarray, u: np.ndarray | None = None,
               x: np.ndarray | None = None, f_ext: np.ndarray | None = None) -> np.ndarray:
         """Operation ``op`` of :data:`BATCH_OPS` over the leading axis B of ``q`` (B, nq),
@@ -197,18 +245,21 @@ class Engine:
             raise ValueError(f"unknown operation {op!r}; expected one of {tuple(BATCH_OPS)}")
         if np.ndim(q) != 2:
             raise ValueError(f"q has shape {np.shape(q)}; a batch needs (B, {self.model.nq})")
-        n_states, nu, code = len(q), self.model.nu, BATCH_OPS[op]
+        n_states, nu = len(q), self.model.nu
         q, u, x, f_ext = self._inputs(q, u, x, f_ext, "udot" if op == "inverse" else "tau",
                                       (n_states,))
         out = np.empty((n_states, nu * nu if op == "mass" else nu))
         status = np.empty(n_states, dtype=np.int64)
         n_threads = max(1, min(os.cpu_count() or 1, n_states // STATES_PER_THREAD))
-        args = (*self.packed, code)
+        if op == SPLIT:
+            run, args = split.batch, self.split_buffers
+        else:
+            run, args = kernels.batch, (*self.packed, BATCH_OPS[op])
         tail = (n_threads, q, u, x, f_ext, out, status)
         if n_threads == 1:
-            kernels.batch(*args, 0, *tail)
+            run(*args, 0, *tail)
         else:
-            for job in [_threads().submit(kernels.batch, *args, t, *tail)
+            for job in [_threads().submit(run, *args, t, *tail)
                         for t in range(n_threads)]:
                 job.result()
         bad = np.flatnonzero(status >= 0)
@@ -217,11 +268,17 @@ class Engine:
             raise SingularInertiaError(f"batch item {b}: {self._singular(op, int(status[b]))}")
         return out.reshape(n_states, nu, nu) if op == "mass" else out
 
-    def _singular(self, method: str, body: int) -> SingularInertiaError:
+    def _singular(self, method: str, status: int) -> SingularInertiaError:
+        """The reference's error for a singular-inertia ``status`` of ``method``'s entry (the
+        split's: ``i`` for ``D_f`` of body ``i``, ``n + i`` for its ``D_R``)."""
         if method == "composite":
             return SingularInertiaError("mass matrix is singular or not positive definite "
                                         "(a degree of freedom without inertia?)")
+        name, body = "D", status
+        if method == SPLIT:
+            n = self.model.n_bodies
+            name, body = ("D_f", status) if status < n else ("D_R", status - n)
         return SingularInertiaError(
-            f"articulated inertia D of body {body} {self.model.names[body]!r} is singular or "
+            f"articulated inertia {name} of body {body} {self.model.names[body]!r} is singular or "
             "not positive definite (a degree of freedom without inertia, e.g. a massless body "
             "on its joint?)")

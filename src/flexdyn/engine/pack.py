@@ -21,6 +21,10 @@ the end, per-body table]`` where the per-body table has the columns :data:`INT_F
 ``at``         1 when ``A(i)`` is the constant ``[0; I]`` (the parent's frame is the
                attach frame): the sweeps then skip the product with ``A``
 =============  ===============================================================
+
+The flexible/hinge split (Eqs 62–64) takes a second pair of buffers, :func:`pack_split`
+(:data:`SPLIT_FIELDS`: the Eq B4 constants of the ruthless bodies, the children of every
+body), packed only when the split is first used (:mod:`flexdyn.engine.split`).
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ from ..body import BodyModel, RigidBodyModel
 from ..chain import Model
 from ..ruthless import RuthlessBodyModel
 
-__all__ = ["FIELDS", "FULL", "HEADER", "HEAD_OFFSETS", "INT_FIELDS", "RIGID", "RUTHLESS", "Packed",
-           "PackedModel", "pack"]
+__all__ = ["FIELDS", "FULL", "HEADER", "HEAD_OFFSETS", "INT_FIELDS", "RIGID", "RUTHLESS",
+           "SPLIT_FIELDS", "SPLIT_INT_FIELDS", "Packed", "PackedModel", "pack", "pack_split"]
 
 #: body kernel codes
 RIGID, FULL, RUTHLESS = 0, 1, 2
@@ -132,7 +136,8 @@ def pack(model: Model, models: tuple[BodyModel, ...]) -> Packed:
     M = int(max(model.n_modes.max(initial=0), 0))
     N = max((b.n_nodes for b in model.bodies), default=0)
     ints = np.zeros((n, len(INT_FIELDS)), dtype=np.int64)
-    f = {name: np.zeros(_shape(spec, n, M, N)) for name, (spec, _) in FIELDS.items()}
+    f = {name: np.zeros(_shape(spec, {"n": n, "M": M, "N": N}))
+         for name, (spec, _) in FIELDS.items()}
     f["gravity"][:] = model.gravity
     for i, (body, joint, bm) in enumerate(zip(model.bodies, model.joints, models,
                                               strict=True)):
@@ -180,8 +185,69 @@ def pack(model: Model, models: tuple[BodyModel, ...]) -> Packed:
     return Packed(ib=ib, fb=fb)
 
 
-def _shape(spec: str, n: int, M: int, N: int) -> tuple[int, ...]:
-    """The shape of a field from its table entry, e.g. ``"(n, M+6, 6)"``."""
-    sizes = {"n": n, "M": M, "N": N, "M+6": M + 6}
+def _shape(spec: str, sizes: dict[str, int]) -> tuple[int, ...]:
+    """The shape of a field from its table entry, e.g. ``"(n, M+6, 6)"``, given the sizes of
+    its letters (``M+6`` follows from ``M``)."""
+    sizes = sizes | {"M+6": sizes["M"] + 6}
     return tuple(sizes[d] if d in sizes else int(d)
                  for d in spec.strip("()").replace(" ", "").split(",") if d)
+
+
+# ----------------------------------------------------------------------------------------------
+# the flexible/hinge split (Eqs 62–64, B3): a second pair of buffers, packed on first use
+# ----------------------------------------------------------------------------------------------
+#: ``name: (shape, meaning)`` of the float fields of the split (``W``: the sizes of the ``Ω``
+#: of all bodies together); the Eq B4 constants of the ruthless bodies, zero elsewhere.  The
+#: blocks of ``ζ`` and ``Υ`` that belong to child ``c`` of body ``p`` sit in row ``c``.
+SPLIT_FIELDS: dict[str, tuple[str, str]] = {
+    "M_rf_Hf": ("(n, 6, M)", "[M⁰_rf, M⁰_rr] ℋ_f* of the body"),
+    "D_f0": ("(n, M, M)", "Λ⁻¹ = ℋ_f M_m⁰ ℋ_f* (Eq B4)"),
+    "Lambda": ("(n, M, M)", "Λ (Eq B4)"),
+    "zeta": ("(n, M, 6)", "ζ(c) = ℋ_f(p) A(c): the parent's ζ block of child c (Eq B4)"),
+    "Upsilon": ("(n, M, 6)", "Υ(c) = Λ(p) ζ(c) (Eq B4)"),
+    "Omega": ("(W,)", "Ω = ζ* Υ (6 n_c × 6 n_c) of each body, from its offset om (Eq B4)"),
+}
+#: columns of the split's per-body table: first entry ``c0`` and number ``nc`` of the body's
+#: children in the child list, ``b3`` = 1 when ``D_f⁻¹`` is formed by the push-through form
+#: of Eq B3, ``om``: offset of the body's ``Ω`` in the field ``Omega``
+SPLIT_INT_FIELDS = ("c0", "nc", "b3", "om")
+
+
+def pack_split(model: Model, models: tuple[BodyModel, ...],
+               indirect_min_modes: int | None = None) -> Packed:
+    """The split's buffers ``(ib, fb)``: ``ib`` holds ``[C, offsets of SPLIT_FIELDS and the
+    end, per-body table (SPLIT_INT_FIELDS), child list]`` (``C`` the largest number of
+    children of a body that uses Eq B3), ``fb`` the fields of :data:`SPLIT_FIELDS`.
+
+    ``indirect_min_modes``: a ruthless body with children and at least this many modes forms
+    ``D_f⁻¹`` by Eq B3 (default: its body model's rule,
+    :data:`flexdyn.ruthless.INDIRECT_MIN_MODES`)."""
+    n = model.n_bodies
+    M = int(max(model.n_modes.max(initial=0), 0))
+    table = np.zeros((n, len(SPLIT_INT_FIELDS)), dtype=np.int64)
+    omegas, child_list, C, W = [], [], 0, 0
+    for i, (kids, bm) in enumerate(zip(model.children, models, strict=True)):
+        ruthless = isinstance(bm, RuthlessBodyModel)
+        b3 = int(ruthless and len(kids) > 0 and model.bodies[i].n_modes >= (
+            bm.indirect_min_modes if indirect_min_modes is None else indirect_min_modes))
+        C = max(C, len(kids) if b3 else 0)
+        table[i] = (len(child_list), len(kids), b3, W)
+        child_list.extend(kids)
+        if ruthless:
+            omegas.append(bm.Omega.ravel())
+            W += bm.Omega.size
+    sizes = {"n": n, "M": M, "W": W}
+    f = {name: np.zeros(_shape(spec, sizes)) for name, (spec, _) in SPLIT_FIELDS.items()}
+    f["Omega"][:] = np.concatenate(omegas) if omegas else 0.0
+    for i, (kids, bm) in enumerate(zip(model.children, models, strict=True)):
+        if isinstance(bm, RuthlessBodyModel):
+            m = model.bodies[i].n_modes
+            f["M_rf_Hf"][i, :, :m] = bm.M_rf_Hf
+            f["D_f0"][i, :m, :m], f["Lambda"][i, :m, :m] = bm.D_f0, bm.Lambda
+            for k, c in enumerate(kids):
+                f["zeta"][c, :m] = bm.zeta[:, 6 * k:6 * k + 6]
+                f["Upsilon"][c, :m] = bm.Upsilon[:, 6 * k:6 * k + 6]
+    offsets = np.concatenate([[0], np.cumsum([v.size for v in f.values()])]).astype(np.int64)
+    ib = np.concatenate([np.array([C], dtype=np.int64), offsets, table.ravel(),
+                         np.array(child_list, dtype=np.int64)])
+    return Packed(ib=ib, fb=np.concatenate([v.ravel() for v in f.values()]))
