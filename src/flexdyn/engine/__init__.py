@@ -151,8 +151,8 @@ class Engine:
         rhs_rows = np.ascontiguousarray(b.reshape(self.model.nu, -1).T)
         q = kernel_array(q, (self.model.nq,), "q")[None]
         out = np.empty((1, *rhs_rows.shape))
-        self._single(self._share(extras.mass_inverse, self.packed, (q, rhs_rows, out)),
-                     "articulated")
+        status = self._share(extras.mass_inverse, self.packed, (q, rhs_rows, out))
+        self._single(int(status[0]), "articulated")
         return out[0, 0] if b.ndim == 1 else np.ascontiguousarray(out[0].T)
 
     def energy_momentum(self, q, u=None) -> np.ndarray:
@@ -162,8 +162,8 @@ class Engine:
         :data:`~flexdyn.engine.extras.KINETIC`, ``POTENTIAL``, ``MOMENTUM``)."""
         q, u, _, _ = self._inputs(q, u, None, None, "")
         out = np.empty((1, extras.ENERGY_MOMENTUM))
-        self._single(self._share(extras.energy_momentum, self.packed, (q[None], u[None], out)),
-                     "energy_momentum")
+        status = self._share(extras.energy_momentum, self.packed, (q[None], u[None], out))
+        self._single(int(status[0]), "energy_momentum")
         return out[0]
 
     def batch(self, op: str, q: np.ndarray, u: np.ndarray | None = None,
