@@ -27,10 +27,11 @@ from flexdyn.energy import energies
 from flexdyn.linalg import SingularInertiaError
 from flexdyn.terms import state_terms
 from helpers import assert_close, massless_slider
-from strategies import JOINT_TYPES, models, random_model_dict, random_state
+from strategies import JOINT_TYPES, models, models_and_states, random_model_dict, random_state
 
 SETTINGS = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SAMPLES = models_and_states(max_bodies=6, max_modes=4)
 FIDELITY = st.sampled_from(fd.FIDELITIES)
 
 #: the functions moved to the engine, as ``(model, q, u, fidelity, **kw) -> result``
@@ -79,11 +80,9 @@ def _scale(model: fd.Model, q: np.ndarray, u: np.ndarray, fidelity: str) -> floa
 # the same results as the reference
 # ---------------------------------------------------------------------------------------------
 @SETTINGS
-@given(sample=models(max_bodies=6, max_modes=4).map(fd.Model.from_dict), seed=st.integers(0, 99),
-       fidelity=FIDELITY)
-def test_default_backend_equals_the_reference(sample, seed, fidelity):
-    model = sample
-    q, u, _ = random_state(model, np.random.default_rng(seed))
+@given(sample=SAMPLES, fidelity=FIDELITY)
+def test_default_backend_equals_the_reference(sample, fidelity):
+    model, q, u = sample.model, sample.q, sample.u
     scale = _scale(model, q, u, fidelity)
     for name, fn in FUNCTIONS.items():
         got, ref = fn(model, q, u, fidelity), fn(model, q, u, fidelity, backend="reference")
@@ -92,14 +91,12 @@ def test_default_backend_equals_the_reference(sample, seed, fidelity):
 
 
 @SETTINGS
-@given(sample=models(max_bodies=6, max_modes=4).map(fd.Model.from_dict), seed=st.integers(0, 99),
-       fidelity=FIDELITY, k=st.integers(1, 4))
-def test_block_of_right_hand_sides_equals_the_reference(sample, seed, fidelity, k):
+@given(sample=SAMPLES, fidelity=FIDELITY, k=st.integers(1, 4))
+def test_block_of_right_hand_sides_equals_the_reference(sample, fidelity, k):
     """``Engine.apply_mass_matrix_inverse`` on b (nu,) and (nu, k) equals the reference's
     sweeps and, independently, ``M⁻¹ M = I``."""
-    model = sample
-    rng = np.random.default_rng(seed)
-    q, _, _ = random_state(model, rng)
+    model, q = sample.model, sample.q
+    rng = np.random.default_rng(k)
     run = dynamics._cached_engine(model, fidelity)
     pos = state_terms(model, q, None, fidelity)[0]
     B = rng.normal(size=(model.nu, k))
@@ -121,11 +118,9 @@ def test_block_of_right_hand_sides_equals_the_reference(sample, seed, fidelity, 
 # independent checks
 # ---------------------------------------------------------------------------------------------
 @SETTINGS
-@given(sample=models(max_bodies=6, max_modes=4).map(fd.Model.from_dict), seed=st.integers(0, 99),
-       fidelity=FIDELITY)
-def test_kinetic_energy_is_half_u_M_u(sample, seed, fidelity):
-    model = sample
-    q, u, _ = random_state(model, np.random.default_rng(seed))
+@given(sample=SAMPLES, fidelity=FIDELITY)
+def test_kinetic_energy_is_half_u_M_u(sample, fidelity):
+    model, q, u = sample.model, sample.q, sample.u
     M = fd.mass_matrix(model, q, fidelity, backend="reference")
     T = fd.kinetic_energy(model, q, u, fidelity)
     assert_close(T, 0.5 * u @ M @ u, "T")
@@ -133,13 +128,11 @@ def test_kinetic_energy_is_half_u_M_u(sample, seed, fidelity):
 
 
 @SETTINGS
-@given(sample=models(max_bodies=5, max_modes=3, gravity=True).map(fd.Model.from_dict),
-       seed=st.integers(0, 99))
-def test_potential_energy_rate_is_the_power_of_the_conservative_forces(sample, seed):
+@given(sample=models_and_states(max_bodies=5, max_modes=3, gravity=True, eta_scale=0.2))
+def test_potential_energy_rate_is_the_power_of_the_conservative_forces(sample):
     """``dV/dt = uᵀ C(q, 0)`` along ``q̇ = q̇(q, u)``: gravity and stiffness are the forces of
     the potential of the full body model (central differences)."""
-    model = sample
-    q, u, _ = random_state(model, np.random.default_rng(seed), eta_scale=0.2)
+    model, q, u = sample.model, sample.q, sample.u
     h = 1e-6
     qdot = model.qdot(q, u)
     rate = (fd.potential_energy(model, q + h * qdot)
