@@ -209,7 +209,8 @@ class Engine:
         run on the states of the leading axis of ``tail[0]``, shared among the cores."""
         n_states = len(tail[0])
         status = np.empty(n_states, dtype=np.int64)
-        n_threads = max(1, min(os.cpu_count() or 1, n_states // STATES_PER_THREAD))
+        shares = n_states // STATES_PER_THREAD  # (os.cpu_count takes microseconds)
+        n_threads = 1 if shares < 2 else min(os.cpu_count() or 1, shares)
         if n_threads == 1:
             kernel(*head, 0, 1, *tail, status)
         else:
