@@ -148,7 +148,7 @@ class Engine:
         sweep (:func:`flexdyn.engine.extras.mass_inverse`), not k solves."""
         b = np.asarray(b)
         b = kernel_array(b, (self.model.nu, *b.shape[1:2]), "b")
-        rhs_rows = np.ascontiguousarray(b.reshape(self.model.nu, -1).T)
+        rhs_rows = np.ascontiguousarray(b.T if b.ndim == 2 else b[None])  # one per row
         q = kernel_array(q, (self.model.nq,), "q")[None]
         out = np.empty((1, *rhs_rows.shape))
         status = self._share(extras.mass_inverse, self.packed, (q, rhs_rows, out))
