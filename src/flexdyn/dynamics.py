@@ -15,12 +15,15 @@ or complex (complex-step differentiation) numbers.
 
 Backends
 --------
-:func:`forward_dynamics`, :func:`inverse_dynamics`, :func:`bias_forces` and
-:func:`mass_matrix` take ``backend`` (one of :data:`BACKENDS`): ``"engine"`` (the default)
-runs the compiled engine (:class:`flexdyn.engine.Engine`, one per model and fidelity, built
-on first use and cached), ``"reference"`` the numpy algorithms below.  The engine takes real
-inputs only: complex inputs and nodal loads ``f_nodes`` always run the reference.  Both
-backends validate alike and raise the same errors.
+:func:`forward_dynamics`, :func:`inverse_dynamics`, :func:`bias_forces`, :func:`mass_matrix`,
+:func:`mass_matrix_inverse` (and the energies of :mod:`flexdyn.energy`) take ``backend``
+(one of :data:`BACKENDS`): ``"engine"`` (the default) runs the compiled engine
+(:class:`flexdyn.engine.Engine`, one per model and fidelity, built on first use and cached),
+``"reference"`` the numpy algorithms below.  The engine takes real inputs only: complex
+inputs and nodal loads ``f_nodes`` always run the reference.  Both backends validate alike
+and raise the same errors.  :func:`hybrid_dynamics`, :func:`joint_wrenches` and
+:func:`innovations_factors` (whose result is the reference's per-body factors) run the
+reference only.
 
 Batches
 -------
@@ -37,6 +40,7 @@ import inspect
 import threading
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -86,7 +90,8 @@ _ENGINES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _ENGINES_LOCK = threading.Lock()
 
 
-def batched(*state_args: str, engine_op: Callable[[dict], str | None] | None = None
+def batched(*state_args: str, engine_op: Callable[[dict], str | None] | None = None,
+            from_engine: Callable[[np.ndarray], Any] | None = None
             ) -> Callable[[Callable], Callable]:
     """Decorator: let a per-state function ``fn(model, q, ...)`` take a leading batch axis.
 
@@ -99,7 +104,8 @@ def batched(*state_args: str, engine_op: Callable[[dict], str | None] | None = N
     computes ``fn`` for these arguments (None: not on the engine).  Such a batch is validated
     as a whole and computed in one call shared among the cores (:func:`_engine_batch`); a
     batch with an invalid state, complex numbers or a non-finite result runs the loop, which
-    reports the state by index."""
+    reports the state by index.  ``from_engine`` (optional) makes ``fn``'s batched result of
+    the engine's (e.g. one column of ``"energy_momentum"``'s rows)."""
 
     def decorate(fn: Callable) -> Callable:
         signature = inspect.signature(fn)
@@ -130,7 +136,7 @@ def batched(*state_args: str, engine_op: Callable[[dict], str | None] | None = N
             if op is not None:
                 result = _engine_batch(op, arguments, per_state, state_args)
                 if result is not None:
-                    return result
+                    return result if from_engine is None else from_engine(result)
             out = []
             for b in range(n):
                 try:
@@ -533,9 +539,20 @@ def innovations_factors(model: Model, q: np.ndarray,
     return pos, articulated_body_inertias(model, pos)
 
 
-@batched()
-def mass_matrix_inverse(model: Model, q: np.ndarray, fidelity: str = "full") -> np.ndarray:
+@batched(engine_op=_plain_op("mass_inverse"))
+def mass_matrix_inverse(model: Model, q: np.ndarray, fidelity: str = "full",
+                        backend: str = "engine") -> np.ndarray:
     """``M⁻¹(q)`` (nu × nu) from the innovations factors (Lemma 4), without inverting ``M``:
-    the O(N) sweeps applied to the identity block."""
+    the O(N) sweeps applied to the identity block (on the engine: the factors once, then one
+    filter and one smoother sweep over the nu columns together,
+    :meth:`flexdyn.engine.Engine.apply_mass_matrix_inverse`).
+
+    ``q`` (nq,) or a batch (B, nq); ``fidelity`` and ``backend`` as for :func:`mass_matrix`.
+    Raises :class:`~flexdyn.linalg.SingularInertiaError` for a degree of freedom without
+    inertia."""
+    _check_backend(backend)
+    q, _ = model.check_state(q)
+    if _for_engine(backend, q):
+        return _cached_engine(model, fidelity).mass_matrix_inverse(q)
     pos, factors = innovations_factors(model, q, fidelity)
     return apply_mass_matrix_inverse(model, pos, np.eye(model.nu), factors)

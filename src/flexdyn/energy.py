@@ -1,14 +1,28 @@
-"""Kinetic and potential energy of a model state (used for conservation checks)."""
+"""Kinetic and potential energy and momentum of a model state (conservation checks, the energy
+bookkeeping of :class:`flexdyn.results.SimulationResult`).
+
+Every function takes ``backend`` like the per-state functions of :mod:`flexdyn.dynamics`:
+``"engine"`` (the default) evaluates all the quantities in one compiled call
+(:meth:`flexdyn.engine.Engine.energy_momentum`, a row ``[T, V, h, p]``), ``"reference"`` the
+numpy formulas below from the position terms; complex inputs run the reference.  A batch
+``q`` (B, nq), ``u`` (B, nu) runs on the engine in one call (:func:`~flexdyn.dynamics.batched`).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
 from .chain import Model
-from .dynamics import batched
+from .dynamics import _cached_engine, _check_backend, _for_engine, _plain_op, batched
+from .engine.extras import KINETIC, MOMENTUM, POTENTIAL
 from .terms import PositionTerms, modal_velocities, state_terms
 
 __all__ = ["energies", "kinetic_energy", "momentum", "potential_energy", "total_energy"]
+
+#: the batch operation of the engine that evaluates them all
+_ON_ENGINE = _plain_op("energy_momentum")
 
 
 def _kinetic(model: Model, kin: PositionTerms, u: np.ndarray) -> float:
@@ -32,42 +46,8 @@ def _potential(model: Model, kin: PositionTerms) -> float:
     return V
 
 
-@batched("u")
-def kinetic_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full") -> float:
-    """``T = ½ Σ_i V_m(i)ᵀ M_m(i) V_m(i) = ½ uᵀ M u`` (J)."""
-    q, u = model.check_state(q, u)
-    return _kinetic(model, state_terms(model, q, None, fidelity)[0], u)
-
-
-@batched()
-def potential_energy(model: Model, q: np.ndarray, fidelity: str = "full") -> float:
-    """Elastic ``½ Σ ηᵀ K η`` plus gravitational ``−Σ m g·x`` energy (J).
-
-    The mass points are the rigid centres of mass and the nodes, at their deformed
-    positions for ``"full"`` and undeformed ones for ``"ruthless"``.
-    """
-    q, _ = model.check_state(q)
-    return _potential(model, state_terms(model, q, None, fidelity)[0])
-
-
-@batched("u")
-def total_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full") -> float:
-    """``T + V`` (J)."""
-    return kinetic_energy(model, q, u, fidelity) + potential_energy(model, q, fidelity)
-
-
-@batched("u")
-def momentum(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full") -> np.ndarray:
-    """Total spatial momentum ``[h; p]`` (6,) in inertial coordinates.
-
-    ``h`` is the angular momentum about the inertial origin (N m s) and ``p`` the linear
-    momentum (N s).  Body ``i`` contributes the rigid rows of ``M_m(i) V_m(i)`` — its
-    momentum about the origin of ``F_i`` in ``F_i`` coordinates, rigid part and nodes —
-    moved to the inertial frame with ``φ(0, F_i)``.  With no external forces and no gravity
-    it is conserved.
-    """
-    q, u = model.check_state(q, u)
-    kin = state_terms(model, q, None, fidelity)[0]
+def _momentum(model: Model, kin: PositionTerms, u: np.ndarray) -> np.ndarray:
+    """``Σ_i φ(0, F_i) [M_m(i) V_m(i)]^r`` (6,)."""
     V_m = modal_velocities(model, kin, u)
     out = np.zeros(6, dtype=np.result_type(V_m[0] if model.n_bodies else 0.0, float))
     for i in range(model.n_bodies):
@@ -76,11 +56,86 @@ def momentum(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full")
     return out
 
 
-@batched("u")
-def energies(model: Model, q: np.ndarray, u: np.ndarray,
-             fidelity: str = "full") -> tuple[float, float]:
+def _evaluate(model: Model, q, u, fidelity: str, backend: str,
+              of_row: Callable[[np.ndarray], object],
+              reference: Callable[[PositionTerms, np.ndarray | None], object]):
+    """Validate ``(q, u)`` once, then ``of_row`` of the engine's row ``[T, V, h, p]`` or
+    ``reference(kin, u)`` from the position terms ``kin``; ``u`` None is at rest."""
+    _check_backend(backend)
+    q, u = model.check_state(q, u)
+    if _for_engine(backend, q, u):
+        return of_row(_cached_engine(model, fidelity).energy_momentum(q, u))
+    return reference(state_terms(model, q, None, fidelity)[0], u)
+
+
+# The quantities from the engine's rows: one row (8,) or a batch (B, 8).
+def _T(rows: np.ndarray):
+    return rows[..., KINETIC]
+
+
+def _V(rows: np.ndarray):
+    return rows[..., POTENTIAL]
+
+
+def _E(rows: np.ndarray):
+    return rows[..., KINETIC] + rows[..., POTENTIAL]
+
+
+def _T_V(rows: np.ndarray):
+    return rows[..., KINETIC], rows[..., POTENTIAL]
+
+
+def _h_p(rows: np.ndarray):
+    return rows[..., MOMENTUM]
+
+
+@batched("u", engine_op=_ON_ENGINE, from_engine=_T)
+def kinetic_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
+                   backend: str = "engine") -> float:
+    """``T = ½ Σ_i V_m(i)ᵀ M_m(i) V_m(i) = ½ uᵀ M u`` (J)."""
+    return _evaluate(model, q, u, fidelity, backend, _T,
+                     lambda kin, u: _kinetic(model, kin, u))
+
+
+@batched(engine_op=_ON_ENGINE, from_engine=_V)
+def potential_energy(model: Model, q: np.ndarray, fidelity: str = "full",
+                     backend: str = "engine") -> float:
+    """Elastic ``½ Σ ηᵀ K η`` plus gravitational ``−Σ m g·x`` energy (J).
+
+    The mass points are the rigid centres of mass and the nodes, at their deformed
+    positions for ``"full"`` and undeformed ones for ``"ruthless"``.
+    """
+    return _evaluate(model, q, None, fidelity, backend, _V,
+                     lambda kin, u: _potential(model, kin))
+
+
+@batched("u", engine_op=_ON_ENGINE, from_engine=_E)
+def total_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
+                 backend: str = "engine") -> float:
+    """``T + V`` (J)."""
+    return _evaluate(model, q, u, fidelity, backend, _E,
+                     lambda kin, u: _kinetic(model, kin, u) + _potential(model, kin))
+
+
+@batched("u", engine_op=_ON_ENGINE, from_engine=_h_p)
+def momentum(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
+             backend: str = "engine") -> np.ndarray:
+    """Total spatial momentum ``[h; p]`` (6,) in inertial coordinates.
+
+    ``h`` is the angular momentum about the inertial origin (N m s) and ``p`` the linear
+    momentum (N s).  Body ``i`` contributes the rigid rows of ``M_m(i) V_m(i)`` — its
+    momentum about the origin of ``F_i`` in ``F_i`` coordinates, rigid part and nodes —
+    moved to the inertial frame with ``φ(0, F_i)``.  With no external forces and no gravity
+    it is conserved.
+    """
+    return _evaluate(model, q, u, fidelity, backend, _h_p,
+                     lambda kin, u: _momentum(model, kin, u))
+
+
+@batched("u", engine_op=_ON_ENGINE, from_engine=_T_V)
+def energies(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
+             backend: str = "engine") -> tuple[float, float]:
     """``(T, V)``: :func:`kinetic_energy` and :func:`potential_energy` from one evaluation of
     the kinematics (J) — cheaper than calling both, e.g. along a trajectory."""
-    q, u = model.check_state(q, u)
-    kin = state_terms(model, q, None, fidelity)[0]
-    return _kinetic(model, kin, u), _potential(model, kin)
+    return _evaluate(model, q, u, fidelity, backend, _T_V,
+                     lambda kin, u: (_kinetic(model, kin, u), _potential(model, kin)))

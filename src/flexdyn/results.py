@@ -105,10 +105,8 @@ class SimulationResult:
         fid = self.energy_fidelity
         check_fidelity(fid, "energy_fidelity")
         if fid not in self._energy_cache:
-            out = np.empty((len(self), 2))
-            for k, (q, u) in enumerate(zip(self.q, self.u, strict=True)):
-                out[k] = energies(self.model, q, u, fid)
-            self._energy_cache[fid] = out
+            self._energy_cache[fid] = (np.column_stack(energies(self.model, self.q, self.u, fid))
+                                       if len(self) else np.empty((0, 2)))
         return self._energy_cache[fid]
 
     @property
@@ -147,8 +145,9 @@ class SimulationResult:
     def momentum(self) -> np.ndarray:
         """(nt, 6) total spatial momentum ``[angular about the origin; linear]`` in inertial
         coordinates (see :func:`flexdyn.energy.momentum`)."""
-        return np.array([momentum(self.model, q, u, self.energy_fidelity)
-                         for q, u in zip(self.q, self.u, strict=True)])
+        if not len(self):
+            return np.empty((0, 6))
+        return momentum(self.model, self.q, self.u, self.energy_fidelity)
 
     # -- accessors ---------------------------------------------------------------------------
     def joint(self, name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -1,6 +1,8 @@
 """The compiled engine (numba): one packed model per (model, fidelity), joint kernels by
-code, one body kernel per body model, generic sweeps (:mod:`flexdyn.engine.kernels`), and the
-flexible/hinge split of the articulated-body algorithm (:mod:`flexdyn.engine.split`)."""
+code, one body kernel per body model, generic sweeps (:mod:`flexdyn.engine.kernels`), the
+flexible/hinge split of the articulated-body algorithm (:mod:`flexdyn.engine.split`), and
+entries compiled on first use for ``M⁻¹ b`` and the energies and momentum
+(:mod:`flexdyn.engine.extras`)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from ..chain import Model
 from ..linalg import SingularInertiaError
 from ..ruthless import RuthlessBodyModel
 from ..terms import body_models
-from . import kernels, split
+from . import extras, kernels, split
 from .pack import Packed, pack, pack_split
 
 __all__ = ["BATCH_OPS", "DERIVATIVE_METHODS", "SPLIT", "CEntry", "Engine", "kernel_array"]
@@ -30,9 +32,11 @@ SPLIT = "articulated-split"
 _FORWARD = {"articulated": kernels.forward_articulated, "composite": kernels.forward_composite,
             SPLIT: split.forward_split}
 #: the operations of :meth:`Engine.batch`: their codes of :func:`flexdyn.engine.kernels.batch`,
-#: None for :data:`SPLIT` (:func:`flexdyn.engine.split.batch`)
+#: None for :data:`SPLIT` (:func:`flexdyn.engine.split.batch`) and the entries of
+#: :mod:`flexdyn.engine.extras`
 BATCH_OPS = {"articulated": kernels.ARTICULATED, "composite": kernels.COMPOSITE,
-             "inverse": kernels.INVERSE, "mass": kernels.MASS, SPLIT: None}
+             "inverse": kernels.INVERSE, "mass": kernels.MASS, SPLIT: None, "mass_inverse": None,
+             "energy_momentum": None}
 #: forward-dynamics methods of the state derivative by name (codes of
 #: :func:`flexdyn.engine.kernels.state_derivative` and of the C entry)
 DERIVATIVE_METHODS = {"articulated": kernels.ARTICULATED, "composite": kernels.COMPOSITE}
@@ -234,39 +238,96 @@ class Engine:
             P_R=list(sw.P_R), DR_inv=[sw.DR_inv[i, :nj[i], :nj[i]] for i in n],
             G_R=[sw.G_R[i, :, :nj[i]] for i in n], P_R_plus=list(sw.P_R_plus))
 
+    def mass_matrix_inverse(self, q) -> np.ndarray:
+        """``M⁻¹`` (nu × nu), Lemma 4: :meth:`apply_mass_matrix_inverse` to the identity."""
+        return self.apply_mass_matrix_inverse(q, np.eye(self.model.nu))
+
+    def apply_mass_matrix_inverse(self, q, b) -> np.ndarray:
+        """``M⁻¹ b`` for ``b`` (nu,) or (nu, k), shaped like ``b`` (Lemma 4, Eqs 54–57): the
+        articulated factors at ``q`` applied to the k columns in one filter and one smoother
+        sweep (:func:`flexdyn.engine.extras.mass_inverse`), not k solves."""
+        b = np.asarray(b)
+        b = kernel_array(b, (self.model.nu, *b.shape[1:2]), "b")
+        rhs_rows = np.ascontiguousarray(b.T if b.ndim == 2 else b[None])  # one per row
+        q = kernel_array(q, (self.model.nq,), "q")[None]
+        out = np.empty((1, *rhs_rows.shape))
+        status = self._share(extras.mass_inverse, self.packed, (q, rhs_rows, out))
+        self._single(int(status[0]), "articulated")
+        return out[0, 0] if b.ndim == 1 else np.ascontiguousarray(out[0].T)
+
+    def energy_momentum(self, q, u=None) -> np.ndarray:
+        """``[T, V, h, p]`` (8,): kinetic and potential energy (J) and the spatial momentum
+        about the inertial origin in inertial coordinates (N m s, N s); ``u`` None is at rest
+        (:func:`flexdyn.engine.extras.energy_momentum`, entries
+        :data:`~flexdyn.engine.extras.KINETIC`, ``POTENTIAL``, ``MOMENTUM``)."""
+        q, u, _, _ = self._inputs(q, u, None, None, "")
+        out = np.empty((1, extras.ENERGY_MOMENTUM))
+        status = self._share(extras.energy_momentum, self.packed, (q[None], u[None], out))
+        self._single(int(status[0]), "energy_momentum")
+        return out[0]
+
     def batch(self, op: str, q: np.ndarray, u: np.ndarray | None = None,
               x: np.ndarray | None = None, f_ext: np.ndarray | None = None) -> np.ndarray:
         """Operation ``op`` of :data:`BATCH_OPS` over the leading axis B of ``q`` (B, nq),
         ``u`` and ``x`` (B, nu) (``x`` is τ, or u̇ for ``"inverse"``), ``f_ext`` None or
         (B, n_bodies, 6); the states are shared among the cores.  Returns (B, nu), or
-        (B, nu, nu) for ``"mass"``; each state's result equals the single call's bit for
-        bit."""
+        (B, nu, nu) for ``"mass"`` and ``"mass_inverse"``, (B, 8) for ``"energy_momentum"``;
+        each state's result equals the single call's bit for bit."""
         if op not in BATCH_OPS:
             raise ValueError(f"unknown operation {op!r}; expected one of {tuple(BATCH_OPS)}")
         if np.ndim(q) != 2:
             raise ValueError(f"q has shape {np.shape(q)}; a batch needs (B, {self.model.nq})")
         n_states, nu = len(q), self.model.nu
-        q, u, x, f_ext = self._inputs(q, u, x, f_ext, "udot" if op == "inverse" else "tau",
-                                      (n_states,))
-        out = np.empty((n_states, nu * nu if op == "mass" else nu))
-        status = np.empty(n_states, dtype=np.int64)
-        n_threads = max(1, min(os.cpu_count() or 1, n_states // STATES_PER_THREAD))
-        if op == SPLIT:
-            run, args = split.batch, self.split_buffers
+        if op == "mass_inverse":
+            q = kernel_array(q, (n_states, self.model.nq), "q")
+            out = np.empty((n_states, nu, nu))
+            status = self._share(extras.mass_inverse, self.packed, (q, np.eye(nu), out))
+            result = np.ascontiguousarray(out.transpose(0, 2, 1))
+        elif op == "energy_momentum":
+            q, u, _, _ = self._inputs(q, u, None, None, "", (n_states,))
+            result = np.empty((n_states, extras.ENERGY_MOMENTUM))
+            status = self._share(extras.energy_momentum, self.packed, (q, u, result))
         else:
-            run, args = kernels.batch, (*self.packed, BATCH_OPS[op])
-        tail = (n_threads, q, u, x, f_ext, out, status)
-        if n_threads == 1:
-            run(*args, 0, *tail)
-        else:
-            for job in [_threads().submit(run, *args, t, *tail)
-                        for t in range(n_threads)]:
-                job.result()
-        bad = np.flatnonzero(status >= 0)
+            q, u, x, f_ext = self._inputs(q, u, x, f_ext, "udot" if op == "inverse" else "tau",
+                                          (n_states,))
+            out = np.empty((n_states, nu * nu if op == "mass" else nu))
+            head = (self.split_buffers if op == SPLIT
+                    else (*self.packed, BATCH_OPS[op]))
+            status = self._share(split.batch if op == SPLIT else kernels.batch, head,
+                                 (q, u, x, f_ext, out))
+            result = out.reshape(n_states, nu, nu) if op == "mass" else out
+        bad = np.flatnonzero((status >= 0) | (status == kernels.INVALID))
         if bad.size:
             b = int(bad[0])
-            raise SingularInertiaError(f"batch item {b}: {self._singular(op, int(status[b]))}")
-        return out.reshape(n_states, nu, nu) if op == "mass" else out
+            try:
+                self._single(int(status[b]), op)
+            except (ValueError, SingularInertiaError) as exc:
+                raise type(exc)(f"batch item {b}: {exc}") from None
+        return result
+
+    @staticmethod
+    def _share(kernel, head: tuple, tail: tuple) -> np.ndarray:
+        """The statuses (B,) of the batch entry ``kernel(*head, t, n_threads, *tail, status)``
+        run on the states of the leading axis of ``tail[0]``, shared among the cores."""
+        n_states = len(tail[0])
+        status = np.empty(n_states, dtype=np.int64)
+        shares = n_states // STATES_PER_THREAD  # (os.cpu_count takes microseconds)
+        n_threads = 1 if shares < 2 else min(os.cpu_count() or 1, shares)
+        if n_threads == 1:
+            kernel(*head, 0, 1, *tail, status)
+        else:
+            for job in [_threads().submit(kernel, *head, t, n_threads, *tail, status)
+                        for t in range(n_threads)]:
+                job.result()
+        return status
+
+    def _single(self, status: int, method: str) -> None:
+        """Raise for the status of one state: ``ValueError`` for
+        :data:`~flexdyn.engine.kernels.INVALID`, :class:`SingularInertiaError` for a body
+        index; nothing for done or an overflow (the caller reports it)."""
+        if status >= 0:
+            raise self._singular(method, status)
+        _checked(status, None)
 
     def _singular(self, method: str, status: int) -> SingularInertiaError:
         """The reference's error for a singular-inertia ``status`` of ``method``'s entry (the
