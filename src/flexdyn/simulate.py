@@ -36,7 +36,13 @@ import numpy as np
 import scipy.integrate
 
 from .chain import Model
-from .dynamics import BACKENDS, FORWARD_METHODS, _cached_engine, forward_dynamics
+from .dynamics import (
+    BACKENDS,
+    FORWARD_METHODS,
+    _cached_engine,
+    _for_engine,
+    forward_dynamics,
+)
 from .engine import DERIVATIVE_METHODS, kernels
 from .results import SimulationError, SimulationResult
 from .terms import check_fidelity, modal_velocities, state_terms
@@ -156,8 +162,9 @@ def rhs(model: Model, fidelity: str = "full", method: str = "articulated", *,
         ``"composite"``).
     f_ext : None, an array (n_bodies, 6) or a callable ``f_ext(t, q, u)`` — external wrenches
         ``[N m; N]`` at the body frame origins, in body coordinates.
-    backend : ``"engine"`` (default: one compiled call per evaluation for the methods of
-        :data:`flexdyn.engine.DERIVATIVE_METHODS`) or ``"reference"`` (numpy).
+    backend : ``"engine"`` (default: one compiled call per evaluation of real inputs for the
+        methods of :data:`flexdyn.engine.DERIVATIVE_METHODS`; complex inputs, for
+        complex-step derivatives, take the reference) or ``"reference"`` (numpy).
 
     Returns
     -------
@@ -178,7 +185,7 @@ def rhs(model: Model, fidelity: str = "full", method: str = "articulated", *,
         try:
             tau_t = np.zeros(model.nu) if tau_fn is None else tau_fn(t, q, u)
             fe = None if fext_fn is None else fext_fn(t, q, u)
-            if derivative is not None:
+            if derivative is not None and _for_engine(backend, q, u, tau_t, fe):
                 return derivative(t, np.concatenate([q, u]), tau_t, fe)
         except _RhsFailure as exc:
             raise SimulationError(f"at t = {t:.6g} s: {exc.message}", t, exc.message) from None

@@ -22,6 +22,7 @@ import numpy as np
 
 from .kernels import (
     _AT,
+    _E,
     _J,
     _M,
     _NJ,
@@ -56,7 +57,7 @@ ENERGY_MOMENTUM = 8
 # ----------------------------------------------------------------------------------------------
 # M⁻¹ b, Lemma 4
 # ----------------------------------------------------------------------------------------------
-@_J
+@_E
 def mass_inverse(ib, fb, t, n_threads, q, rhsT, out, status):
     """``(M⁻¹ b)ᵀ`` (K × nu) into ``out[s]`` for the states ``s = t, t + n_threads, …`` of ``q``
     (B × nq), for the right-hand sides ``b`` given as the rows of ``rhsT`` (K × nu); ``status``
@@ -164,7 +165,7 @@ def _block_smoother(ints, Hcal, A, phi, G, alpha, X, T):
 # ----------------------------------------------------------------------------------------------
 # energies and momentum
 # ----------------------------------------------------------------------------------------------
-@_J
+@_E
 def energy_momentum(ib, fb, t, n_threads, q, u, out, status):
     """``[T, V, h, p]`` (:data:`ENERGY_MOMENTUM`) into ``out[s]`` for the states
     ``s = t, t + n_threads, …`` of ``q`` (B × nq), ``u`` (B × nu); ``status`` (B,).  Per

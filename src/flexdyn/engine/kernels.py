@@ -8,6 +8,12 @@ The packed model arrives as two flat buffers ``(ib, fb)`` (:mod:`flexdyn.engine.
 sweeps allocate nothing per body.  Every array is padded: a modal-size block of body ``i``
 occupies ``[:m_i + 6]`` with the modal entries first.
 
+Only the entries (decorated ``_E``: :func:`terms`, :func:`forward_articulated`,
+:func:`forward_composite`, :func:`inverse`, :func:`mass`, :func:`batch`,
+:func:`state_derivative`, and :func:`unpack`, :func:`workspace`) may be called from Python;
+the stages and helpers run inside compiled code only (they have no CPython wrapper, which
+saves compile time).
+
 The equations are those of the reference tier, step for step: position terms
 (:func:`flexdyn.terms.position_terms`), velocity terms (:func:`flexdyn.terms.velocity_terms`,
 Eqs 11, 25, 37), Newton–Euler (Eq 44), the composite-body mass matrix (Eqs 47, 50) and the
@@ -27,9 +33,12 @@ from ..linalg import MASS_MATRIX_RTOL, PIVOT_FLOOR, PIVOT_RTOL
 from ..scalar_kernels import quat_rot
 from .pack import FULL, HEAD_OFFSETS, HEADER, INT_FIELDS, RUTHLESS, PackedModel
 
+# Compile cost: numba links a callee's code into each caller and optimizes the whole again, so
+# thin orchestration levels are inlined at numba's IR level (_JI), and functions called only
+# from compiled code get no CPython wrapper (_J); entries called from Python use _E.
 _J = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True)
-_E = numba.njit(cache=True, nogil=True)
 _JI = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, inline="always")
+_E = numba.njit(cache=True, nogil=True)
 # integer columns of the per-body table (pack.INT_FIELDS)
 _PARENT, _M, _NJ, _NQJ, _QS, _US, _JCODE, _KIND, _CN, _PN, _NN, _AT = range(12)
 _NI = len(INT_FIELDS)
@@ -515,7 +524,7 @@ def _joint_rate(code, jp, qj, beta, out, R2):
 # ----------------------------------------------------------------------------------------------
 # per-state terms (terms.position_terms, terms.velocity_terms)
 # ----------------------------------------------------------------------------------------------
-@_E
+@_J
 def position_terms(pm, q, w):
     """Eqs 12–17 and 23 for every body, base to tip (:func:`flexdyn.terms.position_terms`),
     into ``w``: node frames (fR, fp, fE, fth), φ, A, ℋ, M_m, Q, X_joint, the pose of each

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 from .kernels import (
+    _E,
+    _J,
     _KIND,
     _M,
     _NJ,
@@ -53,7 +54,6 @@ from .kernels import (
 )
 from .pack import RUTHLESS, SPLIT_FIELDS, SPLIT_INT_FIELDS
 
-_J = numba.njit(cache=True, nogil=True)
 # columns of the split's per-body table (pack.SPLIT_INT_FIELDS)
 _C0, _NC, _B3, _OM = range(4)
 _NO = len(SPLIT_FIELDS) + 1  # offsets in the split's int buffer, after its header entry C
@@ -431,7 +431,7 @@ def _forward_split(pm, sm, w, sw, q, u, tau, fext, udot):
     return status
 
 
-@_J
+@_E
 def forward_split(ib, fb, sib, sfb, q, u, tau, fext, udot):
     """:func:`_forward_split` of one state, validated: −1, :data:`~.kernels.INVALID`,
     :data:`~.kernels.OVERFLOW`, ``i`` (``D_f`` of body ``i`` singular) or ``n + i``
@@ -444,7 +444,7 @@ def forward_split(ib, fb, sib, sfb, q, u, tau, fext, udot):
     return status if status >= 0 else _finite_result(udot)
 
 
-@_J
+@_E
 def factors(ib, fb, sib, sfb, q):
     """``(status, w, sw)``: the factors of Eq 63 at ``q`` (in ``sw``; the full and rigid
     bodies' ``P`` in ``w.P``), status as :func:`forward_split`."""
@@ -458,7 +458,7 @@ def factors(ib, fb, sib, sfb, q):
     return split_inertias(pm, sm, w, sw), w, sw
 
 
-@_J
+@_E
 def batch(ib, fb, sib, sfb, t, n_threads, q, u, tau, fext, out, status):
     """:func:`_forward_split` on the states ``t, t + n_threads, …`` of the leading axis of
     ``q``, ``u``, ``tau``, ``fext`` into ``out`` (B, nu) and ``status`` (B,), in one
