@@ -101,6 +101,8 @@ def test_cosimulation_loop(runs):
     assert "link1.eta_dot[0]" in out
     assert _number(r"RK4 loop: energy balance error max \|e_E\| = (\S+) %", out) < 1e-2
     assert _number(r"vs simulate: max joint angle difference (\S+) rad", out) < 1e-2
+    assert "status -1" in out
+    assert _number(r"max \|ẋ_C − rhs\| = (\S+)", out) < 1e-9
 
 
 def test_spacecraft_momentum(runs):
