@@ -101,7 +101,9 @@ def test_c_entry_equals_the_engine_call(name, fidelity):
     for method, code in DERIVATIVE_METHODS.items():
         status, xdot = _call_c(entry, code, x, tau, f_ext)
         assert status == -1
-        np.testing.assert_array_equal(xdot, engine.state_derivative(x, tau, f_ext, method))
+        # another compilation of the same kernels: equal up to the order of operations
+        assert_close(xdot, engine.state_derivative(x, tau, f_ext, method), "C vs engine",
+                     tol=1e-14)
         ref = fd.rhs(model, fidelity, method, f_ext=f_ext, backend="reference")(0.0, x, tau)
         assert_close(xdot, ref, f"C entry, {method}")
 

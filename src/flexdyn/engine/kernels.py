@@ -556,6 +556,7 @@ def position_terms(pm, q, w):
         _phi(R2, p2, w.phi[i])
         # ℋ(i) = [[0, H_F], [I, Qᵀ]],  H_F* = X S
         H, X, S = w.Hcal[i], w.X_joint[i], w.S[i]
+        H[:nj + m, :m] = 0.0
         for r in range(nj):
             for c in range(6):
                 s = 0.0
@@ -730,6 +731,8 @@ def velocity_terms(pm, q, u, fext, w):
     kernel lets no modal rate into the velocity products (Eq B1)."""
     ints = pm.ints
     n = ints.shape[0]
+    w.a_m[:] = 0.0  # accumulated below
+    w.bias[:] = 0.0
     _modal_velocities(ints, w.Hcal, w.phi, w.A, u, w.V_m, w.t_6[0])
     w.u_nl[:] = u
     ruthless = False
@@ -894,6 +897,7 @@ def rnea(pm, w, udot, gravity, T):
         m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
         s = m + 6
         al = w.alpha[i, :s]
+        al[:m] = 0.0
         _parent_acceleration(ints, w.A, w.phi, w.alpha, i, a_g, al[m:], w.t_6[1])
         for r in range(6):
             al[m + r] += w.a_m[i, m + r]
@@ -1060,18 +1064,17 @@ def articulated_inertias(pm, w, tau):
     """Eq 51 and the filter, tip to base: ``P``, ``D⁻¹``, ``G``, ``ν = D⁻¹ ε`` into ``w``;
     the index of the first body whose ``D`` is singular, or −1."""
     ints = pm.ints
+    w.P[:] = w.M_m  # the children's inertias are added to their parents' below
+    w.z[:] = 0.0
     for i in range(ints.shape[0] - 1, -1, -1):
         m, nj, us, pa = ints[i, _M], ints[i, _NJ], ints[i, _US], ints[i, _PARENT]
         k, s = nj + m, m + 6
         H = w.Hcal[i, :k, :s]
         Pi = w.P[i, :s, :s]
-        for r in range(s):
-            for c in range(s):
-                Pi[r, c] += w.M_m[i, r, c]
         PH = w.t_PH[:s, :k]
-        _mmt(Pi, H, PH, False)
+        _P_Hcal_t(Pi, H, m, nj, PH)
         D = w.t_D[:k, :k]
-        _mm(H, PH, D)
+        _Hcal_X(H, PH, m, nj, D)
         scale = 0.0
         if k > 0:
             hmax = 0.0
@@ -1124,6 +1127,38 @@ def articulated_inertias(pm, w, tau):
 
 
 @_J
+def _P_Hcal_t(P, H, m, nj, out):
+    """``out = P ℋᵀ`` (s × k) using the structure ``ℋ = [[0, H_F], [1, Qᵀ]]``: the columns
+    are ``P[:, m:] ℋ[r, m:]ᵀ``, plus ``P[:, r − nj]`` for the modal rows (6 s k products
+    instead of s² k)."""
+    s, k = P.shape[0], H.shape[0]
+    for r in range(s):
+        p0, p1, p2 = P[r, m], P[r, m + 1], P[r, m + 2]
+        p3, p4, p5 = P[r, m + 3], P[r, m + 4], P[r, m + 5]
+        for c in range(k):
+            out[r, c] = (p0 * H[c, m] + p1 * H[c, m + 1] + p2 * H[c, m + 2]
+                         + p3 * H[c, m + 3] + p4 * H[c, m + 4] + p5 * H[c, m + 5])
+        for c in range(m):
+            out[r, nj + c] += P[r, c]
+
+
+@_J
+def _Hcal_X(H, X, m, nj, out):
+    """``out = ℋ X`` ((k × c) from X (s × c)) using the structure of ℋ (see
+    :func:`_P_Hcal_t`)."""
+    k = H.shape[0]
+    for r in range(k):
+        h0, h1, h2 = H[r, m], H[r, m + 1], H[r, m + 2]
+        h3, h4, h5 = H[r, m + 3], H[r, m + 4], H[r, m + 5]
+        for c in range(X.shape[1]):
+            out[r, c] = (h0 * X[m, c] + h1 * X[m + 1, c] + h2 * X[m + 2, c]
+                         + h3 * X[m + 3, c] + h4 * X[m + 4, c] + h5 * X[m + 5, c])
+    for r in range(m):
+        for c in range(X.shape[1]):
+            out[nj + r, c] += X[r, c]
+
+
+@_J
 def _sub_mv(a, x, out):
     """``out −= a x``."""
     for i in range(a.shape[0]):
@@ -1143,6 +1178,7 @@ def articulated_accelerations(pm, w, udot):
         m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
         k, s = nj + m, m + 6
         al = w.alpha[i, :s]
+        al[:m] = 0.0
         _parent_acceleration(ints, w.A, w.phi, w.alpha, i, a_g, al[m:], w.t_6[1])
         chi = udot[us:us + k]
         chi[:] = w.innov[i, :k]
@@ -1169,13 +1205,13 @@ def _sub_mtv(a, x, out):
 def terms(ib, fb, q, u, fext):
     """The workspace after the position and velocity terms (for inspection)."""
     pm, w = unpack(ib, fb), workspace(ib)
+    w.flat[:] = 0.0  # the padding too, for inspection
     _terms(pm, w, q, u, fext)
     return w
 
 
 @_JI
 def _terms(pm, w, q, u, fext):
-    w.flat[:] = 0.0
     position_terms(pm, q, w)
     velocity_terms(pm, q, u, fext, w)
 
@@ -1215,7 +1251,6 @@ def _inverse(pm, w, q, u, udot, fext, tau):
 @_JI
 def _mass(pm, w, q, Mass):
     """Position terms, then Eqs 47/50 into ``Mass``."""
-    w.flat[:] = 0.0
     position_terms(pm, q, w)
     crba(pm, w, Mass)
     return -1

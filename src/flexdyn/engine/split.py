@@ -324,6 +324,7 @@ def split_inertias(pm, sm, w, sw):
     ints, S = pm.ints, sm.ints
     n = ints.shape[0]
     P_rr, T = sw.t_66[0], sw.t_66[1]
+    w.P[:] = 0.0  # the children's inertias accumulate here
     for i in range(n - 1, -1, -1):
         m, nj, pa = ints[i, _M], ints[i, _NJ], ints[i, _PARENT]
         s = m + 6
@@ -368,6 +369,7 @@ def split_filter(pm, w, sw, tau):
     ``ε_R = T_R − H_F z_R``, ``ν_R = D_R⁻¹ ε_R`` and ``z⁺ = z_R + G_R ε_R`` to the parent."""
     ints = pm.ints
     eps_f, z_R, t = sw.t_v, sw.t_6[0], sw.t_6[2]
+    w.z[:] = 0.0  # the children's forces accumulate here
     for i in range(ints.shape[0] - 1, -1, -1):
         m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
         s = m + 6
