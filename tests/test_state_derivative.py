@@ -1,5 +1,5 @@
 """The engine's state derivative ``ẋ = [Γ(q) u; u̇]``
-(:func:`flexdyn.engine.kernels.state_derivative`), its C entry (:mod:`flexdyn.engine.ccall`)
+(:func:`flexdyn.engine.kernels.derivative_articulated`), its C entry (:mod:`flexdyn.engine.ccall`)
 and :func:`flexdyn.simulate` on it, against the reference path (``backend="reference"``:
 numpy forward dynamics and ``Model.qdot``).
 

@@ -341,7 +341,8 @@ def rigid_hub_inertia(model: Model, body: int = 0) -> float:
     and every joint at zero: the diagonal entry of the mass matrix (kg m²)."""
     if model.nu_joint[body] != 1:
         raise ValueError(f"body {model.names[body]!r} has no single-dof joint")
-    M = mass_matrix(model, model.neutral_configuration())
+    # one evaluation at setup: the reference, which compiles nothing
+    M = mass_matrix(model, model.neutral_configuration(), backend="reference")
     k = int(model.u_start[body])
     return float(M[k, k])
 
@@ -406,7 +407,7 @@ def slew_torque(model: Model, duration: float = 2.0, angle: float = 0.5
     undeformed neutral configuration, ``τ = M_jj θ̈``, ``M_jj`` the joints' block of the mass
     matrix; velocity products are neglected, so the slew is approximate.
     """
-    M = mass_matrix(model, model.neutral_configuration())
+    M = mass_matrix(model, model.neutral_configuration(), backend="reference")  # at setup
     # rigid response to the unit shape over a unit duration: ∫₀¹∫₀ˢ shape = 3 / (16π)
     pos = 3.0 / (16.0 * np.pi)
     slots, targets = [], []

@@ -199,7 +199,7 @@ def rhs(model: Model, fidelity: str = "full", method: str = "articulated", *,
 def _compiled_derivative(model: Model, fidelity: str, method: str, backend: str,
                          n_extra: int) -> Callable | None:
     """``g(t, x, tau, f_ext) -> ẋ`` by one call of the engine's state derivative
-    (:func:`flexdyn.engine.kernels.state_derivative`) with ``n_extra`` (0 or 3)
+    (:func:`flexdyn.engine.kernels.derivative_articulated`) with ``n_extra`` (0 or 3)
     energy-balance integrands after ``[q̇; u̇]``, or None where the engine does not run this
     ``method``/``backend``.  A non-finite state or result raises :class:`_RhsFailure`, a
     singular inertia ``SingularInertiaError``."""

@@ -37,9 +37,12 @@ _FORWARD = {"articulated": kernels.forward_articulated, "composite": kernels.for
 BATCH_OPS = {"articulated": kernels.ARTICULATED, "composite": kernels.COMPOSITE,
              "inverse": kernels.INVERSE, "mass": kernels.MASS, SPLIT: None, "mass_inverse": None,
              "energy_momentum": None}
-#: forward-dynamics methods of the state derivative by name (codes of
-#: :func:`flexdyn.engine.kernels.state_derivative` and of the C entry)
+#: forward-dynamics methods of the state derivative by name (codes of the C entry,
+#: :mod:`flexdyn.engine.ccall`)
 DERIVATIVE_METHODS = {"articulated": kernels.ARTICULATED, "composite": kernels.COMPOSITE}
+#: the compiled state derivative by method: ``(ib, fb, x, tau, f_ext, xdot) -> status``
+_DERIVATIVE = {"articulated": kernels.derivative_articulated,
+               "composite": kernels.derivative_composite}
 #: states per thread below which a batch is not shared among threads
 STATES_PER_THREAD = 64
 
@@ -198,14 +201,14 @@ class Engine:
         return out
 
     def derivative_status(self, x, tau, f_ext, method: str, out: np.ndarray) -> int:
-        """:func:`flexdyn.engine.kernels.state_derivative` for arguments already of the
-        kernels' type and shapes (unchecked; ``out`` of length nq + nu, or nq + nu + 3 for
-        the energy-balance integrands): its status; a singular inertia raises."""
-        if method not in DERIVATIVE_METHODS:
+        """:func:`flexdyn.engine.kernels.derivative_articulated` (or ``_composite``) for
+        arguments already of the kernels' type and shapes (unchecked; ``out`` of length
+        nq + nu, or nq + nu + 3 for the energy-balance integrands): its status; a singular
+        inertia raises."""
+        if method not in _DERIVATIVE:
             raise ValueError(f"unknown method {method!r}; the engine's state derivative runs "
-                             f"{tuple(DERIVATIVE_METHODS)}")
-        status = kernels.state_derivative(*self.packed, DERIVATIVE_METHODS[method], x, tau,
-                                          f_ext, out)
+                             f"{tuple(_DERIVATIVE)}")
+        status = _DERIVATIVE[method](*self.packed, x, tau, f_ext, out)
         if status >= 0:
             raise self._singular(method, status)
         return status

@@ -10,7 +10,8 @@ occupies ``[:m_i + 6]`` with the modal entries first.
 
 Only the entries (decorated ``_E``: :func:`terms`, :func:`forward_articulated`,
 :func:`forward_composite`, :func:`inverse`, :func:`mass`, :func:`batch`,
-:func:`state_derivative`, and :func:`unpack`, :func:`workspace`) may be called from Python;
+:func:`derivative_articulated`, :func:`derivative_composite`, and :func:`unpack`,
+:func:`workspace`) may be called from Python;
 the stages and helpers run inside compiled code only (they have no CPython wrapper, which
 saves compile time).
 
@@ -1428,28 +1429,61 @@ def _power(pm, w, u, tau, fext, out):
     out[2] = p_d
 
 
-@_E
-def state_derivative(ib, fb, method, x, tau, fext, xdot):
-    """``ẋ = [Γ(q) u; u̇]`` of ``x = [q; u]`` (nq + nu,) into ``xdot`` (nq + nu,), with the
-    energy-balance integrands (:func:`_power`) in ``xdot[nq + nu:nq + nu + 3]`` when ``xdot``
-    has room for them; ``method`` :data:`ARTICULATED` or :data:`COMPOSITE`.  Quaternions are
-    scaled to unit length without a tolerance (an integrator lets their norm drift).  Status
-    as the other entries: −1, :data:`INVALID` (a non-finite input or a zero quaternion),
-    :data:`OVERFLOW` or the index of a body with a singular inertia."""
-    pm, w = unpack(ib, fb), workspace(ib)
-    nu, nq = ib[3], ib[4]
-    q, u = x[:nq], x[nq:nq + nu]
-    if not (_finite(x[:nq + nu]) and _finite(tau) and _finite(fext.ravel())
-            and _unit_quaternions(pm.ints, q, w.q_n)):
-        return INVALID
-    udot = xdot[nq:nq + nu]
-    if method == COMPOSITE:
-        status = _forward_composite(pm, w, w.q_n, u, tau, fext, udot)
-    else:
-        status = _forward_articulated(pm, w, w.q_n, u, tau, fext, udot)
-    if status >= 0:
-        return status
+@_JI
+def _derivative_inputs(pm, w, x, tau, fext):
+    """Whether ``x = [q; u]``, ``τ`` and ``f_ext`` are finite and no joint quaternion is
+    zero; ``w.q_n`` is ``q`` with the quaternions scaled to unit length (no tolerance: an
+    integrator lets their norm drift)."""
+    nq = w.q_n.shape[0]
+    return (_finite(x[:nq + w.u_nl.shape[0]]) and _finite(tau) and _finite(fext.ravel())
+            and _unit_quaternions(pm.ints, x[:nq], w.q_n))
+
+
+@_JI
+def _derivative_outputs(pm, w, x, tau, fext, xdot):
+    """``q̇ = Γ(q) u`` into ``xdot[:nq]`` and the energy-balance integrands into
+    ``xdot[nq + nu:nq + nu + 3]`` when ``xdot`` has room for them; −1 or :data:`OVERFLOW`."""
+    nq, nu = w.q_n.shape[0], w.u_nl.shape[0]
+    u = x[nq:nq + nu]
     _qdot(pm.ints, w.q_n, u, xdot[:nq], w.t_33[0])
     if xdot.shape[0] >= nq + nu + 3:
         _power(pm, w, u, tau, fext, xdot[nq + nu:nq + nu + 3])
     return _finite_result(xdot)
+
+
+@_E
+def derivative_articulated(ib, fb, x, tau, fext, xdot):
+    """``ẋ = [Γ(q) u; u̇]`` of ``x = [q; u]`` (nq + nu,) into ``xdot`` (nq + nu,), u̇ by
+    Eqs 51/58, with the energy-balance integrands (:func:`_power`) in
+    ``xdot[nq + nu:nq + nu + 3]`` when ``xdot`` has room for them.  Quaternions are scaled to
+    unit length without a tolerance.  Status as the other entries: −1, :data:`INVALID` (a
+    non-finite input or a zero quaternion), :data:`OVERFLOW` or the index of a body whose
+    ``D`` is singular."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    if not _derivative_inputs(pm, w, x, tau, fext):
+        return INVALID
+    nq, nu = ib[4], ib[3]
+    status = _forward_articulated(pm, w, w.q_n, x[nq:nq + nu], tau, fext, xdot[nq:nq + nu])
+    return status if status >= 0 else _derivative_outputs(pm, w, x, tau, fext, xdot)
+
+
+@_E
+def derivative_composite(ib, fb, x, tau, fext, xdot):
+    """:func:`derivative_articulated` with u̇ by Eq 46 (status 0 for a singular mass
+    matrix)."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    if not _derivative_inputs(pm, w, x, tau, fext):
+        return INVALID
+    nq, nu = ib[4], ib[3]
+    status = _forward_composite(pm, w, w.q_n, x[nq:nq + nu], tau, fext, xdot[nq:nq + nu])
+    return status if status >= 0 else _derivative_outputs(pm, w, x, tau, fext, xdot)
+
+
+@_J
+def state_derivative(ib, fb, method, x, tau, fext, xdot):
+    """:func:`derivative_articulated` (``method`` :data:`ARTICULATED`) or
+    :func:`derivative_composite` (:data:`COMPOSITE`), for the C entry
+    (:mod:`flexdyn.engine.ccall`); each entry alone compiles only its method."""
+    if method == COMPOSITE:
+        return derivative_composite(ib, fb, x, tau, fext, xdot)
+    return derivative_articulated(ib, fb, x, tau, fext, xdot)
