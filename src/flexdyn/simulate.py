@@ -4,6 +4,14 @@
 ``q̇ = Γ(q) u`` (``model.qdot``) with :func:`scipy.integrate.solve_ivp` on the state
 ``x = [q; u]`` (layout of ``model-format.md``; see :func:`state_layout`).
 
+On the default ``backend="engine"`` each right-hand side is one call of the compiled state
+derivative (:func:`flexdyn.engine.kernels.derivative_articulated`, or ``_composite``):
+forward dynamics, ``q̇ = Γ(q) u`` and the energy-balance integrands below together; only
+state-dependent forces ``tau(t, q, u)`` / ``f_ext(t, q, u)`` are evaluated in Python.  The
+``"articulated-split"`` method and ``backend="reference"`` evaluate the same quantities
+step by step.  The same derivative is a C function for simulators outside Python
+(:mod:`flexdyn.engine.ccall`).
+
 Quaternions
 -----------
 The quaternions of ``spherical`` and ``free`` joints are integrated as plain coordinates,
