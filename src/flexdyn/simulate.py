@@ -362,23 +362,22 @@ def simulate(
             t_last[0] = min(t, t1)
         return out
 
-    def forced(t: float, x: np.ndarray) -> np.ndarray:
-        """The engine's derivative with forces that depend on the state."""
+    def state(t: float, x: np.ndarray) -> tuple:
+        """``(q, u, τ, f_ext)`` at ``x`` (quaternions normalised), the forces evaluated."""
         if not np.all(np.isfinite(x)):
             raise _RhsFailure(t, "the state became non-finite")
         q = _normalized(model, x[:nq])
         u = x[nq:nq + nu]
-        tau_t = zeros_tau if tau_fn is None else tau_fn(t, q, u)
-        fe = None if fext_fn is None else fext_fn(t, q, u)
+        return (q, u, zeros_tau if tau_fn is None else tau_fn(t, q, u),
+                None if fext_fn is None else fext_fn(t, q, u))
+
+    def forced(t: float, x: np.ndarray) -> np.ndarray:
+        """The engine's derivative with forces that depend on the state."""
+        _, _, tau_t, fe = state(t, x)
         return _failing(derivative, t, x, tau_t, fe)
 
     def reference(t: float, x: np.ndarray) -> np.ndarray:
-        if not np.all(np.isfinite(x)):
-            raise _RhsFailure(t, "the state became non-finite")
-        q = _normalized(model, x[:nq])
-        u = x[nq:nq + nu]
-        tau_t = zeros_tau if tau_fn is None else tau_fn(t, q, u)
-        fe = None if fext_fn is None else fext_fn(t, q, u)
+        q, u, tau_t, fe = state(t, x)
         try:
             udot = forward_dynamics(model, q, u, tau_t, method=method, fidelity=fidelity,
                                     f_ext=fe, backend=backend)

@@ -1440,9 +1440,12 @@ def _derivative_inputs(pm, w, x, tau, fext):
 
 
 @_JI
-def _derivative_outputs(pm, w, x, tau, fext, xdot):
-    """``q̇ = Γ(q) u`` into ``xdot[:nq]`` and the energy-balance integrands into
-    ``xdot[nq + nu:nq + nu + 3]`` when ``xdot`` has room for them; −1 or :data:`OVERFLOW`."""
+def _derivative_outputs(pm, w, x, tau, fext, xdot, status):
+    """After forward dynamics that ended with ``status``: ``q̇ = Γ(q) u`` into ``xdot[:nq]``
+    and the energy-balance integrands into ``xdot[nq + nu:nq + nu + 3]`` when ``xdot`` has
+    room for them; −1 or :data:`OVERFLOW` (``status`` itself when it is a body index)."""
+    if status >= 0:
+        return status
     nq, nu = w.q_n.shape[0], w.u_nl.shape[0]
     u = x[nq:nq + nu]
     _qdot(pm.ints, w.q_n, u, xdot[:nq], w.t_33[0])
@@ -1459,12 +1462,11 @@ def derivative_articulated(ib, fb, x, tau, fext, xdot):
     unit length without a tolerance.  Status as the other entries: −1, :data:`INVALID` (a
     non-finite input or a zero quaternion), :data:`OVERFLOW` or the index of a body whose
     ``D`` is singular."""
-    pm, w = unpack(ib, fb), workspace(ib)
+    pm, w, u, udot = unpack(ib, fb), workspace(ib), x[ib[4]:ib[4] + ib[3]], xdot[ib[4]:]
     if not _derivative_inputs(pm, w, x, tau, fext):
         return INVALID
-    nq, nu = ib[4], ib[3]
-    status = _forward_articulated(pm, w, w.q_n, x[nq:nq + nu], tau, fext, xdot[nq:nq + nu])
-    return status if status >= 0 else _derivative_outputs(pm, w, x, tau, fext, xdot)
+    return _derivative_outputs(pm, w, x, tau, fext, xdot, _forward_articulated(
+        pm, w, w.q_n, u, tau, fext, udot[:ib[3]]))
 
 
 @_E
@@ -1474,9 +1476,9 @@ def derivative_composite(ib, fb, x, tau, fext, xdot):
     pm, w = unpack(ib, fb), workspace(ib)
     if not _derivative_inputs(pm, w, x, tau, fext):
         return INVALID
-    nq, nu = ib[4], ib[3]
-    status = _forward_composite(pm, w, w.q_n, x[nq:nq + nu], tau, fext, xdot[nq:nq + nu])
-    return status if status >= 0 else _derivative_outputs(pm, w, x, tau, fext, xdot)
+    status = _forward_composite(pm, w, w.q_n, x[ib[4]:ib[4] + ib[3]], tau, fext,
+                                xdot[ib[4]:ib[4] + ib[3]])
+    return _derivative_outputs(pm, w, x, tau, fext, xdot, status)
 
 
 @_J
