@@ -1062,69 +1062,125 @@ def _spd_inverse(D, scale, L, Dinv):
 
 @_J
 def articulated_inertias(pm, w, tau):
-    """Eq 51 and the filter, tip to base: ``P``, ``D⁻¹``, ``G``, ``ν = D⁻¹ ε`` into ``w``;
-    the index of the first body whose ``D`` is singular, or −1."""
+    """Eq 51 and the filter, tip to base: ``P``, ``D⁻¹``, ``G``, ``ν = D⁻¹ ε`` into ``w``,
+    each body's ``z⁺`` and ``τ̄ P`` passed to its parent; the index of the first body whose
+    ``D`` is singular, or −1.  A rigid body on a one-dof joint takes a step with fixed
+    6 × 6 blocks (:func:`_rigid_one_dof_step`), any other body the general step
+    (:func:`_articulated_step`)."""
     ints = pm.ints
     w.P[:] = w.M_m  # the children's inertias are added to their parents' below
     w.z[:] = 0.0
+    zp, Pr = w.t_6[0], w.t_66[0]
     for i in range(ints.shape[0] - 1, -1, -1):
         m, nj, us, pa = ints[i, _M], ints[i, _NJ], ints[i, _US], ints[i, _PARENT]
         k, s = nj + m, m + 6
-        H = w.Hcal[i, :k, :s]
-        Pi = w.P[i, :s, :s]
-        PH = w.t_PH[:s, :k]
-        _P_Hcal_t(Pi, H, m, nj, PH)
-        D = w.t_D[:k, :k]
-        _Hcal_X(H, PH, m, nj, D)
-        scale = 0.0
-        if k > 0:
-            hmax = 0.0
-            for r in range(k):
-                h = 0.0
-                for c in range(s):
-                    h += H[r, c] * H[r, c]
-                hmax = max(hmax, h)
-            pmax = 0.0
-            for r in range(s):
-                for c in range(s):
-                    pmax = max(pmax, abs(Pi[r, c]))
-            scale = pmax * hmax
-        Dinv = w.t_Li[:k, :k]
-        if not _spd_inverse(D, scale, w.t_L[:k, :k], Dinv):
+        if m == 0 and nj == 1:
+            ok = _rigid_one_dof_step(w.P[i, :6, :6], w.Hcal[i, 0, :6], w.a_m[i, :6],
+                                     w.bias[i, :6], tau[us], w.z[i, :6], w.G[i, :6, 0],
+                                     w.innov[i, :1], w.t_6[1], zp, Pr)
+        else:
+            ok = _articulated_step(w.P[i, :s, :s], w.Hcal[i, :k, :s], m, nj, w.a_m[i, :s],
+                                   w.bias[i, :s], tau[us:us + k], w.z[i, :s], w.G[i, :s, :k],
+                                   w.innov[i, :k], w.t_PH[:s, :k], w.t_D[:k, :k],
+                                   w.t_L[:k, :k], w.t_Li[:k, :k], w.t_v[:k], zp, Pr)
+        if not ok:
             return i
-        Gi = w.G[i, :s, :k]
-        _mm(PH, Dinv, Gi)
-        z = w.z[i, :s]  # z = Σ_c Φ z⁺(c) + P a + b
-        _mv(Pi, w.a_m[i, :s], z, True)
-        for r in range(s):
-            z[r] += w.bias[i, r]
-        eps = w.t_v[:k]
-        for r in range(k):
-            eps[r] = tau[us + r]
-        _sub_mv(H, z, eps)
-        _mv(Dinv, eps, w.innov[i, :k], False)
         if pa >= 0:
-            zp = w.t_6[0]  # z⁺ = z + G ε, its rigid part to the parent
-            for r in range(6):
-                t = z[m + r]
-                for c in range(k):
-                    t += Gi[m + r, c] * eps[c]
-                zp[r] = t
             _to_parent(ints, w.A, w.phi, i, zp, w.z, w.t_6[3])
-            Pr = w.t_66[0]  # τ̄ P = P − G (P H*)ᵀ, rigid block, symmetrized
-            for r in range(6):
-                for c in range(6):
-                    t = Pi[m + r, m + c]
-                    for j in range(k):
-                        t -= Gi[m + r, j] * PH[m + c, j]
-                    Pr[r, c] = t
-            for r in range(6):
-                for c in range(r + 1, 6):
-                    t = 0.5 * (Pr[r, c] + Pr[c, r])
-                    Pr[r, c] = t
-                    Pr[c, r] = t
             _child_inertia(ints, w.A, w.phi, w.P, i, Pr, w.t_66[1], w.t_AP, w.t_X[:, :6])
     return -1
+
+
+@_J
+def _articulated_step(P, H, m, nj, a, b, tau, z, G, innov, PH, D, L, Dinv, eps, zp, Pr):
+    """Eq 51 and the filter for one body with ``P`` (s × s) its articulated inertia and ``z``
+    (s,) the children's forces: ``D = ℋ P ℋ*``, ``G = P ℋ* D⁻¹``, ``z += P a + b``,
+    ``ε = T − ℋ z``, ``ν = D⁻¹ ε`` into ``innov``; the rigid rows of ``z⁺ = z + G ε`` into
+    ``zp`` and the rigid block of ``τ̄ P = P − G (P ℋ*)ᵀ``, symmetrized, into ``Pr``; False
+    when ``D`` is singular (:func:`_spd_inverse`).  ``PH``, ``D``, ``L``, ``Dinv``, ``eps``
+    scratch."""
+    k, s = H.shape[0], P.shape[0]
+    _P_Hcal_t(P, H, m, nj, PH)
+    _Hcal_X(H, PH, m, nj, D)
+    hmax = 0.0
+    for r in range(k):
+        h = 0.0
+        for c in range(s):
+            h += H[r, c] * H[r, c]
+        hmax = max(hmax, h)
+    pmax = 0.0
+    for r in range(s):
+        for c in range(s):
+            pmax = max(pmax, abs(P[r, c]))
+    if not _spd_inverse(D, pmax * hmax, L, Dinv):
+        return False
+    _mm(PH, Dinv, G)
+    _mv(P, a, z, True)  # z = Σ_c Φ z⁺(c) + P a + b
+    for r in range(s):
+        z[r] += b[r]
+    eps[:] = tau
+    _sub_mv(H, z, eps)
+    _mv(Dinv, eps, innov, False)
+    for r in range(6):
+        t = z[m + r]
+        for c in range(k):
+            t += G[m + r, c] * eps[c]
+        zp[r] = t
+    for r in range(6):
+        for c in range(6):
+            t = P[m + r, m + c]
+            for j in range(k):
+                t -= G[m + r, j] * PH[m + c, j]
+            Pr[r, c] = t
+    _symmetrize6(Pr)
+    return True
+
+
+@_J
+def _rigid_one_dof_step(P, h, a, b, tau, z, G, innov, PH, zp, Pr):
+    """:func:`_articulated_step` of a rigid body (``m = 0``, ``s = 6``) on a one-dof joint
+    (``ℋ = h``, one row; ``D`` a scalar), with fixed 6 × 6 loops; the same singularity test
+    (a pivot at most ``max(PIVOT_RTOL · D, PIVOT_FLOOR · max|P| |h|²)``); ``PH`` (6,)
+    scratch."""
+    D = 0.0
+    hh = 0.0
+    pmax = 0.0
+    for r in range(6):
+        t = 0.0
+        for c in range(6):
+            t += P[r, c] * h[c]
+            pmax = max(pmax, abs(P[r, c]))
+        PH[r] = t
+        D += h[r] * t
+        hh += h[r] * h[r]
+    if not D > max(PIVOT_RTOL * abs(D), PIVOT_FLOOR * pmax * hh, 2.2250738585072014e-308):
+        return False
+    Dinv = 1.0 / D
+    eps = tau
+    for r in range(6):
+        t = b[r]
+        for c in range(6):
+            t += P[r, c] * a[c]
+        z[r] += t
+        eps -= h[r] * z[r]
+    innov[0] = Dinv * eps
+    for r in range(6):
+        G[r] = PH[r] * Dinv
+        zp[r] = z[r] + G[r] * eps
+        for c in range(6):
+            Pr[r, c] = P[r, c] - G[r] * PH[c]
+    _symmetrize6(Pr)
+    return True
+
+
+@_J
+def _symmetrize6(X):
+    """``X ← (X + Xᵀ) / 2`` for a 6 × 6 block."""
+    for r in range(6):
+        for c in range(r + 1, 6):
+            t = 0.5 * (X[r, c] + X[c, r])
+            X[r, c] = t
+            X[c, r] = t
 
 
 @_J
