@@ -197,6 +197,16 @@ def _mtv(a, x, out, acc):
 
 
 @_J
+def _compose3(R1, p1, R2, p2, R, p):
+    """``(R, p) = (R1, p1) ∘ (R2, p2)``: ``R = R1 R2``, ``p = R1 p2 + p1`` (3 × 3 loops of
+    fixed size)."""
+    for r in range(3):
+        for c in range(3):
+            R[r, c] = R1[r, 0] * R2[0, c] + R1[r, 1] * R2[1, c] + R1[r, 2] * R2[2, c]
+        p[r] = R1[r, 0] * p2[0] + R1[r, 1] * p2[1] + R1[r, 2] * p2[2] + p1[r]
+
+
+@_J
 def _mm(a, b, out):
     """``out = a b``."""
     out[:, :] = 0.0
@@ -548,12 +558,8 @@ def position_terms(pm, q, w):
             R_Jc, p_Jc = pm.T_Jc_R[i], pm.T_Jc_p[i]
         # T_parent = placement ∘ joint(q) ∘ T_Jc,i;  φ(i) = T_parent.phi()
         _joint(ints[i, _JCODE], pm.jparam[i], q[qs:qs + nqj], Rj, pj, w.S[i], R1, R2)
-        _mm(pm.place_R[i], Rj, R1)
-        _mv(pm.place_R[i], pj, p1, False)
-        _mm(R1, R_Jc, R2)
-        _mv(R1, p_Jc, p2, False)
-        for r in range(3):
-            p2[r] += p1[r] + pm.place_p[i, r]
+        _compose3(pm.place_R[i], pm.place_p[i], Rj, pj, R1, p1)
+        _compose3(R1, p1, R_Jc, p_Jc, R2, p2)
         _phi(R2, p2, w.phi[i])
         # ℋ(i) = [[0, H_F], [I, Qᵀ]],  H_F* = X S
         H, X, S = w.Hcal[i], w.X_joint[i], w.S[i]
@@ -1237,6 +1243,14 @@ def articulated_accelerations(pm, w, udot):
         al = w.alpha[i, :s]
         al[:m] = 0.0
         _parent_acceleration(ints, w.A, w.phi, w.alpha, i, a_g, al[m:], w.t_6[1])
+        if m == 0 and nj == 1:  # χ = ν − Gᵀ a⁺, α = a⁺ + h χ + a with fixed loops
+            G, h, a = w.G[i, :6, 0], w.Hcal[i, 0, :6], w.a_m[i, :6]
+            chi = w.innov[i, 0] - (G[0] * al[0] + G[1] * al[1] + G[2] * al[2]
+                                   + G[3] * al[3] + G[4] * al[4] + G[5] * al[5])
+            udot[us] = chi
+            for r in range(6):
+                al[r] += h[r] * chi + a[r]
+            continue
         chi = udot[us:us + k]
         chi[:] = w.innov[i, :k]
         _sub_mtv(w.G[i, :s, :k], al, chi)
