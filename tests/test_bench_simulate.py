@@ -1,0 +1,42 @@
+"""The integrator benchmark ``benchmarks/bench_simulate.py``: its arm model is the one it
+describes, and its solver wrapper counts every right-hand side without changing the run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+_BENCHMARKS = str(Path(__file__).resolve().parent.parent / "benchmarks")
+if _BENCHMARKS not in sys.path:  # the developer instruments are not installed
+    sys.path.insert(0, _BENCHMARKS)
+
+import bench_simulate as bs  # noqa: E402
+
+import flexdyn as fd  # noqa: E402
+
+
+def test_arm_model_matches_its_description():
+    model = bs.aluminium_arm()
+    assert model.n_bodies == 4 and model.nu == 3 + 3 * 2  # 3 joints, 2 modes per link
+    tubes = sum(2700.0 * np.pi / 4.0 * (D**2 - (D - 2 * w) ** 2) * L for D, w, L in bs.ARM_TUBES)
+    mass = sum(b.total_mass for b in model.bodies)
+    assert abs(mass - (tubes + 3 * 0.5 + 1.5)) < 1e-9
+    freqs = fd.models.modal_frequencies(model)
+    # in-plane cantilever bending of the Ø40×2 tube, 0.5 m: Euler–Bernoulli 153.3 / 960.9 Hz
+    assert abs(freqs[2][0] - 152.6) < 0.5 and abs(freqs[2][1] - 945.9) < 0.5
+
+
+def test_counting_solver_counts_every_rhs_and_leaves_the_run_unchanged():
+    model = fd.models.spinup_beam()
+    tau = fd.models.spinup_torque(model)
+    plain = fd.simulate(model, t_span=(0.0, 0.05), tau=tau, integrator="Radau")
+    cls = bs.counting("Radau")
+    counted = fd.simulate(model, t_span=(0.0, 0.05), tau=tau, integrator=cls)
+    np.testing.assert_array_equal(plain.q, counted.q)
+    # scipy's nfev leaves out the finite-difference Jacobians: f at the point, one call per
+    # column of the 8 + 3 states, and retries of the columns whose differences are too small
+    assert cls.calls >= counted.nfev + cls.last.njev * (model.nq + model.nu + 3 + 1)
+    assert cls.calls <= counted.nfev + cls.last.njev * 2 * (model.nq + model.nu + 3 + 1)
+    assert cls.steps >= len(counted.t) - 1
