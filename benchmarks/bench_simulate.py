@@ -8,12 +8,12 @@ For each problem the script runs, in one process and one after the other,
   ``atol = 1e-8``),
 
 and prints one table per problem: wall time (``SimulationResult.wall_time``: the integration
-alone), ``result.nfev`` (scipy's count, which leaves out the right-hand sides that Radau and BDF
-spend on finite-difference Jacobians), all right-hand-side calls (counted by a subclass of the
-scipy solver that wraps ``fun``; LSODA's ``nfev`` already includes its Jacobian columns),
-Jacobian evaluations, LU factorizations, and the errors of the problem's outputs against the
-reference.  It also prints the cost of one right-hand side from Python, ``fd.rhs(model)(t, x,
-tau)``, against one ``fd.forward_dynamics`` call.
+alone), ``result.nfev`` (scipy's count), all right-hand-side calls (counted by a subclass of
+the scipy solver that wraps ``fun``; Radau, BDF and LSODA get their Jacobian from ``simulate``
+as one batched engine call, counted in njev), Jacobian evaluations, LU factorizations, and the
+errors of the problem's outputs against the reference.  It also prints the cost of one
+right-hand side from Python, ``fd.rhs(model)(t, x, tau)``, against one ``fd.forward_dynamics``
+call.
 
 Problems:
 
@@ -37,12 +37,9 @@ warm, for CI); the full mode takes a few minutes.
 
 Usage::
 
-    python benchmarks/bench_simulate.py [--quick] [--no-exudyn] [--diagnose]
+    python benchmarks/bench_simulate.py [--quick] [--no-exudyn]
         [--problems chain,spinup,arm] [--integrators DOP853,Radau,BDF,LSODA]
         [--exudyn-anchor PATH]
-
-``--diagnose`` reruns a failed Radau or BDF run with the finite-difference increments of scipy's
-``num_jac`` capped (see :func:`counting`).
 """
 
 from __future__ import annotations
@@ -175,17 +172,11 @@ def arm_problem(t1: float) -> Problem:
 # ---------------------------------------------------------------------------------------------
 # runs
 # ---------------------------------------------------------------------------------------------
-def counting(solver: str, cap_jac_factor: bool = False) -> type:
+def counting(solver: str) -> type:
     """The scipy solver ``solver`` with every call of the right-hand side counted
-    (``.calls``, Jacobian columns included), its steps counted (``.steps``, accepted and
-    rejected tries of ``step()``) and its last instance kept (``.last``).
-
-    ``cap_jac_factor`` (Radau, BDF): keep the relative finite-difference increments of
-    ``scipy.integrate._ivp.common.num_jac`` at most 1e-3.  A state component that the
-    right-hand side does not depend on (the angle of a joint that gravity does not load, the
-    work integrals that ``simulate`` appends) gives a zero Jacobian column; ``num_jac`` then
-    multiplies that column's increment by 10 at every Jacobian, without bound, until it
-    overflows and the perturbed state is not finite.  A diagnostic, not a fix in flexdyn."""
+    (``.calls``; Radau, BDF and LSODA get their Jacobian from ``simulate``, one batched
+    engine call each, not counted here), its steps counted (``.steps``, accepted and
+    rejected tries of ``step()``) and its last instance kept (``.last``)."""
     base = getattr(scipy.integrate, solver)
 
     class Counted(base):
@@ -200,16 +191,6 @@ def counting(solver: str, cap_jac_factor: bool = False) -> type:
 
             super().__init__(counted, *args, **kwargs)
             Counted.last = self
-            if cap_jac_factor:
-                jac = self.jac
-
-                def capped(t, y):
-                    J = jac(t, y)
-                    if self.jac_factor is not None:
-                        np.minimum(self.jac_factor, 1e-3, out=self.jac_factor)
-                    return J
-
-                self.jac = capped
 
         def step(self):
             Counted.steps += 1
@@ -233,10 +214,9 @@ class Run:
     failure: str = ""
 
 
-def run(problem: Problem, integrator: str, label: str, rtol: float, atol: float,
-        cap_jac_factor: bool = False) -> Run:
-    cls = counting(integrator, cap_jac_factor)
-    name = integrator + (" (capped num_jac)" if cap_jac_factor else "")
+def run(problem: Problem, integrator: str, label: str, rtol: float, atol: float) -> Run:
+    cls = counting(integrator)
+    name = integrator
     t0 = time.perf_counter()
     try:
         r = fd.simulate(problem.model, t_span=(0.0, problem.t1), tau=problem.tau,
@@ -315,7 +295,7 @@ def largest_eigenvalue(problem: Problem) -> float:
     return float(np.max(np.abs(np.linalg.eigvals(J))))
 
 
-def bench(problem: Problem, min_time: float, diagnose: bool = False,
+def bench(problem: Problem, min_time: float,
           integrators: tuple[str, ...] = INTEGRATORS) -> tuple[Run, list[Run]]:
     model = problem.model
     print(f"\n=== {problem.name}: {model.n_bodies} bodies, nq = {model.nq}, nu = {model.nu}, "
@@ -337,10 +317,6 @@ def bench(problem: Problem, min_time: float, diagnose: bool = False,
         raise RuntimeError(f"the reference run failed: {ref.failure}")
     runs = [run(problem, integ, label, rtol, atol)
             for label, rtol, atol in SETTINGS for integ in integrators]
-    if diagnose:  # rerun the failed implicit runs with num_jac's increments capped
-        tols = {label: (rtol, atol) for label, rtol, atol in SETTINGS}
-        runs += [run(problem, r.integrator, r.label, *tols[r.label], cap_jac_factor=True)
-                 for r in list(runs) if r.outputs is None and r.integrator in ("Radau", "BDF")]
     print_table(problem, ref, runs)
     lam = largest_eigenvalue(problem)
     steps = ", ".join(f"{r.label} {problem.t1 / r.steps * lam:.1f}" for r in runs
@@ -446,8 +422,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="short spans, for CI (seconds)")
     ap.add_argument("--no-exudyn", action="store_true", help="skip the Exudyn comparison")
-    ap.add_argument("--diagnose", action="store_true",
-                    help="rerun failed Radau/BDF runs with num_jac's increments capped")
     ap.add_argument("--problems", default="chain,spinup,arm",
                     help="comma-separated subset of chain, spinup, arm (default all)")
     ap.add_argument("--integrators", default=",".join(INTEGRATORS),
@@ -461,8 +435,9 @@ def main() -> None:
           f"Python {platform.python_version()}, {os.cpu_count()} cores"
           f"{' (--quick: shortened spans)' if args.quick else ''}")
     print("wall = SimulationResult.wall_time (the integration alone); nfev = result.nfev "
-          "(scipy's count); rhs calls = every call of the right-hand side, Jacobian columns "
-          "included; errors = max |value - reference| of each output")
+          "(scipy's count); rhs calls = every call of the right-hand side (the implicit "
+          "integrators' Jacobians are one batched engine call each, counted in njev); "
+          "errors = max |value - reference| of each output")
 
     problems = args.problems.split(",")
     integrators = tuple(args.integrators.split(","))
@@ -474,17 +449,17 @@ def main() -> None:
             ap.error(f"unknown integrator {name!r}")
     if "chain" in problems:
         chain = chain_problem(spans[0])
-        _, chain_runs = bench(chain, min_time, args.diagnose, integrators)
+        _, chain_runs = bench(chain, min_time, integrators)
         if not args.no_exudyn:
             exudyn_side_by_side(args.exudyn_anchor, args.quick, chain_runs, spans[0])
     if "spinup" in problems:
-        bench(spinup_problem(spans[1]), min_time, args.diagnose, integrators)
+        bench(spinup_problem(spans[1]), min_time, integrators)
     if "arm" in problems:
         arm = arm_problem(spans[2])
         arm.notes.append("gravity -z is normal to the plane of motion (no work, no deflection); "
                          f"torques {ARM_TORQUES.tolist()} N m x sin(2 pi t / {ARM_PERIOD:g} s) "
                          f"for t < {ARM_PERIOD:g} s, then 0")
-        bench(arm, min_time, args.diagnose, integrators)
+        bench(arm, min_time, integrators)
 
 if __name__ == "__main__":
     main()

@@ -186,3 +186,36 @@ def test_simulate_reports_a_singular_inertia_on_the_engine():
     slider = massless_slider()
     with pytest.raises(fd.SimulationError, match="forward dynamics failed.*body 1"):
         fd.simulate(slider, t_span=(0.0, 0.1))
+
+
+@pytest.mark.parametrize("fidelity", FIDELITIES)
+def test_engine_jacobian_of_the_implicit_integrators(fidelity):
+    """The Jacobian ``simulate`` hands to Radau/BDF/LSODA: its ``u̇`` rows equal central
+    differences of the reference forward dynamics, its ``q̇`` rows are ``Γ(q)`` in ``u``, and
+    the rows of the work integrals are zero."""
+    import sys
+
+    simulate_module = sys.modules["flexdyn.simulate"]
+    model = damped_arm()
+    nq, nu = model.nq, model.nu
+    rng = np.random.default_rng(2)
+    q = model.neutral_configuration() + 0.2 * rng.normal(size=nq)
+    u = rng.normal(size=nu)
+    tau = rng.normal(size=nu)
+    x = np.concatenate([q, u, np.zeros(3)])
+    jac = simulate_module._engine_jacobian(model, fidelity, "articulated",
+                                           lambda t, y: (y[:nq], y[nq:nq + nu], tau, None))
+    J = jac(0.0, x)
+    assert J.shape == (nq + nu + 3, nq + nu + 3)
+    central = np.empty((nu, nq + nu))
+    for j in range(nq + nu):
+        h = 1e-6 * max(abs(x[j]), 1.0)
+        plus, minus = x[:nq + nu].copy(), x[:nq + nu].copy()
+        plus[j] += h
+        minus[j] -= h
+        f = [fd.forward_dynamics(model, z[:nq], z[nq:], tau, fidelity=fidelity,
+                                 backend="reference") for z in (plus, minus)]
+        central[:, j] = (f[0] - f[1]) / (2 * h)
+    assert_close(J[nq:nq + nu, :nq + nu], central, "∂u̇/∂x", tol=1e-5)
+    np.testing.assert_array_equal(J[:nq, nq:nq + nu], model.Gamma(q))
+    assert not J[nq + nu:].any() and not J[:, nq + nu:].any()

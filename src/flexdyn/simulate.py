@@ -406,7 +406,10 @@ def simulate(
     failure: tuple[float, str, BaseException | None] | None = None
     solver = None
     try:
-        solver = solver_cls(f, t0, x0, t1, rtol=rtol, atol=atol, max_step=max_step)
+        options = {}
+        if derivative is not None and issubclass(solver_cls, _IMPLICIT):
+            options["jac"] = _engine_jacobian(model, fidelity, method, state)
+        solver = solver_cls(f, t0, x0, t1, rtol=rtol, atol=atol, max_step=max_step, **options)
         message = samples.run(solver)
         if solver.status == "failed":
             failure = (float(solver.t), message, None)
@@ -418,7 +421,7 @@ def simulate(
             # from the last accepted step up to them
             try:
                 samples.run(solver_cls(f, solver.t, solver.y, t_last, rtol=rtol, atol=atol,
-                                       max_step=max_step))
+                                       max_step=max_step, **options))
             except _RhsFailure:
                 pass
     finally:
@@ -449,6 +452,44 @@ def simulate(
         raise SimulationError(f"simulation failed at t = {t_fail:.6g} s: {message}", t_fail,
                               message, partial=result(t_out, y_out)) from cause
     return result(t_out, y_out)
+
+
+#: integrators of :func:`scipy.integrate.solve_ivp` that take a Jacobian ``jac(t, x)``
+_IMPLICIT = (scipy.integrate.Radau, scipy.integrate.BDF, scipy.integrate.LSODA)
+
+
+def _engine_jacobian(model: Model, fidelity: str, method: str, state: Callable) -> Callable:
+    """``jac(t, x)`` (nx × nx) of the augmented state ``x = [q; u; W_τ, W_ext, D]`` for the
+    implicit integrators, from the engine: the rows of ``u̇`` by forward differences of the
+    forward dynamics with every coordinate perturbed at once in one batched call
+    (:meth:`flexdyn.engine.Engine.batch`), the forces ``(τ, f_ext)`` of ``state(t, x)`` held;
+    the rows of ``q̇ = Γ(q) u``: ``Γ(q)`` for ``u`` (the dependence on ``q`` through the
+    quaternions is left out); the rows of the work integrals zero (they do not feed back).
+
+    The integrators use it only in their Newton iterations, so the approximations cost
+    iterations, never accuracy.  It replaces scipy's own finite differences, whose step for a
+    column on which ``ẋ`` does not depend (the work integrals, a free joint angle) grows
+    tenfold at every Jacobian until it overflows: BDF then failed on the spin-up beam and
+    the arm of ``benchmarks/bench_simulate.py``, and Radau would on longer runs."""
+    engine = _cached_engine(model, fidelity)
+    nq, nu = model.nq, model.nu
+    n = nq + nu
+    columns = np.arange(n)
+
+    def jac(t: float, x: np.ndarray) -> np.ndarray:
+        q, u, tau, f_ext = state(t, x)
+        z = np.concatenate([q, u])
+        h = np.sqrt(np.finfo(float).eps) * np.maximum(np.abs(z), 1.0)
+        Z = np.tile(z, (n + 1, 1))
+        Z[1 + columns, columns] += h
+        udot = engine.batch(method, Z[:, :nq], Z[:, nq:], np.tile(tau, (n + 1, 1)),
+                            None if f_ext is None else np.tile(f_ext, (n + 1, 1, 1)))
+        J = np.zeros((x.size, x.size))
+        J[nq:n, :n] = (udot[1:] - udot[0]).T / h
+        J[:nq, nq:n] = model.Gamma(q)
+        return J
+
+    return jac
 
 
 def _failing(derivative: Callable, t: float, x: np.ndarray, tau: np.ndarray,
