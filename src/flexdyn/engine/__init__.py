@@ -192,10 +192,11 @@ class Engine:
         """``ẋ = [Γ(q) u; u̇]`` (nq + nu,) of the state ``x = [q; u]`` (nq + nu,) with ``τ``
         (nu,) or None and ``f_ext`` (n_bodies, 6) or None; quaternions are scaled to unit
         length first (as :func:`flexdyn.simulate.rhs`)."""
-        nx = self.model.nq + self.model.nu
-        out = np.empty(nx)
-        status = self.derivative_status(kernel_array(x, (nx,), "x"), *self._inputs(
-            np.zeros(self.model.nq), None, tau, f_ext, "tau")[2:], method, out)
+        nq, nu = self.model.nq, self.model.nu
+        x = kernel_array(x, (nq + nu,), "x")
+        _, _, tau, f_ext = self._inputs(x[:nq], None, tau, f_ext, "tau")
+        out = np.empty(nq + nu)
+        status = self.derivative_status(x, tau, f_ext, method, out)
         if status == kernels.INVALID:
             raise ValueError("x, tau or f_ext is not finite, or a joint quaternion is zero")
         return out
