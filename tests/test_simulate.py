@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+import scipy.special
 from scipy.integrate import cumulative_simpson
 
 import flexdyn as fd
@@ -380,3 +381,81 @@ def test_energy_fidelity_can_be_changed_after_reading_energies():
     res.energy_fidelity = "exact"
     with pytest.raises(ValueError, match="energy_fidelity"):
         _ = res.total_energy
+
+
+# ---------------------------------------------------------------------------------------------
+# events
+# ---------------------------------------------------------------------------------------------
+PENDULUM = {"m": 2.0, "l": 0.7, "I_c": 0.05, "g": 9.81}
+
+
+def _pendulum() -> fd.Model:
+    """A rigid pendulum about z, centre of mass at ``l`` along the body x axis, gravity −y:
+    θ = 0 is horizontal, the bottom is θ = −π/2."""
+    p = PENDULUM
+    return (fd.ModelBuilder("pendulum", gravity=(0.0, -p["g"], 0.0))
+            .add_body("bob", None, joint={"type": "revolute", "axis": [0, 0, 1]},
+                      rigid={"mass": p["m"], "com": [p["l"], 0, 0],
+                             "inertia": [[0.01, 0, 0], [0, p["I_c"], 0], [0, 0, p["I_c"]]]})
+            .build())
+
+
+def _pendulum_period(amplitude: float) -> float:
+    """Exact period of the pendulum swinging ``amplitude`` either side of the bottom:
+    ``4 √(I_O / (m g l)) K(sin²(amplitude/2))``."""
+    p = PENDULUM
+    inertia = p["I_c"] + p["m"] * p["l"] ** 2
+    return 4.0 * np.sqrt(inertia / (p["m"] * p["g"] * p["l"])) * scipy.special.ellipk(
+        np.sin(amplitude / 2) ** 2)
+
+
+def test_events_record_the_bottom_passages_of_a_pendulum():
+    """Released 1 rad from the bottom: it passes the bottom at T/4, 3T/4, 5T/4, … (exact
+    period by the complete elliptic integral), downwards and upwards alternately."""
+    model, amplitude = _pendulum(), 1.0
+    T = _pendulum_period(amplitude)
+
+    def bottom(t, q, u):
+        return q[0] + np.pi / 2
+
+    def upward(t, q, u):
+        return q[0] + np.pi / 2
+
+    upward.direction = 1.0
+    res = fd.simulate(model, q0=[-np.pi / 2 + amplitude], t_span=(0.0, 2.1 * T),
+                      events=[bottom, upward], rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(res.t_events[0], T * np.array([0.25, 0.75, 1.25, 1.75]),
+                               rtol=1e-8)
+    np.testing.assert_allclose(res.t_events[1], T * np.array([0.75, 1.75]), rtol=1e-8)
+    np.testing.assert_allclose(res.q_events[0][:, 0], -np.pi / 2, atol=1e-9)
+    assert np.all(np.sign(res.u_events[0][:, 0]) == [-1, 1, -1, 1])
+    assert res.t[-1] == pytest.approx(2.1 * T) and res.message == "the integration reached t1"
+
+
+@pytest.mark.parametrize("t_eval", [None, "grid"])
+def test_a_terminal_event_stops_the_integration(t_eval):
+    model = _pendulum()
+    T = _pendulum_period(1.0)
+
+    def bottom(t, q, u):
+        return q[0] + np.pi / 2
+
+    bottom.terminal = True
+    grid = np.linspace(0.0, T, 41) if t_eval == "grid" else None
+    res = fd.simulate(model, q0=[-np.pi / 2 + 1.0], t_span=(0.0, T), events=bottom,
+                      t_eval=grid, rtol=1e-11, atol=1e-12)
+    assert res.message == "a terminal event occurred"
+    assert res.t_events[0] == pytest.approx([T / 4], rel=1e-8)
+    if grid is None:
+        assert res.t[-1] == res.t_events[0][0]
+        assert res.q[-1, 0] == pytest.approx(-np.pi / 2, abs=1e-9)
+    else:
+        np.testing.assert_array_equal(res.t, grid[grid <= T / 4])
+
+
+def test_bad_events_name_the_argument():
+    model = _pendulum()
+    with pytest.raises(ValueError, match="events must be"):
+        fd.simulate(model, t_span=(0.0, 0.1), events=3.0)
+    with pytest.raises(ValueError, match=r"events\[0\]"):
+        fd.simulate(model, t_span=(0.0, 0.1), events=lambda t, q, u: "x")

@@ -62,6 +62,9 @@ class SimulationResult:
         Sharf do).  Set ``"full"`` to measure a ruthless run against the exact energy.
     nfev, wall_time, message : solver statistics (right-hand-side evaluations, seconds,
         solver message).
+    t_events, q_events, u_events : with ``simulate(..., events=...)``, per event function
+        the times (s) of its zeros and the states there (lists of (n_k,), (n_k, nq),
+        (n_k, nu)); None without events.
     """
 
     t: np.ndarray
@@ -78,6 +81,9 @@ class SimulationResult:
     nfev: int = 0
     wall_time: float = 0.0
     message: str = ""
+    t_events: list | None = None
+    q_events: list | None = None
+    u_events: list | None = None
     _energy_cache: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:

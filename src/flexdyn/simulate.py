@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 import scipy.integrate
+import scipy.optimize
 
 from .chain import Model
 from .dynamics import (
@@ -253,6 +254,7 @@ def simulate(
     progress: bool = False,
     f_ext: Any = None,
     backend: str = "engine",
+    events: Any = None,
 ) -> SimulationResult:
     """Integrate the equations of motion of ``model`` from ``(q0, u0)`` over ``t_span``.
 
@@ -280,6 +282,14 @@ def simulate(
     backend : ``"engine"`` (default: each right-hand side, energy-balance integrands
         included, is one compiled call for the methods of
         :data:`flexdyn.engine.DERIVATIVE_METHODS`) or ``"reference"`` (numpy).
+    events : None, a callable ``event(t, q, u) -> float`` or a sequence of them, with the
+        attributes of :func:`scipy.integrate.solve_ivp`'s events: ``terminal`` (default
+        False: record only; True: stop the integration there) and ``direction`` (> 0: only
+        zeros where the function increases, < 0: decreases, 0 or absent: both).  A zero is
+        located on the integrator's dense output to round-off (Brent's method) and recorded
+        in ``SimulationResult.t_events``, ``q_events``, ``u_events``; a terminal one ends
+        the samples there (the last sample is the event, or the last ``t_eval`` time
+        before it).
 
     Returns
     -------
@@ -336,6 +346,7 @@ def simulate(
                          f"scipy.integrate.OdeSolver subclass, got {integrator!r}")
     tau_fn = _forcing(tau, (nu,), "tau")
     fext_fn = _forcing(f_ext, (model.n_bodies, 6), "f_ext")
+    watch = _Events.of(events, model, t0, np.concatenate([q0, u0]))
     try:  # validate the callables' shapes before integrating
         if tau_fn is not None:
             tau_fn(t0, q0, u0)
@@ -402,7 +413,7 @@ def simulate(
     x0 = np.concatenate([q0, u0, np.zeros(_N_EXTRA)])
     solver_cls = getattr(scipy.integrate, integrator) if isinstance(integrator, str) else integrator
     wall = time.perf_counter()
-    samples = _Samples(t0, x0, t_eval)
+    samples = _Samples(t0, x0, t_eval, watch)
     failure: tuple[float, str, BaseException | None] | None = None
     solver = None
     try:
@@ -421,7 +432,7 @@ def simulate(
             # from the last accepted step up to them
             try:
                 samples.run(solver_cls(f, solver.t, solver.y, t_last, rtol=rtol, atol=atol,
-                                       max_step=max_step, **options))
+                                       max_step=max_step, **options), watch=False)
             except _RhsFailure:
                 pass
     finally:
@@ -442,8 +453,10 @@ def simulate(
             t=t, q=q, u=np.ascontiguousarray(u), model=model, fidelity=fidelity, method=method,
             work=y[:, nq + nu].copy(), external_work=y[:, nq + nu + 1].copy(),
             dissipation=y[:, nq + nu + 2].copy(), tau=tau_hist,
-            nfev=0 if solver is None else int(solver.nfev),
-            wall_time=wall, message="failed" if failure else "the integration reached t1",
+            nfev=0 if solver is None else int(solver.nfev), wall_time=wall,
+            message=("failed" if failure else "a terminal event occurred" if samples.stopped
+                     else "the integration reached t1"),
+            **({} if watch is None else watch.results(model)),
         )
 
     t_out, y_out = samples.arrays(nq + nu + _N_EXTRA)
@@ -502,12 +515,104 @@ def _failing(derivative: Callable, t: float, x: np.ndarray, tau: np.ndarray,
         raise _RhsFailure(t, f"forward dynamics failed: {exc}") from exc
 
 
+class _Events:
+    """The events of :func:`simulate`: functions ``g(t, q, u)`` watched after every step,
+    their zeros located on the step's dense output and recorded."""
+
+    def __init__(self, functions: list, model: Model, t0: float, x0: np.ndarray):
+        self.functions = functions
+        self.nq, self.nu = model.nq, model.nu
+        self.model = model
+        self.terminal = [bool(getattr(g, "terminal", False)) for g in functions]
+        self.direction = [float(getattr(g, "direction", 0.0)) for g in functions]
+        self.values = self.evaluate(t0, x0)
+        self.t: list[list[float]] = [[] for _ in functions]
+        self.x: list[list[np.ndarray]] = [[] for _ in functions]
+
+    @classmethod
+    def of(cls, events: Any, model: Model, t0: float, x0: np.ndarray) -> _Events | None:
+        """The watched events, or None; ``ValueError`` naming ``events`` for anything but
+        callables or a function that does not return a finite number at the start."""
+        if events is None:
+            return None
+        functions = [events] if callable(events) else list(events) if isinstance(
+            events, (list, tuple)) else None
+        if not functions or not all(callable(g) for g in functions):
+            raise ValueError("events must be a callable event(t, q, u) -> float or a "
+                             f"non-empty sequence of them, got {events!r}")
+        return cls(functions, model, t0, x0)
+
+    def evaluate(self, t: float, x: np.ndarray) -> np.ndarray:
+        q = _normalized(self.model, x[:self.nq])
+        u = x[self.nq:self.nq + self.nu]
+        values = []
+        for k, g in enumerate(self.functions):
+            v = g(t, q, u)
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                v = math.nan
+            if not math.isfinite(v):
+                raise ValueError(f"events[{k}](t, q, u) returned {v!r} at t = {t:.6g}; "
+                                 "an event function returns a finite number")
+            values.append(v)
+        return np.array(values)
+
+    def after_step(self, solver) -> float | None:
+        """Record the zeros in the step just taken; the time of the first terminal one, or
+        None."""
+        new = self.evaluate(solver.t, solver.y)
+        old, self.values = self.values, new
+        up = (old < 0) & (new >= 0)
+        down = (old > 0) & (new <= 0)
+        hits = [k for k, d in enumerate(self.direction)
+                if (up[k] and d >= 0) or (down[k] and d <= 0)]
+        if not hits:
+            return None
+        dense = solver.dense_output()
+        roots = sorted((self.root(k, dense, solver.t_old, solver.t), k) for k in hits)
+        for t_root, k in roots:
+            x = dense(t_root)
+            self.t[k].append(t_root)
+            self.x[k].append(x)
+            if self.terminal[k]:
+                return t_root
+        return None
+
+    def root(self, k: int, dense, t_a: float, t_b: float) -> float:
+        """The zero of event ``k`` between ``t_a`` and ``t_b`` on the dense output."""
+        g = self.functions[k]
+
+        def h(t: float) -> float:
+            x = dense(t)
+            return float(g(t, _normalized(self.model, x[:self.nq]), x[self.nq:self.nq + self.nu]))
+
+        h_b = h(t_b)
+        if h_b == 0.0:
+            return float(t_b)
+        return float(scipy.optimize.brentq(h, t_a, t_b, xtol=4 * np.finfo(float).eps * max(
+            abs(t_a), abs(t_b), 1e-300), rtol=4 * np.finfo(float).eps))
+
+    def results(self, model: Model) -> dict:
+        """``t_events``, ``q_events``, ``u_events`` for :class:`SimulationResult`."""
+        nq, nu = model.nq, model.nu
+        xs = [np.array(x, dtype=float).reshape(-1, nq + nu + _N_EXTRA) for x in self.x]
+        return {"t_events": [np.array(t, dtype=float) for t in self.t],
+                "q_events": [np.array([_normalized(model, r) for r in x[:, :nq]]).reshape(-1, nq)
+                             for x in xs],
+                "u_events": [x[:, nq:nq + nu].copy() for x in xs]}
+
+
 class _Samples:
     """The output samples of an integration: every step (no ``t_eval``) or the ``t_eval``
-    times passed so far, from the solver's dense output."""
+    times passed so far, from the solver's dense output; ``events`` (or None) watched after
+    every step."""
 
-    def __init__(self, t0: float, x0: np.ndarray, t_eval: np.ndarray | None):
+    def __init__(self, t0: float, x0: np.ndarray, t_eval: np.ndarray | None,
+                 events: _Events | None = None):
         self.t_eval = t_eval
+        self.events = events
+        self.stopped = False  # by a terminal event
         self.t: list[float] = []
         self.y: list[np.ndarray] = []
         if t_eval is None:
@@ -515,14 +620,18 @@ class _Samples:
             self.y.append(x0)
         self.next = 0  # index of the next t_eval sample
 
-    def run(self, solver) -> str:
-        """Step ``solver`` to its end or its failure, recording the samples; returns the
-        message of the failed step ("" otherwise)."""
+    def run(self, solver, watch: bool = True) -> str:
+        """Step ``solver`` to its end, its failure or a terminal event, recording the samples
+        (and, with ``watch``, the events); returns the message of the failed step ("" otherwise)."""
         while solver.status == "running":
             message = solver.step()
             if solver.status == "failed":
                 return str(message)
-            self.add(solver)
+            stop = self.events.after_step(solver) if watch and self.events else None
+            self.add(solver, stop)
+            if stop is not None:
+                self.stopped = True
+                return ""
         return ""
 
     def pending_before(self, t: float) -> float | None:
@@ -533,13 +642,18 @@ class _Samples:
         pending = pending[pending < t]
         return float(pending[-1]) if pending.size else None
 
-    def add(self, solver) -> None:
-        """Record the samples of the step just taken (``solver.t_old`` to ``solver.t``)."""
+    def add(self, solver, until: float | None = None) -> None:
+        """Record the samples of the step just taken (``solver.t_old`` to ``solver.t``, or
+        to ``until`` inside it)."""
         if self.t_eval is None:
-            self.t.append(float(solver.t))
-            self.y.append(np.array(solver.y))
+            if until is None:
+                self.t.append(float(solver.t))
+                self.y.append(np.array(solver.y))
+            else:
+                self.t.append(until)
+                self.y.append(solver.dense_output()(until))
             return
-        end = np.searchsorted(self.t_eval, solver.t, side="right")
+        end = np.searchsorted(self.t_eval, solver.t if until is None else until, side="right")
         if end > self.next:
             times = self.t_eval[self.next:end]
             self.t.extend(times.tolist())
