@@ -50,6 +50,7 @@ from .dynamics import (
     FORWARD_METHODS,
     _cached_engine,
     _for_engine,
+    _plain,
     forward_dynamics,
 )
 from .engine import DERIVATIVE_METHODS, kernels
@@ -186,8 +187,19 @@ def rhs(model: Model, fidelity: str = "full", method: str = "articulated", *,
     _check_choice(backend, BACKENDS, "backend")
     fext_fn = _forcing(f_ext, (model.n_bodies, 6), "f_ext")
     derivative = _compiled_derivative(model, fidelity, method, backend, 0)
+    engine = None if derivative is None or fext_fn is not None else _cached_engine(model,
+                                                                                 fidelity)
+    nx = model.nq + model.nu
+    zeros_tau, no_wrenches = np.zeros(model.nu), np.zeros((model.n_bodies, 6))
 
     def f(t: float, x: np.ndarray, tau: Any = None) -> np.ndarray:
+        if engine is not None and _plain(x, nx) and (tau is None or _plain(tau, model.nu)):
+            # the short way: float64 arrays straight into the compiled derivative; anything
+            # it does not accept takes the full way below, which names the problem
+            out = np.empty(nx)
+            if engine.derivative_status(x, zeros_tau if tau is None else tau, no_wrenches,
+                                        method, out) == -1:
+                return out
         q, u = unpack_state(model, np.asarray(x))
         q = _normalized(model, q)
         tau_fn = _forcing(tau, (model.nu,), "tau")
