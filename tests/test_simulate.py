@@ -459,3 +459,32 @@ def test_bad_events_name_the_argument():
         fd.simulate(model, t_span=(0.0, 0.1), events=3.0)
     with pytest.raises(ValueError, match=r"events\[0\]"):
         fd.simulate(model, t_span=(0.0, 0.1), events=lambda t, q, u: "x")
+
+
+def test_simulate_runs_blas_on_one_thread_and_restores_the_users_setting():
+    """The integration holds BLAS to one thread (threadpoolctl) and gives the user's setting
+    back: seen from a torque callable during the run, and after it."""
+    import threadpoolctl
+
+    def blas_threads() -> set[int]:
+        return {lib["num_threads"] for lib in threadpoolctl.threadpool_info()
+                if lib["user_api"] == "blas"}
+
+    if not blas_threads():
+        pytest.skip("no BLAS library seen by threadpoolctl")
+    seen: list[set[int]] = []
+
+    def tau(t, q, u):
+        seen.append(blas_threads())
+        return np.zeros(model.nu)
+
+    model = models.two_link_arm()
+    with threadpoolctl.threadpool_limits(limits=3, user_api="blas"):
+        users = blas_threads()
+        res = fd.simulate(model, t_span=(0.0, 0.01), tau=tau, backend="reference")
+        after = blas_threads()
+    # tau is called once to check its shape, once per right-hand side, then once per sample
+    # for the history: only the right-hand sides run inside the integration
+    assert len(seen) == 1 + res.nfev + res.t.size
+    assert all(s == {1} for s in seen[1:1 + res.nfev])
+    assert seen[0] == seen[-1] == after == users == {3}
