@@ -189,10 +189,11 @@ def test_simulate_reports_a_singular_inertia_on_the_engine():
 
 
 @pytest.mark.parametrize("fidelity", FIDELITIES)
-def test_engine_jacobian_of_the_implicit_integrators(fidelity):
-    """The Jacobian ``simulate`` hands to Radau/BDF/LSODA: its ``u̇`` rows equal central
-    differences of the reference forward dynamics, its ``q̇`` rows are ``Γ(q)`` in ``u``, and
-    the rows of the work integrals are zero."""
+@pytest.mark.parametrize("backend", ["engine", "reference"])
+def test_jacobian_of_the_implicit_integrators(fidelity, backend):
+    """The Jacobian ``simulate`` hands to Radau/BDF/LSODA on either backend: its ``u̇`` rows
+    equal central differences of the reference forward dynamics, its ``q̇`` rows are ``Γ(q)``
+    in ``u``, and the rows of the work integrals are zero."""
     import sys
 
     simulate_module = sys.modules["flexdyn.simulate"]
@@ -203,8 +204,8 @@ def test_engine_jacobian_of_the_implicit_integrators(fidelity):
     u = rng.normal(size=nu)
     tau = rng.normal(size=nu)
     x = np.concatenate([q, u, np.zeros(3)])
-    jac = simulate_module._engine_jacobian(model, fidelity, "articulated",
-                                           lambda t, y: (y[:nq], y[nq:nq + nu], tau, None))
+    jac = simulate_module._jacobian(model, fidelity, "articulated", backend,
+                                    lambda t, y: (y[:nq], y[nq:nq + nu], tau, None))
     J = jac(0.0, x)
     assert J.shape == (nq + nu + 3, nq + nu + 3)
     central = np.empty((nu, nq + nu))

@@ -35,6 +35,7 @@ uniform grid, e.g. ``t_eval=np.linspace(t0, t1, 1000)``, to match the paper).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -432,8 +433,8 @@ def simulate(
     blas = _single_blas_thread()
     try:
         options = {}
-        if derivative is not None and issubclass(solver_cls, _IMPLICIT):
-            options["jac"] = _engine_jacobian(model, fidelity, method, state)
+        if issubclass(solver_cls, _IMPLICIT):
+            options["jac"] = _jacobian(model, fidelity, method, backend, state)
         solver = solver_cls(f, t0, x0, t1, rtol=rtol, atol=atol, max_step=max_step, **options)
         message = samples.run(solver)
         if solver.status == "failed":
@@ -482,7 +483,10 @@ def simulate(
     return result(t_out, y_out)
 
 
-_BLAS: list = []  # the process's threadpoolctl controller, made on first use
+@functools.cache
+def _blas_controller() -> threadpoolctl.ThreadpoolController:
+    """The process's threadpoolctl controller (it inspects the loaded libraries once)."""
+    return threadpoolctl.ThreadpoolController()
 
 
 def _single_blas_thread():
@@ -493,29 +497,28 @@ def _single_blas_thread():
     reference path: 0.48 s with OpenBLAS's default threads against 0.22 s with one, beside
     one busy process on 2 cores); the engine uses no BLAS.  The user's setting is restored
     when the integration ends."""
-    if not _BLAS:
-        _BLAS.append(threadpoolctl.ThreadpoolController())
-    return _BLAS[0].limit(limits=1, user_api="blas")
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 #: integrators of :func:`scipy.integrate.solve_ivp` that take a Jacobian ``jac(t, x)``
 _IMPLICIT = (scipy.integrate.Radau, scipy.integrate.BDF, scipy.integrate.LSODA)
 
 
-def _engine_jacobian(model: Model, fidelity: str, method: str, state: Callable) -> Callable:
+def _jacobian(model: Model, fidelity: str, method: str, backend: str,
+              state: Callable) -> Callable:
     """``jac(t, x)`` (nx × nx) of the augmented state ``x = [q; u; W_τ, W_ext, D]`` for the
-    implicit integrators, from the engine: the rows of ``u̇`` by forward differences of the
-    forward dynamics with every coordinate perturbed at once in one batched call
-    (:meth:`flexdyn.engine.Engine.batch`), the forces ``(τ, f_ext)`` of ``state(t, x)`` held;
-    the rows of ``q̇ = Γ(q) u``: ``Γ(q)`` for ``u`` (the dependence on ``q`` through the
-    quaternions is left out); the rows of the work integrals zero (they do not feed back).
+    implicit integrators: the rows of ``u̇`` by forward differences of the forward dynamics,
+    every coordinate perturbed at once in one batched call of :func:`forward_dynamics` (on
+    the engine, one compiled call shared among the cores), the forces ``(τ, f_ext)`` of
+    ``state(t, x)`` held; the rows of ``q̇ = Γ(q) u``: ``Γ(q)`` for ``u`` (the dependence on
+    ``q`` through the quaternions is left out); the rows of the work integrals zero (they do
+    not feed back).
 
     The integrators use it only in their Newton iterations, so the approximations cost
     iterations, never accuracy.  It replaces scipy's own finite differences, whose step for a
     column on which ``ẋ`` does not depend (the work integrals, a free joint angle) grows
     tenfold at every Jacobian until it overflows: BDF then failed on the spin-up beam and
     the arm of ``benchmarks/bench_simulate.py``, and Radau would on longer runs."""
-    engine = _cached_engine(model, fidelity)
     nq, nu = model.nq, model.nu
     n = nq + nu
     columns = np.arange(n)
@@ -526,8 +529,9 @@ def _engine_jacobian(model: Model, fidelity: str, method: str, state: Callable) 
         h = np.sqrt(np.finfo(float).eps) * np.maximum(np.abs(z), 1.0)
         Z = np.tile(z, (n + 1, 1))
         Z[1 + columns, columns] += h
-        udot = engine.batch(method, Z[:, :nq], Z[:, nq:], np.tile(tau, (n + 1, 1)),
-                            None if f_ext is None else np.tile(f_ext, (n + 1, 1, 1)))
+        udot = forward_dynamics(model, Z[:, :nq], Z[:, nq:], np.tile(tau, (n + 1, 1)),
+                                method=method, fidelity=fidelity, f_ext=f_ext,
+                                backend=backend)
         J = np.zeros((x.size, x.size))
         J[nq:n, :n] = (udot[1:] - udot[0]).T / h
         J[:nq, nq:n] = model.Gamma(q)
@@ -574,20 +578,22 @@ class _Events:
         return cls(functions, model, t0, x0)
 
     def evaluate(self, t: float, x: np.ndarray) -> np.ndarray:
-        q = _normalized(self.model, x[:self.nq])
-        u = x[self.nq:self.nq + self.nu]
-        values = []
-        for k, g in enumerate(self.functions):
-            v = g(t, q, u)
-            try:
-                v = float(v)
-            except (TypeError, ValueError):
-                v = math.nan
-            if not math.isfinite(v):
-                raise ValueError(f"events[{k}](t, q, u) returned {v!r} at t = {t:.6g}; "
-                                 "an event function returns a finite number")
-            values.append(v)
-        return np.array(values)
+        """Every event function at ``(t, x)``."""
+        return np.array([self.value(k, t, x) for k in range(len(self.functions))])
+
+    def value(self, k: int, t: float, x: np.ndarray) -> float:
+        """Event ``k`` at ``(t, x)`` (quaternions normalised); ``ValueError`` naming it when it
+        does not return a finite number."""
+        v = self.functions[k](t, _normalized(self.model, x[:self.nq]),
+                              x[self.nq:self.nq + self.nu])
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            v = math.nan
+        if not math.isfinite(v):
+            raise ValueError(f"events[{k}](t, q, u) returned {v!r} at t = {t:.6g}; "
+                             "an event function returns a finite number")
+        return v
 
     def after_step(self, solver) -> float | None:
         """Record the zeros in the step just taken; the time of the first terminal one, or
@@ -612,14 +618,11 @@ class _Events:
 
     def root(self, k: int, dense, t_a: float, t_b: float) -> float:
         """The zero of event ``k`` between ``t_a`` and ``t_b`` on the dense output."""
-        g = self.functions[k]
 
         def h(t: float) -> float:
-            x = dense(t)
-            return float(g(t, _normalized(self.model, x[:self.nq]), x[self.nq:self.nq + self.nu]))
+            return self.value(k, t, dense(t))
 
-        h_b = h(t_b)
-        if h_b == 0.0:
+        if h(t_b) == 0.0:
             return float(t_b)
         return float(scipy.optimize.brentq(h, t_a, t_b, xtol=4 * np.finfo(float).eps * max(
             abs(t_a), abs(t_b), 1e-300), rtol=4 * np.finfo(float).eps))
