@@ -32,10 +32,12 @@ from .kernels import (
     _US,
     INVALID,
     _finite_result,
+    _Hcal_X,
     _mm,
     _mmt,
     _modal_velocities,
     _mv,
+    _P_Hcal_t,
     _phi,
     _spd_inverse,
     _valid_state,
@@ -102,8 +104,8 @@ def _block_filter(ints, Hcal, A, phi, P, G, rhsT, Z, X, PH, D, L, Dinv, T):
         m, nj, us, pa = ints[i, _M], ints[i, _NJ], ints[i, _US], ints[i, _PARENT]
         k, s = nj + m, m + 6
         H = Hcal[i, :k, :s]
-        _mmt(P[i, :s, :s], H, PH[:s, :k], False)
-        _mm(H, PH[:s, :k], D[:k, :k])
+        _P_Hcal_t(P[i, :s, :s], H, m, nj, PH[:s, :k])
+        _Hcal_X(H, PH[:s, :k], m, nj, D[:k, :k])
         _spd_inverse(D[:k, :k], 0.0, L[:k, :k], Dinv[:k, :k])  # regular: checked in Eq 51
         eps = T[0, :, :k]  # εᵀ = bᵀ − zᵀ ℋᵀ
         _mmt(Z[i, :, :s], H, eps, False)

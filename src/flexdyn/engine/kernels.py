@@ -1021,6 +1021,25 @@ def cholesky_solve(Mass, b, x):
 
 
 @_J
+def _inertia_scale(P, H):
+    """``max|P| · max_r ‖H_r‖²`` (:func:`flexdyn.linalg.inertia_scale`); 0 for an empty
+    ``H``."""
+    if H.shape[0] == 0 or H.shape[1] == 0:
+        return 0.0
+    hmax = 0.0
+    for r in range(H.shape[0]):
+        h = 0.0
+        for c in range(H.shape[1]):
+            h += H[r, c] * H[r, c]
+        hmax = max(hmax, h)
+    pmax = 0.0
+    for r in range(P.shape[0]):
+        for c in range(P.shape[1]):
+            pmax = max(pmax, abs(P[r, c]))
+    return pmax * hmax
+
+
+@_J
 def _spd_inverse(D, scale, L, Dinv):
     """``Dinv = D⁻¹`` by Cholesky with the reference's singularity test
     (:func:`flexdyn.linalg.spd_inverse`): a squared pivot at most
@@ -1108,17 +1127,7 @@ def _articulated_step(P, H, m, nj, a, b, tau, z, G, innov, PH, D, L, Dinv, eps, 
     k, s = H.shape[0], P.shape[0]
     _P_Hcal_t(P, H, m, nj, PH)
     _Hcal_X(H, PH, m, nj, D)
-    hmax = 0.0
-    for r in range(k):
-        h = 0.0
-        for c in range(s):
-            h += H[r, c] * H[r, c]
-        hmax = max(hmax, h)
-    pmax = 0.0
-    for r in range(s):
-        for c in range(s):
-            pmax = max(pmax, abs(P[r, c]))
-    if not _spd_inverse(D, pmax * hmax, L, Dinv):
+    if not _spd_inverse(D, _inertia_scale(P, H), L, Dinv):
         return False
     _mm(PH, Dinv, G)
     _mv(P, a, z, True)  # z = Σ_c Φ z⁺(c) + P a + b
@@ -1138,7 +1147,7 @@ def _articulated_step(P, H, m, nj, a, b, tau, z, G, innov, PH, D, L, Dinv, eps, 
             for j in range(k):
                 t -= G[m + r, j] * PH[m + c, j]
             Pr[r, c] = t
-    _symmetrize6(Pr)
+    _symmetrize(Pr)
     return True
 
 
@@ -1175,15 +1184,15 @@ def _rigid_one_dof_step(P, h, a, b, tau, z, G, innov, PH, zp, Pr):
         zp[r] = z[r] + G[r] * eps
         for c in range(6):
             Pr[r, c] = P[r, c] - G[r] * PH[c]
-    _symmetrize6(Pr)
+    _symmetrize(Pr)
     return True
 
 
 @_J
-def _symmetrize6(X):
-    """``X ← (X + Xᵀ) / 2`` for a 6 × 6 block."""
-    for r in range(6):
-        for c in range(r + 1, 6):
+def _symmetrize(X):
+    """``X ← (X + Xᵀ) / 2`` for a square block (:func:`flexdyn.linalg.sym`)."""
+    for r in range(X.shape[0]):
+        for c in range(r + 1, X.shape[0]):
             t = 0.5 * (X[r, c] + X[c, r])
             X[r, c] = t
             X[c, r] = t

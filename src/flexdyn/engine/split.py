@@ -37,6 +37,7 @@ from .kernels import (
     _child_inertia,
     _finite_result,
     _gravity_acceleration,
+    _inertia_scale,
     _mm,
     _mmt,
     _mtv,
@@ -46,6 +47,7 @@ from .kernels import (
     _spd_inverse,
     _sub_mtv,
     _sub_mv,
+    _symmetrize,
     _terms,
     _to_parent,
     _valid_state,
@@ -150,25 +152,6 @@ def split_workspace(ib, sib):
 # ----------------------------------------------------------------------------------------------
 # small algebra the kernels do not have
 # ----------------------------------------------------------------------------------------------
-@_J
-def _inertia_scale(P, H):
-    """``max|P| · max_r ‖H_r‖²`` (:func:`flexdyn.linalg.inertia_scale`); 0 for an empty
-    ``H``."""
-    if H.shape[0] == 0 or H.shape[1] == 0:
-        return 0.0
-    hmax = 0.0
-    for r in range(H.shape[0]):
-        h = 0.0
-        for c in range(H.shape[1]):
-            h += H[r, c] * H[r, c]
-        hmax = max(hmax, h)
-    pmax = 0.0
-    for r in range(P.shape[0]):
-        for c in range(P.shape[1]):
-            pmax = max(pmax, abs(P[r, c]))
-    return pmax * hmax
-
-
 @_J
 def _sym_difference(A, B, out):
     """``out = sym(A − B) = ((A − B) + (A − B)ᵀ) / 2`` (:func:`flexdyn.linalg.sym`)."""
@@ -286,11 +269,7 @@ def _push_through(Lambda, Upsilon, Omega, Gam, kids, N, X, Df_inv):
                 for b in range(6):
                     s -= X[6 * l + b, r] * Upsilon[kids[l], c, b]
             Df_inv[r, c] = s
-    for r in range(m):
-        for c in range(r + 1, m):
-            t = 0.5 * (Df_inv[r, c] + Df_inv[c, r])
-            Df_inv[r, c] = t
-            Df_inv[c, r] = t
+    _symmetrize(Df_inv)
 
 
 @_J
