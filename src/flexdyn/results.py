@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .chain import Model, state_layout
+from .dynamics import joint_wrenches
 from .energy import energies, momentum
 from .files import write_atomically
 from .spatial import Transform
@@ -56,7 +57,13 @@ class SimulationResult:
     work : (nt,) work done by ``τ`` since ``t[0]``, ``∫ τ·u dt`` (J), integrated with the state.
     external_work : (nt,) work of ``f_ext`` (J).
     dissipation : (nt,) energy dissipated by modal damping (J).
-    tau : (nt, nu) the applied generalized forces at the samples.
+    tau : (nt, nu) the applied generalized forces at the samples; with
+        ``simulate(..., prescribed=...)`` the prescribed entries hold the loads that realise
+        the prescribed motion.
+    udot : (nt, nu) the accelerations at the samples, or None (a result read from a file
+        written before they were stored).
+    f_ext : (nt, n_bodies, 6) the external wrenches at the body frame origins, in body
+        coordinates (N m, N), the rigid parts of nodal loads included; None without any.
     energy_fidelity : body model used to evaluate energies and momentum; default: the
         simulated ``fidelity`` (each model is checked against its own energy, as Damaren &
         Sharf do).  Set ``"full"`` to measure a ruthless run against the exact energy.
@@ -77,6 +84,8 @@ class SimulationResult:
     external_work: np.ndarray | None = None
     dissipation: np.ndarray | None = None
     tau: np.ndarray | None = None
+    udot: np.ndarray | None = None
+    f_ext: np.ndarray | None = None
     energy_fidelity: str | None = None
     nfev: int = 0
     wall_time: float = 0.0
@@ -100,6 +109,10 @@ class SimulationResult:
             setattr(self, name, np.zeros(nt) if v is None else np.asarray(v, float).reshape(nt))
         self.tau = (np.zeros((nt, self.model.nu)) if self.tau is None
                     else np.asarray(self.tau, float).reshape(nt, self.model.nu))
+        if self.udot is not None:
+            self.udot = np.asarray(self.udot, float).reshape(nt, self.model.nu)
+        if self.f_ext is not None:
+            self.f_ext = np.asarray(self.f_ext, float).reshape(nt, self.model.n_bodies, 6)
 
     def __len__(self) -> int:
         return int(self.t.size)
@@ -154,6 +167,19 @@ class SimulationResult:
         if not len(self):
             return np.empty((0, 6))
         return momentum(self.model, self.q, self.u, self.energy_fidelity)
+
+    def joint_wrenches(self) -> np.ndarray:
+        """(nt, n_bodies, 6) the spatial force ``[moment; force]`` each joint transmits from
+        the parent to the child at the samples, in the child's joint frame ``J_c`` about its
+        origin (N m, N), fixed joints included (:func:`flexdyn.joint_wrenches` of the
+        simulated motion and loads)."""
+        if self.udot is None:
+            raise ValueError("this result has no accelerations (udot): it was read from a "
+                             "file without them; simulate again to get the joint wrenches")
+        if not len(self):
+            return np.empty((0, self.model.n_bodies, 6))
+        return joint_wrenches(self.model, self.q, self.u, self.udot, self.fidelity,
+                              f_ext=self.f_ext)
 
     # -- accessors ---------------------------------------------------------------------------
     def joint(self, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -241,6 +267,8 @@ class SimulationResult:
         model_json = json.dumps(self.model.to_dict())
         write_atomically(path, lambda fh: np.savez_compressed(
             fh, t=self.t, q=self.q, u=self.u, tau=self.tau, work=self.work,
+            **{name: value for name, value in (("udot", self.udot), ("f_ext", self.f_ext))
+               if value is not None},
             external_work=self.external_work, dissipation=self.dissipation,
             kinetic_energy=self.kinetic_energy, potential_energy=self.potential_energy,
             total_energy=self.total_energy, energy_balance_error=self.energy_balance_error,
@@ -256,7 +284,9 @@ class SimulationResult:
             return cls(t=d["t"], q=d["q"], u=d["u"], model=model, fidelity=str(d["fidelity"]),
                        method=str(d["method"]), work=d["work"],
                        external_work=d["external_work"], dissipation=d["dissipation"],
-                       tau=d["tau"], energy_fidelity=str(d["energy_fidelity"]))
+                       tau=d["tau"], udot=d["udot"] if "udot" in d else None,
+                       f_ext=d["f_ext"] if "f_ext" in d else None,
+                       energy_fidelity=str(d["energy_fidelity"]))
 
     def plot(self, path: str | Path | None = None):
         """Plot joint coordinates (quaternions left out), modal coordinates and ``e_E``.

@@ -38,8 +38,8 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.integrate
@@ -54,6 +54,8 @@ from .dynamics import (
     _for_engine,
     _plain,
     forward_dynamics,
+    hybrid_dynamics,
+    nodal_loads,
 )
 from .engine import DERIVATIVE_METHODS, kernels
 from .results import SimulationError, SimulationResult
@@ -249,6 +251,228 @@ def _compiled_derivative(model: Model, fidelity: str, method: str, backend: str,
 
 
 # ----------------------------------------------------------------------------------------------
+# the ODE of simulate: loads, prescribed motion, the augmented state derivative
+# ----------------------------------------------------------------------------------------------
+def _nodal_forcing(value: Any) -> Callable | None:
+    """``g(t, q, u) -> {(body, node): wrench}`` for None / a mapping / a callable (the
+    wrenches are checked by :func:`flexdyn.dynamics.nodal_loads`)."""
+    if value is None:
+        return None
+    if callable(value):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValueError("f_nodes must be None, a mapping {(body, node): wrench (6,)} or a "
+                         f"callable f_nodes(t, q, u) returning one, got {value!r}")
+    loads = dict(value)
+    return lambda t, q, u: loads
+
+
+class _Drive:
+    """Prescribed joint motion of :func:`simulate`: ``{body: f}`` with ``f(t) -> (q_j, u_j,
+    u̇_j)`` of that body's joint; :attr:`mask` (nu,) marks the prescribed speeds."""
+
+    def __init__(self, model: Model, prescribed: Any):
+        if not isinstance(prescribed, Mapping) or not prescribed:
+            raise ValueError("prescribed must be a non-empty mapping {body name: f(t) -> "
+                             f"(q_j, u_j, udot_j)}}, got {prescribed!r}")
+        self.mask = np.zeros(model.nu, dtype=bool)
+        #: per driven body: (name, q slice, u slice, f)
+        self.joints: list[tuple[str, slice, slice, Callable]] = []
+        for name, f in prescribed.items():
+            if name not in model.names:
+                raise ValueError(f"prescribed: no body {name!r}; bodies are "
+                                 f"{list(model.names)}")
+            i = model.body_index(name)
+            nqj, nuj = int(model.nq_joint[i]), int(model.nu_joint[i])
+            if nuj == 0:
+                raise ValueError(f"prescribed[{name!r}]: the joint of body {name!r} is fixed; "
+                                 "it has no motion to prescribe")
+            if not callable(f):
+                raise ValueError(f"prescribed[{name!r}] must be a callable f(t) -> (q_j, u_j, "
+                                 f"udot_j), got {f!r}")
+            qs, us = int(model.q_start[i]), int(model.u_start[i])
+            self.joints.append((name, slice(qs, qs + nqj), slice(us, us + nuj), f))
+            self.mask[us:us + nuj] = True
+        #: (nq + nu,) the prescribed entries of ``[q; u]``
+        self.state_mask = np.concatenate([np.zeros(model.nq, dtype=bool), self.mask])
+        for _, qs, _, _ in self.joints:
+            self.state_mask[qs] = True
+
+    def impose(self, t: float, q: np.ndarray, u: np.ndarray, at_start: bool = False
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(q, u, u̇_K)``: copies of ``q``, ``u`` with the prescribed entries of time ``t``,
+        and the prescribed accelerations (nu,) (zero elsewhere).  A function that returns
+        the wrong shapes raises ``ValueError``, non-finite values :class:`_RhsFailure`
+        (``ValueError`` ``at_start``), naming the body."""
+        q, u = np.array(q, dtype=float), np.array(u, dtype=float)
+        udot = np.zeros(u.size)
+        for name, qs, us, f in self.joints:
+            try:
+                qj, uj, aj = f(t)
+            except (TypeError, ValueError):
+                raise ValueError(f"prescribed[{name!r}](t) must return a triple (q_j, u_j, "
+                                 f"udot_j) at t = {t:.6g}") from None
+            for what, value, target, part in (("q_j", qj, q, qs), ("u_j", uj, u, us),
+                                               ("udot_j", aj, udot, us)):
+                a = _motion_part(name, what, value, part.stop - part.start, t)
+                if not np.all(np.isfinite(a)):
+                    message = f"prescribed[{name!r}](t) returned a non-finite {what}"
+                    if at_start:
+                        raise ValueError(f"{message} at t = {t:.6g}")
+                    raise _RhsFailure(t, message)
+                target[part] = a
+        return q, u, udot
+
+    def motion(self, t: np.ndarray, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray,
+                                                                          np.ndarray]:
+        """The histories ``q`` (nt, nq), ``u`` (nt, nu) with their prescribed entries."""
+        q, u = q.copy(), u.copy()
+        for k, tk in enumerate(t):
+            q[k], u[k], _ = self.impose(float(tk), q[k], u[k])
+        return q, u
+
+
+def _motion_part(name: str, what: str, value: Any, n: int, t: float) -> np.ndarray:
+    """One part of a prescribed motion as an array (n,), ``ValueError`` naming it."""
+    try:
+        a = np.atleast_1d(np.asarray(value, dtype=float))
+    except (TypeError, ValueError):
+        raise ValueError(f"prescribed[{name!r}](t) returned a {what} that is not numeric at "
+                         f"t = {t:.6g}: {value!r}") from None
+    if a.shape != (n,):
+        raise ValueError(f"prescribed[{name!r}](t) returned {what} of shape {a.shape} at "
+                         f"t = {t:.6g}, expected ({n},)")
+    return a
+
+
+class _Loads(NamedTuple):
+    """The state and applied loads at one time: ``q``, ``u`` with the prescribed entries,
+    ``tau`` (nu,) the applied generalized forces, ``f_ext`` (n_bodies, 6) or None the wrenches
+    at the body origins (nodal loads' rigid parts included), ``g`` (nu,) or None the nodal
+    loads' modal generalized forces, ``udot_known`` (nu,) or None the prescribed
+    accelerations."""
+
+    q: np.ndarray
+    u: np.ndarray
+    tau: np.ndarray
+    f_ext: np.ndarray | None
+    g: np.ndarray | None
+    udot_known: np.ndarray | None
+
+
+class _Ode:
+    """The augmented ODE of :func:`simulate`, ``ẋ = f(t, x)`` with ``x = [q; u; W_τ, W_ext,
+    D]`` (module docstring), for the applied loads ``tau_fn``, ``fext_fn``, ``nodes_fn``
+    (each ``(t, q, u) -> value`` or None) and the prescribed motion ``drive`` (or None).
+
+    Without prescribed motion, on the engine each evaluation is one compiled call
+    (:func:`_compiled_derivative`); prescribed motion takes :func:`hybrid_dynamics`."""
+
+    def __init__(self, model: Model, fidelity: str, method: str, backend: str,
+                 tau_fn: Callable | None, fext_fn: Callable | None, nodes_fn: Callable | None,
+                 drive: _Drive | None):
+        self.model, self.fidelity, self.method, self.backend = model, fidelity, method, backend
+        self.tau_fn, self.fext_fn, self.nodes_fn, self.drive = tau_fn, fext_fn, nodes_fn, drive
+        self.derivative = (None if drive is not None else
+                           _compiled_derivative(model, fidelity, method, backend, _N_EXTRA))
+        #: no loads that depend on the state: the compiled derivative alone
+        self.unforced = (self.derivative is not None and tau_fn is None and fext_fn is None
+                         and nodes_fn is None)
+        self.damped = [i for i, b in enumerate(model.bodies) if b.n_modes and np.any(b.C)]
+        self.zeros_tau = np.zeros(model.nu)
+
+    def loads(self, t: float, x: np.ndarray) -> _Loads:
+        """The state (quaternions normalised, prescribed entries imposed) and the loads at
+        ``(t, x)``."""
+        model = self.model
+        nq, nu = model.nq, model.nu
+        if not np.all(np.isfinite(x)):
+            raise _RhsFailure(t, "the state became non-finite")
+        q, u, udot_known = x[:nq], x[nq:nq + nu], None
+        if self.drive is not None:
+            q, u, udot_known = self.drive.impose(t, q, u)
+        q = _normalized(model, q)
+        tau = self.zeros_tau if self.tau_fn is None else self.tau_fn(t, q, u)
+        f_ext = None if self.fext_fn is None else self.fext_fn(t, q, u)
+        g = None
+        if self.nodes_fn is not None:
+            pos, _ = state_terms(model, q, None, self.fidelity)
+            f_nodes, g = nodal_loads(model, pos, self.nodes_fn(t, q, u))
+            f_ext = f_nodes if f_ext is None else f_ext + f_nodes
+        return _Loads(q, u, tau, f_ext, g, udot_known)
+
+    def accelerations(self, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
+                      f_ext: np.ndarray | None, udot_known: np.ndarray | None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """``(u̇, T)``: the accelerations and the generalized forces that act (``tau``, with the
+        prescribed joints' loads in their entries); one state or a batch."""
+        if self.drive is None:
+            return forward_dynamics(self.model, q, u, tau, method=self.method,
+                                    fidelity=self.fidelity, f_ext=f_ext,
+                                    backend=self.backend), tau
+        return hybrid_dynamics(self.model, q, u, tau, udot_known, self.drive.mask,
+                               fidelity=self.fidelity, f_ext=f_ext)
+
+    def __call__(self, t: float, x: np.ndarray) -> np.ndarray:
+        """``ẋ`` (nq + nu + 3,)."""
+        if self.unforced:
+            return _failing(self.derivative, t, x, self.zeros_tau, None)
+        model = self.model
+        nq, nu = model.nq, model.nu
+        s = self.loads(t, x)
+        tau = s.tau if s.g is None else s.tau + s.g
+        if self.derivative is not None:
+            out = _failing(self.derivative, t, x, tau, s.f_ext)
+        else:
+            try:
+                udot, T = self.accelerations(s.q, s.u, tau, s.f_ext, s.udot_known)
+            except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+                raise _RhsFailure(t, f"forward dynamics failed: {exc}") from exc
+            out = np.empty(nq + nu + _N_EXTRA)
+            out[:nq] = model.qdot(s.q, s.u)
+            out[nq:nq + nu] = udot
+            out[nq + nu] = T @ s.u
+            out[nq + nu + 1] = (0.0 if s.f_ext is None else sum(
+                fi @ Vi for fi, Vi in zip(s.f_ext, _body_twists(model, s.q, s.u, self.fidelity),
+                                          strict=True)))
+            out[nq + nu + 2] = sum(model.eta_dot(s.u, i) @ model.bodies[i].C
+                                   @ model.eta_dot(s.u, i) for i in self.damped)
+        if s.g is not None:  # the nodal loads' modal power is external work, not τ's
+            p = s.g @ s.u
+            out[nq + nu] -= p
+            out[nq + nu + 1] += p
+        return out
+
+    def histories(self, t: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray | None]:
+        """The :class:`SimulationResult` histories of the samples ``y`` (nt, nx) at ``t``:
+        ``q`` (normalised, prescribed entries imposed), ``u``, ``tau`` (the applied forces;
+        at prescribed entries the realised loads), ``udot`` and ``f_ext`` (nt, n_bodies, 6,
+        nodal loads' rigid parts included; None without external wrenches)."""
+        model = self.model
+        nq, nu = model.nq, model.nu
+        q = np.array([_normalized(model, row) for row in y[:, :nq]]).reshape(-1, nq)
+        u = np.ascontiguousarray(y[:, nq:nq + nu])
+        if self.drive is not None:
+            q, u = self.drive.motion(t, q, u)
+        if not t.size:
+            return {"q": q, "u": u, "tau": np.zeros((0, nu)), "udot": np.zeros((0, nu)),
+                    "f_ext": None}
+        if self.unforced:
+            udot = forward_dynamics(model, q, u, None, method=self.method,
+                                    fidelity=self.fidelity, backend=self.backend)
+            return {"q": q, "u": u, "tau": np.zeros((t.size, nu)), "udot": udot, "f_ext": None}
+        rows = []
+        for tk, qk, uk in zip(t, q, u, strict=True):
+            s = self.loads(float(tk), np.concatenate([qk, uk]))
+            udot, T = self.accelerations(s.q, s.u, s.tau if s.g is None else s.tau + s.g,
+                                         s.f_ext, s.udot_known)
+            rows.append((udot, T if s.g is None else T - s.g, s.f_ext))
+        udot, tau, f_ext = zip(*rows, strict=True)
+        return {"q": q, "u": u, "tau": np.array(tau), "udot": np.array(udot),
+                "f_ext": None if f_ext[0] is None else np.array(f_ext)}
+
+
+# ----------------------------------------------------------------------------------------------
 # simulate
 # ----------------------------------------------------------------------------------------------
 def simulate(
@@ -269,6 +493,8 @@ def simulate(
     f_ext: Any = None,
     backend: str = "engine",
     events: Any = None,
+    prescribed: Mapping[str, Callable] | None = None,
+    f_nodes: Any = None,
 ) -> SimulationResult:
     """Integrate the equations of motion of ``model`` from ``(q0, u0)`` over ``t_span``.
 
@@ -304,6 +530,19 @@ def simulate(
         in ``SimulationResult.t_events``, ``q_events``, ``u_events``; a terminal one ends
         the samples there (the last sample is the event, or the last ``t_eval`` time
         before it).
+    prescribed : None or a mapping ``{body name: f}`` whose ``f(t)`` returns ``(q_j, u_j,
+        u̇_j)`` of that body's joint, shapes (nq_j,), (nu_j,), (nu_j,) (floats allowed for
+        1-dof joints): the joint follows this motion, everything else (the modes, the other
+        joints) responds by :func:`flexdyn.hybrid_dynamics`.  The prescribed entries of
+        ``q0``/``u0`` are taken from ``f(t0)`` (and of ``q``, ``u`` at every sample from
+        ``f(t)``); ``q_j`` and ``u_j`` should be consistent (``q̇_j = Γ_j(q_j) u_j``) and
+        ``u̇_j`` their derivative.  The prescribed entries of ``tau`` are ignored; the
+        result's ``tau`` holds there the joint loads that realise the motion, and the energy
+        balance includes their work (in ``work``).
+    f_nodes : None, a mapping ``{(body, node): wrench (6,)}`` or a callable
+        ``f_nodes(t, q, u)`` returning one — wrenches ``[N m; N]`` at nodes of flexible
+        bodies, in the node's frame (see :func:`flexdyn.dynamics.nodal_loads`); their work
+        is included in ``external_work``.
 
     Returns
     -------
@@ -358,70 +597,27 @@ def simulate(
     elif not (isinstance(integrator, type) and issubclass(integrator, scipy.integrate.OdeSolver)):
         raise ValueError(f"integrator must be one of {_INTEGRATORS} or a "
                          f"scipy.integrate.OdeSolver subclass, got {integrator!r}")
-    tau_fn = _forcing(tau, (nu,), "tau")
-    fext_fn = _forcing(f_ext, (model.n_bodies, 6), "f_ext")
+    drive = None if prescribed is None else _Drive(model, prescribed)
+    if drive is not None:
+        q0, u0, _ = drive.impose(t0, q0, u0, at_start=True)
+        q0 = _normalized(model, q0)
+    ode = _Ode(model, fidelity, method, backend, _forcing(tau, (nu,), "tau"),
+               _forcing(f_ext, (model.n_bodies, 6), "f_ext"), _nodal_forcing(f_nodes), drive)
     watch = _Events.of(events, model, t0, np.concatenate([q0, u0]))
     try:  # validate the callables' shapes before integrating
-        if tau_fn is not None:
-            tau_fn(t0, q0, u0)
-        if fext_fn is not None:
-            fext_fn(t0, q0, u0)
+        ode.loads(t0, np.concatenate([q0, u0]))
     except _RhsFailure as exc:
         raise SimulationError(f"simulation failed at t = {t0:.6g} s: {exc.message}",
                               t0, exc.message) from None
 
-    damped = [i for i, b in enumerate(model.bodies) if b.n_modes and np.any(b.C)]
-    zeros_tau = np.zeros(nu)
     bar = _progress_bar(t0, t1) if progress else None
     t_last = [t0]
 
-    derivative = _compiled_derivative(model, fidelity, method, backend, _N_EXTRA)
-
     def f(t: float, x: np.ndarray) -> np.ndarray:
-        if derivative is not None and tau_fn is None and fext_fn is None:
-            out = _failing(derivative, t, x, zeros_tau, None)
-        else:
-            out = reference(t, x) if derivative is None else forced(t, x)
+        out = ode(t, x)
         if bar is not None and t > t_last[0]:
             bar.update(min(t, t1) - t_last[0])
             t_last[0] = min(t, t1)
-        return out
-
-    def state(t: float, x: np.ndarray) -> tuple:
-        """``(q, u, τ, f_ext)`` at ``x`` (quaternions normalised), the forces evaluated."""
-        if not np.all(np.isfinite(x)):
-            raise _RhsFailure(t, "the state became non-finite")
-        q = _normalized(model, x[:nq])
-        u = x[nq:nq + nu]
-        return (q, u, zeros_tau if tau_fn is None else tau_fn(t, q, u),
-                None if fext_fn is None else fext_fn(t, q, u))
-
-    def forced(t: float, x: np.ndarray) -> np.ndarray:
-        """The engine's derivative with forces that depend on the state."""
-        _, _, tau_t, fe = state(t, x)
-        return _failing(derivative, t, x, tau_t, fe)
-
-    def reference(t: float, x: np.ndarray) -> np.ndarray:
-        q, u, tau_t, fe = state(t, x)
-        try:
-            udot = forward_dynamics(model, q, u, tau_t, method=method, fidelity=fidelity,
-                                    f_ext=fe, backend=backend)
-        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
-            raise _RhsFailure(t, f"forward dynamics failed: {exc}") from exc
-        out = np.empty(nq + nu + _N_EXTRA)
-        out[:nq] = model.qdot(q, u)
-        out[nq:nq + nu] = udot
-        out[nq + nu] = tau_t @ u
-        p_ext = 0.0
-        if fe is not None:
-            for fi, Vi in zip(fe, _body_twists(model, q, u, fidelity), strict=True):
-                p_ext += fi @ Vi
-        out[nq + nu + 1] = p_ext
-        p_d = 0.0
-        for i in damped:
-            ed = model.eta_dot(u, i)
-            p_d += ed @ model.bodies[i].C @ ed
-        out[nq + nu + 2] = p_d
         return out
 
     x0 = np.concatenate([q0, u0, np.zeros(_N_EXTRA)])
@@ -434,7 +630,7 @@ def simulate(
     try:
         options = {}
         if issubclass(solver_cls, _IMPLICIT):
-            options["jac"] = _jacobian(model, fidelity, method, backend, state)
+            options["jac"] = _jacobian(ode)
         solver = solver_cls(f, t0, x0, t1, rtol=rtol, atol=atol, max_step=max_step, **options)
         message = samples.run(solver)
         if solver.status == "failed":
@@ -457,18 +653,15 @@ def simulate(
     wall = time.perf_counter() - wall
 
     def result(t: np.ndarray, y: np.ndarray) -> SimulationResult:
-        q = np.array([_normalized(model, row) for row in y[:, :nq]]) if nq != nu else y[:, :nq]
-        u = y[:, nq:nq + nu]
         try:
-            tau_hist = (np.zeros((t.size, nu)) if tau_fn is None else
-                        np.array([tau_fn(tk, qk, uk) for tk, qk, uk in zip(t, q, u, strict=True)]))
+            histories = ode.histories(t, y)
         except _RhsFailure as exc:
             raise SimulationError(f"at t = {exc.t:.6g} s: {exc.message}", exc.t,
                                   exc.message) from None
         return SimulationResult(
-            t=t, q=q, u=np.ascontiguousarray(u), model=model, fidelity=fidelity, method=method,
+            t=t, model=model, fidelity=fidelity, method=method,
             work=y[:, nq + nu].copy(), external_work=y[:, nq + nu + 1].copy(),
-            dissipation=y[:, nq + nu + 2].copy(), tau=tau_hist,
+            dissipation=y[:, nq + nu + 2].copy(), **histories,
             nfev=0 if solver is None else int(solver.nfev), wall_time=wall,
             message=("failed" if failure else "a terminal event occurred" if samples.stopped
                      else "the integration reached t1"),
@@ -504,37 +697,40 @@ def _single_blas_thread():
 _IMPLICIT = (scipy.integrate.Radau, scipy.integrate.BDF, scipy.integrate.LSODA)
 
 
-def _jacobian(model: Model, fidelity: str, method: str, backend: str,
-              state: Callable) -> Callable:
+def _jacobian(ode: _Ode) -> Callable:
     """``jac(t, x)`` (nx × nx) of the augmented state ``x = [q; u; W_τ, W_ext, D]`` for the
-    implicit integrators: the rows of ``u̇`` by forward differences of the forward dynamics,
-    every coordinate perturbed at once in one batched call of :func:`forward_dynamics` (on
-    the engine, one compiled call shared among the cores), the forces ``(τ, f_ext)`` of
-    ``state(t, x)`` held; the rows of ``q̇ = Γ(q) u``: ``Γ(q)`` for ``u`` (the dependence on
-    ``q`` through the quaternions is left out); the rows of the work integrals zero (they do
-    not feed back).
+    implicit integrators: the rows of ``u̇`` by forward differences of the accelerations
+    (:meth:`_Ode.accelerations`), every coordinate perturbed at once in one batched call (on
+    the engine, one compiled call shared among the cores), the loads of ``ode.loads(t, x)``
+    held; the rows of ``q̇ = Γ(q) u``: ``Γ(q)`` for ``u`` (the dependence on ``q`` through the
+    quaternions is left out); the rows of the work integrals zero (they do not feed back).
+    With prescribed motion the prescribed columns are zero (those entries are imposed).
 
     The integrators use it only in their Newton iterations, so the approximations cost
     iterations, never accuracy.  It replaces scipy's own finite differences, whose step for a
     column on which ``ẋ`` does not depend (the work integrals, a free joint angle) grows
     tenfold at every Jacobian until it overflows: BDF then failed on the spin-up beam and
     the arm of ``benchmarks/bench_simulate.py``, and Radau would on longer runs."""
+    model = ode.model
     nq, nu = model.nq, model.nu
     n = nq + nu
     columns = np.arange(n)
 
     def jac(t: float, x: np.ndarray) -> np.ndarray:
-        q, u, tau, f_ext = state(t, x)
-        z = np.concatenate([q, u])
+        s = ode.loads(t, x)
+        z = np.concatenate([s.q, s.u])
         h = np.sqrt(np.finfo(float).eps) * np.maximum(np.abs(z), 1.0)
         Z = np.tile(z, (n + 1, 1))
         Z[1 + columns, columns] += h
-        udot = forward_dynamics(model, Z[:, :nq], Z[:, nq:], np.tile(tau, (n + 1, 1)),
-                                method=method, fidelity=fidelity, f_ext=f_ext,
-                                backend=backend)
+        tau = s.tau if s.g is None else s.tau + s.g
+        udot, _ = ode.accelerations(
+            Z[:, :nq], Z[:, nq:], np.tile(tau, (n + 1, 1)), s.f_ext,
+            None if s.udot_known is None else np.tile(s.udot_known, (n + 1, 1)))
         J = np.zeros((x.size, x.size))
         J[nq:n, :n] = (udot[1:] - udot[0]).T / h
-        J[:nq, nq:n] = model.Gamma(q)
+        J[:nq, nq:n] = model.Gamma(s.q)
+        if ode.drive is not None:
+            J[:, :n][:, ode.drive.state_mask] = 0.0
         return J
 
     return jac
