@@ -22,6 +22,7 @@ NAMES = (
     "02_full_vs_ruthless",
     "03_cosimulation_loop",
     "04_spacecraft_momentum",
+    "05_prescribed_slew",
 )
 TIMEOUT = 300  # s, per example
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -111,3 +112,16 @@ def test_spacecraft_momentum(runs):
     assert _number(r"angular momentum .* \((\S+) relative\)", out) < 1e-8
     assert _number(r"linear momentum .* max drift (\S+) N s", out) < 1e-8
     assert _number(r"energy balance error: max \|e_E\| = (\S+) %", out) < 1e-3
+
+
+def test_prescribed_slew(runs):
+    out = _output(runs, "05_prescribed_slew")
+    # the flexible arm needs more torque than the rigid one for the same motion
+    flexible = _number(r"feedforward torque: shoulder peak (\S+) N m", out)
+    rigid = _number(r"rigid arm: shoulder peak (\S+) N m", out)
+    assert flexible > 1.2 * rigid > 0.0
+    assert 5.0 < _number(r"tip deflection of link 2: peak (\S+) mm", out) < 50.0
+    assert _number(r"moment about z is the shoulder torque: max difference (\S+) N m",
+                   out) < 1e-9
+    assert _number(r"energy balance error: max \|e_E\| = (\S+) %", out) < 1e-4
+    assert _number(r"differ from the plan by (\S+) rad", out) < 1e-4
