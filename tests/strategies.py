@@ -134,6 +134,22 @@ def random_spd(rng: np.random.Generator, m: int, lo: float, hi: float) -> np.nda
     return 0.5 * (K + K.T)
 
 
+def random_stiffening(rng: np.random.Generator, m: int) -> dict[str, Any]:
+    """Random stiffening data of a flexible body with ``m`` modes: fully symmetric tensors
+    ``K1`` (the strain energy's cubic part) and ``K2`` (its quartic part, ``½ Σ w g²`` with
+    ``g = ½ ηᵀ G_p η`` at a few points ``p``: a positive energy, as a beam's membrane
+    energy) and a random set of stretch modes."""
+    a = rng.normal(0.0, 3.0, (3, m))
+    G = [random_spd(rng, m, 0.0, 3.0) for _ in range(3)]
+    K1 = sum(np.einsum("i,jk->ijk", ap, Gp) + np.einsum("j,ik->ijk", ap, Gp)
+             + np.einsum("k,ij->ijk", ap, Gp) for ap, Gp in zip(a, G, strict=True))
+    K2 = sum(np.einsum("ij,kl->ijkl", Gp, Gp) + np.einsum("ik,jl->ijkl", Gp, Gp)
+             + np.einsum("il,jk->ijkl", Gp, Gp) for Gp in G)
+    axial = np.flatnonzero(rng.random(m) < 0.3)
+    return {"geometric_stiffness_1": K1.tolist(), "geometric_stiffness_2": K2.tolist(),
+            "axial_modes": axial.tolist()}
+
+
 def random_placement(rng: np.random.Generator, scale: float = 0.3) -> dict[str, Any]:
     """A random rigid placement: random rotation and a translation of size ~``scale``."""
     return {
@@ -296,6 +312,10 @@ def random_model_dict(
         )
     else:
         g = [0.0, 0.0, 0.0]
+    for body in bodies:  # drawn last, so that the draws above do not depend on them
+        modes = body.get("flex", {}).get("modes")
+        if modes and rng.random() < 0.5:
+            body["flex"].update(random_stiffening(rng, len(modes[0])))
     return {
         "format": "flexdyn-model",
         "version": 1,

@@ -306,3 +306,32 @@ def test_a_second_process_loads_the_kernels_from_the_cache(tmp_path):
     assert first["hits"] + first["misses"] > 0, first
     second = child()
     assert second["misses"] == 0 and second["hits"] > 0, (first, second)
+
+
+def test_the_engine_cache_is_keyed_by_every_engine_source(tmp_path):
+    """Every compiled engine function is cached under one stamp, the fingerprint of all the
+    sources the engine compiles from: editing any of them (kernels.py, inlined into the
+    split's entries; a tolerance of linalg.py) invalidates every entry, never leaving one
+    stale."""
+    from flexdyn.engine import caching, ccall, extras, split
+
+    names = {p.name for p in caching.SOURCES}
+    assert {"kernels.py", "split.py", "extras.py", "pack.py", "caching.py", "linalg.py",
+            "scalar_kernels.py", "chain.py"} <= names
+    stamp = caching.fingerprint()
+    dispatchers = [f for module in (kernels, split, extras) for f in vars(module).values()
+                   if isinstance(f, numba.core.dispatcher.Dispatcher)]
+    assert len(dispatchers) > 20
+    for f in dispatchers:
+        locator = f._cache._impl.locator
+        assert isinstance(locator, caching._EngineSources), f
+        assert locator.get_source_stamp() == stamp
+    assert ccall.flexdyn_state_derivative is not None
+    copies = []
+    for p in caching.SOURCES:
+        copy = tmp_path / p.name
+        copy.write_bytes(p.read_bytes())
+        copies.append(copy)
+    assert caching.fingerprint(tuple(copies)) == stamp
+    copies[-1].write_bytes(copies[-1].read_bytes() + b"\n")
+    assert caching.fingerprint(tuple(copies)) != stamp

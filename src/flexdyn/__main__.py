@@ -184,6 +184,11 @@ def _cmd_info(args: argparse.Namespace) -> int:
                   "cannot be used with this model")
     if not any(f.size for f in freqs):
         print("  (rigid model: no modes)")
+    stiffened = [b.name for b in model.bodies if b.K1 is not None]
+    if any(b.n_modes for b in model.bodies):
+        print("geometric stiffening data (fidelities 'consistent', 'exact'): "
+              + (", ".join(stiffened) if stiffened else "none (those fidelities give the "
+                 "'full' terms)"))
     return 0
 
 

@@ -39,14 +39,14 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import scipy.linalg
 
-__all__ = ["BeamModes", "beam_modes", "frame_element_stiffness"]
+__all__ = ["BeamModes", "beam_modes", "frame_element_stiffness", "geometric_stiffness"]
 
 _BOUNDARIES = ("cantilever", "free-free")
 
@@ -86,6 +86,13 @@ class BeamModes:
         Modal damping ``diag(2 zeta_i frequencies_i)`` [1/s].
     frequencies : numpy.ndarray, shape (m,)
         Natural circular frequencies [rad/s], ascending.
+    geometric_stiffness_1, geometric_stiffness_2 : numpy.ndarray or None
+        The symmetric tensors ``K1 = ∂³U/∂η³`` (m, m, m) and ``K2 = ∂⁴U/∂η⁴``
+        (m, m, m, m) of the strain energy's cubic and quartic parts (see
+        :func:`geometric_stiffness`); None without ``EA`` (an inextensible
+        beam has no membrane strain).
+    axial_modes : numpy.ndarray, shape (k,)
+        Indices of the stretch (axial) modes.
     """
 
     nodes: np.ndarray
@@ -95,6 +102,9 @@ class BeamModes:
     stiffness: np.ndarray
     damping: np.ndarray
     frequencies: np.ndarray
+    geometric_stiffness_1: np.ndarray | None = None
+    geometric_stiffness_2: np.ndarray | None = None
+    axial_modes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
 
     @property
     def n_nodes(self) -> int:
@@ -130,9 +140,12 @@ class BeamModes:
         dict
             Keys ``nodes`` (n x 3), ``node_masses`` (n), ``node_inertias``
             (n x 3 x 3), ``modes`` (6n x m), ``stiffness`` (m x m) and
-            ``damping`` (m x m), each as nested lists of Python floats.
+            ``damping`` (m x m), each as nested lists of Python floats; with
+            the stiffening data also ``geometric_stiffness_1`` (m x m x m),
+            ``geometric_stiffness_2`` (m x m x m x m) and ``axial_modes``
+            (indices).
         """
-        return {
+        out: dict[str, Any] = {
             "nodes": np.asarray(self.nodes, dtype=float).tolist(),
             "node_masses": np.asarray(self.node_masses, dtype=float).tolist(),
             "node_inertias": np.asarray(self.node_inertias, dtype=float).tolist(),
@@ -140,6 +153,11 @@ class BeamModes:
             "stiffness": np.asarray(self.stiffness, dtype=float).tolist(),
             "damping": np.asarray(self.damping, dtype=float).tolist(),
         }
+        if self.geometric_stiffness_1 is not None:
+            out["geometric_stiffness_1"] = np.asarray(self.geometric_stiffness_1).tolist()
+            out["geometric_stiffness_2"] = np.asarray(self.geometric_stiffness_2).tolist()
+            out["axial_modes"] = [int(k) for k in self.axial_modes]
+        return out
 
 
 def frame_element_stiffness(
@@ -257,8 +275,14 @@ def beam_modes(
         zero in every mode).
     n_elements : int, optional
         Number of equal elements (nodes: ``n_elements + 1``).  Default 10.
-    n_modes : int, optional
-        Number of elastic modes to return.  Default 4.
+    n_modes : int or mapping, optional
+        Number of elastic modes to return, the lowest overall.  Default 4.  A
+        mapping selects by family, the lowest of each, e.g.
+        ``{"transverse_y": 2, "axial": 1}``: ``"transverse_y"`` deflects along
+        the body y axis (stiffness ``EI_z``), ``"transverse_z"`` along z
+        (``EI_y``), ``"axial"`` stretches (``EA``), ``"torsion"`` twists
+        (``GJ``); a family left out has no modes.  Either way the modes are
+        returned in ascending frequency.
     boundary : {"cantilever", "free-free"}, optional
         ``"cantilever"`` clamps all six DOFs of node 0 (its rows of the modal
         matrix are zero).  ``"free-free"`` leaves the beam unconstrained; its
@@ -321,7 +345,9 @@ def beam_modes(
                 f"{name}: polar_inertia_per_length={polar_inertia_per_length!r} must be >= 0"
             )
     ne = _positive_int(n_elements, "n_elements", name)
-    nm = _positive_int(n_modes, "n_modes", name)
+    families = _families(n_modes, name) if isinstance(n_modes, Mapping) else None
+    nm = (sum(families.values()) if families is not None
+          else _positive_int(n_modes, "n_modes", name))
     if not isinstance(boundary, str) or boundary not in _BOUNDARIES:
         raise ValueError(
             f"{name}: boundary={boundary!r} is not one of {', '.join(map(repr, _BOUNDARIES))}"
@@ -391,10 +417,9 @@ def beam_modes(
         vectors.append(phi_full)
         group_ids.append(np.full(lam.size, gid))
 
+    hint = (" (torsion has no modes without polar_inertia_per_length)"
+            if gj is not None and ip == 0.0 else "")
     if nm > n_available:
-        hint = ""
-        if gj is not None and ip == 0.0:
-            hint = " (torsion has no modes without polar_inertia_per_length)"
         raise ValueError(
             f"{name}: n_modes={nm} exceeds the {n_available} elastic modes available "
             f"with n_elements={ne}{hint}"
@@ -403,7 +428,19 @@ def beam_modes(
     lam_all = np.concatenate(eigvals)
     phi_all = np.concatenate(vectors, axis=1)
     gid_all = np.concatenate(group_ids)
-    order = _tie_aware_order(lam_all, gid_all)[:nm]
+    order = _tie_aware_order(lam_all, gid_all)
+    if families is None:
+        order = order[:nm]
+    else:
+        chosen = []
+        for family, count in families.items():
+            members = order[gid_all[order] == _FAMILIES.index(family)]
+            if count > members.size:
+                raise ValueError(f"{name}: n_modes[{family!r}]={count} exceeds the "
+                                 f"{members.size} {family} modes available with "
+                                 f"n_elements={ne} and the stiffnesses given{hint}")
+            chosen.extend(members[:count].tolist())
+        order = order[np.isin(order, chosen)]
     lam_sel = lam_all[order]
     modes = phi_all[:, order]
     for i in range(nm):
@@ -412,6 +449,9 @@ def beam_modes(
     frequencies = np.sqrt(lam_sel)
     stiffness = np.diag(lam_sel)
     damping = np.diag(2.0 * zeta * frequencies)
+    K1 = K2 = None
+    if ea is not None:
+        K1, K2 = geometric_stiffness(modes, L, ea, ip / mu)
     return BeamModes(
         nodes=nodes,
         node_masses=node_masses,
@@ -420,7 +460,78 @@ def beam_modes(
         stiffness=stiffness,
         damping=damping,
         frequencies=frequencies,
+        geometric_stiffness_1=K1,
+        geometric_stiffness_2=K2,
+        axial_modes=np.flatnonzero(gid_all[order] == 2),
     )
+
+
+#: Gauss–Legendre points and weights on [0, 1], 5 points: exact to degree 9, so for the
+#: quartic (cubic term) and octic (quartic term) integrands of the Hermite elements
+_GAUSS_X, _GAUSS_W = (0.5 * (np.polynomial.legendre.leggauss(5)[0] + 1.0),
+                      0.5 * np.polynomial.legendre.leggauss(5)[1])
+
+
+def geometric_stiffness(modes: np.ndarray, length: float, EA: float,
+                        polar_radius_sq: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """The stiffening tensors of a straight uniform beam along ``x`` (Damaren & Sharf
+    Eqs 16–20 for the displacement field of Eq 29, slender-beam form).
+
+    The membrane strain of the beam axis, to second order in the displacements,
+    ``ε = u' + g`` with ``g = ½ (v'² + w'²) + ½ r_p² φ'²`` (``u, v, w`` the axial and the
+    two transverse displacements, ``φ`` the twist, ``r_p² = I_p / A``), stores the energy
+    ``½ ∫ EA ε² dx``.  Its quadratic part ``½ ∫ EA u'² dx`` is in the linear modal stiffness;
+    with ``u' = aᵀ η`` and ``g = ½ ηᵀ G η`` (``G = b bᵀ + c cᵀ + r_p² d dᵀ`` from the slopes
+    ``v' = bᵀη``, ``w' = cᵀη``, ``φ' = dᵀη``) the rest is
+
+    * the cubic part ``U₃ = ∫ EA u' g dx = K1·η³ / 3!`` with
+      ``K1_ijk = ∫ EA (a_i G_jk + a_j G_ik + a_k G_ij) dx``,
+    * the quartic part ``U₄ = ½ ∫ EA g² dx = K2·η⁴ / 4!`` with
+      ``K2_ijkl = ∫ EA (G_ij G_kl + G_ik G_jl + G_il G_jk) dx``,
+
+    so the elastic force is ``Ŝ = (K0 + K1(η)/2! + K2(η, η)/3!) η`` (Eq 20) with
+    ``K1(η)_ij = K1_ijk η_k`` and ``K2(η, η)_ij = K2_ijkl η_k η_l``.  Within each element the
+    slopes follow the element's own interpolation: linear ``u`` and ``φ``, Hermite-cubic
+    ``v`` and ``w`` from the nodal translations and rotations (``v' = r_z``, ``w' = −r_y``);
+    the integrals are exact (5-point Gauss).
+
+    Parameters
+    ----------
+    modes : (6n, m) modal matrix, node rows ``[rx, ry, rz, tx, ty, tz]``, nodes equally
+        spaced from ``x = 0`` to ``length``.
+    length : beam length (m);  EA : axial stiffness (N).
+    polar_radius_sq : ``I_p / A`` (m²), the polar radius of gyration of the section squared
+        (0: no torsion–stretch coupling).
+
+    Returns
+    -------
+    ``(K1, K2)``, shapes (m, m, m) and (m, m, m, m), fully symmetric (units of the modal
+    stiffness per unit modal coordinate and per its square).
+    """
+    n = modes.shape[0] // 6
+    m = modes.shape[1]
+    h = length / (n - 1)
+    Pi = modes.reshape(n, 6, m)
+    xi = _GAUSS_X
+    dN = np.stack([6 * xi**2 - 6 * xi, h * (1 - 4 * xi + 3 * xi**2), 6 * xi - 6 * xi**2,
+                   h * (3 * xi**2 - 2 * xi)], axis=1) / h  # (5, 4): d/dx of the Hermite set
+    a = np.repeat((Pi[1:, _TX] - Pi[:-1, _TX]) / h, xi.size, axis=0)  # (P, m)
+    d = np.repeat((Pi[1:, _RX] - Pi[:-1, _RX]) / h, xi.size, axis=0)
+
+    def slope(t: int, r: int, sign: float) -> np.ndarray:
+        """(P, m) the derivative of the transverse displacement ``t`` (rotation ``r``)."""
+        ends = np.stack([Pi[:-1, t], sign * Pi[:-1, r], Pi[1:, t], sign * Pi[1:, r]], axis=1)
+        return np.einsum("gk,ekm->egm", dN, ends).reshape(-1, m)
+
+    b, c = slope(_TY, _RZ, 1.0), slope(_TZ, _RY, -1.0)
+    G = (np.einsum("pi,pj->pij", b, b) + np.einsum("pi,pj->pij", c, c)
+         + polar_radius_sq * np.einsum("pi,pj->pij", d, d))
+    w = EA * h * np.tile(_GAUSS_W, n - 1)
+    X = np.einsum("p,pi,pjk->ijk", w, a, G)
+    K1 = X + X.transpose(1, 0, 2) + X.transpose(1, 2, 0)
+    K2 = (np.einsum("p,pij,pkl->ijkl", w, G, G) + np.einsum("p,pik,pjl->ijkl", w, G, G)
+          + np.einsum("p,pil,pjk->ijkl", w, G, G))
+    return K1, K2
 
 
 # ----------------------------------------------------------------------------
@@ -486,6 +597,25 @@ def _drop_rigid(
         )
     keep = ~rigid
     return lam[keep], phi[:, keep]
+
+
+#: the mode families of :func:`beam_modes` by group index (the order of its groups)
+_FAMILIES = ("transverse_y", "transverse_z", "axial", "torsion")
+
+
+def _families(n_modes: Mapping, name: str) -> dict[str, int]:
+    """``{family: count}`` of a ``n_modes`` mapping, checked."""
+    out = {}
+    for family, count in n_modes.items():
+        if family not in _FAMILIES:
+            raise ValueError(f"{name}: n_modes has unknown family {family!r}; families are "
+                             f"{', '.join(map(repr, _FAMILIES))}")
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+            raise ValueError(f"{name}: n_modes[{family!r}]={count!r} must be an integer >= 0")
+        out[family] = int(count)
+    if not sum(out.values()):
+        raise ValueError(f"{name}: n_modes={dict(n_modes)!r} selects no modes")
+    return out
 
 
 def _tie_aware_order(lam: np.ndarray, gid: np.ndarray) -> np.ndarray:

@@ -31,7 +31,7 @@ expressions at ``η = 0`` with ``η̇ = 0`` in every velocity product.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -85,6 +85,12 @@ class Body:
     node_inertias : array (n, 3, 3), kg m² (node frame).
     Pi_r, Pi_t : arrays (n, 3, n_m) — rotational and translational mode shapes.
     K, C : arrays (n_m, n_m) — modal stiffness and damping.
+    K1, K2 : arrays (n_m, n_m, n_m) and (n_m, n_m, n_m, n_m), or None — the geometric
+        stiffness tensors of Damaren & Sharf's Eq 20 (third and fourth derivatives of the
+        strain energy; :func:`flexdyn.beam.geometric_stiffness`), for the stiffened body
+        models; None when the body carries no stiffening data.
+    axial_modes : array (k,) of int — the stretch modes, which carry the axial load of the
+        ``"consistent"`` model.
     M_s : array (n, 6, 6) — nodal spatial inertias ``diag(J_j, m_j I)`` in node frames.
     """
 
@@ -99,6 +105,9 @@ class Body:
     Pi_t: np.ndarray
     K: np.ndarray
     C: np.ndarray
+    K1: np.ndarray | None = None
+    K2: np.ndarray | None = None
+    axial_modes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
 
     @staticmethod
     def from_spec(name: str, rigid: dict | None, flex: dict | None) -> Body:
@@ -129,6 +138,10 @@ class Body:
             Pi_t=np.array(Pi[:, 3:, :], dtype=float, order="C"),
             K=np.array(K, dtype=float),
             C=np.array(C, dtype=float),
+            **({} if flex is None or flex.get("geometric_stiffness_1") is None else {
+                "K1": np.array(flex["geometric_stiffness_1"], dtype=float),
+                "K2": np.array(flex["geometric_stiffness_2"], dtype=float),
+                "axial_modes": np.array(flex.get("axial_modes", []), dtype=int)}),
         )
 
     def __post_init__(self) -> None:
@@ -143,7 +156,8 @@ class Body:
         object.__setattr__(self, "M_m0", self._modal_mass(frames0))
         for a in (self.com, self.inertia, self.nodes, self.node_masses, self.node_inertias,
                   self.Pi_r, self.Pi_t, self.K, self.C, self.M_s, self.M_rigid, self.M_m0,
-                  frames0.R, frames0.p, frames0.E, frames0.theta):
+                  frames0.R, frames0.p, frames0.E, frames0.theta, self.axial_modes,
+                  *(() if self.K1 is None else (self.K1, self.K2))):
             a.setflags(write=False)
 
     # -- sizes -----------------------------------------------------------------------------
@@ -383,6 +397,10 @@ class BodyModel:
     def elastic_force(self, eta: np.ndarray, eta_dot: np.ndarray) -> np.ndarray:
         """``K η + C η̇`` (n_m,): the modal part of ``K_m ϑ`` (Eq 36) with damping."""
         return self.body.K @ eta + self.body.C @ eta_dot
+
+    def strain_energy(self, eta: np.ndarray) -> float:
+        """``½ ηᵀ K η`` (J): the strain energy whose gradient is the elastic force."""
+        return 0.5 * (eta @ self.body.K @ eta)
 
     # -- articulated-body step --------------------------------------------------------------
     def flexible_step(self, M_m: np.ndarray, Hf: np.ndarray, children: list,

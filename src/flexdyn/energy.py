@@ -32,12 +32,12 @@ def _kinetic(model: Model, kin: PositionTerms, u: np.ndarray) -> float:
 
 
 def _potential(model: Model, kin: PositionTerms) -> float:
-    """``½ Σ ηᵀ K η − Σ m g·x`` over rigid centres of mass and nodes."""
+    """The strain energies of the body models (``½ Σ ηᵀ K η``, with the geometric terms
+    of the stiffened models) ``− Σ m g·x`` over rigid centres of mass and nodes."""
     V = 0.0
     g = model.gravity
     for i, body in enumerate(model.bodies):
-        eta = kin.eta[i]
-        V = V + 0.5 * (eta @ body.K @ eta)
+        V = V + kin.body_models[i].strain_energy(kin.eta[i])
         pose = kin.pose[i]
         if body.mass:
             V = V - body.mass * (g @ pose.apply(body.com))

@@ -28,6 +28,7 @@ Normalised structure
 
 from __future__ import annotations
 
+import itertools
 import json
 import numbers
 import os
@@ -74,7 +75,8 @@ _JOINT_KEYS = (
 _ROTATION_KEYS = ("rotation", "axis_angle", "quaternion", "euler")
 _PLACEMENT_KEYS = (*_ROTATION_KEYS, "translation")
 _RIGID_KEYS = ("mass", "com", "inertia")
-_FLEX_KEYS = ("nodes", "node_masses", "node_inertias", "modes", "stiffness", "damping")
+_FLEX_KEYS = ("nodes", "node_masses", "node_inertias", "modes", "stiffness", "damping",
+              "geometric_stiffness_1", "geometric_stiffness_2", "axial_modes")
 
 #: Tolerance of the unit-length, orthonormality, symmetry and triangle-inequality checks.
 TOL = 1e-9
@@ -410,7 +412,46 @@ def _flex(where: str, value: Any) -> dict[str, np.ndarray]:
         "modes": modes,
         "stiffness": stiffness,
         "damping": damping,
+        **_stiffening(path, value, m),
     }
+
+
+def _stiffening(path: str, value: Mapping, m: int) -> dict[str, np.ndarray]:
+    """The optional stiffening data of a flex block: ``geometric_stiffness_1`` (m, m, m) and
+    ``geometric_stiffness_2`` (m, m, m, m), both or neither, fully symmetric, and
+    ``axial_modes`` (mode indices, only with them)."""
+    K1, K2 = value.get("geometric_stiffness_1"), value.get("geometric_stiffness_2")
+    if K1 is None and K2 is None:
+        if value.get("axial_modes") is not None:
+            raise ValueError(f"{path}.axial_modes is given without flex.geometric_stiffness_1")
+        return {}
+    if (K1 is None) != (K2 is None):
+        given, missing = (("geometric_stiffness_1", "geometric_stiffness_2") if K2 is None
+                          else ("geometric_stiffness_2", "geometric_stiffness_1"))
+        raise ValueError(f"{path}.{given} is given without flex.{missing}")
+    out = {"geometric_stiffness_1": _array(f"{path}.geometric_stiffness_1", K1, (m, m, m),
+                                           ("the number of modes",) * 3),
+           "geometric_stiffness_2": _array(f"{path}.geometric_stiffness_2", K2, (m, m, m, m),
+                                           ("the number of modes",) * 4)}
+    for key, tensor in out.items():
+        scale = _scale(tensor)
+        for axes in itertools.permutations(range(tensor.ndim)):
+            asym = float(np.max(np.abs(tensor - tensor.transpose(axes)), initial=0.0))
+            if asym > TOL * scale:
+                raise ValueError(f"{path}.{key} is not symmetric in all its indices (max "
+                                 f"difference under the index permutation {axes}: "
+                                 f"{asym:.3g})")
+    axial = value.get("axial_modes", [])
+    _check_leaves(f"{path}.axial_modes", axial)
+    indices = np.array(axial)
+    if indices.ndim != 1 or (indices.size and not np.issubdtype(indices.dtype, np.integer)) \
+            or np.any(indices < 0) or np.any(indices >= m) \
+            or np.unique(indices).size != indices.size:
+        raise ValueError(f"{path}.axial_modes must be a list of distinct mode indices in "
+                         f"[0, {m}), got {axial!r}")
+    out["axial_modes"] = indices.astype(np.int64)
+    out["axial_modes"].setflags(write=False)
+    return out
 
 
 def _typed_option(path: str, value: Any, jtype: str, types: Sequence[str]) -> bool:
@@ -666,6 +707,10 @@ def _plain_flex(flex: Mapping) -> dict[str, Any] | None:
         out["stiffness"] = flex["stiffness"].tolist()
         if not _is_exactly(flex["damping"], np.zeros((m, m))):
             out["damping"] = flex["damping"].tolist()
+        if "geometric_stiffness_1" in flex:
+            out["geometric_stiffness_1"] = flex["geometric_stiffness_1"].tolist()
+            out["geometric_stiffness_2"] = flex["geometric_stiffness_2"].tolist()
+            out["axial_modes"] = flex["axial_modes"].tolist()
     return out
 
 

@@ -258,10 +258,11 @@ def spinup_beam(
 
     A uniform beam (m = 12 kg, L = 10 m, EI = 1.4004e4 N m², EA = 3.1724e7 N) pinned at one
     end by a revolute joint about z; it lies along its body x-axis and deforms in the x-y
-    plane.  As in the paper's natural-mode basis, it carries ``n_bending`` cantilever bending
-    modes followed by ``n_axial`` cantilever stretch modes (computed separately with
-    :func:`~flexdyn.beam.beam_modes` on the same ``n_elements``-element lumped mesh; they are
-    mass-orthogonal since they move different nodal degrees of freedom).
+    plane.  As in the paper's natural-mode basis, it carries the ``n_bending`` lowest
+    cantilever bending modes and the ``n_axial`` lowest stretch modes of an
+    ``n_elements``-element lumped mesh (:func:`~flexdyn.beam.beam_modes`, in ascending
+    frequency: with the defaults the bending modes first), and, with ``EA``, the stiffening
+    tensors of the stiffened fidelities (:mod:`flexdyn.stiffening`).
 
     Parameters
     ----------
@@ -285,17 +286,9 @@ def spinup_beam(
         raise ValueError("need n_bending >= 0, n_axial >= 0 and at least one mode")
     if n_axial and EA is None:
         raise ValueError("n_axial > 0 needs EA")
-    mu = mass / length
-    parts = []
-    if n_bending:
-        parts.append(beam_modes(length, mu, EI_z=EI, n_elements=n_elements, n_modes=n_bending))
-    if n_axial:
-        parts.append(beam_modes(length, mu, EA=EA, n_elements=n_elements, n_modes=n_axial))
-    flex = parts[0].to_flex_dict()
-    flex["modes"] = np.hstack([p.modes for p in parts]).tolist()
-    lam = np.concatenate([np.diag(p.stiffness) for p in parts])
-    flex["stiffness"] = np.diag(lam).tolist()
-    flex["damping"] = np.zeros((lam.size, lam.size)).tolist()
+    flex = beam_modes(length, mass / length, EI_z=EI if n_bending else None, EA=EA,
+                      n_elements=n_elements,
+                      n_modes={"transverse_y": n_bending, "axial": n_axial}).to_flex_dict()
     rigid = None
     if hub_inertia:
         h = hub_inertia

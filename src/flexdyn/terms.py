@@ -42,6 +42,7 @@ from .body import BodyModel, NodeFrames, RigidBodyModel
 from .chain import Model
 from .ruthless import RuthlessBodyModel
 from .spatial import Transform, cross_motion
+from .stiffening import ConsistentBodyModel, ExactBodyModel
 
 __all__ = [
     "BODY_MODELS",
@@ -66,6 +67,10 @@ BODY_MODELS: dict[tuple[str, str], type[BodyModel]] = {
     ("modal", "full"): BodyModel,
     ("rigid", "ruthless"): RigidBodyModel,
     ("modal", "ruthless"): RuthlessBodyModel,
+    ("rigid", "consistent"): RigidBodyModel,
+    ("modal", "consistent"): ConsistentBodyModel,
+    ("rigid", "exact"): RigidBodyModel,
+    ("modal", "exact"): ExactBodyModel,
 }
 #: The fidelities (body-model families) of :data:`BODY_MODELS`.
 FIDELITIES: tuple[str, ...] = tuple(dict.fromkeys(f for _, f in BODY_MODELS))

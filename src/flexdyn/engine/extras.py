@@ -43,6 +43,7 @@ from .kernels import (
     _valid_state,
     articulated_inertias,
     position_terms,
+    strain_energy,
     unpack,
     workspace,
 )
@@ -185,8 +186,7 @@ def energy_momentum(ib, fb, t, n_threads, q, u, out, status):
         position_terms(pm, w.q_n, w)
         _modal_velocities(pm.ints, w.Hcal, w.phi, w.A, u[b], w.V_m, w.t_6[0])
         _poses(pm.ints, w.A, w.phi, R, p, w.t_33[0], w.t_3[0])
-        _energy_momentum(pm.ints, pm.K, pm.gravity, w.q_n, w.M_m, w.V_m, R, p, w.t_v,
-                         w.t_66[0], out[b])
+        _energy_momentum(pm, w.q_n, w.M_m, w.V_m, R, p, w.t_v, w.t_66[0], out[b])
         status[b] = _finite_result(out[b])
 
 
@@ -224,19 +224,20 @@ def _compose(R1, p1, phi, R, p):
 
 
 @_J
-def _energy_momentum(ints, K, gravity, q, M_m, V_m, R, p, y, phi0, out):
+def _energy_momentum(pm, q, M_m, V_m, R, p, y, phi0, out):
     """``out = [T, V, h, p]``; per body, with ``y = M_m V_m`` (Eqs 23, 11) =
     ``[modal momenta; h_F; p_F]``, the momentum about ``F_i`` in ``F_i``:
 
     * ``T = ½ Σ V_mᵀ y``;
-    * ``V = Σ ½ ηᵀ K η − g · (m x_F + R s)``, with the mass ``m`` and first moment ``s``
+    * ``V = Σ U(η) − g · (m x_F + R s)`` (``U``: :func:`~flexdyn.engine.kernels.strain_energy`,
+      ``½ ηᵀ K η`` with the stiffened models' terms), with the mass ``m`` and first moment ``s``
       (rigid part and nodes, at the node positions of the body model) read from the
       translational rows of ``M_m``: ``M_m^{rr} = [[·, s̃], [−s̃, m I]]``;
     * ``[h; p] = Σ φ(0, F_i) [h_F; p_F]``.
 
     ``y`` (M + 6,) and ``phi0`` (6 × 6) scratch."""
     out[:] = 0.0
-    g = gravity
+    ints, g = pm.ints, pm.gravity
     for i in range(ints.shape[0]):
         m, nqj, qs = ints[i, _M], ints[i, _NQJ], ints[i, _QS]
         s = m + 6
@@ -245,16 +246,12 @@ def _energy_momentum(ints, K, gravity, q, M_m, V_m, R, p, y, phi0, out):
         kinetic = 0.0
         for r in range(s):
             kinetic += V[r] * yi[r]
-        eta = q[qs + nqj:qs + nqj + m]
-        elastic = 0.0
-        for r in range(m):
-            for c in range(m):
-                elastic += eta[r] * K[i, r, c] * eta[c]
+        elastic = strain_energy(pm, i, m, q[qs + nqj:qs + nqj + m])
         mass, sx, sy, sz = Mi[m + 3, m + 3], Mi[m + 2, m + 4], Mi[m, m + 5], Mi[m + 1, m + 3]
         gx = 0.0
         for r in range(3):
             gx += g[r] * (mass * p[i, r] + R[i, r, 0] * sx + R[i, r, 1] * sy + R[i, r, 2] * sz)
         out[0] += 0.5 * kinetic
-        out[1] += 0.5 * elastic - gx
+        out[1] += elastic - gx
         _phi(R[i], p[i], phi0)
         _mv(phi0, yi[m:s], out[2:8], True)

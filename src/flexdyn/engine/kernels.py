@@ -32,7 +32,10 @@ import numpy as np
 from ..chain import QUATERNION_TOL
 from ..linalg import MASS_MATRIX_RTOL, PIVOT_FLOOR, PIVOT_RTOL
 from ..scalar_kernels import quat_rot
-from .pack import FULL, HEAD_OFFSETS, HEADER, INT_FIELDS, RUTHLESS, PackedModel
+from . import caching
+from .pack import EXACT, FULL, HEAD_OFFSETS, HEADER, INT_FIELDS, RUTHLESS, PackedModel
+
+caching.install()  # the engine's cache keyed by all its sources, before anything compiles
 
 # Compile cost: numba links a callee's code into each caller and optimizes the whole again, so
 # thin orchestration levels are inlined at numba's IR level (_JI), and functions called only
@@ -41,11 +44,11 @@ _J = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True)
 _JI = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, inline="always")
 _E = numba.njit(cache=True, nogil=True)
 # integer columns of the per-body table (pack.INT_FIELDS)
-_PARENT, _M, _NJ, _NQJ, _QS, _US, _JCODE, _KIND, _CN, _PN, _NN, _AT = range(12)
+_PARENT, _M, _NJ, _NQJ, _QS, _US, _JCODE, _KIND, _CN, _PN, _NN, _AT, _GS = range(13)
 _NI = len(INT_FIELDS)
 _NH = len(HEADER)
 _FIXED, _REVOLUTE, _PRISMATIC, _SCREW, _CYLINDRICAL, _UNIVERSAL, _SPHERICAL, _FREE = range(8)
-assert _NI == 12 and _NH == 5
+assert _NI == 13 and _NH == 6
 #: statuses of the entries besides −1 (done) and a body index (singular inertia)
 INVALID, OVERFLOW = -2, -3
 
@@ -57,7 +60,7 @@ INVALID, OVERFLOW = -2, -3
 def unpack(ib, fb):
     """Named views of the flat buffers (the shapes of :data:`flexdyn.engine.pack.FIELDS`, in
     its order)."""
-    n, M, N = ib[0], ib[1], ib[2]
+    n, M, N, G = ib[0], ib[1], ib[2], ib[5]
     o = ib[_NH:_NH + HEAD_OFFSETS]
     return PackedModel(
         ints=ib[_NH + HEAD_OFFSETS:].reshape((n, _NI)),
@@ -84,6 +87,9 @@ def unpack(ib, fb):
         T_t_p=fb[o[20]:o[21]].reshape((n, 3)),
         B_quad=fb[o[21]:o[22]].reshape((n, M, 6, 6)),
         gravity=fb[o[22]:o[23]].reshape((3,)),
+        K1=fb[o[23]:o[24]].reshape((n, G, G, G)),
+        K2=fb[o[24]:o[25]].reshape((n, G, G, G, G)),
+        gs_rows=fb[o[25]:o[26]].reshape((n, G)),
     )
 
 
@@ -796,8 +802,53 @@ def velocity_terms(pm, q, u, fext, w):
             for k in range(m):
                 s += pm.K[i, r, k] * eta[k] + pm.C[i, r, k] * etad_true[k]
             b[r] = s
+        if ints[i, _GS] > 0:
+            _geometric_force(pm, i, m, eta, b)
         for r in range(6):
             b[m + r] -= fext[i, r]
+
+
+@_J
+def _geometric_force(pm, i, m, eta, b):
+    """``b[:m] += rows · (K1(η) η / 2 [+ K2(η, η) η / 6 for the exact model])``: the geometric
+    part of Damaren & Sharf's Eq 20 (:mod:`flexdyn.stiffening`)."""
+    K1, K2, rows = pm.K1[i], pm.K2[i], pm.gs_rows[i]
+    exact = pm.ints[i, _GS] == EXACT
+    for r in range(m):
+        if rows[r] == 0.0:
+            continue
+        s = 0.0
+        for j in range(m):
+            for k in range(m):
+                ejk = eta[j] * eta[k]
+                t = 0.5 * K1[r, j, k]
+                if exact:
+                    for c in range(m):
+                        t += K2[r, j, k, c] * eta[c] / 6.0
+                s += t * ejk
+        b[r] += s
+
+
+@_J
+def strain_energy(pm, i, m, eta):
+    """``½ ηᵀ K η`` of body ``i`` with the geometric terms of its model: ``+ K1·η³/3!`` for
+    the consistent and exact models, ``+ K2·η⁴/4!`` for the exact one."""
+    K = pm.K[i]
+    energy = 0.0
+    for r in range(m):
+        for c in range(m):
+            energy += 0.5 * eta[r] * K[r, c] * eta[c]
+    if pm.ints[i, _GS] > 0:
+        exact = pm.ints[i, _GS] == EXACT
+        for r in range(m):
+            for j in range(m):
+                for k in range(m):
+                    e3 = eta[r] * eta[j] * eta[k]
+                    energy += pm.K1[i, r, j, k] * e3 / 6.0
+                    if exact:
+                        for c in range(m):
+                            energy += pm.K2[i, r, j, k, c] * e3 * eta[c] / 24.0
+    return energy
 
 
 @_JI

@@ -20,6 +20,8 @@ the end, per-body table]`` where the per-body table has the columns :data:`INT_F
 ``nn``         number of nodes
 ``at``         1 when ``A(i)`` is the constant ``[0; I]`` (the parent's frame is the
                attach frame): the sweeps then skip the product with ``A``
+``gs``         geometric elastic force: :data:`NO_STIFFENING`, :data:`CONSISTENT` or
+               :data:`EXACT` (Damaren & Sharf Eq 20; :mod:`flexdyn.stiffening`)
 =============  ===============================================================
 
 The flexible/hinge split (Eqs 62–64) takes a second pair of buffers, :func:`pack_split`
@@ -36,6 +38,7 @@ import numpy as np
 from ..body import BodyModel, RigidBodyModel
 from ..chain import Model
 from ..ruthless import RuthlessBodyModel
+from ..stiffening import ConsistentBodyModel, ExactBodyModel
 
 __all__ = ["FIELDS", "FULL", "HEADER", "HEAD_OFFSETS", "INT_FIELDS", "RIGID", "RUTHLESS",
            "SPLIT_FIELDS", "SPLIT_INT_FIELDS", "Packed", "PackedModel", "pack", "pack_split"]
@@ -70,10 +73,17 @@ FIELDS: dict[str, tuple[str, str]] = {
     "T_t_p": ("(n, 3)", "undeformed pose of the parent's attach node: origin"),
     "B_quad": ("(n, M, 6, 6)", "ruthless centrifugal quadratic forms (Eq B1)"),
     "gravity": ("(3,)", "gravity, inertial frame"),
+    "K1": ("(n, G, G, G)", "geometric stiffness, cubic (Eq 20; G = M when a body has it)"),
+    "K2": ("(n, G, G, G, G)", "geometric stiffness, quartic"),
+    "gs_rows": ("(n, G)", "1 for the modes the geometric force acts on, else 0"),
 }
-INT_FIELDS = ("parent", "m", "nj", "nqj", "qs", "us", "jcode", "kind", "cn", "pn", "nn", "at")
+INT_FIELDS = ("parent", "m", "nj", "nqj", "qs", "us", "jcode", "kind", "cn", "pn", "nn", "at",
+              "gs")
 #: entries of the header of ``ib`` before the field offsets
-HEADER = ("n", "M", "N", "nu", "nq")
+HEADER = ("n", "M", "N", "nu", "nq", "G")
+#: the geometric elastic force of a body (column ``gs``): none, the consistent model's
+#: (cubic, on the rows of ``gs_rows``), the exact model's (cubic and quartic)
+NO_STIFFENING, CONSISTENT, EXACT = 0, 1, 2
 
 
 class PackedModel(NamedTuple):
@@ -104,10 +114,16 @@ class PackedModel(NamedTuple):
     T_t_p: np.ndarray
     B_quad: np.ndarray
     gravity: np.ndarray
+    K1: np.ndarray
+    K2: np.ndarray
+    gs_rows: np.ndarray
 
 
 #: the body kernel of each body-model class
-KERNELS: dict[type, int] = {RigidBodyModel: RIGID, BodyModel: FULL, RuthlessBodyModel: RUTHLESS}
+KERNELS: dict[type, int] = {RigidBodyModel: RIGID, BodyModel: FULL, RuthlessBodyModel: RUTHLESS,
+                            ConsistentBodyModel: FULL, ExactBodyModel: FULL}
+#: the geometric elastic force of each stiffened body-model class
+STIFFENING: dict[type, int] = {ConsistentBodyModel: CONSISTENT, ExactBodyModel: EXACT}
 
 
 def _kind(bm: BodyModel) -> int:
@@ -135,8 +151,10 @@ def pack(model: Model, models: tuple[BodyModel, ...]) -> Packed:
     n = model.n_bodies
     M = int(max(model.n_modes.max(initial=0), 0))
     N = max((b.n_nodes for b in model.bodies), default=0)
+    stiffened = [type(bm) in STIFFENING and bm.K1 is not None for bm in models]
+    G = M if any(stiffened) else 0
     ints = np.zeros((n, len(INT_FIELDS)), dtype=np.int64)
-    f = {name: np.zeros(_shape(spec, {"n": n, "M": M, "N": N}))
+    f = {name: np.zeros(_shape(spec, {"n": n, "M": M, "N": N, "G": G}))
          for name, (spec, _) in FIELDS.items()}
     f["gravity"][:] = model.gravity
     for i, (body, joint, bm) in enumerate(zip(model.bodies, model.joints, models,
@@ -174,12 +192,15 @@ def pack(model: Model, models: tuple[BodyModel, ...]) -> Packed:
                             and np.array_equal(node.A, identity))
         if isinstance(bm, RuthlessBodyModel):
             f["B_quad"][i, :m] = bm.B_quad
+        if stiffened[i]:
+            f["K1"][i, :m, :m, :m], f["K2"][i, :m, :m, :m, :m] = bm.K1, bm.K2
+            f["gs_rows"][i, :m] = bm.rows
         ints[i] = (p, m, joint.nu, joint.nq, model.q_start[i], model.u_start[i], joint.code,
                    _kind(bm), -1 if cn is None else cn, -1 if pn is None else pn, nn,
-                   trivial_A)
+                   trivial_A, STIFFENING[type(bm)] if stiffened[i] else NO_STIFFENING)
     sizes = [v.size for v in f.values()]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # len(FIELDS) + 1
-    ib = np.concatenate([np.array([n, M, N, model.nu, model.nq], dtype=np.int64), offsets,
+    ib = np.concatenate([np.array([n, M, N, model.nu, model.nq, G], dtype=np.int64), offsets,
                          ints.ravel()])
     fb = np.concatenate([v.ravel() for v in f.values()])
     return Packed(ib=ib, fb=fb)
