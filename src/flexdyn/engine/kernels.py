@@ -1100,47 +1100,59 @@ def articulated_inertias(pm, w, tau, prescribed, udot_known):
 
     Hybrid dynamics (:mod:`flexdyn.hybrid`): ``prescribed`` (nu,) is 1.0 where the
     acceleration is given by ``udot_known`` (nu,) and 0.0 where the force ``tau`` is; empty
-    (length 0): every entry free (Eq 51).  A body with prescribed rows ``K`` takes the general
-    step with its mask (the rows ``K`` of ``ℋ`` are kept out of ``D``, ``G`` and ``τ̄ P``),
-    its known accelerations enter the filter as ``a_m + ℋ_K* χ̇_K``
-    (:func:`_prescribed_acceleration`, in ``w.alpha``, which the smoother overwrites), and
-    ``ν`` holds ``χ̇_K`` on the rows ``K``: with ``G``'s columns ``K`` zero,
+    (length 0): every entry free (Eq 51).  A body with prescribed rows ``K`` takes
+    :func:`_prescribed_step`: the general step with its mask (the rows ``K`` of ``ℋ`` are
+    kept out of ``D``, ``G`` and ``τ̄ P``), its known accelerations entering the filter as
+    ``a_m + ℋ_K* χ̇_K`` (in ``w.alpha``, which the smoother overwrites), and ``ν`` holding
+    ``χ̇_K`` on the rows ``K``: with ``G``'s columns ``K`` zero,
     :func:`articulated_accelerations` returns them as given."""
     ints = pm.ints
     hybrid = prescribed.shape[0] > 0
-    none = prescribed[:0]
     w.P[:] = w.M_m  # the children's inertias are added to their parents' below
     w.z[:] = 0.0
     zp, Pr = w.t_6[0], w.t_66[0]
     for i in range(ints.shape[0] - 1, -1, -1):
         m, nj, us, pa = ints[i, _M], ints[i, _NJ], ints[i, _US], ints[i, _PARENT]
         k, s = nj + m, m + 6
-        known = none
         if hybrid and _any(prescribed[us:us + k]):
-            known = prescribed[us:us + k]
-        if m == 0 and nj == 1 and known.shape[0] == 0:
+            ok = _prescribed_step(w.P[i, :s, :s], w.Hcal[i, :k, :s], m, nj, w.a_m[i, :s],
+                                  w.bias[i, :s], tau[us:us + k], w.z[i, :s], w.G[i, :s, :k],
+                                  w.innov[i, :k], w.t_PH[:s, :k], w.t_D[:k, :k],
+                                  w.t_L[:k, :k], w.t_Li[:k, :k], w.t_v[:k], zp, Pr,
+                                  prescribed[us:us + k], udot_known[us:us + k],
+                                  w.alpha[i, :s])
+        elif m == 0 and nj == 1:
             ok = _rigid_one_dof_step(w.P[i, :6, :6], w.Hcal[i, 0, :6], w.a_m[i, :6],
                                      w.bias[i, :6], tau[us], w.z[i, :6], w.G[i, :6, 0],
                                      w.innov[i, :1], w.t_6[1], zp, Pr)
         else:
-            a = w.a_m[i, :s]
-            if known.shape[0] > 0:
-                a = w.alpha[i, :s]
-                _prescribed_acceleration(w.Hcal[i, :k, :s], known, udot_known[us:us + k],
-                                         w.a_m[i, :s], a)
-            ok = _articulated_step(w.P[i, :s, :s], w.Hcal[i, :k, :s], m, nj, a,
+            ok = _articulated_step(w.P[i, :s, :s], w.Hcal[i, :k, :s], m, nj, w.a_m[i, :s],
                                    w.bias[i, :s], tau[us:us + k], w.z[i, :s], w.G[i, :s, :k],
                                    w.innov[i, :k], w.t_PH[:s, :k], w.t_D[:k, :k],
-                                   w.t_L[:k, :k], w.t_Li[:k, :k], w.t_v[:k], zp, Pr, known)
-            for r in range(known.shape[0]):
-                if known[r] != 0.0:
-                    w.innov[i, r] = udot_known[us + r]
+                                   w.t_L[:k, :k], w.t_Li[:k, :k], w.t_v[:k], zp, Pr,
+                                   prescribed[:0])
         if not ok:
             return i
         if pa >= 0:
             _to_parent(ints, w.A, w.phi, i, zp, w.z, w.t_6[3])
             _child_inertia(ints, w.A, w.phi, w.P, i, Pr, w.t_66[1], w.t_AP, w.t_X[:, :6])
     return -1
+
+
+@_J
+def _prescribed_step(P, H, m, nj, a_m, b, tau, z, G, innov, PH, D, L, Dinv, eps, zp, Pr,
+                     known, udot, a):
+    """:func:`_articulated_step` of a body with prescribed rows ``K`` (``known[r] ≠ 0``,
+    accelerations ``udot`` (k,)): with ``a = a_m + ℋ_K* χ̇_K`` (:func:`_prescribed_acceleration`,
+    into ``a`` (s,)) and the mask ``known``, then ``ν`` = ``χ̇_K`` on the rows ``K``."""
+    _prescribed_acceleration(H, known, udot, a_m, a)
+    if not _articulated_step(P, H, m, nj, a, b, tau, z, G, innov, PH, D, L, Dinv, eps, zp, Pr,
+                             known):
+        return False
+    for r in range(known.shape[0]):
+        if known[r] != 0.0:
+            innov[r] = udot[r]
+    return True
 
 
 @_J
