@@ -292,13 +292,18 @@ class Engine:
         q, u, tau, f_ext = self._inputs(q, u, tau, f_ext, "tau", lead)
         known = (np.zeros(lead + (nu,)) if udot_known is None
                  else kernel_array(udot_known, lead + (nu,), "udot_known"))
-        if not lead:
-            q, u, tau, known, f_ext = (a[None] for a in (q, u, tau, known, f_ext))
-        udot, T = np.empty((len(q), nu)), np.empty((len(q), nu))
-        status = self._share(kernels.hybrid, self.packed,
-                             (q, u, tau, known, mask.astype(np.float64), f_ext, udot, T))
-        self._raise_for(status, "articulated", bool(lead))
-        return (udot, T) if lead else (udot[0], T[0])
+        mask = mask.astype(np.float64)
+        if lead:
+            udot, T = np.empty(lead + (nu,)), np.empty(lead + (nu,))
+            status = self._share(kernels.hybrid, self.packed,
+                                 (q, u, tau, known, mask, f_ext, udot, T))
+            self._raise_for(status, "articulated")
+            return udot, T
+        udot, T, status = np.empty((1, nu)), np.empty((1, nu)), np.empty(1, dtype=np.int64)
+        kernels.hybrid(*self.packed, 0, 1, q[None], u[None], tau[None], known[None], mask,
+                       f_ext[None], udot, T, status)
+        self._single(int(status[0]), "articulated")
+        return udot[0], T[0]
 
     def joint_wrenches(self, q, u, udot, f_ext=None) -> np.ndarray:
         """The spatial force ``[moment; force]`` (n_bodies, 6) that each joint transmits from
@@ -347,20 +352,18 @@ class Engine:
             status = self._share(split.batch if op == SPLIT else kernels.batch, head,
                                  (q, u, x, f_ext, out))
             result = out.reshape(n_states, nu, nu) if op == "mass" else out
-        self._raise_for(status, op, True)
+        self._raise_for(status, op)
         return result
 
-    def _raise_for(self, status: np.ndarray, op: str, batch: bool) -> None:
-        """Raise for the first state of ``status`` (B,) that is invalid or has a singular
-        inertia (:meth:`_single`), with the prefix ``"batch item b: "`` when ``batch``."""
+    def _raise_for(self, status: np.ndarray, op: str) -> None:
+        """Raise for the first state of a batch's ``status`` (B,) that is invalid or has a
+        singular inertia (:meth:`_single`), with the prefix ``"batch item b: "``."""
         bad = np.flatnonzero((status >= 0) | (status == kernels.INVALID))
         if bad.size:
             b = int(bad[0])
             try:
                 self._single(int(status[b]), op)
             except (ValueError, SingularInertiaError) as exc:
-                if not batch:
-                    raise
                 raise type(exc)(f"batch item {b}: {exc}") from None
 
     @staticmethod
