@@ -12,6 +12,9 @@ of the engine (ratios measured in one run; no wall-clock limits anywhere else).
   time(articulated) (targets ≥ 3.7 and ≥ 7.3, the paper's flop ratios) and the articulated
   time at 10 modes (target ≤ 10 µs);
 * scaling: time(N = 160) / time(N = 20) of articulated forward dynamics (target ≤ 8.5);
+* ``fd.hybrid_dynamics`` per call, engine and numpy reference (forward dynamics beside it),
+  on the rigid 10-link chain (every other joint prescribed) and the steel chain (the joints
+  prescribed, the modes free);
 * compile cost: the first call in a fresh process with an empty numba cache (cold) and with
   the cache filled (warm).
 
@@ -146,6 +149,32 @@ def flexible(pin, rng) -> None:
               f"{t_r / t_e:5.0f}")
 
 
+def hybrid_time(args: tuple, backend: str, min_time: float, repeat: int) -> float:
+    """Seconds per ``fd.hybrid_dynamics(*args, backend=backend)`` call from Python."""
+    return per_call(lambda: fd.hybrid_dynamics(*args, backend=backend), min_time, repeat)
+
+
+def hybrid(rng) -> None:
+    """``fd.hybrid_dynamics`` per call from Python on the engine and on the reference."""
+    print("\nhybrid_dynamics per call from Python (µs), engine and numpy reference")
+    rigid, steel = fd.Model.from_dict(revolute_chain(10, rng)), steel_chain()
+    joints = np.zeros(steel.nu, dtype=bool)
+    for i in range(steel.n_bodies):
+        joints[steel.u_start[i]:steel.u_start[i] + steel.nu_joint[i]] = True
+    for name, model, mask in (("rigid 10-link chain, every other joint prescribed", rigid,
+                               np.arange(rigid.nu) % 2 == 0),
+                              ("steel 5-beam chain, joints prescribed, modes free", steel,
+                               joints)):
+        q, u, tau = random_state(model, rng)
+        args = (model, q, u, tau, rng.normal(size=model.nu), mask)
+        times = [hybrid_time(args, backend, *timing)
+                 for backend, timing in (("engine", (0.05, 5)), ("reference", (0.02, 2)))]
+        t_f = fd_time(model, q, u, tau)
+        print(f"  {name:<50} engine {1e6 * times[0]:7.1f}   reference {1e6 * times[1]:7.0f}"
+              f"   reference / engine {times[1] / times[0]:4.0f}   (forward dynamics on the "
+              f"engine {1e6 * t_f:.1f})")
+
+
 def ruthless_ratio(rng) -> None:
     print("\nruthless 10-link chain: composite / articulated forward dynamics")
     for n_modes, paper in ((5, 3.68), (10, 7.27)):
@@ -182,6 +211,7 @@ def main(argv=None) -> int:
     times = rigid_chains(pin, (7, 10) if args.quick else (7, 10, 20, 50, 100, 160, 200), rng)
     batch(pin, 200 if args.quick else 10_000, rng)
     flexible(pin, rng)
+    hybrid(rng)
     if not args.quick:
         ruthless_ratio(rng)
         scaling(times, rng)

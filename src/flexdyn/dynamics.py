@@ -16,13 +16,13 @@ or complex (complex-step differentiation) numbers.
 Backends
 --------
 :func:`forward_dynamics`, :func:`inverse_dynamics`, :func:`bias_forces`, :func:`mass_matrix`,
-:func:`mass_matrix_inverse` (and the energies of :mod:`flexdyn.energy`) take ``backend``
-(one of :data:`BACKENDS`): ``"engine"`` (the default) runs the compiled engine
-(:class:`flexdyn.engine.Engine`, one per model and fidelity, built on first use and cached),
-``"reference"`` the numpy algorithms below.  The engine takes real inputs only: complex
-inputs and nodal loads ``f_nodes`` always run the reference.  Both backends validate alike
-and raise the same errors.  :func:`hybrid_dynamics`, :func:`joint_wrenches` and
-:func:`innovations_factors` (whose result is the reference's per-body factors) run the
+:func:`mass_matrix_inverse`, :func:`hybrid_dynamics`, :func:`joint_wrenches` (and the
+energies of :mod:`flexdyn.energy`) take ``backend`` (one of :data:`BACKENDS`): ``"engine"``
+(the default) runs the compiled engine (:class:`flexdyn.engine.Engine`, one per model and
+fidelity, built on first use and cached), ``"reference"`` the numpy algorithms below.  The
+engine takes real inputs only: complex inputs and nodal loads ``f_nodes`` always run the
+reference.  Both backends validate alike and raise the same errors.
+:func:`innovations_factors` (whose result is the reference's per-body factors) runs the
 reference only.
 
 Batches
@@ -157,7 +157,8 @@ def _engine_batch(op: str, arguments: dict, per_state: dict[str, np.ndarray],
     """A batch of operation ``op`` on the engine, or None when some state is not for the
     engine (complex numbers), is invalid or gives a non-finite result (the caller's loop
     then reports it by index).  ``state_args[0]`` is u, ``state_args[1]`` the second state
-    array (τ or u̇; zero when absent)."""
+    array (τ or u̇; zero when absent), for ``"hybrid"`` ``state_args[2]`` the prescribed
+    accelerations (:meth:`flexdyn.engine.Engine.hybrid_dynamics`, which returns a pair)."""
     model: Model = arguments["model"]
     n = per_state["q"].shape[0]
     shapes = {"q": (model.nq,), "f_ext": (model.n_bodies, 6)}  # the others: (nu,)
@@ -180,9 +181,13 @@ def _engine_batch(op: str, arguments: dict, per_state: dict[str, np.ndarray],
         if f_one.dtype.kind != "f" or not np.all(np.isfinite(f_one)):
             return None
         f_ext = np.repeat(f_one[None], n, axis=0)
-    names = (*state_args, None, None)
+    names = (*state_args, None, None, None)
     u, x = arrays.get(names[0]), arrays.get(names[1])
     engine = _cached_engine(model, arguments.get("fidelity", "full"))
+    if op == "hybrid":
+        results = engine.hybrid_dynamics(q, u, x, arrays.get(names[2]),
+                                         arguments["prescribed"], f_ext)
+        return results if all(np.all(np.isfinite(r)) for r in results) else None
     result = engine.batch(op, q, u, x, f_ext)
     return result if np.all(np.isfinite(result)) else None
 
@@ -205,6 +210,14 @@ def _forward_op(arguments: dict) -> str | None:
 def _plain_op(op: str) -> Callable[[dict], str | None]:
     """``op`` for a batch on the engine (else None)."""
     return lambda arguments: op if _on_engine(arguments) else None
+
+
+def _hybrid_op(arguments: dict) -> str | None:
+    """``"hybrid"`` for a batch of :func:`hybrid_dynamics` on the engine with a valid mask
+    (else None: the loop, which names a bad mask)."""
+    mask = np.asarray(arguments["prescribed"])
+    ok = mask.dtype == bool and mask.shape == (arguments["model"].nu,) and _on_engine(arguments)
+    return "hybrid" if ok else None
 
 
 def check_external_forces(model: Model, f_ext) -> np.ndarray | None:
@@ -433,13 +446,17 @@ def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarra
         return _finite(rnea(model, pos, vel, udot, f_ext) - g, "τ")
 
 
-@batched("u", "tau", "udot_prescribed")
+@batched("u", "tau", "udot_prescribed", engine_op=_hybrid_op)
 def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,
                     udot_prescribed: np.ndarray | None, prescribed: np.ndarray, *,
                     fidelity: str = "full", f_ext: np.ndarray | None = None,
-                    f_nodes=None) -> tuple[np.ndarray, np.ndarray]:
+                    f_nodes=None, backend: str = "engine") -> tuple[np.ndarray, np.ndarray]:
     """Accelerations and loads with some accelerations prescribed and the rest free, O(N)
-    (:mod:`flexdyn.hybrid`).
+    (:mod:`flexdyn.hybrid`: the articulated-body filter and smoother of Eq 58 with the
+    prescribed rows kept out of the articulated inertias).
+
+    Raises :class:`~flexdyn.linalg.SingularInertiaError` naming the body whose free degrees
+    of freedom carry no inertia, and ``FloatingPointError`` when the result overflows.
 
     Parameters
     ----------
@@ -449,6 +466,9 @@ def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray 
     prescribed : (nu,) bool — which entries of ``u̇`` are given: whole joints, single dofs of
         a joint, all joints with the modes free, …; the same for every state of a batch.
     fidelity, f_ext, f_nodes : as for :func:`forward_dynamics`.
+    backend : ``"engine"`` (compiled, default: :meth:`flexdyn.engine.Engine.hybrid_dynamics`)
+        or ``"reference"`` (numpy, :func:`flexdyn.hybrid.hybrid_dynamics`); nodal loads and
+        complex inputs run the reference.
 
     Returns
     -------
@@ -456,6 +476,7 @@ def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray 
     τ : (nu,) — the given forces at the free entries; at the prescribed ones the loads that
         realise the motion (feedforward joint torques, modal loads).
     """
+    _check_backend(backend)
     mask = np.asarray(prescribed)
     if mask.dtype != bool or mask.shape != (model.nu,):
         raise ValueError(f"prescribed must be a boolean array of shape ({model.nu},), got "
@@ -465,6 +486,10 @@ def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray 
         q, u, tau=zero if tau is None else tau,
         udot_prescribed=zero if udot_prescribed is None else udot_prescribed)
     f_ext = check_external_forces(model, f_ext)
+    if _for_engine(backend, q, u, tau, udot_known, f_ext) and not f_nodes:
+        udot, T = _cached_engine(model, fidelity).hybrid_dynamics(q, u, tau, udot_known, mask,
+                                                                  f_ext)
+        return _finite(udot, "u̇"), _finite(T, "τ")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
@@ -474,16 +499,26 @@ def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray 
         return _finite(udot, "u̇"), _finite(T, "τ")
 
 
-@batched("u", "udot")
+@batched("u", "udot", engine_op=_plain_op("joint_wrenches"))
 def joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
                    fidelity: str = "full", f_ext: np.ndarray | None = None,
-                   f_nodes=None) -> np.ndarray:
+                   f_nodes=None, backend: str = "engine") -> np.ndarray:
     """The spatial force ``[moment; force]`` (n_bodies, 6) each joint transmits from the
     parent to the child, in the child's joint frame ``J_c`` about its origin (N m, N), for the
     motion ``(q, u, u̇)`` (Eq 36) — fixed joints included, so the root load of an appendage is
-    available.  With ``u̇`` from :func:`forward_dynamics` or :func:`hybrid_dynamics`."""
+    available.  With ``u̇`` from :func:`forward_dynamics` or :func:`hybrid_dynamics`.
+
+    ``q`` (nq,), ``u``, ``udot`` (nu,) or batches (B, ·) (result (B, n_bodies, 6));
+    ``fidelity``, ``f_ext``, ``f_nodes`` as for :func:`inverse_dynamics`; ``backend``
+    ``"engine"`` (compiled, default: the modal forces of the engine's Newton–Euler,
+    :meth:`flexdyn.engine.Engine.joint_wrenches`) or ``"reference"``
+    (:func:`flexdyn.newton_euler.joint_wrenches`)."""
+    _check_backend(backend)
     q, u, udot = model.check_state(q, u, udot=udot)
     f_ext = check_external_forces(model, f_ext)
+    if _for_engine(backend, q, u, udot, f_ext) and not f_nodes:
+        return _finite(_cached_engine(model, fidelity).joint_wrenches(q, u, udot, f_ext),
+                       "joint wrenches")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, _ = _external(model, pos, f_ext, f_nodes)

@@ -36,7 +36,7 @@ _FORWARD = {"articulated": kernels.forward_articulated, "composite": kernels.for
 #: :mod:`flexdyn.engine.extras`
 BATCH_OPS = {"articulated": kernels.ARTICULATED, "composite": kernels.COMPOSITE,
              "inverse": kernels.INVERSE, "mass": kernels.MASS, SPLIT: None, "mass_inverse": None,
-             "energy_momentum": None}
+             "energy_momentum": None, "joint_wrenches": None}
 #: forward-dynamics methods of the state derivative by name (codes of the C entry,
 #: :mod:`flexdyn.engine.ccall`)
 DERIVATIVE_METHODS = {"articulated": kernels.ARTICULATED, "composite": kernels.COMPOSITE}
@@ -107,7 +107,8 @@ class Engine:
     Methods mirror the reference algorithms: :meth:`terms`, :meth:`inverse_dynamics`,
     :meth:`mass_matrix`, :meth:`forward_dynamics` (``"articulated"``, Eq 58,
     ``"articulated-split"``, Eqs 62–64, or ``"composite"``, Eq 46), :meth:`split_factors`
-    (Eq 63).
+    (Eq 63), :meth:`hybrid_dynamics` (:mod:`flexdyn.hybrid`) and :meth:`joint_wrenches`
+    (Eq 36).
 
     ``indirect_min_modes``: a ruthless body with children and at least this many modes forms
     ``D_f⁻¹`` of the split by the push-through form of Eq B3, others explicitly (default: the
@@ -270,13 +271,60 @@ class Engine:
         self._single(int(status[0]), "energy_momentum")
         return out[0]
 
+    def hybrid_dynamics(self, q, u, tau, udot_known, prescribed, f_ext=None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """``(u̇, T)`` of hybrid dynamics (:mod:`flexdyn.hybrid`, O(N)): the accelerations
+        with the entries where ``prescribed`` (nu,) bool is True given by ``udot_known`` and
+        the others free under the forces ``tau``, and the generalized forces with the loads
+        that realise the prescribed accelerations (``tau`` elsewhere).  ``u``, ``tau``,
+        ``udot_known`` may be None (zero).  ``q`` (nq,) gives (nu,) each; a batch ``q``
+        (B, nq) with ``u``, ``tau``, ``udot_known`` (B, nu) and ``f_ext`` (B, n_bodies, 6)
+        or None gives (B, nu) each, the states shared among the cores, each equal to its
+        single call bit for bit (:func:`flexdyn.engine.kernels.hybrid`).  Raises
+        :class:`SingularInertiaError` naming the body whose free-part ``D`` is singular
+        (with ``"batch item b: "`` in a batch)."""
+        nu = self.model.nu
+        mask = np.asarray(prescribed)
+        if mask.dtype != bool or mask.shape != (nu,):
+            raise ValueError(f"prescribed must be a boolean array of shape ({nu},), got "
+                             f"{mask.dtype} {mask.shape}")
+        lead = (len(q),) if np.ndim(q) == 2 else ()
+        q, u, tau, f_ext = self._inputs(q, u, tau, f_ext, "tau", lead)
+        known = (np.zeros(lead + (nu,)) if udot_known is None
+                 else kernel_array(udot_known, lead + (nu,), "udot_known"))
+        mask = mask.astype(np.float64)
+        if lead:
+            udot, T = np.empty(lead + (nu,)), np.empty(lead + (nu,))
+            status = self._share(kernels.hybrid, self.packed,
+                                 (q, u, tau, known, mask, f_ext, udot, T))
+            self._raise_for(status, "articulated")
+            return udot, T
+        udot, T, status = np.empty((1, nu)), np.empty((1, nu)), np.empty(1, dtype=np.int64)
+        kernels.hybrid(*self.packed, 0, 1, q[None], u[None], tau[None], known[None], mask,
+                       f_ext[None], udot, T, status)
+        self._single(int(status[0]), "articulated")
+        return udot[0], T[0]
+
+    def joint_wrenches(self, q, u, udot, f_ext=None) -> np.ndarray:
+        """The spatial force ``[moment; force]`` (n_bodies, 6) that each joint transmits from
+        the parent to the child, in the child's joint frame ``J_c`` about its origin (Eq 36,
+        :func:`flexdyn.newton_euler.joint_wrenches`), for the motion ``(q, u, u̇)``; batches
+        by :meth:`batch` (``"joint_wrenches"``)."""
+        q, u, udot, f_ext = self._inputs(q, u, udot, f_ext, "udot")
+        out = np.empty((1, self.model.n_bodies, 6))
+        status = self._share(extras.joint_wrenches, self.packed,
+                             (q[None], u[None], udot[None], f_ext[None], out))
+        self._single(int(status[0]), "joint_wrenches")
+        return out[0]
+
     def batch(self, op: str, q: np.ndarray, u: np.ndarray | None = None,
               x: np.ndarray | None = None, f_ext: np.ndarray | None = None) -> np.ndarray:
         """Operation ``op`` of :data:`BATCH_OPS` over the leading axis B of ``q`` (B, nq),
         ``u`` and ``x`` (B, nu) (``x`` is τ, or u̇ for ``"inverse"``), ``f_ext`` None or
         (B, n_bodies, 6); the states are shared among the cores.  Returns (B, nu), or
-        (B, nu, nu) for ``"mass"`` and ``"mass_inverse"``, (B, 8) for ``"energy_momentum"``;
-        each state's result equals the single call's bit for bit."""
+        (B, nu, nu) for ``"mass"`` and ``"mass_inverse"``, (B, 8) for ``"energy_momentum"``,
+        (B, n_bodies, 6) for ``"joint_wrenches"`` (``x`` is u̇); each state's result equals
+        the single call's bit for bit."""
         if op not in BATCH_OPS:
             raise ValueError(f"unknown operation {op!r}; expected one of {tuple(BATCH_OPS)}")
         if np.ndim(q) != 2:
@@ -291,6 +339,10 @@ class Engine:
             q, u, _, _ = self._inputs(q, u, None, None, "", (n_states,))
             result = np.empty((n_states, extras.ENERGY_MOMENTUM))
             status = self._share(extras.energy_momentum, self.packed, (q, u, result))
+        elif op == "joint_wrenches":
+            q, u, x, f_ext = self._inputs(q, u, x, f_ext, "udot", (n_states,))
+            result = np.empty((n_states, self.model.n_bodies, 6))
+            status = self._share(extras.joint_wrenches, self.packed, (q, u, x, f_ext, result))
         else:
             q, u, x, f_ext = self._inputs(q, u, x, f_ext, "udot" if op == "inverse" else "tau",
                                           (n_states,))
@@ -300,6 +352,12 @@ class Engine:
             status = self._share(split.batch if op == SPLIT else kernels.batch, head,
                                  (q, u, x, f_ext, out))
             result = out.reshape(n_states, nu, nu) if op == "mass" else out
+        self._raise_for(status, op)
+        return result
+
+    def _raise_for(self, status: np.ndarray, op: str) -> None:
+        """Raise for the first state of a batch's ``status`` (B,) that is invalid or has a
+        singular inertia (:meth:`_single`), with the prefix ``"batch item b: "``."""
         bad = np.flatnonzero((status >= 0) | (status == kernels.INVALID))
         if bad.size:
             b = int(bad[0])
@@ -307,7 +365,6 @@ class Engine:
                 self._single(int(status[b]), op)
             except (ValueError, SingularInertiaError) as exc:
                 raise type(exc)(f"batch item {b}: {exc}") from None
-        return result
 
     @staticmethod
     def _share(kernel, head: tuple, tail: tuple) -> np.ndarray:

@@ -7,9 +7,11 @@ reach them):
   and one smoother sweep, with no velocity terms and no gravity
   (:func:`flexdyn.articulated_body.apply_mass_matrix_inverse`);
 * :func:`energy_momentum` — kinetic and potential energy and the spatial momentum of a state
-  (:mod:`flexdyn.energy`).
+  (:mod:`flexdyn.energy`);
+* :func:`joint_wrenches` — the spatial force each joint transmits (Eq 36), from the modal
+  forces of Newton–Euler (:func:`flexdyn.newton_euler.joint_wrenches`).
 
-Both run over the states ``t, t + n_threads, …`` of a batch in one workspace, validate each
+All run over the states ``t, t + n_threads, …`` of a batch in one workspace, validate each
 state (``status``: −1 done, :data:`~flexdyn.engine.kernels.INVALID`,
 :data:`~flexdyn.engine.kernels.OVERFLOW`, or the body whose ``D`` is singular) and release
 the GIL.  A block of right-hand sides is held transposed, one right-hand side per row (K × ·),
@@ -36,20 +38,23 @@ from .kernels import (
     _mm,
     _mmt,
     _modal_velocities,
+    _mtv,
     _mv,
     _P_Hcal_t,
     _phi,
     _spd_inverse,
+    _terms,
     _valid_state,
     articulated_inertias,
     position_terms,
+    rnea,
     strain_energy,
     unpack,
     workspace,
 )
 
 __all__ = ["ENERGY_MOMENTUM", "KINETIC", "MOMENTUM", "POTENTIAL", "energy_momentum",
-           "mass_inverse"]
+           "joint_wrenches", "mass_inverse"]
 
 #: entries of a row of :func:`energy_momentum`: ``T`` (J), ``V`` (J), ``[h; p]`` (N m s, N s)
 KINETIC, POTENTIAL, MOMENTUM = 0, 1, slice(2, 8)
@@ -80,7 +85,7 @@ def mass_inverse(ib, fb, t, n_threads, q, rhsT, out, status):
             continue
         w.flat[:] = 0.0  # no velocity terms: a_m = b_m = 0
         position_terms(pm, w.q_n, w)
-        status[b] = articulated_inertias(pm, w, zero)
+        status[b] = articulated_inertias(pm, w, zero, none, none)
         if status[b] >= 0:
             continue
         _block_filter(pm.ints, w.Hcal, w.A, w.phi, w.P, w.G, rhsT, Z, out[b], w.t_PH, w.t_D,
@@ -163,6 +168,33 @@ def _block_smoother(ints, Hcal, A, phi, G, alpha, X, T):
         al = alpha[i, :, :s]
         _mm(chi, Hcal[i, :k, :s], al)
         al[:, m:] += a_plus
+
+
+# ----------------------------------------------------------------------------------------------
+# joint wrenches, Eq 36
+# ----------------------------------------------------------------------------------------------
+@_E
+def joint_wrenches(ib, fb, t, n_threads, q, u, udot, fext, out, status):
+    """The spatial force ``[moment; force]`` each joint transmits from the parent to the
+    child, in the child's joint frame ``J_c`` about its origin, into ``out[s]`` (n × 6) for
+    the states ``s = t, t + n_threads, …`` of ``q`` (B × nq), ``u``, ``udot`` (B × nu) and
+    ``fext`` (B × n × 6); ``status`` (B,).  Per state: the terms, Newton–Euler (Eq 44,
+    :func:`~flexdyn.engine.kernels.rnea`, whose tip-to-base sweep leaves the modal forces
+    ``f_m(i)`` of Eq 36 in the workspace) and ``X_{i←J_c}ᵀ f_V(i)`` with ``f_V`` the rigid
+    rows of ``f_m(i)`` (:func:`flexdyn.newton_euler.joint_wrenches`)."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    ints = pm.ints
+    T = np.empty(ib[3])  # the generalized forces, not used
+    for b in range(t, q.shape[0], n_threads):
+        if not _valid_state(pm, q[b], u[b], udot[b], fext[b], w.q_n):
+            status[b] = INVALID
+            continue
+        _terms(pm, w, w.q_n, u[b], fext[b])
+        rnea(pm, w, udot[b], True, T)
+        for i in range(ints.shape[0]):
+            m = ints[i, _M]
+            _mtv(w.X_joint[i], w.f[i, m:m + 6], out[b, i], False)
+        status[b] = _finite_result(out[b])
 
 
 # ----------------------------------------------------------------------------------------------

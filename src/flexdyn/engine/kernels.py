@@ -9,7 +9,7 @@ sweeps allocate nothing per body.  Every array is padded: a modal-size block of 
 occupies ``[:m_i + 6]`` with the modal entries first.
 
 Only the entries (decorated ``_E``: :func:`terms`, :func:`forward_articulated`,
-:func:`forward_composite`, :func:`inverse`, :func:`mass`, :func:`batch`,
+:func:`forward_composite`, :func:`inverse`, :func:`mass`, :func:`batch`, :func:`hybrid`,
 :func:`derivative_articulated`, :func:`derivative_composite`, and :func:`unpack`,
 :func:`workspace`) may be called from Python;
 the stages and helpers run inside compiled code only (they have no CPython wrapper, which
@@ -17,8 +17,9 @@ saves compile time).
 
 The equations are those of the reference tier, step for step: position terms
 (:func:`flexdyn.terms.position_terms`), velocity terms (:func:`flexdyn.terms.velocity_terms`,
-Eqs 11, 25, 37), Newton–Euler (Eq 44), the composite-body mass matrix (Eqs 47, 50) and the
-articulated-body forward dynamics (Eqs 51, 58).
+Eqs 11, 25, 37), Newton–Euler (Eq 44), the composite-body mass matrix (Eqs 47, 50), the
+articulated-body forward dynamics (Eqs 51, 58) and, by the same filter and smoother with a
+mask of prescribed accelerations, hybrid dynamics (:mod:`flexdyn.hybrid`).
 """
 
 from __future__ import annotations
@@ -1072,13 +1073,17 @@ def cholesky_solve(Mass, b, x):
 
 
 @_J
-def _inertia_scale(P, H):
+def _inertia_scale(P, H, skip=None):
     """``max|P| · max_r ‖H_r‖²`` (:func:`flexdyn.linalg.inertia_scale`); 0 for an empty
-    ``H``."""
+    ``H``.  ``skip`` (optional, (rows,) or empty): rows ``r`` with ``skip[r] ≠ 0`` are left
+    out (the prescribed rows of hybrid dynamics)."""
     if H.shape[0] == 0 or H.shape[1] == 0:
         return 0.0
     hmax = 0.0
     for r in range(H.shape[0]):
+        if skip is not None:
+            if skip.shape[0] > 0 and skip[r] != 0.0:
+                continue
         h = 0.0
         for c in range(H.shape[1]):
             h += H[r, c] * H[r, c]
@@ -1137,20 +1142,37 @@ def _spd_inverse(D, scale, L, Dinv):
 
 
 @_J
-def articulated_inertias(pm, w, tau):
+def articulated_inertias(pm, w, tau, prescribed, udot_known):
     """Eq 51 and the filter, tip to base: ``P``, ``D⁻¹``, ``G``, ``ν = D⁻¹ ε`` into ``w``,
     each body's ``z⁺`` and ``τ̄ P`` passed to its parent; the index of the first body whose
     ``D`` is singular, or −1.  A rigid body on a one-dof joint takes a step with fixed
     6 × 6 blocks (:func:`_rigid_one_dof_step`), any other body the general step
-    (:func:`_articulated_step`)."""
+    (:func:`_articulated_step`).
+
+    Hybrid dynamics (:mod:`flexdyn.hybrid`): ``prescribed`` (nu,) is 1.0 where the
+    acceleration is given by ``udot_known`` (nu,) and 0.0 where the force ``tau`` is; empty
+    (length 0): every entry free (Eq 51).  A body with prescribed rows ``K`` takes
+    :func:`_prescribed_step`: the general step with its mask (the rows ``K`` of ``ℋ`` are
+    kept out of ``D``, ``G`` and ``τ̄ P``), its known accelerations entering the filter as
+    ``a_m + ℋ_K* χ̇_K`` (in ``w.alpha``, which the smoother overwrites), and ``ν`` holding
+    ``χ̇_K`` on the rows ``K``: with ``G``'s columns ``K`` zero,
+    :func:`articulated_accelerations` returns them as given."""
     ints = pm.ints
+    hybrid = prescribed.shape[0] > 0
     w.P[:] = w.M_m  # the children's inertias are added to their parents' below
     w.z[:] = 0.0
     zp, Pr = w.t_6[0], w.t_66[0]
     for i in range(ints.shape[0] - 1, -1, -1):
         m, nj, us, pa = ints[i, _M], ints[i, _NJ], ints[i, _US], ints[i, _PARENT]
         k, s = nj + m, m + 6
-        if m == 0 and nj == 1:
+        if hybrid and _any(prescribed[us:us + k]):
+            ok = _prescribed_step(w.P[i, :s, :s], w.Hcal[i, :k, :s], m, nj, w.a_m[i, :s],
+                                  w.bias[i, :s], tau[us:us + k], w.z[i, :s], w.G[i, :s, :k],
+                                  w.innov[i, :k], w.t_PH[:s, :k], w.t_D[:k, :k],
+                                  w.t_L[:k, :k], w.t_Li[:k, :k], w.t_v[:k], zp, Pr,
+                                  prescribed[us:us + k], udot_known[us:us + k],
+                                  w.alpha[i, :s])
+        elif m == 0 and nj == 1:
             ok = _rigid_one_dof_step(w.P[i, :6, :6], w.Hcal[i, 0, :6], w.a_m[i, :6],
                                      w.bias[i, :6], tau[us], w.z[i, :6], w.G[i, :6, 0],
                                      w.innov[i, :1], w.t_6[1], zp, Pr)
@@ -1158,7 +1180,8 @@ def articulated_inertias(pm, w, tau):
             ok = _articulated_step(w.P[i, :s, :s], w.Hcal[i, :k, :s], m, nj, w.a_m[i, :s],
                                    w.bias[i, :s], tau[us:us + k], w.z[i, :s], w.G[i, :s, :k],
                                    w.innov[i, :k], w.t_PH[:s, :k], w.t_D[:k, :k],
-                                   w.t_L[:k, :k], w.t_Li[:k, :k], w.t_v[:k], zp, Pr)
+                                   w.t_L[:k, :k], w.t_Li[:k, :k], w.t_v[:k], zp, Pr,
+                                   prescribed[:0])
         if not ok:
             return i
         if pa >= 0:
@@ -1168,17 +1191,69 @@ def articulated_inertias(pm, w, tau):
 
 
 @_J
-def _articulated_step(P, H, m, nj, a, b, tau, z, G, innov, PH, D, L, Dinv, eps, zp, Pr):
+def _prescribed_step(P, H, m, nj, a_m, b, tau, z, G, innov, PH, D, L, Dinv, eps, zp, Pr,
+                     known, udot, a):
+    """:func:`_articulated_step` of a body with prescribed rows ``K`` (``known[r] ≠ 0``,
+    accelerations ``udot`` (k,)): with ``a = a_m + ℋ_K* χ̇_K`` (:func:`_prescribed_acceleration`,
+    into ``a`` (s,)) and the mask ``known``, then ``ν`` = ``χ̇_K`` on the rows ``K``."""
+    _prescribed_acceleration(H, known, udot, a_m, a)
+    if not _articulated_step(P, H, m, nj, a, b, tau, z, G, innov, PH, D, L, Dinv, eps, zp, Pr,
+                             known):
+        return False
+    for r in range(known.shape[0]):
+        if known[r] != 0.0:
+            innov[r] = udot[r]
+    return True
+
+
+@_J
+def _any(x):
+    """Whether some entry of the vector ``x`` is nonzero."""
+    for v in x:
+        if v != 0.0:
+            return True
+    return False
+
+
+@_J
+def _prescribed_acceleration(H, known, udot, a_m, out):
+    """``out = a_m + ℋ_K* χ̇_K`` (s,): the accelerations of the prescribed rows ``K``
+    (``known[r] ≠ 0``) of ``ℋ`` (k × s) enter the filter like the velocity-product
+    accelerations ``a_m`` (:mod:`flexdyn.hybrid`)."""
+    out[:] = a_m
+    for r in range(H.shape[0]):
+        if known[r] != 0.0:
+            x = udot[r]
+            for c in range(H.shape[1]):
+                out[c] += H[r, c] * x
+
+
+@_J
+def _articulated_step(P, H, m, nj, a, b, tau, z, G, innov, PH, D, L, Dinv, eps, zp, Pr, known):
     """Eq 51 and the filter for one body with ``P`` (s × s) its articulated inertia and ``z``
     (s,) the children's forces: ``D = ℋ P ℋ*``, ``G = P ℋ* D⁻¹``, ``z += P a + b``,
     ``ε = T − ℋ z``, ``ν = D⁻¹ ε`` into ``innov``; the rigid rows of ``z⁺ = z + G ε`` into
     ``zp`` and the rigid block of ``τ̄ P = P − G (P ℋ*)ᵀ``, symmetrized, into ``Pr``; False
     when ``D`` is singular (:func:`_spd_inverse`).  ``PH``, ``D``, ``L``, ``Dinv``, ``eps``
-    scratch."""
+    scratch.
+
+    ``known`` (k,) or empty: the rows ``r`` with ``known[r] ≠ 0`` are prescribed (hybrid
+    dynamics) and kept out of the reduction by ``ℋ̃`` = ``ℋ`` with those rows zeroed:
+    ``P ℋ̃*`` has zero columns ``K`` and ``D̃ = ℋ̃ P ℋ̃* + d 1_K`` (:func:`_keep_out`) is
+    ``D_F`` beside ``d`` on the rows ``K``, so ``G̃ = P ℋ̃* D̃⁻¹ = [G_F, 0]`` and
+    ``τ̄ P = P − G_F (P ℋ_F*)ᵀ``: exactly the free rows' reduction, with the free rows'
+    singularity test (the inertia scale over the free rows; ``d`` = the largest free
+    diagonal entry).  ``ν`` on the rows ``K`` is meaningless (the caller sets it)."""
     k, s = H.shape[0], P.shape[0]
     _P_Hcal_t(P, H, m, nj, PH)
+    if known.shape[0] > 0:
+        for c in range(k):
+            if known[c] != 0.0:
+                PH[:, c] = 0.0
     _Hcal_X(H, PH, m, nj, D)
-    if not _spd_inverse(D, _inertia_scale(P, H), L, Dinv):
+    if known.shape[0] > 0:
+        _keep_out(D, known)
+    if not _spd_inverse(D, _inertia_scale(P, H, known), L, Dinv):
         return False
     _mm(PH, Dinv, G)
     _mv(P, a, z, True)  # z = Σ_c Φ z⁺(c) + P a + b
@@ -1200,6 +1275,27 @@ def _articulated_step(P, H, m, nj, a, b, tau, z, G, innov, PH, D, L, Dinv, eps, 
             Pr[r, c] = t
     _symmetrize(Pr)
     return True
+
+
+@_J
+def _keep_out(D, known):
+    """``D`` (k × k) with the rows and columns ``r`` of ``known[r] ≠ 0`` replaced by
+    ``d`` on the diagonal, ``d`` the largest diagonal entry of the other rows (1 if there
+    are none): block-diagonal up to the order of the rows, so its Cholesky factor is the
+    free block's and :func:`_spd_inverse`'s tolerance is the free block's."""
+    k = D.shape[0]
+    d = 0.0
+    for r in range(k):
+        if known[r] == 0.0:
+            d = max(d, abs(D[r, r]))
+    if not d > 0.0:
+        d = 1.0
+    for r in range(k):
+        if known[r] != 0.0:
+            for c in range(k):
+                D[r, c] = 0.0
+                D[c, r] = 0.0
+            D[r, r] = d
 
 
 @_J
@@ -1320,6 +1416,36 @@ def articulated_accelerations(pm, w, udot):
 
 
 @_J
+def prescribed_loads(pm, w, prescribed, udot_known, tau, T):
+    """The loads of hybrid dynamics after its smoother (:mod:`flexdyn.hybrid`): ``T`` (nu,)
+    is ``τ`` on the free rows and ``T_K = ℋ_K(i) f(i)`` on the prescribed rows ``K`` of each
+    body, with ``f(i) = P(i) α(i) + Σ_c Φ(i, c) z⁺(c) + b_m(i)`` the force on the body's
+    subtree through its joint (Eq 36), formed from the filter's
+    ``z(i) = Σ_c Φ(i, c) z⁺(c) + P(i) (a_m + ℋ_K* χ̇_K) + b_m`` as
+    ``f = z + P (α − a_m − ℋ_K* χ̇_K)`` into ``w.f`` (those bodies only)."""
+    ints = pm.ints
+    T[:] = tau
+    for i in range(ints.shape[0]):
+        m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
+        k, s = nj + m, m + 6
+        known = prescribed[us:us + k]
+        if not _any(known):
+            continue
+        H, t, f = w.Hcal[i, :k, :s], w.t_v[:s], w.f[i, :s]
+        _prescribed_acceleration(H, known, udot_known[us:us + k], w.a_m[i, :s], t)
+        for r in range(s):
+            t[r] = w.alpha[i, r] - t[r]
+        f[:] = w.z[i, :s]
+        _mv(w.P[i, :s, :s], t, f, True)
+        for r in range(k):
+            if known[r] != 0.0:
+                x = 0.0
+                for c in range(s):
+                    x += H[r, c] * f[c]
+                T[us + r] = x
+
+
+@_J
 def _sub_mtv(a, x, out):
     """``out −= aᵀ x``."""
     for t in range(a.shape[0]):
@@ -1352,7 +1478,7 @@ def _forward_articulated(pm, w, q, u, tau, fext, udot):
     """Terms, then Eqs 51/58 into ``udot``: −1, or the index of the body whose ``D`` is
     singular."""
     _terms(pm, w, q, u, fext)
-    status = articulated_inertias(pm, w, tau)
+    status = articulated_inertias(pm, w, tau, tau[:0], tau[:0])
     if status < 0:
         articulated_accelerations(pm, w, udot)
     return status
@@ -1464,6 +1590,33 @@ def mass(ib, fb, q, Mass):
         return INVALID
     _mass(pm, w, w.q_n, Mass)
     return _finite_result(Mass)
+
+
+@_E
+def hybrid(ib, fb, t, n_threads, q, u, tau, udot_known, prescribed, fext, udot, T, status):
+    """Hybrid dynamics (:mod:`flexdyn.hybrid`) of the states ``t, t + n_threads, …`` of
+    ``q`` (B, nq), ``u``, ``tau``, ``udot_known`` (B, nu), ``fext`` (B, n, 6), with the mask
+    ``prescribed`` (nu,) shared by all (1.0 where the acceleration is given, 0.0 where the
+    force is): ``u̇`` into ``udot`` and ``T`` into ``T`` (B, nu), ``status`` (B,) as the other
+    entries (the body index of a singular free-part ``D``).  Per state: the terms, the
+    filter of :func:`articulated_inertias` with the mask, the smoother of Eq 58
+    (:func:`articulated_accelerations`, which returns the prescribed ``χ̇_K`` as given) and
+    :func:`prescribed_loads`.  O(N); releases the GIL."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    for b in range(t, q.shape[0], n_threads):
+        if not (_valid_state(pm, q[b], u[b], tau[b], fext[b], w.q_n)
+                and _finite(udot_known[b])):
+            status[b] = INVALID
+            continue
+        _terms(pm, w, w.q_n, u[b], fext[b])
+        s = articulated_inertias(pm, w, tau[b], prescribed, udot_known[b])
+        if s < 0:
+            articulated_accelerations(pm, w, udot[b])
+            prescribed_loads(pm, w, prescribed, udot_known[b], tau[b], T[b])
+            s = _finite_result(udot[b])
+            if s == -1:
+                s = _finite_result(T[b])
+        status[b] = s
 
 
 #: operation codes of :func:`batch`
