@@ -411,7 +411,7 @@ class _Ode:
                                     fidelity=self.fidelity, f_ext=f_ext,
                                     backend=self.backend), tau
         return hybrid_dynamics(self.model, q, u, tau, udot_known, self.drive.mask,
-                               fidelity=self.fidelity, f_ext=f_ext)
+                               fidelity=self.fidelity, f_ext=f_ext, backend=self.backend)
 
     def __call__(self, t: float, x: np.ndarray) -> np.ndarray:
         """``ẋ`` (nq + nu + 3,)."""
