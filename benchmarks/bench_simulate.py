@@ -6,6 +6,9 @@ For each problem the script runs, in one process and one after the other,
 * ``DOP853``, ``Radau``, ``BDF`` and ``LSODA`` (``integrator=``) at ``simulate``'s default
   tolerances (``rtol = 1e-8``, ``atol = 1e-10``) and at a looser setting (``rtol = 1e-6``,
   ``atol = 1e-8``),
+* the compiled ``integrator="generalized-alpha"`` (ρ∞ = 0.9) at fixed steps of 1 ms (Exudyn's)
+  and 0.2 ms and with adaptive steps at the default and the looser tolerances (its own table:
+  wall time, steps, rejected tries, Newton iterations, factorizations, errors),
 
 and prints one table per problem: wall time (``SimulationResult.wall_time``: the integration
 alone), ``result.nfev`` (scipy's count), all right-hand-side calls (counted by a subclass of
@@ -39,7 +42,9 @@ Usage::
 
     python benchmarks/bench_simulate.py [--quick] [--no-exudyn]
         [--problems chain,spinup,arm] [--integrators DOP853,Radau,BDF,LSODA]
-        [--exudyn-anchor PATH]
+        [--no-galpha] [--exudyn-anchor PATH]
+
+(``--integrators ""`` runs no scipy integrator besides the reference.)
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ import argparse
 import importlib.util
 import os
 import platform
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -69,6 +75,10 @@ import flexdyn as fd  # noqa: E402
 from flexdyn.beam import beam_modes  # noqa: E402
 
 INTEGRATORS = ("DOP853", "Radau", "BDF", "LSODA")
+#: the compiled generalized-α runs (``integrator="generalized-alpha"``): label and options
+GALPHA = (("h = 1 ms", {"h": 1e-3}), ("h = 0.2 ms", {"h": 2e-4}),
+          ("adaptive, rtol 1e-8 (default)", {}),
+          ("adaptive, rtol 1e-6", {"rtol": 1e-6, "atol": 1e-8}))
 SETTINGS = (("default", 1e-8, 1e-10), ("loose", 1e-6, 1e-8))
 REFERENCE = ("DOP853", 1e-12, 1e-14)
 ANCHOR = Path(__file__).resolve().parents[2] / "shared" / "anchors" / "exudyn_bench.py"
@@ -231,6 +241,29 @@ def run(problem: Problem, integrator: str, label: str, rtol: float, atol: float)
                int(getattr(s, "nlu", 0)), problem.outputs(r))
 
 
+def galpha_table(problem: Problem, ref: Run) -> None:
+    """The compiled generalized-α method (ρ∞ = 0.9) at the settings of :data:`GALPHA`: wall
+    time, its counts (from ``result.message``) and the errors against the reference."""
+    keys = list(ref.outputs)
+    print(f"\ngeneralized-alpha (compiled, rho_inf 0.9) on the {problem.name}:")
+    print("| setting | wall (s) | steps | rejected | Newton iterations | factorizations | "
+          + " | ".join(f"err {k.split(' (')[0]}" for k in keys) + " |")
+    print("|" + "|".join(["---"] + ["---:"] * (5 + len(keys))) + "|")
+    for label, options in GALPHA:
+        try:
+            r = fd.simulate(problem.model, t_span=(0.0, problem.t1), tau=problem.tau,
+                            t_eval=problem.t_eval, integrator="generalized-alpha", **options)
+        except fd.SimulationError as exc:
+            print(f"| {label} | failed at t = {exc.t:.4g} s: {exc.solver_message} |")
+            continue
+        counts = [int(v) for v in re.findall(r"(\d+) (?:steps|rejected|Newton|factor)",
+                                             r.message)]
+        out = problem.outputs(r)
+        errs = [f"{np.max(np.abs(np.asarray(out[k]) - ref.outputs[k])):.1e}" for k in keys]
+        print("| " + " | ".join([label, f"{r.wall_time:.3f}", *map(str, counts), *errs]) + " |",
+              flush=True)
+
+
 def _fmt(value: np.ndarray) -> str:
     a = np.atleast_1d(np.asarray(value, dtype=float))
     return "[" + ", ".join(f"{v:+.9g}" for v in a) + "]" if a.size > 1 else f"{a[0]:+.9g}"
@@ -295,8 +328,8 @@ def largest_eigenvalue(problem: Problem) -> float:
     return float(np.max(np.abs(np.linalg.eigvals(J))))
 
 
-def bench(problem: Problem, min_time: float,
-          integrators: tuple[str, ...] = INTEGRATORS) -> tuple[Run, list[Run]]:
+def bench(problem: Problem, min_time: float, integrators: tuple[str, ...] = INTEGRATORS,
+          galpha: bool = True) -> tuple[Run, list[Run]]:
     model = problem.model
     print(f"\n=== {problem.name}: {model.n_bodies} bodies, nq = {model.nq}, nu = {model.nu}, "
           f"{problem.t1:g} s simulated ===")
@@ -318,6 +351,9 @@ def bench(problem: Problem, min_time: float,
     runs = [run(problem, integ, label, rtol, atol)
             for label, rtol, atol in SETTINGS for integ in integrators]
     print_table(problem, ref, runs)
+    if galpha:
+        fd.simulate(model, t_span=(0.0, 1e-3), tau=problem.tau, integrator="generalized-alpha")
+        galpha_table(problem, ref)
     lam = largest_eigenvalue(problem)
     steps = ", ".join(f"{r.label} {problem.t1 / r.steps * lam:.1f}" for r in runs
                       if r.integrator == "DOP853")
@@ -400,6 +436,11 @@ def exudyn_side_by_side(path: Path, quick: bool, chain_runs: list[Run], t1: floa
         print(f"  flexdyn, same planar load case (joints about z, gravity -y), {integ} at rtol "
               f"1e-8: {r.wall / anchor.T_END:.3f} s per simulated second ({r.calls} rhs calls); "
               f"{angle}", flush=True)
+    r = fd.simulate(planar.model, t_span=(0.0, anchor.T_END), t_eval=planar.t_eval,
+                    integrator="generalized-alpha", h=anchor.H)
+    print(f"  flexdyn, same planar load case, generalized-alpha (compiled) at Exudyn's fixed "
+          f"h = {anchor.H:g} s, rho_inf 0.9: {r.wall_time / anchor.T_END:.3f} s per simulated "
+          f"second; first joint angle {_fmt(r.q[-1, 0])} rad ({r.message})", flush=True)
     for r in chain_runs:
         if r.label == "default" and r.outputs is not None:
             print(f"  flexdyn, spatial chain of problem 1, {r.integrator} at rtol 1e-8: "
@@ -426,6 +467,8 @@ def main() -> None:
                     help="comma-separated subset of chain, spinup, arm (default all)")
     ap.add_argument("--integrators", default=",".join(INTEGRATORS),
                     help=f"comma-separated subset of {', '.join(INTEGRATORS)} (default all)")
+    ap.add_argument("--no-galpha", action="store_true",
+                    help="skip the compiled generalized-alpha rows")
     ap.add_argument("--exudyn-anchor", type=Path, default=ANCHOR,
                     help=f"path of exudyn_bench.py (default {ANCHOR})")
     args = ap.parse_args()
@@ -440,7 +483,7 @@ def main() -> None:
           "errors = max |value - reference| of each output")
 
     problems = args.problems.split(",")
-    integrators = tuple(args.integrators.split(","))
+    integrators = tuple(name for name in args.integrators.split(",") if name)
     for name in problems:
         if name not in ("chain", "spinup", "arm"):
             ap.error(f"unknown problem {name!r}")
@@ -449,17 +492,17 @@ def main() -> None:
             ap.error(f"unknown integrator {name!r}")
     if "chain" in problems:
         chain = chain_problem(spans[0])
-        _, chain_runs = bench(chain, min_time, integrators)
+        _, chain_runs = bench(chain, min_time, integrators, not args.no_galpha)
         if not args.no_exudyn:
             exudyn_side_by_side(args.exudyn_anchor, args.quick, chain_runs, spans[0])
     if "spinup" in problems:
-        bench(spinup_problem(spans[1]), min_time, integrators)
+        bench(spinup_problem(spans[1]), min_time, integrators, not args.no_galpha)
     if "arm" in problems:
         arm = arm_problem(spans[2])
         arm.notes.append("gravity -z is normal to the plane of motion (no work, no deflection); "
                          f"torques {ARM_TORQUES.tolist()} N m x sin(2 pi t / {ARM_PERIOD:g} s) "
                          f"for t < {ARM_PERIOD:g} s, then 0")
-        bench(arm, min_time, integrators)
+        bench(arm, min_time, integrators, not args.no_galpha)
 
 if __name__ == "__main__":
     main()

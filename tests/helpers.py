@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.special
 
 import flexdyn as fd
 
-__all__ = ["RTOL", "TINY", "assert_close", "rel_err"]
+__all__ = ["PENDULUM", "RTOL", "TINY", "assert_close", "pendulum", "pendulum_period", "rel_err"]
 
 #: Default relative tolerance of one flexdyn computation against another or a reference
 #: (a few hundred operations of round-off on well-conditioned data).
@@ -63,3 +64,26 @@ def massless_slider() -> fd.Model:
             .add_body("slider", "base", joint={"type": "prismatic", "axis": [1, 0, 0]},
                       rigid={"mass": 0.0, "inertia": [[0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]]})
             .build())
+
+
+PENDULUM = {"m": 2.0, "l": 0.7, "I_c": 0.05, "g": 9.81}
+
+
+def pendulum() -> fd.Model:
+    """A rigid pendulum about z, centre of mass at ``l`` along the body x axis, gravity −y:
+    θ = 0 is horizontal, the bottom is θ = −π/2."""
+    p = PENDULUM
+    return (fd.ModelBuilder("pendulum", gravity=(0.0, -p["g"], 0.0))
+            .add_body("bob", None, joint={"type": "revolute", "axis": [0, 0, 1]},
+                      rigid={"mass": p["m"], "com": [p["l"], 0, 0],
+                             "inertia": [[0.01, 0, 0], [0, p["I_c"], 0], [0, 0, p["I_c"]]]})
+            .build())
+
+
+def pendulum_period(amplitude: float) -> float:
+    """Exact period of the pendulum swinging ``amplitude`` either side of the bottom:
+    ``4 √(I_O / (m g l)) K(sin²(amplitude/2))``."""
+    p = PENDULUM
+    inertia = p["I_c"] + p["m"] * p["l"] ** 2
+    return 4.0 * np.sqrt(inertia / (p["m"] * p["g"] * p["l"])) * scipy.special.ellipk(
+        np.sin(amplitude / 2) ** 2)

@@ -7,12 +7,13 @@ import sys
 
 import numpy as np
 import pytest
-import scipy.special
 from scipy.integrate import cumulative_simpson
 
 import flexdyn as fd
 from flexdyn import StateEntry, models
 from flexdyn.models import slew_torque
+from helpers import pendulum as _pendulum
+from helpers import pendulum_period as _pendulum_period
 
 
 def arm_run(t_end, n_samples=101):
@@ -386,29 +387,6 @@ def test_energy_fidelity_can_be_changed_after_reading_energies():
 # ---------------------------------------------------------------------------------------------
 # events
 # ---------------------------------------------------------------------------------------------
-PENDULUM = {"m": 2.0, "l": 0.7, "I_c": 0.05, "g": 9.81}
-
-
-def _pendulum() -> fd.Model:
-    """A rigid pendulum about z, centre of mass at ``l`` along the body x axis, gravity −y:
-    θ = 0 is horizontal, the bottom is θ = −π/2."""
-    p = PENDULUM
-    return (fd.ModelBuilder("pendulum", gravity=(0.0, -p["g"], 0.0))
-            .add_body("bob", None, joint={"type": "revolute", "axis": [0, 0, 1]},
-                      rigid={"mass": p["m"], "com": [p["l"], 0, 0],
-                             "inertia": [[0.01, 0, 0], [0, p["I_c"], 0], [0, 0, p["I_c"]]]})
-            .build())
-
-
-def _pendulum_period(amplitude: float) -> float:
-    """Exact period of the pendulum swinging ``amplitude`` either side of the bottom:
-    ``4 √(I_O / (m g l)) K(sin²(amplitude/2))``."""
-    p = PENDULUM
-    inertia = p["I_c"] + p["m"] * p["l"] ** 2
-    return 4.0 * np.sqrt(inertia / (p["m"] * p["g"] * p["l"])) * scipy.special.ellipk(
-        np.sin(amplitude / 2) ** 2)
-
-
 def test_events_record_the_bottom_passages_of_a_pendulum():
     """Released 1 rad from the bottom: it passes the bottom at T/4, 3T/4, 5T/4, … (exact
     period by the complete elliptic integral), downwards and upwards alternately."""

@@ -57,7 +57,7 @@ from .dynamics import (
     hybrid_dynamics,
     nodal_loads,
 )
-from .engine import DERIVATIVE_METHODS, kernels
+from .engine import DERIVATIVE_METHODS, galpha, kernels
 from .results import SimulationError, SimulationResult
 from .terms import check_fidelity, modal_velocities, state_terms
 
@@ -65,6 +65,8 @@ __all__ = ["pack_state", "rhs", "simulate", "unpack_state"]
 
 _N_EXTRA = 3  # augmented state: W_τ, W_ext, D
 _INTEGRATORS = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
+#: the compiled generalized-α integrator of :mod:`flexdyn.engine.galpha`
+GENERALIZED_ALPHA = "generalized-alpha"
 
 
 class _RhsFailure(Exception):
@@ -495,6 +497,9 @@ def simulate(
     events: Any = None,
     prescribed: Mapping[str, Callable] | None = None,
     f_nodes: Any = None,
+    h: float | None = None,
+    rho_inf: float | None = None,
+    newton_tol: float | None = None,
 ) -> SimulationResult:
     """Integrate the equations of motion of ``model`` from ``(q0, u0)`` over ``t_span``.
 
@@ -514,7 +519,13 @@ def simulate(
     t_eval : times at which to store the solution (sorted, inside ``t_span``); default: the
         solver's steps.
     integrator : a :func:`scipy.integrate.solve_ivp` method name (``"DOP853"``, ``"RK45"``,
-        ``"Radau"``, ``"BDF"``, ``"LSODA"``, …) or an ``OdeSolver`` subclass.
+        ``"Radau"``, ``"BDF"``, ``"LSODA"``, …), an ``OdeSolver`` subclass, or
+        ``"generalized-alpha"``: the compiled generalized-α method of
+        :mod:`flexdyn.engine.galpha` (Chung & Hulbert 1993 in Arnold & Brüls' form), for
+        models whose coordinates are their own rates (``q̇ = u``: no ``spherical`` or
+        ``free`` joint; others raise ``ValueError``); see :func:`_generalized_alpha` for its
+        step control, forces and outputs.  It ignores ``method`` and needs
+        ``backend="engine"``; ``events`` are not supported.
     max_step : largest step (s).
     progress : show a progress bar (needs ``tqdm``; silently off without it).
     f_ext : None, an array (n_bodies, 6) or a callable ``f_ext(t, q, u)`` — external wrenches
@@ -543,6 +554,14 @@ def simulate(
         ``f_nodes(t, q, u)`` returning one — wrenches ``[N m; N]`` at nodes of flexible
         bodies, in the node's frame (see :func:`flexdyn.dynamics.nodal_loads`); their work
         is included in ``external_work``.
+    h : ``"generalized-alpha"`` only: a fixed step (s; the span is cut into
+        ``ceil((t1 − t0)/h)`` equal steps, no error control); default None: adaptive steps
+        controlled by ``rtol``, ``atol`` (and at most ``max_step``).
+    rho_inf : ``"generalized-alpha"`` only: the spectral radius ``ρ∞`` at infinite
+        ``ω h``, in [0, 1] (default 0.9, as Exudyn's; 1: no numerical damping).
+    newton_tol : ``"generalized-alpha"`` only: the Newton iteration stops when its
+        correction of the accelerations is at most ``newton_tol · max(1, max|u̇|)``
+        (default 1e-6).
 
     Returns
     -------
@@ -592,11 +611,17 @@ def simulate(
             raise ValueError("t_eval must be strictly increasing")
         if t_eval[0] < t0 or t_eval[-1] > t1:
             raise ValueError(f"t_eval must lie within t_span = ({t0}, {t1})")
+    galpha_options = {"h": h, "rho_inf": rho_inf, "newton_tol": newton_tol}
     if isinstance(integrator, str):
-        _check_choice(integrator, _INTEGRATORS, "integrator")
+        _check_choice(integrator, (*_INTEGRATORS, GENERALIZED_ALPHA), "integrator")
     elif not (isinstance(integrator, type) and issubclass(integrator, scipy.integrate.OdeSolver)):
-        raise ValueError(f"integrator must be one of {_INTEGRATORS} or a "
+        raise ValueError(f"integrator must be one of {(*_INTEGRATORS, GENERALIZED_ALPHA)} or a "
                          f"scipy.integrate.OdeSolver subclass, got {integrator!r}")
+    if integrator != GENERALIZED_ALPHA:
+        given = [k for k, v in galpha_options.items() if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)}: options of integrator="
+                             f"{GENERALIZED_ALPHA!r}, not of {integrator!r}")
     drive = None if prescribed is None else _Drive(model, prescribed)
     if drive is not None:
         q0, u0, _ = drive.impose(t0, q0, u0, at_start=True)
@@ -609,6 +634,18 @@ def simulate(
     except _RhsFailure as exc:
         raise SimulationError(f"simulation failed at t = {t0:.6g} s: {exc.message}",
                               t0, exc.message) from None
+
+    if integrator == GENERALIZED_ALPHA:
+        unsupported = [name for name, value in (("events", events), ("prescribed", prescribed),
+                                                ("f_nodes", f_nodes)) if value is not None]
+        if unsupported:
+            raise ValueError(f"{', '.join(unsupported)}: not supported by "
+                             f"integrator={GENERALIZED_ALPHA!r}")
+        if backend != "engine":
+            raise ValueError(f"integrator={GENERALIZED_ALPHA!r} runs on backend='engine' only")
+        options = _galpha_options(model, t0, t1, **galpha_options)
+        return _generalized_alpha(ode, q0, u0, t0, t1, tau, f_ext, rtol, atol, t_eval,
+                                  max_step, progress, **options)
 
     bar = _progress_bar(t0, t1) if progress else None
     t_last = [t0]
@@ -653,20 +690,11 @@ def simulate(
     wall = time.perf_counter() - wall
 
     def result(t: np.ndarray, y: np.ndarray) -> SimulationResult:
-        try:
-            histories = ode.histories(t, y)
-        except _RhsFailure as exc:
-            raise SimulationError(f"at t = {exc.t:.6g} s: {exc.message}", exc.t,
-                                  exc.message) from None
-        return SimulationResult(
-            t=t, model=model, fidelity=fidelity, method=method,
-            work=y[:, nq + nu].copy(), external_work=y[:, nq + nu + 1].copy(),
-            dissipation=y[:, nq + nu + 2].copy(), **histories,
-            nfev=0 if solver is None else int(solver.nfev), wall_time=wall,
-            message=("failed" if failure else "a terminal event occurred" if samples.stopped
-                     else "the integration reached t1"),
-            **({} if watch is None else watch.results(model)),
-        )
+        return _result(ode, t, y, nfev=0 if solver is None else int(solver.nfev),
+                       wall_time=wall,
+                       message=("failed" if failure else "a terminal event occurred"
+                                if samples.stopped else "the integration reached t1"),
+                       **({} if watch is None else watch.results(model)))
 
     t_out, y_out = samples.arrays(nq + nu + _N_EXTRA)
     if failure is not None:
@@ -674,6 +702,190 @@ def simulate(
         raise SimulationError(f"simulation failed at t = {t_fail:.6g} s: {message}", t_fail,
                               message, partial=result(t_out, y_out)) from cause
     return result(t_out, y_out)
+
+
+def _result(ode: _Ode, t: np.ndarray, y: np.ndarray, **stats: Any) -> SimulationResult:
+    """The :class:`SimulationResult` of the samples ``y`` (nt × (nq + nu + 3): ``[q; u]`` and
+    the work integrals) at the times ``t``, with the histories of :meth:`_Ode.histories`;
+    ``stats`` (``nfev``, ``wall_time``, ``message``, the events) passed on."""
+    n = ode.model.nq + ode.model.nu
+    try:
+        histories = ode.histories(t, y)
+    except _RhsFailure as exc:
+        raise SimulationError(f"at t = {exc.t:.6g} s: {exc.message}", exc.t,
+                              exc.message) from None
+    return SimulationResult(
+        t=t, model=ode.model, fidelity=ode.fidelity, method=ode.method,
+        work=y[:, n].copy(), external_work=y[:, n + 1].copy(), dissipation=y[:, n + 2].copy(),
+        **histories, **stats)
+
+
+# ----------------------------------------------------------------------------------------------
+# generalized-α
+# ----------------------------------------------------------------------------------------------
+#: the most Newton iterations of one try of the generalized-α step
+_MAX_NEWTON = 8
+#: samples per output buffer when every step is recorded (adaptive steps, no ``t_eval``)
+_CHUNK = 4096
+#: step tries per compiled call while a progress bar is shown
+_TRIES_PER_UPDATE = 256
+
+
+def _galpha_options(model: Model, t0: float, t1: float, h: Any, rho_inf: Any,
+                    newton_tol: Any) -> dict:
+    """The checked options of ``integrator="generalized-alpha"`` (defaults filled in);
+    ``ValueError`` naming the option, or the quaternion joints of a model whose coordinates
+    are not their own rates."""
+    if model.nq != model.nu:
+        joints = [model.names[i] for i, j in enumerate(model.joints) if j.quaternion]
+        raise ValueError(f"integrator={GENERALIZED_ALPHA!r} integrates models whose coordinates "
+                         f"are their own rates (q̇ = u); the quaternion joints of {joints} are "
+                         "not (use a scipy integrator, e.g. 'DOP853' or 'Radau')")
+
+    def number(value: Any, name: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                             np.floating)):
+            raise ValueError(f"{name} must be a number, got {value!r}")
+        return float(value)
+
+    if h is not None:
+        h = number(h, "h")
+        if not (math.isfinite(h) and h > 0.0):
+            raise ValueError(f"h must be a positive step size (s), got {h!r}")
+    rho_inf = 0.9 if rho_inf is None else number(rho_inf, "rho_inf")
+    if not 0.0 <= rho_inf <= 1.0:
+        raise ValueError(f"rho_inf must lie in [0, 1], got {rho_inf!r}")
+    newton_tol = 1e-6 if newton_tol is None else number(newton_tol, "newton_tol")
+    if not 0.0 < newton_tol < 1.0:
+        raise ValueError(f"newton_tol must lie in (0, 1), got {newton_tol!r}")
+    return {"h": h, "rho_inf": rho_inf, "newton_tol": newton_tol}
+
+
+def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1: float,
+                       tau: Any, f_ext: Any, rtol: float, atol: float,
+                       t_eval: np.ndarray | None, max_step: float, progress: bool, *,
+                       h: float | None, rho_inf: float, newton_tol: float) -> SimulationResult:
+    """:func:`simulate` with ``integrator="generalized-alpha"``: the time loop runs in the
+    compiled entry :func:`flexdyn.engine.galpha.generalized_alpha`.
+
+    * **Steps.** ``h`` given: ``ceil((t1 − t0)/h)`` equal steps, no error control (a Newton
+      iteration that does not converge in :data:`_MAX_NEWTON` iterations is an error).
+      ``h`` None: adaptive steps, the local error of ``q`` estimated from the change of the
+      auxiliary acceleration and held to ``atol + rtol |q|`` per step (the method is second
+      order, so ``rtol`` = 1e-8 takes many more steps than with DOP853; 1e-6 … 1e-4 are its
+      range), at most ``max_step``; a try whose Newton iteration fails is retried with a
+      quarter of the step.
+    * **Forces.** ``tau`` and ``f_ext`` None or constant arrays: the whole integration is one
+      compiled call.  A callable ``tau(t, q, u)`` or ``f_ext(t, q, u)`` is evaluated in
+      Python once per step try, at ``t_{n+1}`` and the predicted state
+      ``q* = q + h u + ½ h² u̇``, ``u* = u + h u̇`` (exact for forces of ``t`` alone;
+      second-order accurate for smooth state feedback), and held during the Newton
+      iteration; the compiled entry is then called once per try.
+    * **Outputs.** The ``t_eval`` samples by cubic Hermite interpolation on the step
+      (``q`` from ``q, u`` at both ends, ``u`` from ``u, u̇``), or every step; the work
+      integrals by the trapezoidal rule over each step (linear within it).  ``nfev`` counts
+      the inverse-dynamics evaluations; the message gives the steps, rejected tries, Newton
+      iterations and factorizations of the iteration matrix."""
+    model, fidelity, tau_fn, fext_fn = ode.model, ode.fidelity, ode.tau_fn, ode.fext_fn
+    nu = model.nu
+    engine = _cached_engine(model, fidelity)
+    forced = callable(tau) or callable(f_ext)
+    zeros_tau, no_wrenches = np.zeros(nu), np.zeros((model.n_bodies, 6))
+
+    def forces(t: float, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return (zeros_tau if tau_fn is None else np.array(tau_fn(t, q, u), dtype=float),
+                no_wrenches if fext_fn is None else np.array(fext_fn(t, q, u), dtype=float))
+
+    def failed(t: float, message: str, partial: SimulationResult | None = None,
+               cause: BaseException | None = None) -> SimulationError:
+        error = SimulationError(f"simulation failed at t = {t:.6g} s: {message}", t, message,
+                                partial=partial)
+        error.__cause__ = cause
+        return error
+
+    tau_t, fe = forces(t0, q0, u0)
+    try:  # the initial acceleration and the energy-balance integrands
+        xdot0 = _failing(_compiled_derivative(model, fidelity, "articulated", "engine",
+                                              _N_EXTRA), t0, np.concatenate([q0, u0]), tau_t,
+                         fe)
+    except _RhsFailure as exc:
+        raise failed(t0, exc.message, cause=exc.__cause__) from exc.__cause__
+    y = np.empty((4, nu))
+    y[0], y[1] = q0, u0
+    y[2] = y[3] = xdot0[nu:2 * nu]
+
+    g = galpha
+    c = np.zeros(g.N_PARAMS)
+    c[[g.ALPHA_M, g.ALPHA_F, g.BETA, g.GAMMA]] = g.coefficients(rho_inf)
+    c[g.ERROR_CONSTANT] = g.error_constant(rho_inf)
+    c[g.RTOL], c[g.ATOL], c[g.NEWTON_TOL] = rtol, atol, newton_tol
+    c[g.H_MIN] = 64.0 * np.finfo(float).eps * max(abs(t0), abs(t1))
+    c[g.H_MAX], c[g.T_END] = max_step, t1
+    ctl = np.zeros(g.N_CONTROLS, dtype=np.int64)
+    ctl[g.ADAPTIVE] = h is None
+    ctl[g.MAX_NEWTON] = _MAX_NEWTON
+    ctl[g.RECORD_STEPS] = t_eval is None
+    if h is not None:
+        ctl[g.N_FIXED] = max(1, math.ceil((t1 - t0) / h * (1.0 - 1e-12)))
+        c[g.H_FIXED] = (t1 - t0) / ctl[g.N_FIXED]
+    s = np.zeros(g.N_SCALARS)
+    s[g.T] = s[g.T_START] = t0
+    s[g.H] = min(max_step, (t1 - t0) / 100.0)
+    s[g.P_TAU:g.P_TAU + 3] = xdot0[2 * nu:]
+    Mk, S = np.zeros((nu, nu)), np.zeros((nu, nu))
+    pred = np.empty(1 + 2 * nu)
+    cnt = np.zeros(g.N_COUNTERS, dtype=np.int64)
+    times = np.zeros(0) if t_eval is None else np.ascontiguousarray(t_eval)
+    n_out = times.size if t_eval is not None else (
+        int(ctl[g.N_FIXED]) if h is not None else _CHUNK)
+    out_t, out_x = np.empty(n_out), np.empty((n_out, 2 * nu + _N_EXTRA))
+    chunks = [] if t_eval is not None else [(np.array([t0]),
+                                             np.concatenate([q0, u0, np.zeros(_N_EXTRA)])[None])]
+    bar = _progress_bar(t0, t1) if progress else None
+    ctl[g.MAX_TRIES] = 0 if forced else _TRIES_PER_UPDATE if bar is not None else -1
+    failure = None
+    wall = time.perf_counter()
+    try:
+        while True:
+            status = g.generalized_alpha(*engine.packed, c, ctl, times, tau_t, fe, y, s, Mk, S,
+                                         out_t, out_x, pred, cnt)
+            if bar is not None:
+                bar.update(s[g.T] - t0 - bar.n)
+            if status == g.FULL:
+                chunks.append((out_t[:cnt[g.N_OUT]].copy(), out_x[:cnt[g.N_OUT]].copy()))
+                cnt[g.N_OUT] = 0
+            elif status == g.PAUSED:
+                if forced:
+                    ctl[g.MAX_TRIES] = 1
+                    tau_t, fe = forces(pred[0], pred[1:1 + nu], pred[1 + nu:])
+            else:
+                break
+    except _RhsFailure as exc:
+        failure = (exc.t, exc.message, exc.__cause__)
+    finally:
+        if bar is not None:
+            bar.close()
+    wall = time.perf_counter() - wall
+    if failure is None and status != g.FINISHED:
+        failure = (float(s[g.T]), {
+            g.NEWTON_FAILED: f"the Newton iteration did not converge in {_MAX_NEWTON} "
+                             "iterations (a smaller h, or adaptive steps: h=None)",
+            g.STEP_TOO_SMALL: "the step size fell below the resolution of t",
+            g.SINGULAR: "the iteration matrix M + γ' C + β' K is not positive definite (a "
+                        "degree of freedom without inertia?)",
+            kernels.INVALID: "the state became non-finite (a smaller h, or adaptive steps: "
+                             "h=None)"}[status], None)
+    chunks.append((out_t[:cnt[g.N_OUT]], out_x[:cnt[g.N_OUT]]))
+    t_out = np.concatenate([t for t, _ in chunks])
+    y_out = np.concatenate([x for _, x in chunks]).reshape(-1, 2 * nu + _N_EXTRA)
+    counts = (f"generalized-alpha: {cnt[g.STEPS]} steps, {cnt[g.REJECTED]} rejected tries, "
+              f"{cnt[g.ITERATIONS]} Newton iterations, {cnt[g.FACTORIZATIONS]} factorizations")
+    partial = _result(ode, t_out, y_out, nfev=int(cnt[g.RESIDUALS]),
+                      wall_time=wall, message=("failed" if failure else
+                                               "the integration reached t1") + f" ({counts})")
+    if failure is not None:
+        raise failed(failure[0], failure[1], partial, failure[2]) from failure[2]
+    return partial
 
 
 @functools.cache

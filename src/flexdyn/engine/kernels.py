@@ -1045,9 +1045,19 @@ def cholesky_solve(Mass, b, x):
     """``M x = b`` by Cholesky into ``x``; False when a squared pivot is at most
     ``MASS_MATRIX_RTOL · M_kk`` (:func:`flexdyn.linalg.cholesky_solve`); ``Mass`` is
     overwritten by its factor."""
-    nu = Mass.shape[0]
-    L = Mass
-    for j in range(nu):
+    if not cholesky_factor(Mass):
+        return False
+    cholesky_substitute(Mass, b, x)
+    return True
+
+
+@_J
+def cholesky_factor(A):
+    """``A = L Lᵀ`` in place (``L`` in the lower triangle; the upper one is left as it
+    was); False when a squared pivot is at most ``MASS_MATRIX_RTOL · A_kk``."""
+    n = A.shape[0]
+    L = A
+    for j in range(n):
         s = L[j, j]
         for k in range(j):
             s -= L[j, k] * L[j, k]
@@ -1055,21 +1065,27 @@ def cholesky_solve(Mass, b, x):
             return False
         d = math.sqrt(s)
         L[j, j] = d
-        for i in range(j + 1, nu):
+        for i in range(j + 1, n):
             s = L[i, j]
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s / d
+    return True
+
+
+@_J
+def cholesky_substitute(L, b, x):
+    """``x = (L Lᵀ)⁻¹ b`` with the factor of :func:`cholesky_factor` (``x`` may be ``b``)."""
+    n = L.shape[0]
     x[:] = b
-    for i in range(nu):
+    for i in range(n):
         for k in range(i):
             x[i] -= L[i, k] * x[k]
         x[i] /= L[i, i]
-    for i in range(nu - 1, -1, -1):
-        for k in range(i + 1, nu):
+    for i in range(n - 1, -1, -1):
+        for k in range(i + 1, n):
             x[i] -= L[k, i] * x[k]
         x[i] /= L[i, i]
-    return True
 
 
 @_J

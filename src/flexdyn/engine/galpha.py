@@ -1,0 +1,368 @@
+"""Generalized-α time integration compiled in one entry (:func:`generalized_alpha`).
+
+The scheme is Chung & Hulbert's (1993) generalized-α method in the form of Arnold & Brüls
+(2007) for ``M(q) q̈ + c(q, q̇, t) = τ``: with ``a`` the auxiliary "acceleration-like"
+variable,
+
+* ``(1 − α_m) a_{n+1} + α_m a_n = (1 − α_f) q̈_{n+1} + α_f q̈_n``,
+* ``q_{n+1} = q_n + h q̇_n + h² ((½ − β) a_n + β a_{n+1})``,
+* ``q̇_{n+1} = q̇_n + h ((1 − γ) a_n + γ a_{n+1})``,
+* the equations of motion hold at ``t_{n+1}``: ``r(q̈_{n+1}) = ID(q_{n+1}, q̇_{n+1},
+  q̈_{n+1}) − τ_{n+1} = 0``,
+
+with ``ID`` the engine's Newton–Euler inverse dynamics (Eq 44 of the theory: ``M q̈`` plus
+the velocity products, gravity, the modal stiffness ``K η`` and damping ``C η̇``, less the
+external wrenches).  ``a_n`` approximates ``q̈(t_n + (α_m − α_f) h)``, which is why the
+scheme is second-order accurate with ``γ = ½ + α_f − α_m``.
+
+The unknown ``q̈_{n+1}`` is found by a modified Newton iteration on the iteration matrix
+``S = M(q) + (γ h (1 − α_f)/(1 − α_m)) C + (β h² (1 − α_f)/(1 − α_m)) K``: the composite
+mass matrix (Eqs 47/50) of the first iterate, and the constant modal damping and stiffness
+blocks; the tangents of the velocity products and of gravity are left out (they are of order
+``h ω`` and ``h² ω²`` beside ``M`` for the slow rigid-body motion).  ``S`` is factored by
+Cholesky and kept over the following steps while the iteration contracts fast.  It is formed
+again from the kept ``M`` when the step size changes; ``M`` itself is formed afresh at once
+when a correction is more than :data:`THETA_REFRESH` times the previous one (or the
+iteration does not converge), and for the next step when it was more than
+:data:`THETA_KEEP` times.  The iteration stops when the
+distance to the solution, estimated as ``θ/(1 − θ)`` times the last correction (``θ`` the
+ratio of the last two), is at most ``newton_tol · max(1, max|q̈|)``.
+
+The coordinates must be their own rates, ``q̇ = u`` (models without quaternion joints); the
+front door (:func:`flexdyn.simulate`) checks it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .kernels import (
+    _E,
+    _J,
+    _M,
+    _NJ,
+    _US,
+    INVALID,
+    _finite,
+    _inverse,
+    _power,
+    cholesky_factor,
+    cholesky_substitute,
+    crba,
+    unpack,
+    workspace,
+)
+
+__all__ = ["generalized_alpha"]
+
+#: slots of the float parameters ``c``
+(ALPHA_M, ALPHA_F, BETA, GAMMA, ERROR_CONSTANT, RTOL, ATOL, NEWTON_TOL, H_MIN, H_MAX, T_END,
+ H_FIXED) = range(12)
+N_PARAMS = 12
+#: slots of the integer controls ``ctl``: adaptive steps (1) or fixed, the most Newton
+#: iterations per try, the most step tries in this call (−1: no limit), record every step (1)
+#: or the ``t_eval`` samples, the number of fixed steps
+ADAPTIVE, MAX_NEWTON, MAX_TRIES, RECORD_STEPS, N_FIXED = range(5)
+N_CONTROLS = 5
+#: slots of the integrator's scalars ``s``: time, next step size, step size of the factored
+#: iteration matrix (0: none), whether a mass matrix is kept (1) or not (0), start time, the
+#: work integrals ``W_τ, W_ext, D`` and their integrands at the current time
+T, H, H_FACTOR, M_KEPT, T_START, W_TAU, W_EXT, DISSIPATION, P_TAU, P_EXT, P_D = range(11)
+N_SCALARS = 11
+#: slots of the counters ``cnt``: samples stored, next ``t_eval`` sample, accepted steps,
+#: rejected tries, Newton iterations, factorizations of ``S``, inverse-dynamics calls
+N_OUT, NEXT_EVAL, STEPS, REJECTED, ITERATIONS, FACTORIZATIONS, RESIDUALS = range(7)
+N_COUNTERS = 7
+#: statuses of :func:`generalized_alpha`: the end time reached, the output buffer full, the
+#: allowed tries made; failures: the Newton iteration did not converge (fixed steps), the
+#: step size fell below ``c[H_MIN]``, the iteration matrix is not positive definite, and
+#: :data:`~flexdyn.engine.kernels.INVALID` (a non-finite state with fixed steps)
+FINISHED, FULL, PAUSED = 0, 1, 2
+NEWTON_FAILED, STEP_TOO_SMALL, SINGULAR = -4, -5, -6
+#: a contraction of the Newton iteration above which the kept iteration matrix is formed
+#: afresh at once, and one above which it is formed afresh for the next step
+THETA_REFRESH, THETA_KEEP = 0.2, 0.02
+_CONVERGED = -1
+
+
+def coefficients(rho_inf: float) -> tuple[float, float, float, float]:
+    """``(α_m, α_f, β, γ)`` of spectral radius ``ρ∞`` at infinite ``ω h`` (Chung & Hulbert
+    1993): ``α_m = (2ρ∞ − 1)/(ρ∞ + 1)``, ``α_f = ρ∞/(ρ∞ + 1)`` (their Eq 25),
+    ``γ = ½ − α_m + α_f`` (second-order accuracy, Eq 17) and ``β = ¼ (1 − α_m + α_f)²``
+    (the largest high-frequency dissipation, Eq 20).  ``ρ∞ = 1``: the trapezoidal rule
+    (no numerical damping); ``ρ∞ = 0``: the high modes are annihilated in one step."""
+    am = (2.0 * rho_inf - 1.0) / (rho_inf + 1.0)
+    af = rho_inf / (rho_inf + 1.0)
+    return am, af, 0.25 * (1.0 - am + af) ** 2, 0.5 - am + af
+
+
+def error_constant(rho_inf: float) -> float:
+    """``c`` of the local error of the coordinates, ``q(t_{n+1}) − q_{n+1} ≈ c h³ q⃛``:
+    ``c = β + δ/2 − 1/6`` with ``δ = α_m − α_f``, from the Taylor expansion of the
+    displacement update with ``a_n ≈ q̈(t_n + δ h)``; the step control estimates it as
+    ``c h² (a_{n+1} − a_n)`` (1/12 for ``ρ∞ = 1``, the trapezoidal rule's)."""
+    am, af, beta, _ = coefficients(rho_inf)
+    return beta + 0.5 * (am - af) - 1.0 / 6.0
+
+
+# ----------------------------------------------------------------------------------------------
+# one step
+# ----------------------------------------------------------------------------------------------
+@_J
+def _modal_blocks(pm, nu, Ku, Cu):
+    """The modal stiffness and damping of every body in the layout of ``u`` (nu × nu)."""
+    Ku[:, :] = 0.0
+    Cu[:, :] = 0.0
+    ints = pm.ints
+    for i in range(ints.shape[0]):
+        m, s = ints[i, _M], ints[i, _US] + ints[i, _NJ]
+        for r in range(m):
+            for k in range(m):
+                Ku[s + r, s + k] = pm.K[i, r, k]
+                Cu[s + r, s + k] = pm.C[i, r, k]
+
+
+@_J
+def _amax(x):
+    """``max |x|``."""
+    v = 0.0
+    for e in x:
+        v = max(v, abs(e))
+    return v
+
+
+@_J
+def _solve_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, S, s, new, base, r, dx, cnt):
+    """One step of size ``h`` from ``y`` (rows ``q, q̇, a, q̈`` at ``t_n``) into ``new``:
+    the modified Newton iteration on ``q̈_{n+1}`` (module docstring), starting from
+    ``q̈_n``.  Returns :data:`_CONVERGED`, :data:`NEWTON_FAILED`,
+    :data:`SINGULAR` or :data:`~flexdyn.engine.kernels.INVALID`.  ``Mk`` holds the kept mass
+    matrix (valid when ``s[M_KEPT]`` is 1), ``S`` the factor of the iteration matrix formed
+    with it and ``s[H_FACTOR]`` its step size (0: none)."""
+    am, af, beta, gamma, tol = c[ALPHA_M], c[ALPHA_F], c[BETA], c[GAMMA], c[NEWTON_TOL]
+    nu = y.shape[1]
+    ca = (1.0 - af) / (1.0 - am)  # ∂a/∂q̈
+    cq = h * h * beta * ca  # ∂q/∂q̈
+    cv = h * gamma * ca  # ∂q̇/∂q̈
+    q0, v0, a0, qdd0 = y[0], y[1], y[2], y[3]
+    q1, v1, a1, qdd = new[0], new[1], new[2], new[3]
+    qb, vb, ab = base[0], base[1], base[2]
+    for k in range(nu):
+        ab[k] = (af * qdd0[k] - am * a0[k]) / (1.0 - am)
+        qb[k] = q0[k] + h * v0[k] + h * h * ((0.5 - beta) * a0[k] + beta * ab[k])
+        vb[k] = v0[k] + h * ((1.0 - gamma) * a0[k] + gamma * ab[k])
+        qdd[k] = qdd0[k]
+    refresh = s[M_KEPT] == 0.0  # M(q) at the first iterate
+    reform = refresh or s[H_FACTOR] != h  # the kept M with this step's coefficients
+    refreshed = False
+    it = 0
+    previous = math.inf
+    theta_max = 0.0
+    while True:
+        for k in range(nu):
+            q1[k] = qb[k] + cq * qdd[k]
+            v1[k] = vb[k] + cv * qdd[k]
+        if not (_finite(q1) and _finite(v1)):
+            return INVALID
+        _inverse(pm, w, q1, v1, qdd, fext, r)
+        cnt[RESIDUALS] += 1
+        for k in range(nu):
+            r[k] -= tau[k]
+        if refresh:  # M(q) after the position terms of the residual
+            crba(pm, w, Mk)
+            s[M_KEPT] = 1.0
+            refresh = False
+            refreshed = True
+            previous = math.inf
+        if reform:
+            for i in range(nu):
+                for k in range(nu):
+                    S[i, k] = Mk[i, k] + cv * Cu[i, k] + cq * Ku[i, k]
+            s[H_FACTOR] = 0.0
+            if not cholesky_factor(S):
+                return SINGULAR
+            s[H_FACTOR] = h
+            cnt[FACTORIZATIONS] += 1
+            reform = False
+        cholesky_substitute(S, r, dx)
+        for k in range(nu):
+            qdd[k] -= dx[k]
+        it += 1
+        cnt[ITERATIONS] += 1
+        step = _amax(dx)
+        if not math.isfinite(step):
+            return INVALID
+        theta = step / previous  # the contraction, 0 on the first correction
+        # the distance to the solution is about θ/(1 − θ) times the last correction
+        remaining = step if theta == 0.0 else (theta / (1.0 - theta) * step if theta < 1.0
+                                               else math.inf)
+        if remaining <= tol * max(1.0, _amax(qdd)):
+            break
+        theta_max = max(theta_max, theta)
+        if it >= max_iter or theta > THETA_REFRESH:
+            if refreshed and (it >= max_iter or theta >= 1.0):
+                return NEWTON_FAILED
+            if not refreshed:  # slow with the kept matrix: form it at the current iterate
+                refresh = reform = True
+        previous = step
+    if theta_max > THETA_KEEP:
+        s[M_KEPT] = 0.0  # form M afresh at the next step
+    for k in range(nu):
+        q1[k] = qb[k] + cq * qdd[k]
+        v1[k] = vb[k] + cv * qdd[k]
+        a1[k] = ab[k] + ca * qdd[k]
+    return _CONVERGED
+
+
+@_J
+def _next_step(c, ctl, s, cnt):
+    """``(t_{n+1}, h)`` of the next try: fixed steps ``t_start + (n + 1) h`` (the last one
+    ending on ``T_END``); adaptive ones ``s[H]`` at most ``H_MAX``, stretched by up to 1 % or
+    shortened to end on ``T_END``."""
+    t, t_end = s[T], c[T_END]
+    if ctl[ADAPTIVE] == 0:
+        n = cnt[STEPS] + 1
+        h = c[H_FIXED]
+        return (t_end if n >= ctl[N_FIXED] else s[T_START] + n * h), h
+    h = min(s[H], c[H_MAX])
+    if t + 1.01 * h >= t_end:
+        return t_end, t_end - t
+    return t + h, h
+
+
+@_J
+def _sample(y, new, wq, h, theta, out):
+    """The state at ``t_n + θ h`` by cubic Hermite interpolation on the step (``q`` from
+    ``q, q̇`` at both ends, ``q̇`` from ``q̇, q̈``; third order) and the work integrals
+    ``wq`` (2, 3) linearly, into ``out = [q; q̇; W_τ, W_ext, D]``."""
+    nu = y.shape[1]
+    t2, t3 = theta * theta, theta * theta * theta
+    h00, h10, h01, h11 = 2 * t3 - 3 * t2 + 1.0, t3 - 2 * t2 + theta, 3 * t2 - 2 * t3, t3 - t2
+    for k in range(nu):
+        out[k] = h00 * y[0, k] + h10 * h * y[1, k] + h01 * new[0, k] + h11 * h * new[1, k]
+        out[nu + k] = h00 * y[1, k] + h10 * h * y[3, k] + h01 * new[1, k] + h11 * h * new[3, k]
+    for k in range(3):
+        out[2 * nu + k] = (1.0 - theta) * wq[0, k] + theta * wq[1, k]
+
+
+@_J
+def _predict(c, ctl, s, cnt, y, pred):
+    """``pred = [t_{n+1}; q*; q̇*]`` of the next try: ``q* = q + h q̇ + ½ h² q̈``,
+    ``q̇* = q̇ + h q̈`` (where a caller evaluates forces that depend on the state)."""
+    nu = y.shape[1]
+    t1, h = _next_step(c, ctl, s, cnt)
+    pred[0] = t1
+    for k in range(nu):
+        pred[1 + k] = y[0, k] + h * y[1, k] + 0.5 * h * h * y[3, k]
+        pred[1 + nu + k] = y[1, k] + h * y[3, k]
+
+
+# ----------------------------------------------------------------------------------------------
+# the entry
+# ----------------------------------------------------------------------------------------------
+@_E
+def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out_x, pred, cnt):
+    """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,)
+    and the wrenches ``fext`` (n_bodies, 6) held, in one call: until the end, until
+    ``out_t`` is full (recording every step) or after ``ctl[MAX_TRIES]`` tries (a caller
+    with forces that depend on the state evaluates them at ``pred`` between calls).
+
+    ``c`` (:data:`N_PARAMS`): the coefficients and tolerances; ``ctl`` (:data:`N_CONTROLS`);
+    ``t_eval``: the sample times (with ``ctl[RECORD_STEPS] == 0``); ``y`` (4, nu): ``q, q̇,
+    a, q̈`` at ``s[T]``, advanced in place; ``s`` (:data:`N_SCALARS`), ``Mk`` and ``S``
+    (nu × nu: the kept mass matrix and the factor of the iteration matrix) and ``cnt``
+    (:data:`N_COUNTERS`) carry the integrator from call to call; the samples go to
+    ``out_t[cnt[N_OUT]:]`` and the rows of ``out_x`` (``[q; q̇; W_τ, W_ext, D]``);
+    ``pred`` (1 + 2 nu) receives the predictor of the next try (:func:`_predict`).  Returns
+    :data:`FINISHED`, :data:`FULL`, :data:`PAUSED` or a failure (the state is that of the
+    last accepted step).
+
+    Step control (``ctl[ADAPTIVE]``): the local error of ``q`` is estimated by
+    ``c h² (a_{n+1} − a_n)`` (:func:`error_constant`) and measured in the norm
+    ``max_k |e_k| / (ATOL + RTOL max(|q_n,k|, |q_{n+1},k|))``; a try with norm above 1 is
+    rejected and one whose Newton iteration fails is retried with a quarter of the step; the
+    next step is ``h · min(2, max(0.2, 0.9 norm^(−1/3)))``, kept at ``h`` when that factor
+    lies in [0.85, 1.3] (so the iteration matrix can be kept).  On a change ``a`` is shifted to
+    the new step (``a ≈ q̈(t + (α_m − α_f) h)``)."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    nu = y.shape[1]
+    Ku, Cu = np.empty((nu, nu)), np.empty((nu, nu))
+    _modal_blocks(pm, nu, Ku, Cu)
+    new, base = np.empty((4, nu)), np.empty((3, nu))
+    r, dx = np.empty(nu), np.empty(nu)
+    wq, power = np.empty((2, 3)), np.empty(3)
+    adaptive = ctl[ADAPTIVE] != 0
+    delta = c[ALPHA_M] - c[ALPHA_F]
+    err_c = c[ERROR_CONSTANT]
+    tries = 0
+    status = FINISHED
+    while s[T] < c[T_END]:
+        if ctl[MAX_TRIES] >= 0 and tries >= ctl[MAX_TRIES]:
+            status = PAUSED
+            break
+        if ctl[RECORD_STEPS] != 0 and cnt[N_OUT] >= out_t.shape[0]:
+            status = FULL
+            break
+        tries += 1
+        t1, h = _next_step(c, ctl, s, cnt)
+        st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau, fext, Ku, Cu, Mk, S, s, new,
+                         base, r, dx, cnt)
+        if st != _CONVERGED:
+            if not adaptive or st == SINGULAR:
+                status = st
+                break
+            cnt[REJECTED] += 1
+            s[H] = 0.25 * h
+            if s[H] < c[H_MIN]:
+                status = STEP_TOO_SMALL
+                break
+            continue
+        factor = 1.0
+        if adaptive:
+            err = 0.0
+            for k in range(nu):
+                scale = c[ATOL] + c[RTOL] * max(abs(y[0, k]), abs(new[0, k]))
+                err = max(err, abs(err_c * h * h * (new[2, k] - y[2, k])) / scale)
+            factor = min(2.0, max(0.2, 0.9 * err ** (-1.0 / 3.0))) if err > 0.0 else 2.0
+            if err > 1.0:
+                cnt[REJECTED] += 1
+                s[H] = h * factor
+                if s[H] < c[H_MIN]:
+                    status = STEP_TOO_SMALL
+                    break
+                continue
+        # accepted: the work integrals by the trapezoidal rule, the samples, the new state
+        _power(pm, w, new[1], tau, fext, power)
+        for k in range(3):
+            wq[0, k] = s[W_TAU + k]
+            wq[1, k] = s[W_TAU + k] + 0.5 * h * (s[P_TAU + k] + power[k])
+        t0 = s[T]
+        if ctl[RECORD_STEPS] != 0:
+            out_t[cnt[N_OUT]] = t1
+            _sample(y, new, wq, h, 1.0, out_x[cnt[N_OUT]])
+            cnt[N_OUT] += 1
+        else:
+            while cnt[NEXT_EVAL] < t_eval.shape[0] and t_eval[cnt[NEXT_EVAL]] <= t1:
+                te = t_eval[cnt[NEXT_EVAL]]
+                out_t[cnt[N_OUT]] = te
+                _sample(y, new, wq, h, 1.0 if te >= t1 else (te - t0) / h,
+                        out_x[cnt[N_OUT]])
+                cnt[N_OUT] += 1
+                cnt[NEXT_EVAL] += 1
+        for k in range(3):
+            s[W_TAU + k] = wq[1, k]
+            s[P_TAU + k] = power[k]
+        if adaptive:
+            h_next = h if 0.85 <= factor <= 1.3 else h * factor
+            if h_next != h:  # a_{n+1} ≈ q̈(t_{n+1} + δ h) → q̈(t_{n+1} + δ h_next)
+                shift = delta * (h_next - h) / h
+                for k in range(nu):
+                    new[2, k] += shift * (new[2, k] - y[2, k])
+            s[H] = h_next
+        y[:, :] = new
+        s[T] = t1
+        cnt[STEPS] += 1
+    _predict(c, ctl, s, cnt, y, pred)
+    return status

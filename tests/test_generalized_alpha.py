@@ -1,0 +1,293 @@
+"""Tests of the compiled generalized-α integrator, ``simulate(integrator="generalized-alpha")``
+(:mod:`flexdyn.engine.galpha`): accuracy against exact solutions and scipy's integrators,
+second-order convergence, energy conservation without numerical damping, the damping of
+unresolved modes, forces, outputs and argument checks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import flexdyn as fd
+from flexdyn import models
+from flexdyn.beam import beam_modes
+from flexdyn.engine import galpha
+from helpers import pendulum, pendulum_period
+
+GA = "generalized-alpha"
+
+
+def cantilever(damping_ratio: float = 0.0) -> fd.Model:
+    """One clamped steel beam (1 m, 2 cm square), one bending mode (≈ 16.5 Hz), no gravity:
+    a spring-mass system in its modal coordinate."""
+    side, E, rho = 0.02, 210e9, 7850.0
+    beam = beam_modes(1.0, rho * side * side, EI_z=E * side**4 / 12.0, n_elements=6,
+                      n_modes=1, damping_ratio=damping_ratio)
+    return fd.Model.from_dict({"name": "cantilever", "gravity": [0.0, 0.0, 0.0], "bodies": [
+        {"name": "beam", "parent": None, "joint": {"type": "fixed"},
+         "flex": beam.to_flex_dict()}]})
+
+
+def omega(model: fd.Model) -> float:
+    """The (one) modal circular frequency of a cantilever model (rad/s)."""
+    return 2.0 * math.pi * float(models.modal_frequencies(model)[0][0])
+
+
+def arm_case(t_end: float = 0.4):
+    """The flexible two-link arm of :func:`flexdyn.models.two_link_arm` (2 modes per link,
+    1 % damping) driven by joint torques of ``t`` alone (one sine period), and its
+    samples."""
+    model = models.two_link_arm(n_modes=2, damping_ratio=0.01)
+    joints = model.u_start[:2]
+
+    def tau(t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+        out = np.zeros(model.nu)
+        out[joints] = np.array([3.0, 1.0]) * np.sin(2 * np.pi * t / t_end)
+        return out
+
+    return model, tau, np.linspace(0.0, t_end, 9)
+
+
+@pytest.fixture(scope="module")
+def arm_reference():
+    model, tau, t_eval = arm_case()
+    return fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
+                       integrator="Radau", rtol=1e-11, atol=1e-13)
+
+
+def arm_error(res, ref) -> float:
+    """The largest error of a coordinate or speed relative to its largest magnitude."""
+    return float(max(np.max(np.abs(res.q - ref.q) / np.max(np.abs(ref.q), axis=0)),
+                     np.max(np.abs(res.u - ref.u) / np.max(np.abs(ref.u), axis=0))))
+
+
+# ----------------------------------------------------------------------------------------------
+# coefficients
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("rho", [0.0, 0.5, 0.9, 1.0])
+def test_coefficients_of_chung_and_hulbert(rho):
+    am, af, beta, gamma = galpha.coefficients(rho)
+    assert gamma == pytest.approx(0.5 - am + af)
+    assert beta == pytest.approx(0.25 * (gamma + 0.5) ** 2)
+    # the spectral radius at infinite ω h: the amplification matrix of q'' + ω² q = 0
+    w2h2 = 1e12
+    ca = (1 - af) / (1 - am)
+    # one step of the linear scheme as a map of (q, h v, h² a, h² q̈)
+    A = np.zeros((4, 4))
+    for j, e in enumerate(np.eye(4)):
+        q, v, a, qdd = e
+        ab = (af * qdd - am * a) / (1 - am)
+        qb, vb = q + v + (0.5 - beta) * a + beta * ab, v + (1 - gamma) * a + gamma * ab
+        # q̈_{n+1} = −ω² q_{n+1} with q_{n+1} = qb + β ca q̈_{n+1}
+        qdd1 = -w2h2 * qb / (1 + w2h2 * beta * ca)
+        A[:, j] = [qb + beta * ca * qdd1, vb + gamma * ca * qdd1, ab + ca * qdd1, qdd1]
+    assert np.max(np.abs(np.linalg.eigvals(A))) == pytest.approx(rho, abs=1e-3)
+    assert galpha.error_constant(1.0) == pytest.approx(1.0 / 12.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# accuracy
+# ----------------------------------------------------------------------------------------------
+def test_rigid_pendulum_keeps_the_exact_period():
+    """Released 1 rad from the bottom: after half the exact period (complete elliptic
+    integral) it is 1 rad on the other side at rest, after a whole one back at the start.
+    The error is that of the phase, ``(ω h)²/12`` of the period for the trapezoidal rule (5e-6
+    at 800 steps a period), seen in the speed (the angle is stationary there)."""
+    model, amplitude = pendulum(), 1.0
+    T = pendulum_period(amplitude)
+    bottom = -np.pi / 2
+    errors = []
+    for n in (400, 800):
+        res = fd.simulate(model, q0=[bottom + amplitude], t_span=(0.0, T), integrator=GA,
+                          h=T / n, t_eval=[0.5 * T, T])
+        errors.append(max(abs(res.q[0, 0] - (bottom - amplitude)),
+                          abs(res.q[1, 0] - (bottom + amplitude)), abs(res.u[0, 0]),
+                          abs(res.u[1, 0])))
+    accel = 11.2  # |θ̈| at the turning points (rad/s²)
+    assert errors[1] / accel < 1e-5 * T
+    assert 3.5 < errors[0] / errors[1] < 4.5  # second order
+
+
+def test_flexible_arm_against_radau(arm_reference):
+    model, tau, t_eval = arm_case()
+    fixed = fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
+                        integrator=GA, h=2.5e-4)
+    adaptive = fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
+                           integrator=GA, rtol=1e-7, atol=1e-9)
+    assert arm_error(fixed, arm_reference) < 3e-4
+    assert arm_error(adaptive, arm_reference) < 1e-3
+    np.testing.assert_array_equal(fixed.t, t_eval)
+    joints = model.u_start[:2]
+    assert np.max(np.abs(fixed.q[:, joints] - arm_reference.q[:, joints])) < 1e-6  # rad
+
+
+def test_second_order_convergence(arm_reference):
+    model, tau, t_eval = arm_case()
+    errors = [arm_error(fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
+                                   integrator=GA, h=h, newton_tol=1e-10), arm_reference)
+              for h in (2e-3, 1e-3, 5e-4)]
+    ratios = np.array(errors[:-1]) / np.array(errors[1:])
+    assert np.all((ratios > 3.3) & (ratios < 4.7)), (errors, ratios)
+
+
+def test_adaptive_steps_follow_the_tolerance(arm_reference):
+    model, tau, t_eval = arm_case()
+    runs = [fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
+                        integrator=GA, rtol=rtol, atol=rtol * 1e-2) for rtol in (1e-5, 1e-7)]
+    steps = [int(r.message.split(": ")[1].split(" steps")[0]) for r in runs]
+    errors = [arm_error(r, arm_reference) for r in runs]
+    assert steps[1] > 2 * steps[0]
+    assert errors[1] < errors[0] / 5
+
+
+# ----------------------------------------------------------------------------------------------
+# energy: conservation without numerical damping, dissipation of unresolved modes
+# ----------------------------------------------------------------------------------------------
+def test_trapezoidal_rule_conserves_the_energy_of_a_mode():
+    """ρ∞ = 1 on an undamped cantilever mode, 100 periods at ω h = 0.3: the energy stays
+    within O(h²) of its start without drift; with ρ∞ = 0.9 it decays."""
+    model = cantilever()
+    w = omega(model)
+    period = 2 * math.pi / w
+    t_eval = np.linspace(0.0, 100 * period, 1001)
+    deviation = []
+    for wh in (0.3, 0.15):
+        res = fd.simulate(model, u0=[1.0], t_span=(0.0, t_eval[-1]), t_eval=t_eval,
+                          integrator=GA, h=wh / w, rho_inf=1.0, newton_tol=1e-12)
+        E = res.total_energy
+        rel = np.abs(E - E[0]) / E[0]
+        deviation.append(np.max(rel))
+        # no drift: the last tenth deviates no more than the first tenth
+        assert np.max(rel[-100:]) < 1.5 * np.max(rel[:100]) + 1e-12
+    assert deviation[0] < 1e-3
+    assert deviation[1] < deviation[0] / 3  # O(h²)
+    damped = fd.simulate(model, u0=[1.0], t_span=(0.0, t_eval[-1]), t_eval=t_eval,
+                         integrator=GA, h=0.3 / w, rho_inf=0.9)
+    assert damped.total_energy[-1] < damped.total_energy[0] * (1 - 10 * deviation[0])
+
+
+@pytest.mark.parametrize("rho", [0.0, 0.5, 0.8])
+def test_unresolved_mode_is_damped_at_rho_inf(rho):
+    """A cantilever mode at ω h = 1000: after the start-up transient (the start from rest at
+    a displaced state excites the scheme's own roots) the amplitude falls by about ρ∞ per
+    step."""
+    model = cantilever()
+    h = 1000.0 / omega(model)
+    res = fd.simulate(model, q0=[1e-3], t_span=(0.0, 40 * h), integrator=GA, h=h,
+                      rho_inf=rho, newton_tol=1e-12)
+    amplitude = np.sqrt(res.total_energy)  # ∝ |η| at ω h ≫ 1 (the energy is potential)
+    if rho == 0.0:  # annihilated within a few steps (ρ(ω h) = O(1/(ω h)))
+        assert amplitude[6] < 1e-8 * np.max(amplitude)
+        return
+    rate = (amplitude[40] / amplitude[20]) ** (1 / 20)
+    assert rate == pytest.approx(rho, abs=0.05 * rho)
+
+
+def test_work_integrals_close_the_energy_balance():
+    """Two-link arm with damping and a slew torque: the work and dissipation integrals agree
+    with Radau's and close the energy balance to the integrator's accuracy."""
+    model, tau, t_eval = arm_case()
+    ref = fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
+                      integrator="Radau", rtol=1e-10, atol=1e-12)
+    res = fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval, integrator=GA,
+                      h=2.5e-4)
+    assert np.max(np.abs(res.work)) > 0.01
+    np.testing.assert_allclose(res.work, ref.work, atol=1e-4 * np.max(np.abs(ref.work)))
+    np.testing.assert_allclose(res.dissipation, ref.dissipation,
+                               atol=1e-3 * np.max(ref.dissipation))
+    assert np.max(np.abs(res.energy_balance_error)) < 2e-3  # percent
+
+
+# ----------------------------------------------------------------------------------------------
+# forces
+# ----------------------------------------------------------------------------------------------
+def test_state_feedback_and_constant_torques_against_dop853():
+    model = pendulum()
+    t_eval = np.linspace(0.0, 2.0, 11)
+
+    def pd(t, q, u):
+        return np.array([-20.0 * (q[0] + 1.0) - 2.0 * u[0] + 3.0 * np.sin(5 * t)])
+
+    for tau in (pd, np.array([1.5])):
+        ref = fd.simulate(model, t_span=(0.0, 2.0), tau=tau, t_eval=t_eval, rtol=1e-12,
+                          atol=1e-12)
+        errors = [np.max(np.abs(fd.simulate(model, t_span=(0.0, 2.0), tau=tau, t_eval=t_eval,
+                                            integrator=GA, h=h).q - ref.q))
+                  for h in (2e-3, 1e-3)]
+        assert errors[1] < 1e-4
+        assert 3.3 < errors[0] / errors[1] < 4.7, errors
+        res = fd.simulate(model, t_span=(0.0, 2.0), tau=tau, t_eval=t_eval, integrator=GA,
+                          h=1e-3)
+        np.testing.assert_allclose(res.tau, ref.tau, atol=1e-3)
+
+
+def test_external_wrench_does_work():
+    """A constant wrench on the pendulum (f_ext array) against DOP853, its work recorded."""
+    model = pendulum()
+    f_ext = np.array([[0.0, 0.0, 0.5, 1.0, 0.0, 0.0]])
+    t_eval = np.linspace(0.0, 1.0, 5)
+    ref = fd.simulate(model, t_span=(0.0, 1.0), f_ext=f_ext, t_eval=t_eval, rtol=1e-12,
+                      atol=1e-12)
+    res = fd.simulate(model, t_span=(0.0, 1.0), f_ext=f_ext, t_eval=t_eval, integrator=GA,
+                      h=5e-4)
+    assert np.max(np.abs(res.q - ref.q)) < 1e-5
+    assert abs(ref.external_work[-1]) > 0.1
+    np.testing.assert_allclose(res.external_work, ref.external_work, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# outputs
+# ----------------------------------------------------------------------------------------------
+def test_every_step_is_recorded_without_t_eval():
+    model = pendulum()
+    res = fd.simulate(model, t_span=(0.5, 1.0), integrator=GA, h=0.03)
+    n = math.ceil(0.5 / 0.03)
+    np.testing.assert_allclose(res.t, 0.5 + np.arange(n + 1) * 0.5 / n, rtol=0, atol=1e-15)
+    assert res.t[-1] == 1.0
+    assert res.message.startswith("the integration reached t1")
+    # adaptive steps beyond one output buffer
+    res = fd.simulate(model, t_span=(0.0, 2.0), integrator=GA, rtol=1e-10, atol=1e-12)
+    assert res.t.size > 4097 and res.t[-1] == 2.0 and np.all(np.diff(res.t) > 0)
+    assert res.nfev > res.t.size
+
+
+def test_failure_keeps_the_samples_before_it():
+    model = pendulum()
+
+    def tau(t, q, u):
+        return np.array([np.nan if t > 0.5 else 0.1])
+
+    with pytest.raises(fd.SimulationError, match="non-finite") as info:
+        fd.simulate(model, t_span=(0.0, 1.0), tau=tau, integrator=GA, h=0.01,
+                    t_eval=np.linspace(0.0, 1.0, 11))
+    err = info.value
+    assert err.t == pytest.approx(0.51)  # the force is evaluated at the end of the step
+    np.testing.assert_allclose(err.partial.t, np.linspace(0.0, 0.5, 6))
+
+
+# ----------------------------------------------------------------------------------------------
+# argument checks
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs, match", [
+    ({"h": 1e-3}, "options of integrator='generalized-alpha'"),
+    ({"rho_inf": 0.5, "integrator": "Radau"}, "rho_inf"),
+    ({"integrator": GA, "h": -1.0}, "h must be a positive"),
+    ({"integrator": GA, "h": "1e-3"}, "h must be a number"),
+    ({"integrator": GA, "rho_inf": 1.5}, r"rho_inf must lie in \[0, 1\]"),
+    ({"integrator": GA, "rho_inf": True}, "rho_inf must be a number"),
+    ({"integrator": GA, "newton_tol": 0.0}, "newton_tol"),
+    ({"integrator": GA, "backend": "reference"}, "backend='engine'"),
+    ({"integrator": GA, "events": lambda t, q, u: q[0]}, "events"),
+    ({"integrator": "generalised-alpha"}, "unknown integrator"),
+])
+def test_bad_options(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fd.simulate(pendulum(), t_span=(0.0, 0.1), **kwargs)
+
+
+def test_models_with_quaternions_are_refused():
+    model = models.spacecraft(n_modes=1)
+    with pytest.raises(ValueError, match="own rates"):
+        fd.simulate(model, t_span=(0.0, 0.1), integrator=GA)
