@@ -275,7 +275,7 @@ def test_lemma5_dense_expression(sample, fidelity, use_f_ext):
         if model.parent[i] < 0:
             a[m:] += kin.phi[i].T @ g0
         b = vel.b_m[i].copy()
-        b[:m] += model.bodies[i].K @ kin.eta[i] + model.bodies[i].C @ vel.eta_dot[i]
+        b[:m] += vel.elastic[i]  # K η + C η̇, with the stiffened models' geometric force
         if f_ext is not None:
             b[m:] -= f_ext[i]
         a_m.append(a)

@@ -268,7 +268,7 @@ def test_bad_inputs_same_errors(name, case):
     model = fd.models.builtin_model("spacecraft")
     qs, us = _states(model, 4, seed=2)
     q, u = BAD_INPUTS[case][0](qs[0], us[0], qs, us)
-    fidelity = "exact" if case == "fidelity" else "full"
+    fidelity = "stiff" if case == "fidelity" else "full"
     error = TypeError if case in ("q strings", "q booleans", "u list of strings") else ValueError
     got, ref = _messages(error, FUNCTIONS[name], model, q, u, fidelity)
     assert got == ref

@@ -95,6 +95,11 @@ def test_full_vs_ruthless(runs):
     assert _number(r"spin-up,\s+ruthless: max tip deflection\s+(\S+) m", out) < 1.0
     assert abs(_number(r"spin-up,\s+ruthless: .* hub rate at \S+ s (\S+) rad/s", out)
                - 6.0) < 0.05
+    # with geometric stiffening ("exact", the default) the beam follows the profile
+    assert _number(r"spin-up,\s+exact: max tip deflection\s+(\S+) m", out) < 0.5
+    assert abs(_number(r"spin-up,\s+exact: .* hub rate at \S+ s (\S+) rad/s", out)
+               - 6.0) < 0.05
+    assert _number(r"spin-up,\s+exact: .* max \|e_E\| (\S+) %", out) < 1e-3
 
 
 def test_cosimulation_loop(runs):

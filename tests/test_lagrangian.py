@@ -6,7 +6,8 @@ partial velocities; it shares no code with flexdyn.  Checked on random chains an
 with all joint types, deformed states (``|η|`` up to 0.3), gravity and external wrenches:
 
 * body poses, ``Γ(q)``, kinetic and potential energy;
-* ``M(q)`` and ``C(q, u)`` of the ``"full"`` fidelity;
+* ``M(q)`` and ``C(q, u)`` of the ``"full"`` fidelity, and ``C`` of the ``"exact"`` one with
+  the complex-step gradient of the strain energy's geometric part;
 * the ``"ruthless"`` fidelity is the full model evaluated at zero deformation and zero
   deformation rates, plus the linear elastic and damping forces ``K η + D η̇``.
 """
@@ -64,27 +65,35 @@ def ruthless_reference(bm: BruteModel, q, u, f_ext) -> tuple[np.ndarray, np.ndar
 
 
 def check_full(d: dict, model: fd.Model, q, u, f_ext) -> dict[str, float]:
-    """All full-fidelity comparisons; returns the errors."""
+    """All comparisons of the full fidelity and of the exact one (the full model's terms
+    and the gradient of the strain energy's geometric part, where a body carries the
+    tensors); returns the errors."""
     bm = BruteModel(d)
     assert (bm.nq, bm.nu) == (model.nq, model.nu)
     M_ref = bm.mass_matrix(q)
+    C_ref, V_ref = bm.bias_forces(q, u, f_ext), bm.potential_energy(q)
+    stiffening = {"full": (np.zeros(model.nu), 0.0),
+                  "exact": (bm.geometric_force(q), float(np.real(bm.geometric_energy(q))))}
     errors = {
         "pose": pose_err(model, fd.compute_kinematics(model, q), bm.body_poses(q)),
         "Gamma": float(np.max(np.abs(model.Gamma(q) - bm.Gamma(q)), initial=0.0)),
         "T": abs(fd.kinetic_energy(model, q, u) - bm.kinetic_energy(q, u))
         / max(bm.kinetic_energy(q, u), 1e-300),
-        "V": abs(fd.potential_energy(model, q) - bm.potential_energy(q))
-        / max(abs(bm.potential_energy(q)), 1.0),
         "M": rel_err(fd.mass_matrix(model, q), M_ref),
-        "C": rel_err(fd.bias_forces(model, q, u, f_ext=f_ext), bm.bias_forces(q, u, f_ext),
-                     scale=bias_floor(M_ref, u)),
     }
+    for fidelity, (force, energy) in stiffening.items():
+        V = V_ref + energy
+        errors[f"V {fidelity}"] = (abs(fd.potential_energy(model, q, fidelity) - V)
+                                   / max(abs(V), 1.0))
+        errors[f"C {fidelity}"] = rel_err(fd.bias_forces(model, q, u, fidelity, f_ext=f_ext),
+                                          C_ref + force, scale=bias_floor(M_ref, u))
     assert errors["pose"] < 1e-12
     assert errors["Gamma"] < 1e-14
     assert errors["T"] < TOL_M
-    assert errors["V"] < TOL_M
     assert errors["M"] < TOL_M
-    assert errors["C"] < TOL_C
+    for fidelity in stiffening:
+        assert errors[f"V {fidelity}"] < TOL_M, fidelity
+        assert errors[f"C {fidelity}"] < TOL_C, fidelity
     return errors
 
 

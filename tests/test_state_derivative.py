@@ -204,8 +204,9 @@ def test_jacobian_of_the_implicit_integrators(fidelity, backend):
     u = rng.normal(size=nu)
     tau = rng.normal(size=nu)
     x = np.concatenate([q, u, np.zeros(3)])
-    jac = simulate_module._jacobian(model, fidelity, "articulated", backend,
-                                    lambda t, y: (y[:nq], y[nq:nq + nu], tau, None))
+    ode = simulate_module._Ode(model, fidelity, "articulated", backend,
+                               lambda t, q, u: tau, None, None, None)
+    jac = simulate_module._jacobian(ode)
     J = jac(0.0, x)
     assert J.shape == (nq + nu + 3, nq + nu + 3)
     central = np.empty((nu, nq + nu))

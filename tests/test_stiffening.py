@@ -201,13 +201,15 @@ def test_quartic_energy_of_a_bent_beam_by_direct_integration():
 
 
 def test_spinup_beam_follows_its_profile_with_stiffening():
-    """Damaren & Sharf's spin-up beam under the torque of its rigid-body profile: with the
-    exact model the hub rate reaches the profile's 6 rad/s and the tip bends by centimetres;
-    the full model (no stiffening) stalls near 3.8 rad/s and bends by metres."""
+    """Damaren & Sharf's spin-up beam (the built-in model with its defaults) under the
+    torque of its rigid-body profile: with the default fidelity, the exact model, the hub
+    rate reaches the profile's 6 rad/s and the tip bends by centimetres; the full model (no
+    stiffening) stalls near 3.8 rad/s and bends by metres."""
     model = fd.models.spinup_beam()
     torque = fd.models.spinup_torque(model)
     kw = dict(t_span=(0.0, 15.0), tau=torque, rtol=1e-6, atol=1e-8, t_eval=[15.0])
-    exact = fd.simulate(model, fidelity="exact", **kw)
+    exact = fd.simulate(model, **kw)  # the default fidelity, "exact"
+    assert exact.fidelity == fd.DEFAULT_FIDELITY == "exact"
     assert exact.u[-1, 0] == pytest.approx(6.0, rel=0.05)
     assert np.abs(exact.deflection("beam")[-1, 1]) < 0.5
     full = fd.simulate(model, fidelity="full", **kw)

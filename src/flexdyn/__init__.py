@@ -22,6 +22,7 @@ from .energy import kinetic_energy, momentum, potential_energy, total_energy
 from .results import SimulationError, SimulationResult
 from .simulate import pack_state, rhs, simulate, unpack_state
 from .terms import (
+    DEFAULT_FIDELITY,
     FIDELITIES,
     Kinematics,
     PositionTerms,
@@ -34,6 +35,7 @@ from .terms import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_FIDELITY",
     "FIDELITIES",
     "Kinematics",
     "Model",

@@ -29,7 +29,7 @@ from .dynamics import FORWARD_METHODS
 from .models import BUILTIN_MODELS, builtin_model, modal_frequencies, slew_torque, spinup_torque
 from .results import SimulationError, SimulationResult
 from .simulate import simulate
-from .terms import FIDELITIES
+from .terms import DEFAULT_FIDELITY, FIDELITIES
 
 __all__ = ["main"]
 
@@ -206,7 +206,7 @@ def _positive_float(text: str) -> float:
 
 
 def _add_common(p: argparse.ArgumentParser, rtol: float, atol: float) -> None:
-    p.add_argument("--fidelity", choices=FIDELITIES, default="full",
+    p.add_argument("--fidelity", choices=FIDELITIES, default=DEFAULT_FIDELITY,
                    help="body model (default: full)")
     p.add_argument("--method", choices=tuple(FORWARD_METHODS), default="articulated",
                    help="forward-dynamics algorithm (default: articulated)")

@@ -57,7 +57,7 @@ from .engine import Engine, kernels
 from .hybrid import hybrid_dynamics as _hybrid
 from .newton_euler import joint_wrenches as _joint_wrenches
 from .newton_euler import modal_forces, rnea
-from .terms import FIDELITIES, PositionTerms, check_fidelity, state_terms
+from .terms import DEFAULT_FIDELITY, FIDELITIES, PositionTerms, check_fidelity, state_terms
 
 __all__ = [
     "BACKENDS",
@@ -183,7 +183,7 @@ def _engine_batch(op: str, arguments: dict, per_state: dict[str, np.ndarray],
         f_ext = np.repeat(f_one[None], n, axis=0)
     names = (*state_args, None, None, None)
     u, x = arrays.get(names[0]), arrays.get(names[1])
-    engine = _cached_engine(model, arguments.get("fidelity", "full"))
+    engine = _cached_engine(model, arguments.get("fidelity", DEFAULT_FIDELITY))
     if op == "hybrid":
         results = engine.hybrid_dynamics(q, u, x, arrays.get(names[2]),
                                          arguments["prescribed"], f_ext)
@@ -196,7 +196,7 @@ def _on_engine(arguments: dict) -> bool:
     """Whether a batch with these arguments is for the engine: the default backend, a known
     fidelity and no nodal loads."""
     return (arguments.get("backend", "engine") == "engine" and not arguments.get("f_nodes")
-            and arguments.get("fidelity", "full") in FIDELITIES)
+            and arguments.get("fidelity", DEFAULT_FIDELITY) in FIDELITIES)
 
 
 def _forward_op(arguments: dict) -> str | None:
@@ -316,7 +316,7 @@ class _CachedEngine(Engine):
         self._model = weakref.ref(model)
 
 
-def _cached_engine(model: Model, fidelity: str = "full") -> Engine:
+def _cached_engine(model: Model, fidelity: str = DEFAULT_FIDELITY) -> Engine:
     """The compiled engine of ``model`` for ``fidelity``: built once (under a lock, so that
     threads asking at the same time share one) and cached while the model lives."""
     check_fidelity(fidelity)
@@ -371,7 +371,7 @@ def _finite(result: np.ndarray, what: str) -> np.ndarray:
 
 @batched("u", "tau", engine_op=_forward_op)
 def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None = None,
-                     method: str = "articulated", fidelity: str = "full",
+                     method: str = "articulated", fidelity: str = DEFAULT_FIDELITY,
                      f_ext: np.ndarray | None = None, f_nodes=None,
                      backend: str = "engine") -> np.ndarray:
     """Generalized accelerations ``u̇`` (nu,) with ``M(q) u̇ + C(q, u) = τ``.
@@ -387,7 +387,8 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
     method : ``"articulated"`` (O(N) articulated-body algorithm, Eq 58), ``"articulated-split"``
         (flexible/hinge split, Eqs 62–64; Eq B3 for the ruthless model) or ``"composite"``
         (Eq 46).
-    fidelity : ``"full"`` or ``"ruthless"``.
+    fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
+        (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
     f_ext : (n_bodies, 6) or None — external wrenches at the body frame origins.
     f_nodes : mapping ``{(body, node): wrench (6,)}`` or None — wrenches at nodes, in the node
         frames (:func:`nodal_loads`).
@@ -415,7 +416,7 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
 
 @batched("u", "udot", engine_op=_plain_op("inverse"))
 def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
-                     fidelity: str = "full", f_ext: np.ndarray | None = None,
+                     fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
                      f_nodes=None, backend: str = "engine") -> np.ndarray:
     """Generalized forces ``τ = M(q) u̇ + C(q, u)`` (nu,), Eqs 44–45.
 
@@ -424,8 +425,8 @@ def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarra
     model : Model
     q : (nq,) coordinates; u : (nu,) speeds; udot : (nu,) accelerations
         (layout of ``model-format.md``: per body, joint then modal entries).
-    fidelity : ``"full"`` (deformation-dependent inertia, conserves energy) or
-        ``"ruthless"`` (Appendix B).
+    fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
+        (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
     f_ext : (n_bodies, 6) or None — external wrenches ``[N m; N]`` at body frame
         origins, in body coordinates.
     f_nodes : as for :func:`forward_dynamics`.
@@ -449,7 +450,7 @@ def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarra
 @batched("u", "tau", "udot_prescribed", engine_op=_hybrid_op)
 def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,
                     udot_prescribed: np.ndarray | None, prescribed: np.ndarray, *,
-                    fidelity: str = "full", f_ext: np.ndarray | None = None,
+                    fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
                     f_nodes=None, backend: str = "engine") -> tuple[np.ndarray, np.ndarray]:
     """Accelerations and loads with some accelerations prescribed and the rest free, O(N)
     (:mod:`flexdyn.hybrid`: the articulated-body filter and smoother of Eq 58 with the
@@ -501,7 +502,7 @@ def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray 
 
 @batched("u", "udot", engine_op=_plain_op("joint_wrenches"))
 def joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
-                   fidelity: str = "full", f_ext: np.ndarray | None = None,
+                   fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
                    f_nodes=None, backend: str = "engine") -> np.ndarray:
     """The spatial force ``[moment; force]`` (n_bodies, 6) each joint transmits from the
     parent to the child, in the child's joint frame ``J_c`` about its origin (N m, N), for the
@@ -527,7 +528,7 @@ def joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
 
 
 @batched("u", engine_op=_plain_op("inverse"))
-def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
+def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
                 f_ext: np.ndarray | None = None, f_nodes=None,
                 backend: str = "engine") -> np.ndarray:
     """Bias vector ``C(q, u)`` (nu,) of Eq 43 with gravity, stiffness, damping and external
@@ -547,14 +548,15 @@ def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "ful
 
 
 @batched(engine_op=_plain_op("mass"))
-def mass_matrix(model: Model, q: np.ndarray, fidelity: str = "full",
+def mass_matrix(model: Model, q: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
                 backend: str = "engine") -> np.ndarray:
     """System mass matrix ``M(q)`` (nu × nu), Eqs 43, 49–50 (kg, kg m, kg m², modal units).
 
     Parameters
     ----------
     q : (nq,) coordinates in the layout of ``model-format.md``.
-    fidelity : ``"full"`` or ``"ruthless"``.
+    fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
+        (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
     backend : ``"engine"`` (compiled, default) or ``"reference"`` (numpy).
     """
     _check_backend(backend)
@@ -564,8 +566,8 @@ def mass_matrix(model: Model, q: np.ndarray, fidelity: str = "full",
     return crba(model, state_terms(model, q, None, fidelity)[0])
 
 
-def innovations_factors(model: Model, q: np.ndarray,
-                        fidelity: str = "full") -> tuple[PositionTerms, ArticulatedFactors]:
+def innovations_factors(model: Model, q: np.ndarray, fidelity: str = DEFAULT_FIDELITY
+                        ) -> tuple[PositionTerms, ArticulatedFactors]:
     """Innovations factors at ``q``: ``(pos, factors)`` with ``D, G, τ̄, P`` per body (Eq 51)
     and the methods ``factors.K(pos, i)`` = ``K(p, i)`` and ``factors.Psi(pos, i)`` =
     ``Ψ(p, i)``."""
@@ -575,7 +577,7 @@ def innovations_factors(model: Model, q: np.ndarray,
 
 
 @batched(engine_op=_plain_op("mass_inverse"))
-def mass_matrix_inverse(model: Model, q: np.ndarray, fidelity: str = "full",
+def mass_matrix_inverse(model: Model, q: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
                         backend: str = "engine") -> np.ndarray:
     """``M⁻¹(q)`` (nu × nu) from the innovations factors (Lemma 4), without inverting ``M``:
     the O(N) sweeps applied to the identity block (on the engine: the factors once, then one

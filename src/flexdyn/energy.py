@@ -17,7 +17,7 @@ import numpy as np
 from .chain import Model
 from .dynamics import _cached_engine, _check_backend, _for_engine, _plain_op, batched
 from .engine.extras import KINETIC, MOMENTUM, POTENTIAL
-from .terms import PositionTerms, modal_velocities, state_terms
+from .terms import DEFAULT_FIDELITY, PositionTerms, modal_velocities, state_terms
 
 __all__ = ["energies", "kinetic_energy", "momentum", "potential_energy", "total_energy"]
 
@@ -90,7 +90,7 @@ def _h_p(rows: np.ndarray):
 
 
 @batched("u", engine_op=_ON_ENGINE, from_engine=_T)
-def kinetic_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
+def kinetic_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
                    backend: str = "engine") -> float:
     """``T = ½ Σ_i V_m(i)ᵀ M_m(i) V_m(i) = ½ uᵀ M u`` (J)."""
     return _evaluate(model, q, u, fidelity, backend, _T,
@@ -98,7 +98,7 @@ def kinetic_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "
 
 
 @batched(engine_op=_ON_ENGINE, from_engine=_V)
-def potential_energy(model: Model, q: np.ndarray, fidelity: str = "full",
+def potential_energy(model: Model, q: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
                      backend: str = "engine") -> float:
     """Elastic ``½ Σ ηᵀ K η`` plus gravitational ``−Σ m g·x`` energy (J).
 
@@ -110,7 +110,7 @@ def potential_energy(model: Model, q: np.ndarray, fidelity: str = "full",
 
 
 @batched("u", engine_op=_ON_ENGINE, from_engine=_E)
-def total_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
+def total_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
                  backend: str = "engine") -> float:
     """``T + V`` (J)."""
     return _evaluate(model, q, u, fidelity, backend, _E,
@@ -118,7 +118,7 @@ def total_energy(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "fu
 
 
 @batched("u", engine_op=_ON_ENGINE, from_engine=_h_p)
-def momentum(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
+def momentum(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
              backend: str = "engine") -> np.ndarray:
     """Total spatial momentum ``[h; p]`` (6,) in inertial coordinates.
 
@@ -133,7 +133,7 @@ def momentum(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
 
 
 @batched("u", engine_op=_ON_ENGINE, from_engine=_T_V)
-def energies(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = "full",
+def energies(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
              backend: str = "engine") -> tuple[float, float]:
     """``(T, V)``: :func:`kinetic_energy` and :func:`potential_energy` from one evaluation of
     the kinematics (J) — cheaper than calling both, e.g. along a trajectory."""

@@ -19,7 +19,7 @@ from .dynamics import joint_wrenches
 from .energy import energies, momentum
 from .files import write_atomically
 from .spatial import Transform
-from .terms import check_fidelity, state_terms
+from .terms import DEFAULT_FIDELITY, check_fidelity, state_terms
 
 __all__ = ["SimulationError", "SimulationResult"]
 
@@ -78,7 +78,7 @@ class SimulationResult:
     q: np.ndarray
     u: np.ndarray
     model: Model
-    fidelity: str = "full"
+    fidelity: str = DEFAULT_FIDELITY
     method: str = "articulated"
     work: np.ndarray | None = None
     external_work: np.ndarray | None = None

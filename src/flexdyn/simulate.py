@@ -59,7 +59,7 @@ from .dynamics import (
 )
 from .engine import DERIVATIVE_METHODS, galpha, kernels
 from .results import SimulationError, SimulationResult
-from .terms import check_fidelity, modal_velocities, state_terms
+from .terms import DEFAULT_FIDELITY, check_fidelity, modal_velocities, state_terms
 
 __all__ = ["pack_state", "rhs", "simulate", "unpack_state"]
 
@@ -166,14 +166,15 @@ def _body_twists(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str) -> l
     return [V_m[i][int(model.n_modes[i]):] for i in range(model.n_bodies)]
 
 
-def rhs(model: Model, fidelity: str = "full", method: str = "articulated", *,
+def rhs(model: Model, fidelity: str = DEFAULT_FIDELITY, method: str = "articulated", *,
         f_ext: Any = None, backend: str = "engine") -> Callable[..., np.ndarray]:
     """State derivative for co-simulation: ``f(t, x, tau=None) -> ẋ``.
 
     Parameters
     ----------
     model : Model
-    fidelity : ``"full"`` or ``"ruthless"``.
+    fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
+        (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
     method : forward-dynamics method (``"articulated"``, ``"articulated-split"``,
         ``"composite"``).
     f_ext : None, an array (n_bodies, 6) or a callable ``f_ext(t, q, u)`` — external wrenches
@@ -445,17 +446,35 @@ class _Ode:
             out[nq + nu + 1] += p
         return out
 
-    def histories(self, t: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray | None]:
+    def histories(self, t: np.ndarray, y: np.ndarray,
+                  partial: bool = False) -> dict[str, np.ndarray | None]:
         """The :class:`SimulationResult` histories of the samples ``y`` (nt, nx) at ``t``:
         ``q`` (normalised, prescribed entries imposed), ``u``, ``tau`` (the applied forces;
         at prescribed entries the realised loads), ``udot`` and ``f_ext`` (nt, n_bodies, 6,
-        nodal loads' rigid parts included; None without external wrenches)."""
+        nodal loads' rigid parts included; None without external wrenches).  For the
+        ``partial`` result of a failed run, where the accelerations cannot be evaluated at
+        every sample: ``udot`` None and the realised loads NaN."""
         model = self.model
         nq, nu = model.nq, model.nu
         q = np.array([_normalized(model, row) for row in y[:, :nq]]).reshape(-1, nq)
         u = np.ascontiguousarray(y[:, nq:nq + nu])
         if self.drive is not None:
             q, u = self.drive.motion(t, q, u)
+        try:
+            return self._histories(t, q, u)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+            if not partial:
+                raise
+            tau = np.array([self.loads(float(tk), np.concatenate([qk, uk])).tau
+                            for tk, qk, uk in zip(t, q, u, strict=True)]).reshape(-1, nu)
+            if self.drive is not None:
+                tau[:, self.drive.mask] = np.nan
+            return {"q": q, "u": u, "tau": tau, "udot": None, "f_ext": None}
+
+    def _histories(self, t: np.ndarray, q: np.ndarray, u: np.ndarray) -> dict:
+        """:meth:`histories` once ``q`` and ``u`` are known."""
+        model = self.model
+        nu = model.nu
         if not t.size:
             return {"q": q, "u": u, "tau": np.zeros((0, nu)), "udot": np.zeros((0, nu)),
                     "f_ext": None}
@@ -484,7 +503,7 @@ def simulate(
     t_span: tuple[float, float] = (0.0, 1.0),
     *,
     tau: Any = None,
-    fidelity: str = "full",
+    fidelity: str = DEFAULT_FIDELITY,
     method: str = "articulated",
     rtol: float = 1e-8,
     atol: float = 1e-10,
@@ -513,7 +532,8 @@ def simulate(
     tau : generalized forces in the layout of ``u``: None (zero), a constant array (nu,) or
         a callable ``tau(t, q, u) -> (nu,)`` (joint torques/forces; modal slots are external
         modal forces, usually 0).
-    fidelity : ``"full"`` or ``"ruthless"`` body model.
+    fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
+        (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
     method : ``"articulated"``, ``"articulated-split"`` or ``"composite"`` forward dynamics.
     rtol, atol : solver tolerances (``atol`` also applies to the work integrals, in J).
     t_eval : times at which to store the solution (sorted, inside ``t_span``); default: the
@@ -690,8 +710,8 @@ def simulate(
     wall = time.perf_counter() - wall
 
     def result(t: np.ndarray, y: np.ndarray) -> SimulationResult:
-        return _result(ode, t, y, nfev=0 if solver is None else int(solver.nfev),
-                       wall_time=wall,
+        return _result(ode, t, y, partial=failure is not None,
+                       nfev=0 if solver is None else int(solver.nfev), wall_time=wall,
                        message=("failed" if failure else "a terminal event occurred"
                                 if samples.stopped else "the integration reached t1"),
                        **({} if watch is None else watch.results(model)))
@@ -704,13 +724,14 @@ def simulate(
     return result(t_out, y_out)
 
 
-def _result(ode: _Ode, t: np.ndarray, y: np.ndarray, **stats: Any) -> SimulationResult:
+def _result(ode: _Ode, t: np.ndarray, y: np.ndarray, partial: bool = False,
+            **stats: Any) -> SimulationResult:
     """The :class:`SimulationResult` of the samples ``y`` (nt × (nq + nu + 3): ``[q; u]`` and
     the work integrals) at the times ``t``, with the histories of :meth:`_Ode.histories`;
     ``stats`` (``nfev``, ``wall_time``, ``message``, the events) passed on."""
     n = ode.model.nq + ode.model.nu
     try:
-        histories = ode.histories(t, y)
+        histories = ode.histories(t, y, partial)
     except _RhsFailure as exc:
         raise SimulationError(f"at t = {exc.t:.6g} s: {exc.message}", exc.t,
                               exc.message) from None
@@ -880,7 +901,7 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
     y_out = np.concatenate([x for _, x in chunks]).reshape(-1, 2 * nu + _N_EXTRA)
     counts = (f"generalized-alpha: {cnt[g.STEPS]} steps, {cnt[g.REJECTED]} rejected tries, "
               f"{cnt[g.ITERATIONS]} Newton iterations, {cnt[g.FACTORIZATIONS]} factorizations")
-    partial = _result(ode, t_out, y_out, nfev=int(cnt[g.RESIDUALS]),
+    partial = _result(ode, t_out, y_out, failure is not None, nfev=int(cnt[g.RESIDUALS]),
                       wall_time=wall, message=("failed" if failure else
                                                "the integration reached t1") + f" ({counts})")
     if failure is not None:

@@ -46,6 +46,7 @@ from .stiffening import ConsistentBodyModel, ExactBodyModel
 
 __all__ = [
     "BODY_MODELS",
+    "DEFAULT_FIDELITY",
     "FIDELITIES",
     "Kinematics",
     "PositionTerms",
@@ -74,6 +75,10 @@ BODY_MODELS: dict[tuple[str, str], type[BodyModel]] = {
 }
 #: The fidelities (body-model families) of :data:`BODY_MODELS`.
 FIDELITIES: tuple[str, ...] = tuple(dict.fromkeys(f for _, f in BODY_MODELS))
+#: The fidelity of every function's default: Damaren & Sharf's exact model, the only one that
+#: both stiffens (rotating and fast-slewing bodies) and conserves energy; on bodies without
+#: stiffening data it is the ``"full"`` model exactly.
+DEFAULT_FIDELITY = "exact"
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _CACHE_LOCK = threading.RLock()
@@ -87,7 +92,7 @@ def check_fidelity(fidelity: str, name: str = "fidelity") -> str:
     return fidelity
 
 
-def body_models(model: Model, fidelity: str = "full") -> tuple[BodyModel, ...]:
+def body_models(model: Model, fidelity: str = DEFAULT_FIDELITY) -> tuple[BodyModel, ...]:
     """The body model of every body of ``model`` for ``fidelity`` (built once, cached)."""
     check_fidelity(fidelity)
     with _CACHE_LOCK:
@@ -310,14 +315,15 @@ def velocity_terms(model: Model, pos: PositionTerms, u: np.ndarray) -> VelocityT
 
 
 def state_terms(model: Model, q: np.ndarray, u: np.ndarray | None = None,
-                fidelity: str = "full") -> tuple[PositionTerms, VelocityTerms | None]:
+                fidelity: str = DEFAULT_FIDELITY) -> tuple[PositionTerms, VelocityTerms | None]:
     """Position terms at ``q`` and, when ``u`` is given, velocity terms at ``(q, u)`` for
     the body models of ``fidelity`` (inputs already validated).  Returns ``(pos, vel)``."""
     pos = position_terms(model, q, body_models(model, fidelity), fidelity)
     return pos, (None if u is None else velocity_terms(model, pos, u))
 
 
-def compute_kinematics(model: Model, q: np.ndarray, fidelity: str = "full") -> PositionTerms:
+def compute_kinematics(model: Model, q: np.ndarray,
+                       fidelity: str = DEFAULT_FIDELITY) -> PositionTerms:
     """Position terms ``Φ``, ``ℋ``, ``M_m`` and poses at ``q`` (nq,) for a fidelity.
 
     With ``fidelity="ruthless"`` the interbody geometry and ``M_m`` are evaluated at zero

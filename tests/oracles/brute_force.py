@@ -162,6 +162,8 @@ class _Body:
     Pi: np.ndarray  # (n, 6, m)
     K: np.ndarray
     D: np.ndarray
+    K1: np.ndarray | None
+    K2: np.ndarray | None
     nq: int
     nu: int
     m: int
@@ -220,6 +222,10 @@ class BruteModel:
                     Pi=Pi.reshape(n, 6, m),
                     K=K,
                     D=D,
+                    K1=(None if flex.get("geometric_stiffness_1") is None
+                        else np.asarray(flex["geometric_stiffness_1"], float)),
+                    K2=(None if flex.get("geometric_stiffness_2") is None
+                        else np.asarray(flex["geometric_stiffness_2"], float)),
                     nq=nq,
                     nu=nu,
                     m=m,
@@ -442,6 +448,32 @@ class BruteModel:
             eta = self.eta(q, i)
             V += 0.5 * float(eta @ b.K @ eta)
         return V
+
+    def geometric_energy(self, q: np.ndarray) -> complex:
+        """``Σ K1·η³/3! + K2·η⁴/4!`` over the bodies with stiffening tensors: the strain
+        energy the exact model adds to ``½ ηᵀ K η`` (complex-analytic in ``q``)."""
+        U = 0.0
+        for i, b in enumerate(self.bodies):
+            if b.K1 is not None:
+                eta = self.eta(q, i)
+                U = U + (np.einsum("ijk,i,j,k->", b.K1, eta, eta, eta) / 6.0
+                         + np.einsum("ijkl,i,j,k,l->", b.K2, eta, eta, eta, eta) / 24.0)
+        return U
+
+    def geometric_force(self, q: np.ndarray) -> np.ndarray:
+        """(nu,) the gradient of :meth:`geometric_energy` with respect to the modal
+        coordinates (complex step), in the layout of ``u``."""
+        out = np.zeros(self.nu)
+        h = 1e-30
+        for b in self.bodies:
+            if b.K1 is None:
+                continue
+            s = b.q0 + b.nq
+            for k in range(b.m):
+                qc = q.astype(complex)
+                qc[s + k] += 1j * h
+                out[b.u0 + b.nu + k] = self.geometric_energy(qc).imag / h
+        return out
 
     def body_poses(self, q: np.ndarray) -> list:
         """Pose ``(R, p)`` of every body frame in the inertial frame."""

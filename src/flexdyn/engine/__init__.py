@@ -18,7 +18,7 @@ from ..articulated_body import SplitFactors
 from ..chain import Model
 from ..linalg import SingularInertiaError
 from ..ruthless import RuthlessBodyModel
-from ..terms import body_models
+from ..terms import DEFAULT_FIDELITY, body_models
 from . import extras, kernels, split
 from .pack import Packed, pack, pack_split
 
@@ -114,7 +114,7 @@ class Engine:
     ``D_f⁻¹`` of the split by the push-through form of Eq B3, others explicitly (default: the
     body models' rule, :data:`flexdyn.ruthless.INDIRECT_MIN_MODES`)."""
 
-    def __init__(self, model: Model, fidelity: str = "full",
+    def __init__(self, model: Model, fidelity: str = DEFAULT_FIDELITY,
                  indirect_min_modes: int | None = None):
         self.model = model
         self.fidelity = fidelity
