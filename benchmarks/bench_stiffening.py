@@ -1,11 +1,12 @@
 """Geometric stiffening: Damaren & Sharf's spin-up beam with every body model, and the
 frequencies of a rotating cantilever.
 
-    python benchmarks/bench_stiffening.py            # the paper's settings (about 2 min)
+    python benchmarks/bench_stiffening.py            # the paper's settings (about 3 min)
     python benchmarks/bench_stiffening.py --quick    # 5 s of the spin-up, fewer rates
 
 Prints, for the spin-up beam (Sec 4.1: torque from the rigid beam's inverse dynamics of the
-profile, integrator relative tolerance 1e-7, 1000 samples): per fidelity the RMS energy
+profile, integrator relative tolerance 1e-7, 1000 samples), in the lumped-element and the
+natural-mode bases: per fidelity the RMS energy
 drift ``e_E,RMS`` (Eq 32, Table 1), the hub rate at the end of the spin-up, the largest
 bending and the stretch of the tip (steady, and its smallest value: the foreshortening),
 the wall time; then the first flap and lag frequencies of a uniform rotating cantilever
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 import flexdyn as fd
+from flexdyn.beam import beam_modes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from test_stiffening import (  # noqa: E402  (the test's independent rotating-beam solver)
@@ -37,12 +39,12 @@ PAPER_TABLE_1 = {"ruthless": (2.47e-3, 3.32e-3), "full": (5.35e-5, 5.90e-5),
 PAPER_NAMES = {"ruthless": "RL", "full": "I", "consistent": "CL", "exact": "EE"}
 
 
-def spinup(t_end: float) -> None:
-    model = fd.models.spinup_beam()
+def spinup(t_end: float, basis: str) -> None:
+    model = fd.models.spinup_beam(basis=basis)
     torque = fd.models.spinup_torque(model)
     t_eval = np.linspace(0.0, t_end, 1000)
-    print(f"spin-up beam, {t_end:g} s, rtol 1e-7, 1000 samples (lumped elements: 2 bending + "
-          "1 stretch mode)")
+    print(f"\nspin-up beam, {basis} basis (2 bending + 1 stretch mode, 11 nodes), {t_end:g} s, "
+          "rtol 1e-7, 1000 samples")
     print("| fidelity | paper | e_E,RMS (%) | paper FE / NM | hub rate at 15 s (rad/s) | "
           "max bending (m) | stretch at end (mm) | min stretch (mm) | wall (s) |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -61,16 +63,24 @@ def spinup(t_end: float) -> None:
 
 
 def rotating(rates: list[float]) -> None:
-    print("\nrotating cantilever, exact model (10 lumped elements; 1 flap + 1 lag bending "
-          "mode + k stretch modes), first flap / lag frequency in sqrt(EI/(ρA L⁴)):")
+    print("\nrotating cantilever, exact model, first flap / lag frequency in "
+          "sqrt(EI/(ρA L⁴)); columns k = 1-4: 10 lumped elements, 1 flap + 1 lag bending mode "
+          "and k stretch modes; last column: natural basis (31 nodes), 3 flap + 3 lag + 4 "
+          "stretch modes")
     header = " | ".join(f"k = {k}" for k in range(1, 5))
-    print(f"| Ω | rotating-beam solution | {header} |")
-    print("|---:|---:|" + "---:|" * 4)
-    models = {k: spinning_beam(n_axial=k) for k in range(1, 5)}
+    print(f"| Ω | rotating-beam solution | {header} | natural, 3 + 3 + 4 |")
+    print("|---:|---:|" + "---:|" * 5)
+    models = [spinning_beam(n_axial=k) for k in range(1, 5)]
+    beam = beam_modes(1.0, 1.0, EI_y=1.0, EI_z=1.0, EA=1e4, n_elements=30, basis="natural",
+                      n_modes={"transverse_y": 3, "transverse_z": 3, "axial": 4})
+    models.append(fd.ModelBuilder("spinning")
+                  .add_body("beam", None, joint={"type": "revolute", "axis": [0.0, 0.0, 1.0]},
+                            flex=beam.to_flex_dict())
+                  .build())
     for omega in rates:
         flap, lag = rotating_beam_frequencies(omega)
         cells = []
-        for model in models.values():
+        for model in models:
             _, w = steady_spin(model, omega, "exact")
             cells.append(f"{w[1]:.4f} / {w[0]:.4f}")
         print(f"| {omega:g} | {flap:.4f} / {lag:.4f} | " + " | ".join(cells) + " |")
@@ -81,7 +91,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="5 s of spin-up, two rates")
     args = parser.parse_args()
     wall = time.perf_counter()
-    spinup(5.0 if args.quick else 20.0)
+    for basis in ("lumped", "natural"):
+        spinup(5.0 if args.quick else 20.0, basis)
     rotating([2.0, 6.0] if args.quick else [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
     print(f"\ntotal {time.perf_counter() - wall:.0f} s")
 

@@ -62,11 +62,13 @@ def test_rotating_beam_solver_matches_the_published_values(omega):
     assert lag == pytest.approx(np.sqrt(flap**2 - omega**2), rel=1e-7)
 
 
-def spinning_beam(n_axial: int, n_elements: int = 10, EA: float = 1e4) -> fd.Model:
+def spinning_beam(n_axial: int, n_elements: int = 10, EA: float = 1e4,
+                  basis: str = "lumped") -> fd.Model:
     """A uniform cantilever (EI = ρA = L = 1) on a hub turning about z; bending in and out
     of the plane of rotation, ``n_axial`` stretch modes."""
     beam = beam_modes(1.0, 1.0, EI_y=1.0, EI_z=1.0, EA=EA, n_elements=n_elements,
-                      n_modes={"transverse_y": 1, "transverse_z": 1, "axial": n_axial})
+                      n_modes={"transverse_y": 1, "transverse_z": 1, "axial": n_axial},
+                      basis=basis)
     return (fd.ModelBuilder("spinning")
             .add_body("beam", None, joint={"type": "revolute", "axis": [0.0, 0.0, 1.0]},
                       flex=beam.to_flex_dict())
@@ -98,11 +100,13 @@ def steady_spin(model: fd.Model, omega: float, fidelity: str):
     return eta, np.sort(np.abs(np.linalg.eigvals(A).imag))[::2]
 
 
-def test_rotating_cantilever_flap_and_lag_frequencies():
-    """The exact model with 3 stretch modes: first flap and lag frequencies within 2 % of the
-    rotating-beam solution, below and above the non-rotating first frequency (3.516);
-    the full model has no stiffening (its flap frequency falls instead)."""
-    model = spinning_beam(n_axial=3)
+@pytest.mark.parametrize("basis, n_elements", [("lumped", 10), ("natural", 20)])
+def test_rotating_cantilever_flap_and_lag_frequencies(basis, n_elements):
+    """The exact model with 3 stretch modes, in both bases: first flap and lag frequencies
+    within 2 % of the rotating-beam solution, below and above the non-rotating first
+    frequency (3.516); the full model has no stiffening (its flap frequency falls
+    instead)."""
+    model = spinning_beam(n_axial=3, n_elements=n_elements, basis=basis)
     body = model.bodies[0]
     flap_mode = int(np.flatnonzero(np.abs(body.Pi_t[:, 2]).max(axis=0) > 0)[0])
     for omega in (1.0, 3.0, 5.0):
@@ -116,13 +120,14 @@ def test_rotating_cantilever_flap_and_lag_frequencies():
     assert flap_mode in (0, 1)
 
 
-def test_centrifugal_stretch():
+@pytest.mark.parametrize("basis, n_elements, rel", [("lumped", 10, 0.01), ("natural", 20, 1e-3)])
+def test_centrifugal_stretch(basis, n_elements, rel):
     """At a steady spin the stretch modes take the tip out by ``ρAΩ²L³/(3EA)``."""
     EA, omega = 1e4, 3.0
-    model = spinning_beam(n_axial=3, EA=EA)
+    model = spinning_beam(n_axial=3, n_elements=n_elements, EA=EA, basis=basis)
     eta, _ = steady_spin(model, omega, "exact")
     tip = model.bodies[0].Pi_t[-1] @ eta
-    assert tip[0] == pytest.approx(omega**2 / (3 * EA), rel=0.01)
+    assert tip[0] == pytest.approx(omega**2 / (3 * EA), rel=rel)
     assert abs(tip[1]) < 1e-9 and abs(tip[2]) < 1e-9
 
 
@@ -281,3 +286,49 @@ def test_beam_mode_families():
         beam_modes(1.0, 1.0, EI_z=1.0, n_modes={"axial": 1})
     with pytest.raises(ValueError, match="selects no modes"):
         beam_modes(1.0, 1.0, EI_z=1.0, n_modes={"axial": 0})
+
+
+def test_natural_modes_have_the_closed_form_frequencies():
+    """The natural-mode basis: the continuous cantilever's frequencies (bending
+    ``(β_r L)² sqrt(EI/(ρA L⁴))`` with ``1 + cos βL cosh βL = 0``; stretch and torsion
+    ``(2r − 1)π/2 · sqrt(EA/(ρA L²))``, ``sqrt(GJ/(ρI_p L²))``), mass-orthonormal modes on
+    the Gauss–Lobatto nodes, and the same frequencies out of the model built from them."""
+    L, mu, EI, EA, GJ, ip = 2.0, 3.0, 50.0, 4e4, 30.0, 0.02
+    beta_l = np.array([scipy.optimize.brentq(lambda z: 1 + np.cos(z) * np.cosh(z), a, a + 1.5)
+                       for a in (1.0, 4.0, 7.0, 10.0)])
+    bending = beta_l**2 * np.sqrt(EI / (mu * L**4))
+    stretch = np.array([1, 3]) * np.pi / 2 * np.sqrt(EA / (mu * L**2))
+    b = beam_modes(L, mu, EI_z=EI, EA=EA, n_elements=24,
+                   n_modes={"transverse_y": 4, "axial": 2}, basis="natural")
+    expected = np.sort(np.concatenate([bending, stretch]))
+    np.testing.assert_allclose(b.frequencies, expected, rtol=1e-12)
+    np.testing.assert_allclose(b.modes.T @ b.mass_matrix() @ b.modes, np.eye(6), atol=1e-10)
+    assert b.nodes[0, 0] == 0.0 and b.nodes[-1, 0] == L  # the ends are nodes
+    model = (fd.ModelBuilder("beam")
+             .add_body("beam", None, joint={"type": "revolute", "axis": [0.0, 0.0, 1.0]},
+                       flex=b.to_flex_dict())
+             .build())
+    np.testing.assert_allclose(fd.models.modal_frequencies(model)[0] * 2 * np.pi, expected,
+                               rtol=1e-9)
+    twist = beam_modes(L, mu, GJ=GJ, polar_inertia_per_length=ip, n_elements=24,
+                       n_modes={"torsion": 2}, basis="natural")
+    np.testing.assert_allclose(twist.frequencies,
+                               np.array([1, 3]) * np.pi / 2 * np.sqrt(GJ / (ip * L**2)),
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match="basis='natural' has cantilever modes only"):
+        beam_modes(L, mu, EI_z=EI, boundary="free-free", basis="natural")
+    with pytest.raises(ValueError, match="basis='finite' is not one of"):
+        beam_modes(L, mu, EI_z=EI, basis="finite")
+
+
+def test_spinup_beam_in_the_natural_basis():
+    model = fd.models.spinup_beam(basis="natural")
+    freqs = fd.models.modal_frequencies(model)[0]
+    # 0.6017 Hz, 3.771 Hz bending (βL closed form), 141.6 Hz stretch (π/2 sqrt(EA/m L))
+    np.testing.assert_allclose(freqs, [1.8751040687119611**2 * np.sqrt(1.4004e4 * 10 / 12.0)
+                                       / 100 / (2 * np.pi),
+                                       4.6940911329741745**2 * np.sqrt(1.4004e4 * 10 / 12.0)
+                                       / 100 / (2 * np.pi),
+                                       np.pi / 2 * np.sqrt(3.1724e7 / (1.2 * 100)) / (2 * np.pi)],
+                               rtol=1e-9)
+    assert model.bodies[0].K1 is not None

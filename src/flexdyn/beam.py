@@ -241,6 +241,7 @@ def beam_modes(
     n_modes: int = 4,
     boundary: str = "cantilever",
     damping_ratio: float | Sequence[float] | np.ndarray = 0.0,
+    basis: str = "lumped",
 ) -> BeamModes:
     """Modal data of a straight uniform beam from its section properties.
 
@@ -291,6 +292,19 @@ def beam_modes(
     damping_ratio : float or array_like, shape (n_modes,), optional
         Modal damping ratio zeta (scalar, or one per mode), >= 0.  The modal
         damping matrix is ``diag(2 zeta_i omega_i)``.  Default 0.
+    basis : {"lumped", "natural"}, optional
+        ``"lumped"`` (default): the modes of the lumped-mass element model
+        described here.  ``"natural"``: Damaren & Sharf's natural-mode basis,
+        the eigenfunctions of the continuous cantilever (Euler-Bernoulli
+        bending ``cosh βx − cos βx − σ (sinh βx − sin βx)`` with
+        ``1 + cos βL cosh βL = 0``, stretch and torsion ``sin((2r − 1)πx/2L)``)
+        with their closed-form frequencies; the mass is then lumped at the
+        ``n_elements + 1`` Gauss-Lobatto points of the beam (ends included), a
+        quadrature of the continuous mass integrals, and the modes are
+        mass-normalised with it.  Cantilever only.  (The eigenfunctions are
+        those of Euler-Bernoulli bending without rotary inertia; with a
+        ``polar_inertia_per_length`` the nodes also get the ``Ip/2`` bending-axis
+        inertia described below, which couples the bending modes slightly.)
 
     Returns
     -------
@@ -355,6 +369,15 @@ def beam_modes(
     if ea is None and gj is None and ei_y is None and ei_z is None:
         raise ValueError(f"{name}: no deformation enabled; give at least one of EI_y, EI_z, EA, GJ")
     zeta = _damping_ratios(damping_ratio, nm, name)
+    if basis == "natural":
+        if boundary != "cantilever":
+            raise ValueError(f"{name}: basis='natural' has cantilever modes only, got "
+                             f"boundary={boundary!r}")
+        return _natural_modes(L, mu, {"transverse_y": ei_z, "transverse_z": ei_y,
+                                      "axial": ea, "torsion": gj}, ip, ne,
+                              families, nm, zeta, name)
+    if basis != "lumped":
+        raise ValueError(f"{name}: basis={basis!r} is not one of 'lumped', 'natural'")
 
     n_nodes = ne + 1
     h = L / ne
@@ -466,6 +489,128 @@ def beam_modes(
     )
 
 
+#: ``β_r L`` of the first cantilever bending modes (``1 + cos βL cosh βL = 0``); higher ones
+#: are ``(2r − 1) π / 2`` to double precision
+_BETA_L = (1.8751040687119611, 4.6940911329741745, 7.8547574382376126, 10.995540734875467,
+           14.137168391046471)
+
+
+def _bending_shape(r: int, L: float) -> tuple:
+    """The cantilever eigenfunction of bending mode ``r`` (0-based) and its first two
+    derivatives, as functions of ``x``, and ``β_r``."""
+    bl = _BETA_L[r] if r < len(_BETA_L) else (2 * r + 1) * math.pi / 2
+    b = bl / L
+    sigma = (math.cosh(bl) + math.cos(bl)) / (math.sinh(bl) + math.sin(bl))
+
+    def f(x):
+        return np.cosh(b * x) - np.cos(b * x) - sigma * (np.sinh(b * x) - np.sin(b * x))
+
+    def df(x):
+        return b * (np.sinh(b * x) + np.sin(b * x) - sigma * (np.cosh(b * x) - np.cos(b * x)))
+
+    return f, df, b
+
+
+#: Gauss–Legendre points of the stiffening integrals of the natural modes (smooth integrands)
+_NATURAL_QUADRATURE = 64
+
+
+def _slopes(component: int, derivative):
+    """``slopes(x) -> (len(x), 4)`` with ``derivative(x)`` in column ``component`` of
+    ``(u', v', w', φ')`` and zeros elsewhere."""
+
+    def slopes(xq: np.ndarray) -> np.ndarray:
+        out = np.zeros((xq.size, 4))
+        out[:, component] = derivative(xq)
+        return out
+
+    return slopes
+
+
+def _lobatto_points(n: int) -> np.ndarray:
+    """The ``n`` Gauss–Lobatto points on [0, 1] (ends included, ``n ≥ 2``)."""
+    if n == 2:
+        return np.array([0.0, 1.0])
+    inner = np.polynomial.legendre.Legendre.basis(n - 1).deriv().roots()
+    return 0.5 * (np.concatenate([[-1.0], np.sort(inner.real), [1.0]]) + 1.0)
+
+
+def _lobatto_weights(n: int) -> np.ndarray:
+    """The weights of :func:`_lobatto_points` on [0, 1]: ``1 / (n (n − 1) P_{n−1}(x)²)``."""
+    t = 2.0 * _lobatto_points(n) - 1.0
+    P = np.polynomial.legendre.Legendre.basis(n - 1)(t)
+    return 1.0 / (n * (n - 1) * P**2)
+
+
+def _natural_modes(L: float, mu: float, stiffness: dict, ip: float, ne: int,
+                   families: dict | None, nm: int, zeta: np.ndarray, name: str) -> BeamModes:
+    """:func:`beam_modes` with ``basis="natural"`` (see there)."""
+    n = ne + 1
+    x = _lobatto_points(n) * L
+    weights = _lobatto_weights(n) * L
+    nodes = np.zeros((n, 3))
+    nodes[:, 0] = x
+    node_masses = mu * weights
+    node_inertias = np.zeros((n, 3, 3))
+    node_inertias[:, 0, 0] = ip * weights
+    node_inertias[:, 1, 1] = node_inertias[:, 2, 2] = 0.5 * ip * weights
+    # candidates per family: (ω, family index, node rows (n, 6), slopes(x) -> (4, len(x)):
+    # the derivatives of (u, v, w, φ) along the beam)
+    candidates = []
+    for gid, family in enumerate(_FAMILIES):
+        k = stiffness[family]
+        count = nm if families is None else families.get(family, 0)
+        if k is None or count == 0:
+            if families is not None and count:
+                raise ValueError(f"{name}: n_modes[{family!r}]={count} needs the stiffness "
+                                 "of that family")
+            continue
+        if family == "torsion" and ip == 0.0:
+            if families is not None and count:
+                raise ValueError(f"{name}: torsion modes need polar_inertia_per_length")
+            continue
+        for r in range(count):
+            rows = np.zeros((n, 6))
+            if family.startswith("transverse"):
+                f, df, b = _bending_shape(r, L)
+                omega = b * b * math.sqrt(k / mu)
+                t, rot, sign = (_TY, _RZ, 1.0) if family == "transverse_y" else (_TZ, _RY, -1.0)
+                rows[:, t], rows[:, rot] = f(x), sign * df(x)
+                slopes = _slopes(1 if family == "transverse_y" else 2, df)
+            else:
+                c = (2 * r + 1) * math.pi / (2 * L)
+                omega = c * math.sqrt(k / (mu if family == "axial" else ip))
+                rows[:, _TX if family == "axial" else _RX] = np.sin(c * x)
+                slopes = _slopes(0 if family == "axial" else 3,
+                                 lambda xq, c=c: c * np.cos(c * xq))
+            candidates.append((omega, gid, rows, slopes))
+    if len(candidates) < nm:
+        raise ValueError(f"{name}: n_modes={nm} exceeds the {len(candidates)} natural modes "
+                         "of the stiffnesses given")
+    lam = np.array([c[0] ** 2 for c in candidates])
+    gid_all = np.array([c[1] for c in candidates])
+    order = _tie_aware_order(lam, gid_all)[:nm]
+    modes = np.stack([candidates[k][2].ravel() for k in order], axis=1)
+    M = _lumped_mass_matrix(node_masses, node_inertias)
+    scale = 1.0 / np.sqrt(np.einsum("im,ij,jm->m", modes, M, modes))
+    scale *= [_sign_of(modes[:, i] * scale[i]) for i in range(nm)]
+    modes *= scale
+    frequencies = np.sqrt(lam[order])
+    K1 = K2 = None
+    if stiffness["axial"] is not None:
+        xq, wq = np.polynomial.legendre.leggauss(_NATURAL_QUADRATURE)
+        xq, wq = 0.5 * L * (xq + 1.0), 0.5 * L * wq
+        a, b, c, d = np.moveaxis(np.stack([candidates[k][3](xq) * sk for k, sk in
+                                           zip(order, scale, strict=True)], axis=2),
+                                 1, 0)  # each (P, m)
+        K1, K2 = _stiffening_tensors(a, b, c, d, stiffness["axial"] * wq, ip / mu)
+    return BeamModes(nodes=nodes, node_masses=node_masses, node_inertias=node_inertias,
+                     modes=modes, stiffness=np.diag(frequencies**2),
+                     damping=np.diag(2.0 * zeta * frequencies), frequencies=frequencies,
+                     geometric_stiffness_1=K1, geometric_stiffness_2=K2,
+                     axial_modes=np.flatnonzero(gid_all[order] == 2))
+
+
 #: Gauss–Legendre points and weights on [0, 1], 5 points: exact to degree 9, so for the
 #: quartic (cubic term) and octic (quartic term) integrands of the Hermite elements
 _GAUSS_X, _GAUSS_W = (0.5 * (np.polynomial.legendre.leggauss(5)[0] + 1.0),
@@ -524,9 +669,16 @@ def geometric_stiffness(modes: np.ndarray, length: float, EA: float,
         return np.einsum("gk,ekm->egm", dN, ends).reshape(-1, m)
 
     b, c = slope(_TY, _RZ, 1.0), slope(_TZ, _RY, -1.0)
+    return _stiffening_tensors(a, b, c, d, EA * h * np.tile(_GAUSS_W, n - 1), polar_radius_sq)
+
+
+def _stiffening_tensors(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
+                        w: np.ndarray, polar_radius_sq: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(K1, K2)`` of :func:`geometric_stiffness` from the slopes ``u' = aᵀη``, ``v' = bᵀη``,
+    ``w' = cᵀη``, ``φ' = dᵀη`` at quadrature points (each (P, m)) and the weights ``w``
+    (P,) of ``∫ EA · dx``."""
     G = (np.einsum("pi,pj->pij", b, b) + np.einsum("pi,pj->pij", c, c)
          + polar_radius_sq * np.einsum("pi,pj->pij", d, d))
-    w = EA * h * np.tile(_GAUSS_W, n - 1)
     X = np.einsum("p,pi,pjk->ijk", w, a, G)
     K1 = X + X.transpose(1, 0, 2) + X.transpose(1, 2, 0)
     K2 = (np.einsum("p,pij,pkl->ijkl", w, G, G) + np.einsum("p,pik,pjl->ijkl", w, G, G)

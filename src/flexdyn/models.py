@@ -253,6 +253,7 @@ def spinup_beam(
     n_axial: int = 1,
     hub_inertia: float = 0.0,
     name: str = "spinup_beam",
+    basis: str = "lumped",
 ) -> Model:
     """The planar spin-up beam of Damaren & Sharf (1995), Sec 4.1.
 
@@ -274,6 +275,9 @@ def spinup_beam(
     n_bending, n_axial : numbers of bending and stretch modes.
     hub_inertia : optional rigid hub inertia about the pin (kg m²); 0 in the paper.
     name : model name.
+    basis : ``"lumped"`` (default) or ``"natural"``: the paper's natural-mode basis (the
+        continuous cantilever's eigenfunctions, mass lumped at ``n_elements + 1``
+        Gauss–Lobatto points; :func:`~flexdyn.beam.beam_modes`).
 
     Returns
     -------
@@ -287,7 +291,7 @@ def spinup_beam(
     if n_axial and EA is None:
         raise ValueError("n_axial > 0 needs EA")
     flex = beam_modes(length, mass / length, EI_z=EI if n_bending else None, EA=EA,
-                      n_elements=n_elements,
+                      n_elements=n_elements, basis=basis,
                       n_modes={"transverse_y": n_bending, "axial": n_axial}).to_flex_dict()
     rigid = None
     if hub_inertia:
