@@ -292,7 +292,7 @@ def beam_modes(
     damping_ratio : float or array_like, shape (n_modes,), optional
         Modal damping ratio zeta (scalar, or one per mode), >= 0.  The modal
         damping matrix is ``diag(2 zeta_i omega_i)``.  Default 0.
-    basis : {"lumped", "natural"}, optional
+    basis : {"lumped", "natural", "finite"}, optional
         ``"lumped"`` (default): the modes of the lumped-mass element model
         described here.  ``"natural"``: Damaren & Sharf's natural-mode basis,
         the eigenfunctions of the continuous cantilever (Euler-Bernoulli
@@ -305,6 +305,13 @@ def beam_modes(
         those of Euler-Bernoulli bending without rotary inertia; with a
         ``polar_inertia_per_length`` the nodes also get the ``Ip/2`` bending-axis
         inertia described below, which couples the bending modes slightly.)
+        ``"finite"``: Damaren & Sharf's finite-element basis, the modes of
+        ``n_elements`` Euler-Bernoulli frame elements with *consistent* mass
+        (Hermite-cubic bending, linear stretch and twist): the mass is lumped
+        at 5 Gauss-Lobatto points per element, which integrates the consistent
+        mass matrix exactly, and the mode rows at those points are the
+        element interpolation.  With ``n_elements=1`` and every mode this is
+        the paper's one-element basis.  Cantilever only.
 
     Returns
     -------
@@ -376,8 +383,16 @@ def beam_modes(
         return _natural_modes(L, mu, {"transverse_y": ei_z, "transverse_z": ei_y,
                                       "axial": ea, "torsion": gj}, ip, ne,
                               families, nm, zeta, name)
+    if basis == "finite":
+        if boundary != "cantilever":
+            raise ValueError(f"{name}: basis='finite' has cantilever modes only, got "
+                             f"boundary={boundary!r}")
+        return _finite_element_modes(L, mu, {"transverse_y": ei_z, "transverse_z": ei_y,
+                                              "axial": ea, "torsion": gj}, ip, ne,
+                                     families, nm, zeta, name)
     if basis != "lumped":
-        raise ValueError(f"{name}: basis={basis!r} is not one of 'lumped', 'natural'")
+        raise ValueError(f"{name}: basis={basis!r} is not one of 'lumped', 'natural', "
+                         "'finite'")
 
     n_nodes = ne + 1
     h = L / ne
@@ -474,7 +489,7 @@ def beam_modes(
     damping = np.diag(2.0 * zeta * frequencies)
     K1 = K2 = None
     if ea is not None:
-        K1, K2 = geometric_stiffness(modes, L, ea, ip / mu)
+        K1, K2 = geometric_stiffness(modes, nodes[:, 0], ea, ip / mu)
     return BeamModes(
         nodes=nodes,
         node_masses=node_masses,
@@ -509,6 +524,109 @@ def _bending_shape(r: int, L: float) -> tuple:
         return b * (np.sinh(b * x) + np.sin(b * x) - sigma * (np.cosh(b * x) - np.cos(b * x)))
 
     return f, df, b
+
+
+#: Gauss–Lobatto points per element of the finite-element basis: exact for the consistent
+#: mass of Hermite cubics (degree 6 ≤ 2·5 − 3)
+_FE_POINTS = 5
+
+
+def _element_interpolation(xi: float, h: float) -> np.ndarray:
+    """(6, 12): the displacement ``[rx, ry, rz, tx, ty, tz]`` at ``ξ = x/h`` of a frame
+    element from its end dofs (the node layout, first node then second): linear ``tx`` and
+    ``rx``, Hermite-cubic ``ty`` (slope ``rz``) and ``tz`` (slope ``−ry``)."""
+    H = np.array([1 - 3 * xi**2 + 2 * xi**3, h * (xi - 2 * xi**2 + xi**3),
+                  3 * xi**2 - 2 * xi**3, h * (-xi**2 + xi**3)])
+    dH = np.array([-6 * xi + 6 * xi**2, h * (1 - 4 * xi + 3 * xi**2), 6 * xi - 6 * xi**2,
+                   h * (-2 * xi + 3 * xi**2)]) / h
+    N = np.zeros((6, 12))
+    for row in (_RX, _TX):
+        N[row, row], N[row, 6 + row] = 1 - xi, xi
+    for t, r, sign in ((_TY, _RZ, 1.0), (_TZ, _RY, -1.0)):
+        cols = [t, r, 6 + t, 6 + r]
+        coef = np.array([1.0, sign, 1.0, sign])
+        N[t, cols] = H * coef
+        N[r, cols] = sign * dH * coef
+    return N
+
+
+def _finite_element_modes(L: float, mu: float, stiffness: dict, ip: float, ne: int,
+                          families: dict | None, nm: int, zeta: np.ndarray,
+                          name: str) -> BeamModes:
+    """:func:`beam_modes` with ``basis="finite"`` (see there)."""
+    h = L / ne
+    xi = _lobatto_points(_FE_POINTS)
+    wq = _lobatto_weights(_FE_POINTS) * h
+    n = ne * (_FE_POINTS - 1) + 1
+    x = (np.arange(ne)[:, None] * h + xi[None, :-1] * h).ravel()
+    x = np.append(x, L)
+    node_masses, ip_nodes = np.zeros(n), np.zeros(n)
+    N = np.zeros((n, 6, 6 * (ne + 1)))  # point displacements from the global dofs
+    for e in range(ne):
+        for k in range(_FE_POINTS):
+            j = e * (_FE_POINTS - 1) + k
+            node_masses[j] += mu * wq[k]
+            ip_nodes[j] += ip * wq[k]
+            N[j, :, 6 * e:6 * e + 12] = _element_interpolation(xi[k], h)
+    node_inertias = np.zeros((n, 3, 3))
+    node_inertias[:, 0, 0] = ip_nodes
+    node_inertias[:, 1, 1] = node_inertias[:, 2, 2] = 0.5 * ip_nodes
+    Nf = N.reshape(6 * n, -1)
+    M = Nf.T @ _lumped_mass_matrix(node_masses, node_inertias) @ Nf  # consistent mass
+    ke = frame_element_stiffness(h, EA=stiffness["axial"] or 0.0,
+                                 GJ=stiffness["torsion"] or 0.0,
+                                 EI_y=stiffness["transverse_z"] or 0.0,
+                                 EI_z=stiffness["transverse_y"] or 0.0)
+    K = np.zeros_like(M)
+    for e in range(ne):
+        K[6 * e:6 * e + 12, 6 * e:6 * e + 12] += ke
+    dofs_of = {"transverse_y": (_TY, _RZ), "transverse_z": (_TZ, _RY), "axial": (_TX,),
+               "torsion": (_RX,)}
+    lam_all, vec_all, gid_all = [], [], []
+    for gid, family in enumerate(_FAMILIES):
+        if stiffness[family] is None or (family == "torsion" and ip == 0.0):
+            continue
+        dofs = np.array([6 * j + d for j in range(1, ne + 1) for d in dofs_of[family]])
+        lam, phi = scipy.linalg.eigh(K[np.ix_(dofs, dofs)], M[np.ix_(dofs, dofs)])
+        full = np.zeros((K.shape[0], lam.size))
+        full[dofs] = phi
+        lam_all.append(lam)
+        vec_all.append(full)
+        gid_all.append(np.full(lam.size, gid))
+    lam_all = np.concatenate(lam_all)
+    vec_all = np.concatenate(vec_all, axis=1)
+    gid_all = np.concatenate(gid_all)
+    order = _tie_aware_order(lam_all, gid_all)
+    if families is None:
+        if nm > order.size:
+            raise ValueError(f"{name}: n_modes={nm} exceeds the {order.size} element modes "
+                             f"available with n_elements={ne}")
+        order = order[:nm]
+    else:
+        chosen = []
+        for family, count in families.items():
+            members = order[gid_all[order] == _FAMILIES.index(family)]
+            if count > members.size:
+                raise ValueError(f"{name}: n_modes[{family!r}]={count} exceeds the "
+                                 f"{members.size} {family} element modes available with "
+                                 f"n_elements={ne} and the stiffnesses given")
+            chosen.extend(members[:count].tolist())
+        order = order[np.isin(order, chosen)]
+    modes = Nf @ vec_all[:, order]  # eigh normalizes to the consistent mass: Πᵀ M_s Π = I
+    for i in range(modes.shape[1]):
+        modes[:, i] *= _sign_of(modes[:, i])
+    frequencies = np.sqrt(lam_all[order])
+    nodes = np.zeros((n, 3))
+    nodes[:, 0] = x
+    K1 = K2 = None
+    if stiffness["axial"] is not None:
+        K1, K2 = geometric_stiffness(modes, x, stiffness["axial"], ip / mu)
+    return BeamModes(nodes=nodes, node_masses=node_masses, node_inertias=node_inertias,
+                     modes=modes, stiffness=np.diag(frequencies**2),
+                     damping=np.diag(2.0 * zeta[:frequencies.size] * frequencies),
+                     frequencies=frequencies, geometric_stiffness_1=K1,
+                     geometric_stiffness_2=K2,
+                     axial_modes=np.flatnonzero(gid_all[order] == 2))
 
 
 #: Gauss–Legendre points of the stiffening integrals of the natural modes (smooth integrands)
@@ -617,7 +735,7 @@ _GAUSS_X, _GAUSS_W = (0.5 * (np.polynomial.legendre.leggauss(5)[0] + 1.0),
                       0.5 * np.polynomial.legendre.leggauss(5)[1])
 
 
-def geometric_stiffness(modes: np.ndarray, length: float, EA: float,
+def geometric_stiffness(modes: np.ndarray, x: np.ndarray, EA: float,
                         polar_radius_sq: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """The stiffening tensors of a straight uniform beam along ``x`` (Damaren & Sharf
     Eqs 16–20 for the displacement field of Eq 29, slender-beam form).
@@ -642,9 +760,10 @@ def geometric_stiffness(modes: np.ndarray, length: float, EA: float,
 
     Parameters
     ----------
-    modes : (6n, m) modal matrix, node rows ``[rx, ry, rz, tx, ty, tz]``, nodes equally
-        spaced from ``x = 0`` to ``length``.
-    length : beam length (m);  EA : axial stiffness (N).
+    modes : (6n, m) modal matrix, node rows ``[rx, ry, rz, tx, ty, tz]``.
+    x : (n,) the nodes' positions along the beam (m), increasing: an element between each
+        two neighbours (the nodes of ``beam_modes``' lumped and finite-element bases).
+    EA : axial stiffness (N).
     polar_radius_sq : ``I_p / A`` (m²), the polar radius of gyration of the section squared
         (0: no torsion–stretch coupling).
 
@@ -655,21 +774,24 @@ def geometric_stiffness(modes: np.ndarray, length: float, EA: float,
     """
     n = modes.shape[0] // 6
     m = modes.shape[1]
-    h = length / (n - 1)
+    h = np.diff(np.asarray(x, dtype=float))[:, None, None]  # (n − 1, 1, 1) element lengths
     Pi = modes.reshape(n, 6, m)
-    xi = _GAUSS_X
-    dN = np.stack([6 * xi**2 - 6 * xi, h * (1 - 4 * xi + 3 * xi**2), 6 * xi - 6 * xi**2,
-                   h * (3 * xi**2 - 2 * xi)], axis=1) / h  # (5, 4): d/dx of the Hermite set
-    a = np.repeat((Pi[1:, _TX] - Pi[:-1, _TX]) / h, xi.size, axis=0)  # (P, m)
-    d = np.repeat((Pi[1:, _RX] - Pi[:-1, _RX]) / h, xi.size, axis=0)
+    xi = _GAUSS_X[None, :, None]
+    a = np.broadcast_to((Pi[1:, _TX] - Pi[:-1, _TX])[:, None] / h, (n - 1, xi.size, m))
+    d = np.broadcast_to((Pi[1:, _RX] - Pi[:-1, _RX])[:, None] / h, (n - 1, xi.size, m))
 
     def slope(t: int, r: int, sign: float) -> np.ndarray:
-        """(P, m) the derivative of the transverse displacement ``t`` (rotation ``r``)."""
-        ends = np.stack([Pi[:-1, t], sign * Pi[:-1, r], Pi[1:, t], sign * Pi[1:, r]], axis=1)
-        return np.einsum("gk,ekm->egm", dN, ends).reshape(-1, m)
+        """(n − 1, 5, m) the derivative of the transverse displacement ``t`` (rotation
+        ``r``) at the Gauss points of each element: the Hermite set's derivatives."""
+        v1, v2 = Pi[:-1, t][:, None], Pi[1:, t][:, None]
+        r1, r2 = sign * Pi[:-1, r][:, None], sign * Pi[1:, r][:, None]
+        return ((6 * xi**2 - 6 * xi) * (v1 - v2) / h + (1 - 4 * xi + 3 * xi**2) * r1
+                + (3 * xi**2 - 2 * xi) * r2)
 
     b, c = slope(_TY, _RZ, 1.0), slope(_TZ, _RY, -1.0)
-    return _stiffening_tensors(a, b, c, d, EA * h * np.tile(_GAUSS_W, n - 1), polar_radius_sq)
+    w = EA * h[:, :, 0] * _GAUSS_W[None, :]
+    return _stiffening_tensors(*(s.reshape(-1, m) for s in (a, b, c, d)), w.ravel(),
+                               polar_radius_sq)
 
 
 def _stiffening_tensors(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,

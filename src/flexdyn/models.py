@@ -275,9 +275,11 @@ def spinup_beam(
     n_bending, n_axial : numbers of bending and stretch modes.
     hub_inertia : optional rigid hub inertia about the pin (kg m²); 0 in the paper.
     name : model name.
-    basis : ``"lumped"`` (default) or ``"natural"``: the paper's natural-mode basis (the
+    basis : ``"lumped"`` (default), ``"natural"``: the paper's natural-mode basis (the
         continuous cantilever's eigenfunctions, mass lumped at ``n_elements + 1``
-        Gauss–Lobatto points; :func:`~flexdyn.beam.beam_modes`).
+        Gauss–Lobatto points), or ``"finite"``: its finite-element basis (consistent-mass
+        elements; the paper's spin-up uses ``n_elements=1``, whose two bending and one
+        stretch mode are all the element has); see :func:`~flexdyn.beam.beam_modes`.
 
     Returns
     -------
