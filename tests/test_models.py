@@ -228,3 +228,65 @@ def test_energies_match(builder, fidelity):
     assert V == pytest.approx(fd.potential_energy(m, q, fidelity), rel=1e-12, abs=1e-12)
     M = fd.mass_matrix(m, q, fidelity)
     assert T == pytest.approx(0.5 * u @ M @ u, rel=1e-10)
+
+
+def test_shuttle_arm_matches_table_2():
+    """Damaren & Sharf's Shuttle arm: Table 2's masses, the booms' stiffnesses (the upper
+    boom's first cantilever frequency is the paper's 37.2 rad/s), six modes per boom, the
+    rigid links' pitch inertia about their joints."""
+    model = fd.models.shuttle_arm()
+    assert model.names == ("shoulder_yaw", "upper_boom", "lower_boom", "wrist_pitch",
+                           "wrist_yaw", "wrist_roll", "payload")
+    masses = [b.total_mass for b in model.bodies]
+    np.testing.assert_allclose(masses, [95.0, 138.0, 85.0, 8.0, 44.0, 41.0, 15000.0],
+                               rtol=1e-12)
+    assert list(model.n_modes) == [0, 6, 6, 0, 0, 0, 0] and model.nu == 18
+    upper = fd.models.modal_frequencies(model)[1] * 2 * np.pi
+    assert upper[0] == pytest.approx(37.2, abs=0.05)
+    # wrist pitch link: 8 kg, 0.5 m, 0.76 kg m² about its joint (Table 2)
+    link = model.bodies[3]
+    assert link.inertia[1, 1] + link.mass * 0.25**2 == pytest.approx(0.76, rel=1e-12)
+    assert all(b.K1 is not None for b in model.bodies[1:3])
+
+
+def test_shuttle_maneuvers():
+    """Maneuver I: the torques are the inverse dynamics of Eq 33's profile for the rigid arm
+    — checked against an arm built of rigid bodies with the booms' mass properties (rods:
+    ``m l²/3`` about the joint, Table 2); maneuver II: Eq 34's step torques."""
+    model = fd.models.shuttle_arm()
+    tau, T = fd.models.shuttle_maneuver(model, "I-f")
+    assert T == 20.0
+    builder = fd.ModelBuilder("rigid shuttle arm")
+    parent, length = None, 0.0
+    for name, L, m, j_roll, j_end, axis in fd.models.SHUTTLE_LINKS:
+        joint = {"type": "revolute", "axis": list(axis)}
+        if parent is not None:
+            joint["placement"] = {"translation": [length, 0.0, 0.0]}
+        j_com = j_end - m * (L / 2) ** 2
+        builder.add_body(name, parent, joint=joint,
+                         rigid={"mass": m, "com": [L / 2, 0.0, 0.0],
+                                "inertia": np.diag([j_roll, j_com, j_com]).tolist()})
+        parent, length = name, L
+    m_p, j_r, j_p, j_y = fd.models.SHUTTLE_PAYLOAD
+    builder.add_body("payload", parent, joint={"type": "fixed", "placement": {
+        "translation": [length, 0.0, 0.0]}}, rigid={"mass": m_p, "com": [0.0, 0.0, 0.0],
+                                                    "inertia": np.diag([j_r, j_p, j_y]).tolist()})
+    rigid = builder.build()
+    u_joints = [int(model.u_start[i]) for i in range(6)]
+    for t in (2.0, 7.5, 13.0):
+        theta = 0.4 * (t / T - np.sin(2 * np.pi * t / T) / (2 * np.pi))
+        rate = 0.4 * (1 - np.cos(2 * np.pi * t / T)) / T
+        accel = 0.4 * 2 * np.pi / T * np.sin(2 * np.pi * t / T) / T
+        expected = fd.inverse_dynamics(rigid, np.full(6, theta), np.full(6, rate),
+                                       np.full(6, accel))
+        np.testing.assert_allclose(tau(t, None, None)[u_joints], expected, rtol=2e-3,
+                                   atol=1e-6 * np.abs(expected).max())
+    assert not np.any(tau(T, None, None))
+    step, T = fd.models.shuttle_maneuver(model, "II-s")
+    np.testing.assert_allclose(step(29.0, None, None)[u_joints],
+                               [200.0, 350.0, 200.0, 100.0, 50.0, 1.0])
+    assert not np.any(step(30.0, None, None))
+    with pytest.raises(ValueError, match="unknown maneuver 'III'"):
+        fd.models.shuttle_maneuver(model, "III")
+    with pytest.raises(ValueError, match="six revolute joints"):
+        fd.models.shuttle_maneuver(fd.models.two_link_arm(), "I-f")

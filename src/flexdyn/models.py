@@ -1,5 +1,5 @@
 """Built-in example models: a planar two-link flexible arm, a spacecraft with two flexible
-appendages and the Damaren & Sharf spin-up beam.
+appendages, and Damaren & Sharf's spin-up beam and Shuttle arm.
 
 Every builder returns a :class:`~flexdyn.chain.Model` whose flexible bodies are straight
 uniform beams discretised by :func:`flexdyn.beam.beam_modes` (lumped-mass Euler–Bernoulli
@@ -27,7 +27,7 @@ import scipy.linalg
 
 from .beam import beam_modes
 from .chain import Model, ModelBuilder, load_model
-from .dynamics import mass_matrix
+from .dynamics import inverse_dynamics, mass_matrix
 from .joints import JOINT_KINDS, FixedJoint, RevoluteJoint
 
 __all__ = [
@@ -36,6 +36,8 @@ __all__ = [
     "list_builtin_models",
     "modal_frequencies",
     "rigid_hub_inertia",
+    "shuttle_arm",
+    "shuttle_maneuver",
     "slew_torque",
     "spacecraft",
     "spinup_beam",
@@ -429,6 +431,140 @@ def slew_torque(model: Model, duration: float = 2.0, angle: float = 0.5
         return out
 
     return tau
+
+
+# ----------------------------------------------------------------------------------------------
+# Damaren & Sharf's Shuttle arm (Sec 4.2)
+# ----------------------------------------------------------------------------------------------
+#: Table 2: per link (name, length m, mass kg, J_roll, J_pitch = J_yaw kg m² about the joint
+#: end, joint axis in the body frame)
+SHUTTLE_LINKS = (
+    ("shoulder_yaw", 0.9, 95.0, 0.2, 25.75, (0.0, 0.0, 1.0)),
+    ("upper_boom", 6.4, 138.0, 0.4, 1884.36, (0.0, 1.0, 0.0)),
+    ("lower_boom", 7.0, 85.0, 0.4, 1388.53, (0.0, 1.0, 0.0)),
+    ("wrist_pitch", 0.5, 8.0, 0.2, 0.76, (0.0, 1.0, 0.0)),
+    ("wrist_yaw", 0.8, 44.0, 0.2, 9.49, (0.0, 0.0, 1.0)),
+    ("wrist_roll", 0.6, 41.0, 0.2, 5.02, (1.0, 0.0, 0.0)),
+)
+#: Table 2: the payload (kg; kg m² about its centre of mass: roll, pitch, yaw)
+SHUTTLE_PAYLOAD = (15000.0, 30000.0, 515000.0, 515000.0)
+#: Table 2: the booms' stiffnesses EI (both planes), GJ (N m²) and EA (N)
+SHUTTLE_BOOM_STIFFNESS = (4.046e6, 2.040e6, 2.790e9)
+#: Eq 34: the step torques of maneuver II-f (N m); II-s takes a tenth
+SHUTTLE_STEP_TORQUES = np.array([2.0, 3.5, 2.0, 1.0, 0.5, 0.01]) * 1e3
+
+
+def shuttle_arm(*, basis: str = "natural", n_elements: int = 10,
+                name: str = "shuttle_arm") -> Model:
+    """Damaren & Sharf's six-joint arm modelled after the Space Shuttle's (Sec 4.2, Table 2).
+
+    The shuttle is the fixed ground. Six bodies in a chain, each on a revolute joint at the
+    end of the previous one, all lying along their body x axes in the reference
+    configuration (every joint angle zero: the arm stretched straight out along the
+    inertial x axis): shoulder yaw (about z), the upper boom on shoulder pitch (y), the
+    lower boom on the elbow (y), wrist pitch (y), wrist yaw (z), wrist roll (x), and the
+    payload on a fixed joint at the end of the wrist. The two booms are flexible uniform
+    beams (Table 2's EI in both planes, GJ, EA; mass per length ``m/l``, polar inertia per
+    length ``J_roll/l``) with the paper's six modes each: two bending modes in each plane,
+    one stretch and one torsion mode, in ``basis`` (:func:`~flexdyn.beam.beam_modes`;
+    ``"natural"``, the paper's choice for Table 3, by default). The other links are rigid.
+
+    What Table 2 does not say and this model assumes: the joint axes above (the usual
+    shoulder yaw–pitch, elbow pitch, wrist pitch–yaw–roll sequence); each rigid link a rod
+    from its joint along x (centre of mass at ``l/2``) whose pitch and yaw inertias are
+    Table 2's about the joint end (they match ``m l²/3``) and roll inertia Table 2's about
+    the axis; the payload's centre of mass at the wrist's end, with Table 2's inertias about
+    it. The upper boom's first cantilever frequency is 37.19 rad/s, as the paper's 37.2; the
+    lower boom's, from the same data, is 41.4 rad/s where the paper quotes 34.5 (the table
+    does not reproduce it).
+
+    Returns
+    -------
+    Model with bodies ``shoulder_yaw``, ``upper_boom``, ``lower_boom``, ``wrist_pitch``,
+    ``wrist_yaw``, ``wrist_roll``, ``payload``; ``q`` = the six joint angles, each boom's
+    six modal coordinates after its joint's angle.
+    """
+    EI, GJ, EA = SHUTTLE_BOOM_STIFFNESS
+    builder = ModelBuilder(name, gravity=(0.0, 0.0, 0.0))
+    parent, parent_length, parent_nodes = None, 0.0, 0
+    for link, length, mass, j_roll, j_end, axis in SHUTTLE_LINKS:
+        joint: dict = {"type": "revolute", "axis": list(axis)}
+        if parent is not None:
+            if parent_nodes:
+                joint["parent_node"] = parent_nodes - 1
+            else:
+                joint["placement"] = {"translation": [parent_length, 0.0, 0.0]}
+        if link.endswith("boom"):
+            beam = beam_modes(length, mass / length, EI_y=EI, EI_z=EI, EA=EA, GJ=GJ,
+                              polar_inertia_per_length=j_roll / length, n_elements=n_elements,
+                              n_modes={"transverse_y": 2, "transverse_z": 2, "axial": 1,
+                                       "torsion": 1}, basis=basis)
+            builder.add_body(link, parent, joint=joint, flex=beam.to_flex_dict())
+            parent_nodes = beam.n_nodes
+        else:
+            j_com = j_end - mass * (length / 2) ** 2
+            builder.add_body(link, parent, joint=joint,
+                             rigid={"mass": mass, "com": [length / 2, 0.0, 0.0],
+                                    "inertia": np.diag([j_roll, j_com, j_com]).tolist()})
+            parent_nodes = 0
+        parent, parent_length = link, length
+    m_p, j_r, j_p, j_y = SHUTTLE_PAYLOAD
+    builder.add_body("payload", parent,
+                     joint={"type": "fixed", "placement": {"translation": [parent_length, 0.0,
+                                                                           0.0]}},
+                     rigid={"mass": m_p, "com": [0.0, 0.0, 0.0],
+                            "inertia": np.diag([j_r, j_p, j_y]).tolist()})
+    return builder.build()
+
+
+def shuttle_maneuver(model: Model, maneuver: str
+                     ) -> tuple[Callable[[float, np.ndarray, np.ndarray], np.ndarray], float]:
+    """``(tau, T)``: the joint torques ``tau(t, q, u)`` of one of Damaren & Sharf's maneuvers
+    of :func:`shuttle_arm` (Eqs 33–34) and its duration ``T`` (s).
+
+    * ``"I-f"``, ``"I-s"``: every joint follows ``θ(t) = θ_d (t/T − sin(2πt/T)/(2π))``,
+      ``θ_d = 0.4`` rad, ``T`` = 20 s and 60 s; the torques are the rigid arm's inverse
+      dynamics of that motion (the model with its modes held at zero), held at zero after
+      ``T``.
+    * ``"II-f"``, ``"II-s"``: step torques, :data:`SHUTTLE_STEP_TORQUES` (a tenth for II-s)
+      for ``t < T/2``, zero after; ``T`` = 20 s and 60 s.
+    """
+    kinds = {"I-f": 20.0, "I-s": 60.0, "II-f": 20.0, "II-s": 60.0}
+    if maneuver not in kinds:
+        raise ValueError(f"unknown maneuver {maneuver!r}; expected one of {list(kinds)}")
+    T = kinds[maneuver]
+    joints = np.array([int(model.u_start[i]) for i in range(model.n_bodies)
+                       if model.nu_joint[i] == 1])
+    if joints.size != 6:
+        raise ValueError(f"shuttle_maneuver needs the six revolute joints of shuttle_arm(), "
+                         f"model {model.name!r} has {joints.size}")
+    nu = model.nu
+    if maneuver.startswith("II"):
+        steps = SHUTTLE_STEP_TORQUES * (1.0 if maneuver == "II-f" else 0.1)
+
+        def step(t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+            out = np.zeros(nu)
+            if t < T / 2:
+                out[joints] = steps
+            return out
+
+        return step, T
+    theta_d, w = 0.4, 2 * np.pi / T
+    q_joints = np.array([int(model.q_start[i]) for i in range(model.n_bodies)
+                         if model.nu_joint[i] == 1])
+    q, u, udot = model.neutral_configuration(), np.zeros(nu), np.zeros(nu)
+
+    def rigid_inverse_dynamics(t: float, _q: np.ndarray, _u: np.ndarray) -> np.ndarray:
+        out = np.zeros(nu)
+        if t >= T:
+            return out
+        q[q_joints] = theta_d * (t / T - np.sin(w * t) / (2 * np.pi))
+        u[joints] = theta_d * (1 - np.cos(w * t)) / T
+        udot[joints] = theta_d * w * np.sin(w * t) / T
+        out[joints] = inverse_dynamics(model, q, u, udot, fidelity="full")[joints]
+        return out
+
+    return rigid_inverse_dynamics, T
 
 
 BUILTIN_MODELS: dict[str, Callable[[], Model]] = {
