@@ -478,15 +478,16 @@ class _Ode:
         if not t.size:
             return {"q": q, "u": u, "tau": np.zeros((0, nu)), "udot": np.zeros((0, nu)),
                     "f_ext": None}
-        if self.unforced:
-            udot = forward_dynamics(model, q, u, None, method=self.method,
-                                    fidelity=self.fidelity, backend=self.backend)
-            return {"q": q, "u": u, "tau": np.zeros((t.size, nu)), "udot": udot, "f_ext": None}
         rows = []
         for tk, qk, uk in zip(t, q, u, strict=True):
             s = self.loads(float(tk), np.concatenate([qk, uk]))
-            udot, T = self.accelerations(s.q, s.u, s.tau if s.g is None else s.tau + s.g,
-                                         s.f_ext, s.udot_known)
+            tau = s.tau if s.g is None else s.tau + s.g
+            if self.derivative is not None:  # the entry the integration compiled
+                udot = self.derivative(float(tk), np.concatenate([s.q, s.u]), tau,
+                                       s.f_ext)[model.nq:model.nq + nu]
+                T = tau
+            else:
+                udot, T = self.accelerations(s.q, s.u, tau, s.f_ext, s.udot_known)
             rows.append((udot, T if s.g is None else T - s.g, s.f_ext))
         udot, tau, f_ext = zip(*rows, strict=True)
         return {"q": q, "u": u, "tau": np.array(tau), "udot": np.array(udot),
