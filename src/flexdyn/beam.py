@@ -435,7 +435,6 @@ def beam_modes(
     eigvals: list[np.ndarray] = []
     vectors: list[np.ndarray] = []
     group_ids: list[np.ndarray] = []
-    n_available = 0
     for gid, (label, enabled, local_dofs, n_rigid) in enumerate(groups):
         if not enabled:
             continue
@@ -450,35 +449,16 @@ def beam_modes(
         lam, phi_full = _group_modes(K, mass_diag, massive, massless, ndof)
         if expected_rigid:
             lam, phi_full = _drop_rigid(lam, phi_full, expected_rigid, label, ne, name)
-        n_available += lam.size
         eigvals.append(lam)
         vectors.append(phi_full)
         group_ids.append(np.full(lam.size, gid))
 
     hint = (" (torsion has no modes without polar_inertia_per_length)"
             if gj is not None and ip == 0.0 else "")
-    if nm > n_available:
-        raise ValueError(
-            f"{name}: n_modes={nm} exceeds the {n_available} elastic modes available "
-            f"with n_elements={ne}{hint}"
-        )
-
-    lam_all = np.concatenate(eigvals)
-    phi_all = np.concatenate(vectors, axis=1)
-    gid_all = np.concatenate(group_ids)
-    order = _tie_aware_order(lam_all, gid_all)
-    if families is None:
-        order = order[:nm]
-    else:
-        chosen = []
-        for family, count in families.items():
-            members = order[gid_all[order] == _FAMILIES.index(family)]
-            if count > members.size:
-                raise ValueError(f"{name}: n_modes[{family!r}]={count} exceeds the "
-                                 f"{members.size} {family} modes available with "
-                                 f"n_elements={ne} and the stiffnesses given{hint}")
-            chosen.extend(members[:count].tolist())
-        order = order[np.isin(order, chosen)]
+    lam_all = np.concatenate([np.zeros(0), *eigvals])
+    phi_all = np.concatenate([np.zeros((ndof, 0)), *vectors], axis=1)
+    gid_all = np.concatenate([np.zeros(0, dtype=int), *group_ids])
+    order = _select_modes(lam_all, gid_all, families, nm, f"{name}: ", ne, "elastic ", "", hint)
     lam_sel = lam_all[order]
     modes = phi_all[:, order]
     for i in range(nm):
@@ -596,22 +576,8 @@ def _finite_element_modes(L: float, mu: float, stiffness: dict, ip: float, ne: i
     lam_all = np.concatenate(lam_all)
     vec_all = np.concatenate(vec_all, axis=1)
     gid_all = np.concatenate(gid_all)
-    order = _tie_aware_order(lam_all, gid_all)
-    if families is None:
-        if nm > order.size:
-            raise ValueError(f"{name}: n_modes={nm} exceeds the {order.size} element modes "
-                             f"available with n_elements={ne}")
-        order = order[:nm]
-    else:
-        chosen = []
-        for family, count in families.items():
-            members = order[gid_all[order] == _FAMILIES.index(family)]
-            if count > members.size:
-                raise ValueError(f"{name}: n_modes[{family!r}]={count} exceeds the "
-                                 f"{members.size} {family} element modes available with "
-                                 f"n_elements={ne} and the stiffnesses given")
-            chosen.extend(members[:count].tolist())
-        order = order[np.isin(order, chosen)]
+    order = _select_modes(lam_all, gid_all, families, nm, f"{name}: ", ne, "element ",
+                          "element ")
     modes = Nf @ vec_all[:, order]  # eigh normalizes to the consistent mass: Πᵀ M_s Π = I
     for i in range(modes.shape[1]):
         modes[:, i] *= _sign_of(modes[:, i])
@@ -871,6 +837,29 @@ def _drop_rigid(
         )
     keep = ~rigid
     return lam[keep], phi[:, keep]
+
+
+def _select_modes(lam: np.ndarray, gid: np.ndarray, families: dict | None, nm: int,
+                  where: str, ne: int, what: str, family_what: str,
+                  hint: str = "") -> np.ndarray:
+    """Indices of the selected modes in ascending frequency (``lam`` eigenvalues, ``gid``
+    their families' indices): the ``nm`` lowest, or the lowest of each family of
+    ``families``; ``ValueError`` when there are not enough."""
+    order = _tie_aware_order(lam, gid)
+    if families is None:
+        if nm > order.size:
+            raise ValueError(f"{where}n_modes={nm} exceeds the {order.size} {what}modes "
+                             f"available with n_elements={ne}{hint}")
+        return order[:nm]
+    chosen = []
+    for family, count in families.items():
+        members = order[gid[order] == _FAMILIES.index(family)]
+        if count > members.size:
+            raise ValueError(f"{where}n_modes[{family!r}]={count} exceeds the {members.size} "
+                             f"{family} {family_what}modes available with n_elements={ne} "
+                             f"and the stiffnesses given{hint}")
+        chosen.extend(members[:count].tolist())
+    return order[np.isin(order, chosen)]
 
 
 #: the mode families of :func:`beam_modes` by group index (the order of its groups)
