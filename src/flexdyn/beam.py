@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -376,23 +376,16 @@ def beam_modes(
     if ea is None and gj is None and ei_y is None and ei_z is None:
         raise ValueError(f"{name}: no deformation enabled; give at least one of EI_y, EI_z, EA, GJ")
     zeta = _damping_ratios(damping_ratio, nm, name)
-    if basis == "natural":
+    if basis in _CANTILEVER_BASES:
         if boundary != "cantilever":
-            raise ValueError(f"{name}: basis='natural' has cantilever modes only, got "
+            raise ValueError(f"{name}: basis={basis!r} has cantilever modes only, got "
                              f"boundary={boundary!r}")
-        return _natural_modes(L, mu, {"transverse_y": ei_z, "transverse_z": ei_y,
-                                      "axial": ea, "torsion": gj}, ip, ne,
-                              families, nm, zeta, name)
-    if basis == "finite":
-        if boundary != "cantilever":
-            raise ValueError(f"{name}: basis='finite' has cantilever modes only, got "
-                             f"boundary={boundary!r}")
-        return _finite_element_modes(L, mu, {"transverse_y": ei_z, "transverse_z": ei_y,
-                                              "axial": ea, "torsion": gj}, ip, ne,
-                                     families, nm, zeta, name)
+        return _CANTILEVER_BASES[basis](L, mu, {"transverse_y": ei_z, "transverse_z": ei_y,
+                                                "axial": ea, "torsion": gj}, ip, ne,
+                                        families, nm, zeta, name)
     if basis != "lumped":
-        raise ValueError(f"{name}: basis={basis!r} is not one of 'lumped', 'natural', "
-                         "'finite'")
+        raise ValueError(f"{name}: basis={basis!r} is not one of 'lumped', "
+                         f"{', '.join(map(repr, _CANTILEVER_BASES))}")
 
     n_nodes = ne + 1
     h = L / ne
@@ -693,6 +686,13 @@ def _natural_modes(L: float, mu: float, stiffness: dict, ip: float, ne: int,
                      damping=np.diag(2.0 * zeta * frequencies), frequencies=frequencies,
                      geometric_stiffness_1=K1, geometric_stiffness_2=K2,
                      axial_modes=np.flatnonzero(gid_all[order] == 2))
+
+
+#: the bases of :func:`beam_modes` besides the lumped elements, by name: the builder of each
+#: (cantilever modes only; ``(L, mu, stiffness by family, ip, n_elements, families, nm,
+#: zeta, name) -> BeamModes``)
+_CANTILEVER_BASES: dict[str, Callable[..., BeamModes]] = {"natural": _natural_modes,
+                                                          "finite": _finite_element_modes}
 
 
 #: Gauss–Legendre points and weights on [0, 1], 5 points: exact to degree 9, so for the
