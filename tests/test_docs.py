@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["docs/quickstart.md", "docs/model-format.md", "docs/prescribed-motion.md"]
+PAGES = ["docs/quickstart.md", "docs/model-format.md", "docs/prescribed-motion.md",
+         "docs/closed-chains.md"]
 _BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 _WALL_TIME = re.compile(r"\d+(\.\d+)? s\b")
 

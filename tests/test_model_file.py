@@ -177,7 +177,8 @@ def file_round_trip(nd: dict, tmp_path: Path) -> dict:
 
 def test_example_normalises_with_defaults() -> None:
     nd = normalize_model_dict(example())
-    assert set(nd) == {"name", "gravity", "bodies"}
+    assert set(nd) == {"name", "gravity", "bodies", "constraints"}
+    assert nd["constraints"] == []
     assert nd["name"] == "two-link flexible arm"
     np.testing.assert_array_equal(nd["gravity"], [0, 0, -9.81])
     link1, link2 = nd["bodies"]

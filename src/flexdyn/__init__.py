@@ -9,8 +9,12 @@ linearized body model.  See ``docs/architecture.md`` for the layers of the packa
 
 from . import models
 from .chain import Model, ModelBuilder, StateEntry, load_model, save_model, state_layout
+from .closure import ClosureError
 from .dynamics import (
+    assemble,
     bias_forces,
+    closure_residuals,
+    constraint_forces,
     forward_dynamics,
     hybrid_dynamics,
     inverse_dynamics,
@@ -35,6 +39,7 @@ from .terms import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ClosureError",
     "DEFAULT_FIDELITY",
     "FIDELITIES",
     "Kinematics",
@@ -46,9 +51,12 @@ __all__ = [
     "StateEntry",
     "Velocities",
     "VelocityTerms",
+    "assemble",
     "bias_forces",
+    "closure_residuals",
     "compute_kinematics",
     "compute_velocities",
+    "constraint_forces",
     "forward_dynamics",
     "hybrid_dynamics",
     "inverse_dynamics",

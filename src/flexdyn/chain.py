@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .body import Body
+from .constraints import Closure
 from .joints import Joint, make_joint
 from .model_file import normalize_model_dict, read_model_dict, to_plain_dict, write_model_dict
 from .spatial import Transform
@@ -89,6 +90,9 @@ class Model:
     gravity : array (3,), m/s², in the inertial frame.
     nq, nu : int — sizes of ``q`` and ``u``.
     n_modes : int array (n_bodies,)
+    constraints : tuple of :class:`~flexdyn.constraints.Closure` — the loop closures (the
+        model file's ``constraints``; empty for a tree).
+    n_constraints : int — their number of constraint rows ``n_c``.
     """
 
     def __init__(self, spec: Mapping[str, Any]):
@@ -121,6 +125,8 @@ class Model:
         self.u_start = _frozen(np.concatenate([[0], np.cumsum(nuj + self.n_modes)])[:-1], int)
         self.nq = int(np.sum(nqj + self.n_modes))
         self.nu = int(np.sum(nuj + self.n_modes))
+        self.constraints: tuple[Closure, ...] = tuple(_closure(c) for c in nd["constraints"])
+        self.n_constraints = sum(c.n_rows for c in self.constraints)
 
     # -- construction / files ----------------------------------------------------------------
     @classmethod
@@ -273,6 +279,16 @@ class Model:
         )
 
 
+def _closure(c: Mapping[str, Any]) -> Closure:
+    """A :class:`Closure` from a normalised ``constraints`` entry."""
+    endpoints = ("name", "type", "body", "node", "point", "other_body", "other_node",
+                 "other_point")
+    return Closure(name=c["name"], kind=c["type"], body=c["body"], node=c["node"],
+                   point=c["point"], other_body=c["other_body"], other_node=c["other_node"],
+                   other_point=c["other_point"],
+                   params={k: v for k, v in c.items() if k not in endpoints})
+
+
 class ModelBuilder:
     """Python builder for models: ``ModelBuilder("arm").add_body(...).build()``.
 
@@ -297,6 +313,20 @@ class ModelBuilder:
         if flex is not None:
             body["flex"] = dict(flex)
         self._d["bodies"].append(body)
+        return self
+
+    def add_constraint(self, name: str, type: str, body: str, other_body: str | None = None,
+                       **keys: Any) -> ModelBuilder:
+        """Append a loop closure (``docs/model-format.md``, ``constraints``); returns the
+        builder.
+
+        ``type`` is a kind of :data:`flexdyn.constraints.CONSTRAINT_KINDS`; ``body`` and
+        ``other_body`` (None: the ground) are body names; ``keys`` are the entry's other
+        keys: ``node`` or ``point``, ``other_node`` or ``other_point``, and the kind's own
+        (``axis``, ``other_axis``, ``rotation``, ``direction``, ``normal``).
+        """
+        entry = {"name": name, "type": type, "body": body, "other_body": other_body, **keys}
+        self._d.setdefault("constraints", []).append(entry)
         return self
 
     def build(self) -> Model:

@@ -52,6 +52,7 @@ from .articulated_body import (
     articulated_forward_dynamics_split,
 )
 from .chain import Model, numeric_array
+from .closure import ClosureError, ClosureTerms, closed_chain_accelerations, closure_terms
 from .composite_body import composite_forward_dynamics, crba
 from .engine import Engine, kernels
 from .hybrid import hybrid_dynamics as _hybrid
@@ -61,6 +62,10 @@ from .terms import DEFAULT_FIDELITY, FIDELITIES, PositionTerms, check_fidelity, 
 
 __all__ = [
     "BACKENDS",
+    "assemble",
+    "closed_chain",
+    "closure_residuals",
+    "constraint_forces",
     "FORWARD_METHODS",
     "batched",
     "bias_forces",
@@ -85,6 +90,9 @@ FORWARD_METHODS: dict[str, Callable[..., np.ndarray]] = {
 BACKENDS: tuple[str, ...] = ("engine", "reference")
 #: Forward-dynamics methods the compiled engine runs (the others run the reference).
 ENGINE_METHODS = frozenset({"articulated", "articulated-split", "composite"})
+
+#: the largest change of any coordinate in one step of :func:`assemble` (rad or m)
+ASSEMBLY_STEP = 0.5
 
 _ENGINES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _ENGINES_LOCK = threading.Lock()
@@ -201,9 +209,10 @@ def _on_engine(arguments: dict) -> bool:
 
 def _forward_op(arguments: dict) -> str | None:
     """The engine operation of a forward-dynamics batch: its method (None: not on the
-    engine)."""
+    engine, or a closed chain, whose batch runs the loop)."""
     method = arguments.get("method", "articulated")
-    ok = isinstance(method, str) and method in ENGINE_METHODS and _on_engine(arguments)
+    ok = (isinstance(method, str) and method in ENGINE_METHODS and _on_engine(arguments)
+          and not arguments["model"].constraints)
     return method if ok else None
 
 
@@ -395,23 +404,155 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
     backend : ``"engine"`` (compiled, default) or ``"reference"`` (numpy); see the module
         notes on which calls the engine runs.
     """
-    if f_ext is None and not f_nodes and backend == "engine":
+    if f_ext is None and not f_nodes and backend == "engine" and not model.constraints:
         udot = _forward_on_engine(model, q, u, tau, method, fidelity)
         if udot is not None:
             return udot
     _check_backend(backend)
-    algorithm = FORWARD_METHODS.get(method) if isinstance(method, str) else None
-    if algorithm is None:
+    if not isinstance(method, str) or method not in FORWARD_METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {tuple(FORWARD_METHODS)}")
     q, u, tau = model.check_state(q, u, tau=np.zeros(model.nu) if tau is None else tau)
     f_ext = check_external_forces(model, f_ext)
+    udot = _tree_forward_dynamics(model, q, u, tau, method, fidelity, f_ext, f_nodes, backend)
+    if model.constraints:
+        udot = closed_chain(model, q, u, udot, fidelity, backend)[0]
+    return _finite(udot, "u̇")
+
+
+def _tree_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
+                           method: str, fidelity: str, f_ext: np.ndarray | None, f_nodes,
+                           backend: str) -> np.ndarray:
+    """The tree's accelerations ``u̇_f`` (closures left out) for validated inputs."""
     if _for_engine(backend, q, u, tau, f_ext) and method in ENGINE_METHODS and not f_nodes:
-        run = _cached_engine(model, fidelity)
-        return _finite(run.forward_dynamics(q, u, tau, f_ext, method), "u̇")
+        return _cached_engine(model, fidelity).forward_dynamics(q, u, tau, f_ext, method)
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
-        return _finite(algorithm(model, pos, vel, tau + g, f_ext), "u̇")
+        return FORWARD_METHODS[method](model, pos, vel, tau + g, f_ext)
+
+
+def closed_chain(model: Model, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarray,
+                 fidelity: str = DEFAULT_FIDELITY, backend: str = "engine", rate: float = 0.0
+                 ) -> tuple[np.ndarray, np.ndarray, ClosureTerms]:
+    """``(u̇, λ, terms)``: the closed chain's accelerations (nu,), closure forces (n_c,) and
+    closure terms at a validated state, from the tree's accelerations ``u̇_f``
+    (:func:`flexdyn.closure.closed_chain_accelerations`; ``Y = M⁻¹ Jᵀ`` on the engine's
+    block sweeps or the reference's, Lemma 4).  ``rate``: Baumgarte's ``ω`` (1/s)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        pos, vel = state_terms(model, q, u, fidelity)
+        terms = closure_terms(model, pos, vel, u)
+        if _for_engine(backend, q, u):
+            Y = _cached_engine(model, fidelity).apply_mass_matrix_inverse(q, terms.J.T)
+        else:
+            Y = apply_mass_matrix_inverse(model, pos, terms.J.T)
+        udot, lam = closed_chain_accelerations(model, terms, udot_tree, Y, u, rate)
+    return udot, lam, terms
+
+
+@batched("u", "tau")
+def constraint_forces(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None = None,
+                      method: str = "articulated", fidelity: str = DEFAULT_FIDELITY,
+                      f_ext: np.ndarray | None = None, f_nodes=None,
+                      backend: str = "engine") -> np.ndarray:
+    """The closure forces ``λ`` (n_c,) of a closed chain: ``M u̇ + Jᵀ λ = τ − C`` with
+    ``J u̇ = −J̇ u`` (Jain & Rodriguez Sec VIII; :mod:`flexdyn.closure`).
+
+    Rows follow ``model.constraints`` (``model.n_constraints`` in all; each closure's rows
+    in the order of :mod:`flexdyn.constraints`).  A point row's ``λ_i`` is the component
+    along its direction ``n_i`` (the other endpoint's frame turned to inertial axes) of the
+    force (N) that endpoint A exerts on endpoint B through the closure, ``−λ_i n_i`` acting
+    on A; an orientation row's is likewise a moment (N m).  Arguments as for
+    :func:`forward_dynamics`; ``q`` (nq,) or a batch (B, nq).
+
+    Raises :class:`~flexdyn.closure.ClosureError` (a ``ValueError``) naming redundant or
+    singular closures, ``ValueError`` for a model without closures.
+    """
+    _check_backend(backend)
+    if not model.constraints:
+        raise ValueError(f"constraint_forces: model {model.name!r} has no loop closures "
+                         "(its 'constraints' list is empty)")
+    if not isinstance(method, str) or method not in FORWARD_METHODS:
+        raise ValueError(f"unknown method {method!r}; expected one of {tuple(FORWARD_METHODS)}")
+    q, u, tau = model.check_state(q, u, tau=np.zeros(model.nu) if tau is None else tau)
+    f_ext = check_external_forces(model, f_ext)
+    udot = _tree_forward_dynamics(model, q, u, tau, method, fidelity, f_ext, f_nodes, backend)
+    return _finite(closed_chain(model, q, u, udot, fidelity, backend)[1], "λ")
+
+
+def closure_residuals(model: Model, q: np.ndarray, u: np.ndarray | None = None,
+                      fidelity: str = DEFAULT_FIDELITY) -> tuple[np.ndarray, np.ndarray]:
+    """How far ``(q, u)`` is from satisfying the closures: ``(g, ġ = J u)``, (n_c,) each
+    (m and rad; m/s and rad/s), rows as in :func:`constraint_forces`; ``u`` None: zero."""
+    q, u = model.check_state(q, np.zeros(model.nu) if u is None else u)
+    pos, vel = state_terms(model, q, u, fidelity)
+    terms = closure_terms(model, pos, vel, u)
+    return terms.g, terms.J @ u
+
+
+def assemble(model: Model, q: np.ndarray | None = None, u: np.ndarray | None = None, *,
+             fixed: tuple[str, ...] | list[str] = (), fidelity: str = DEFAULT_FIDELITY,
+             tol: float = 1e-12, max_iterations: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """Assemble the closures: the state ``(q, u)`` nearest a guess that satisfies them.
+
+    Gauss–Newton on ``g(q) = 0`` over the joint coordinates of the bodies not in ``fixed``
+    (their modal coordinates and the fixed bodies' joints keep their values): each step is
+    the least-squares, minimum-norm ``δu`` of ``J_free δu = −g``, shortened to at most
+    :data:`ASSEMBLY_STEP` in every entry and applied as ``q ← q + Γ(q) δu`` (quaternions
+    renormalised).  The speeds are then projected the same
+    way onto ``J u = 0`` (the free joints' speeds change least).
+
+    Parameters
+    ----------
+    q : (nq,) the guess (default the neutral configuration);  u : (nu,) or None (zero).
+    fixed : names of bodies whose joint coordinates and speeds are held (drivers, e.g. a
+        crank angle).
+    tol : the largest residual accepted, ``max |g|`` (m, rad) and ``max |J u|``.
+
+    Raises
+    ------
+    ClosureError
+        Naming the closures and their residuals when the iteration does not reach ``tol``
+        (the closures cannot be assembled from this guess: out of reach, or over-
+        constrained by ``fixed``).
+    """
+    q = model.neutral_configuration() if q is None else q
+    q, u = model.check_state(q, np.zeros(model.nu) if u is None else u)
+    q, u = np.array(q, dtype=float), np.array(u, dtype=float)
+    if not model.constraints:
+        raise ValueError(f"assemble: model {model.name!r} has no loop closures")
+    free = np.zeros(model.nu, dtype=bool)
+    for i in range(model.n_bodies):
+        if model.names[i] not in fixed:
+            s = int(model.u_start[i])
+            free[s:s + int(model.nu_joint[i])] = True
+    unknown = [name for name in fixed if name not in model.names]
+    if unknown:
+        raise ValueError(f"assemble: fixed names unknown bodies {unknown}; bodies are "
+                         f"{list(model.names)}")
+
+    def residual(q: np.ndarray, u: np.ndarray) -> ClosureTerms:
+        pos, vel = state_terms(model, q, u, fidelity)
+        return closure_terms(model, pos, vel, u)
+
+    for _ in range(max_iterations):
+        terms = residual(q, u)
+        if np.max(np.abs(terms.g)) <= tol:
+            break
+        du = np.zeros(model.nu)
+        du[free] = -np.linalg.lstsq(terms.J[:, free], terms.g, rcond=None)[0]
+        du *= min(1.0, ASSEMBLY_STEP / max(float(np.max(np.abs(du))), 1e-300))
+        q = model.normalize_configuration(q + model.Gamma(q) @ du)
+    else:
+        terms = residual(q, u)
+    if np.max(np.abs(terms.g)) > tol:
+        worst = {model.constraints[k].name: float(np.max(np.abs(terms.g[terms.owner == k])))
+                 for k in range(len(model.constraints))}
+        raise ClosureError("assemble: the closures cannot be assembled from this guess "
+                           f"(residuals after {max_iterations} iterations: "
+                           + ", ".join(f"{n!r} {r:.3g}" for n, r in worst.items())
+                           + "); try another guess or fewer fixed bodies")
+    u[free] -= np.linalg.lstsq(terms.J[:, free], terms.J @ u, rcond=None)[0]
+    return q, u
 
 
 @batched("u", "udot", engine_op=_plain_op("inverse"))
@@ -478,6 +619,10 @@ def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray 
         realise the motion (feedforward joint torques, modal loads).
     """
     _check_backend(backend)
+    if model.constraints:
+        raise ValueError(f"hybrid_dynamics: model {model.name!r} has loop closures "
+                         f"({', '.join(c.name for c in model.constraints)}); prescribed motion "
+                         "of a closed chain is not supported yet")
     mask = np.asarray(prescribed)
     if mask.dtype != bool or mask.shape != (model.nu,):
         raise ValueError(f"prescribed must be a boolean array of shape ({model.nu},), got "

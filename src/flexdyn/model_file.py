@@ -23,7 +23,11 @@ Normalised structure
                            "child_placement": {"rotation": (3, 3), "translation": (3,)}},
                  "rigid": {"mass": float, "com": (3,), "inertia": (3, 3)},
                  "flex": {"nodes": (n, 3), "node_masses": (n,), "node_inertias": (n, 3, 3),
-                          "modes": (6n, m), "stiffness": (m, m), "damping": (m, m)}}, ...]}
+                          "modes": (6n, m), "stiffness": (m, m), "damping": (m, m)}}, ...],
+     "constraints": [{"name": str, "type": str, "body": int, "node": int or None,
+                      "point": (3,) or None, "other_body": int (-1 for ground),
+                      "other_node": int or None, "other_point": (3,) or None,
+                      <the kind's keys>: (3,) or (3, 3)}, ...]}
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from .constraints import CONSTRAINT_KINDS
 from .files import read_text, write_atomically
 from .joints import JOINT_DIMENSIONS, JOINT_KINDS
 
@@ -60,7 +65,7 @@ _AXIS_TYPES, _AXES_TYPES, _PITCH_TYPES = (
     for key in ("axis", "axes", "pitch")
 )
 
-_TOP_KEYS = ("format", "version", "name", "gravity", "bodies")
+_TOP_KEYS = ("format", "version", "name", "gravity", "bodies", "constraints")
 _BODY_KEYS = ("name", "parent", "joint", "rigid", "flex")
 _JOINT_KEYS = (
     "type",
@@ -72,6 +77,11 @@ _JOINT_KEYS = (
     "placement",
     "child_placement",
 )
+#: keys of a ``constraints`` entry: the endpoints, then every closure kind's own keys
+_ENDPOINT_KEYS = ("name", "type", "body", "node", "point", "other_body", "other_node",
+                  "other_point")
+_CONSTRAINT_KEYS = (*_ENDPOINT_KEYS,
+                    *dict.fromkeys(k for kind in CONSTRAINT_KINDS.values() for k in kind.keys))
 _ROTATION_KEYS = ("rotation", "axis_angle", "quaternion", "euler")
 _PLACEMENT_KEYS = (*_ROTATION_KEYS, "translation")
 _RIGID_KEYS = ("mass", "com", "inertia")
@@ -650,7 +660,105 @@ def normalize_model_dict(d: Mapping) -> dict:
                 f"{labels[i]}: has no mass, no rotary inertia and no children; a body without "
                 "inertia must carry other bodies (rigid.mass + sum of flex.node_masses is 0)"
             )
-    return {"name": name, "gravity": gravity, "bodies": bodies}
+    constraints = _constraints(d.get("constraints"), names, name_index, bodies)
+    return {"name": name, "gravity": gravity, "bodies": bodies, "constraints": constraints}
+
+
+# ---------------------------------------------------------------------------------------------
+# loop closures
+# ---------------------------------------------------------------------------------------------
+
+
+def _closure_body(path: str, value: Any, names: dict[str, int], ground: bool) -> int:
+    """Resolve an endpoint's body (a name, or an index in normalised dicts); -1 for the
+    ground where ``ground`` allows null."""
+    if value is None and ground:
+        return -1
+    if isinstance(value, str) and value in names:
+        return names[value]
+    if _is_int(value) and (-1 if ground else 0) <= int(value) < len(names):
+        return int(value)
+    raise ValueError(f"{path} must be the name of a body{' or null (the ground)' if ground else ''}"
+                     f", got {_describe(value)}; known bodies: "
+                     + ", ".join(f'"{n}"' for n in names))
+
+
+def _endpoint(path: str, entry: Mapping, prefix: str, body: int, bodies: Sequence[Mapping],
+              labels: Sequence[str]) -> tuple[int | None, np.ndarray | None]:
+    """``(node, point)`` of one endpoint: exactly one of ``node`` (an index into the body's
+    nodes; not on the ground) and ``point`` (3,)."""
+    node_key, point_key = f"{prefix}node", f"{prefix}point"
+    node, point = entry.get(node_key), entry.get(point_key)
+    if (node is None) == (point is None):
+        raise ValueError(f"{path} needs exactly one of {node_key!r} (a node index) and "
+                         f"{point_key!r} (a point [x, y, z])")
+    if node is not None:
+        if body < 0:
+            raise ValueError(f"{path}.{node_key}: the ground has no nodes; give {point_key!r} "
+                             "in inertial coordinates")
+        n_nodes = bodies[body]["flex"]["nodes"].shape[0]
+        return _index(f"{path}.{node_key}", node, n_nodes, labels[body]), None
+    return None, _array(f"{path}.{point_key}", point, (3,))
+
+
+def _constraints(raw: Any, names: Sequence[str], name_index: dict[str, int],
+                 bodies: Sequence[Mapping]) -> list[dict[str, Any]]:
+    """Parse the top-level ``constraints`` list (loop closures, ``docs/model-format.md``)."""
+    if raw is None:
+        return []
+    if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Sequence):
+        raise ValueError(f"model: constraints must be a list of closures, got {_describe(raw)}")
+    labels = [f'body "{n}"' for n in names]
+    out: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for k, entry in enumerate(raw):
+        path = f"constraints[{k}]"
+        entry = _mapping(path, entry)
+        cname = _required(path, entry, "name")
+        if not isinstance(cname, str) or not cname:
+            raise ValueError(f"{path}: name must be a non-empty string, got {_describe(cname)}")
+        if cname in seen:
+            raise ValueError(f'{path} "{cname}": name is a duplicate of constraints[{seen[cname]}]')
+        seen[cname] = k
+        path = f'{path} "{cname}"'
+        _mapping(path, entry, _CONSTRAINT_KEYS)
+        ctype = _required(path, entry, "type")
+        kind = CONSTRAINT_KINDS.get(ctype) if isinstance(ctype, str) else None
+        if kind is None:
+            raise ValueError(f"{path}: type must be one of {', '.join(CONSTRAINT_KINDS)}, got "
+                             f"{_describe(ctype)}")
+        body = _closure_body(f"{path}: body", _required(path, entry, "body"), name_index, False)
+        other = _closure_body(f"{path}: other_body", entry.get("other_body"), name_index, True)
+        if other == body:
+            raise ValueError(f"{path}: body and other_body are the same body "
+                             f'"{names[body]}"; a closure joins two bodies (or one and the ground)')
+        node, point = _endpoint(path, entry, "", body, bodies, labels)
+        other_node, other_point = _endpoint(path, entry, "other_", other, bodies, labels)
+        params: dict[str, Any] = {}
+        for key in _CONSTRAINT_KEYS[len(_ENDPOINT_KEYS):]:
+            value = entry.get(key)
+            if key not in kind.keys:
+                if value is not None:
+                    owners = [t for t, kd in CONSTRAINT_KINDS.items() if key in kd.keys]
+                    raise ValueError(f"{path}.{key} is not allowed for a {ctype} closure (only "
+                                     f"for {', '.join(owners)})")
+                continue
+            form, required = kind.keys[key]
+            if value is None:
+                if required:
+                    raise ValueError(f"{path}.{key} is required for a {ctype} closure")
+                continue
+            if form == "unit":
+                params[key] = _array(f"{path}.{key}", value, (3,))
+                _unit(f"{path}.{key}", params[key])
+            else:
+                params[key] = _rotation(f"{path}.{key}", value)
+        for key, default in kind.defaults.items():
+            params.setdefault(key, default(params))
+        out.append({"name": cname, "type": ctype, "body": body, "node": node, "point": point,
+                    "other_body": other, "other_node": other_node, "other_point": other_point,
+                    **params})
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -754,13 +862,29 @@ def to_plain_dict(nd: dict) -> dict:
         if flex is not None:
             out["flex"] = flex
         bodies.append(out)
-    return {
+    out = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
         "name": nd["name"],
         "gravity": nd["gravity"].tolist(),
         "bodies": bodies,
     }
+    if nd["constraints"]:
+        out["constraints"] = [_plain_constraint(c, names) for c in nd["constraints"]]
+    return out
+
+
+def _plain_constraint(c: Mapping, names: Sequence[str]) -> dict[str, Any]:
+    """A normalised closure in the file format (every key written, nulls left out)."""
+    out: dict[str, Any] = {}
+    for key, value in c.items():
+        if key in ("body", "other_body"):
+            value = None if value < 0 else names[value]
+        elif isinstance(value, np.ndarray):
+            value = value.tolist()
+        if value is not None:
+            out[key] = value
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

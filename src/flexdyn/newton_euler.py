@@ -21,7 +21,28 @@ from .chain import Model
 from .linalg import as_columns
 from .terms import PositionTerms, VelocityTerms
 
-__all__ = ["joint_wrenches", "modal_forces", "rnea"]
+__all__ = ["joint_wrenches", "modal_accelerations", "modal_forces", "rnea"]
+
+
+def modal_accelerations(model: Model, pos: PositionTerms, vel: VelocityTerms,
+                        udot: np.ndarray, gravity: bool = True) -> list:
+    """The base-to-tip sweep of Eq 24 on a block of accelerations ``udot`` (nu, k): the modal
+    accelerations ``α_m(i) = Φ*(p, i) α_m(p) + ℋ*(i) u̇(i) + a_m(i)`` ((m + 6) × k), ``[η̈; V̇]``
+    with ``V̇`` the rate of ``F_i``'s twist components; the ground accelerates by ``−g`` where
+    ``gravity`` (so that gravity acts on every body)."""
+    n = model.n_bodies
+    alpha: list = [None] * n
+    a_ground = np.concatenate([np.zeros(3), -model.gravity if gravity else np.zeros(3)])
+    for i in range(n):
+        m = int(model.n_modes[i])
+        p = int(model.parent[i])
+        a_t = pos.A[i].T @ alpha[p] if p >= 0 else a_ground[:, None]
+        a_V = pos.phi[i].T @ a_t + vel.a_m[i][m:, None]
+        a = pos.Hcal[i].T @ udot[model.u_slice(i)]
+        a = a.astype(np.result_type(a, a_V), copy=False)
+        a[m:] += a_V
+        alpha[i] = a
+    return alpha
 
 
 def modal_forces(model: Model, pos: PositionTerms, vel: VelocityTerms, udot: np.ndarray,
@@ -34,19 +55,9 @@ def modal_forces(model: Model, pos: PositionTerms, vel: VelocityTerms, udot: np.
     ``F_i`` coordinates; ``f_η`` are the modal forces.
     """
     n = model.n_bodies
-    alpha: list = [None] * n
-    f: list = [None] * n
-    a_ground = np.concatenate([np.zeros(3), -model.gravity if gravity else np.zeros(3)])
-    for i in range(n):  # base-to-tip, Eq 24
-        m = int(model.n_modes[i])
-        p = int(model.parent[i])
-        a_t = pos.A[i].T @ alpha[p] if p >= 0 else a_ground[:, None]
-        a_V = pos.phi[i].T @ a_t + vel.a_m[i][m:, None]
-        a = pos.Hcal[i].T @ udot[model.u_slice(i)]
-        a = a.astype(np.result_type(a, a_V), copy=False)
-        a[m:] += a_V
-        alpha[i] = a
-        f[i] = pos.M_m[i] @ a + vel.bias_force(model, i, f_ext)[:, None]  # Eq 36
+    alpha = modal_accelerations(model, pos, vel, udot, gravity)
+    f = [pos.M_m[i] @ alpha[i] + vel.bias_force(model, i, f_ext)[:, None]  # Eq 36
+         for i in range(n)]
     for i in reversed(range(n)):  # tip-to-base, Eq 36
         p = int(model.parent[i])
         if p >= 0:

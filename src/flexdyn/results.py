@@ -44,6 +44,10 @@ class SimulationError(RuntimeError):
         self.partial = partial
 
 
+#: the histories a result may lack (written to ``.npz`` when present)
+_OPTIONAL_HISTORIES = ("udot", "f_ext", "constraint_forces", "closure_drift")
+
+
 @dataclass(eq=False)
 class SimulationResult:
     """Histories of a simulation (``nt`` samples).
@@ -64,6 +68,10 @@ class SimulationResult:
         written before they were stored).
     f_ext : (nt, n_bodies, 6) the external wrenches at the body frame origins, in body
         coordinates (N m, N), the rigid parts of nodal loads included; None without any.
+    constraint_forces : (nt, n_c) the closure forces ``λ`` of a closed chain at the samples
+        (:func:`flexdyn.constraint_forces`); None for a tree.
+    closure_drift : (nt, n_c) the closures' residuals ``g`` at the samples (m, rad); None for
+        a tree.  ``max_closure_drift`` is its largest magnitude.
     energy_fidelity : body model used to evaluate energies and momentum; default: the
         simulated ``fidelity`` (each model is checked against its own energy, as Damaren &
         Sharf do).  Set ``"full"`` to measure a ruthless run against the exact energy.
@@ -86,6 +94,8 @@ class SimulationResult:
     tau: np.ndarray | None = None
     udot: np.ndarray | None = None
     f_ext: np.ndarray | None = None
+    constraint_forces: np.ndarray | None = None
+    closure_drift: np.ndarray | None = None
     energy_fidelity: str | None = None
     nfev: int = 0
     wall_time: float = 0.0
@@ -113,6 +123,17 @@ class SimulationResult:
             self.udot = np.asarray(self.udot, float).reshape(nt, self.model.nu)
         if self.f_ext is not None:
             self.f_ext = np.asarray(self.f_ext, float).reshape(nt, self.model.n_bodies, 6)
+        for name in ("constraint_forces", "closure_drift"):
+            v = getattr(self, name)
+            if v is not None:
+                setattr(self, name, np.asarray(v, float).reshape(nt, self.model.n_constraints))
+
+    @property
+    def max_closure_drift(self) -> float:
+        """The largest closure residual ``max |g|`` over the samples (m, rad); 0 for a
+        tree."""
+        d = self.closure_drift
+        return 0.0 if d is None or not d.size else float(np.max(np.abs(d)))
 
     def __len__(self) -> int:
         return int(self.t.size)
@@ -267,8 +288,8 @@ class SimulationResult:
         model_json = json.dumps(self.model.to_dict())
         write_atomically(path, lambda fh: np.savez_compressed(
             fh, t=self.t, q=self.q, u=self.u, tau=self.tau, work=self.work,
-            **{name: value for name, value in (("udot", self.udot), ("f_ext", self.f_ext))
-               if value is not None},
+            **{name: getattr(self, name) for name in _OPTIONAL_HISTORIES
+               if getattr(self, name) is not None},
             external_work=self.external_work, dissipation=self.dissipation,
             kinetic_energy=self.kinetic_energy, potential_energy=self.potential_energy,
             total_energy=self.total_energy, energy_balance_error=self.energy_balance_error,
@@ -284,8 +305,9 @@ class SimulationResult:
             return cls(t=d["t"], q=d["q"], u=d["u"], model=model, fidelity=str(d["fidelity"]),
                        method=str(d["method"]), work=d["work"],
                        external_work=d["external_work"], dissipation=d["dissipation"],
-                       tau=d["tau"], udot=d["udot"] if "udot" in d else None,
-                       f_ext=d["f_ext"] if "f_ext" in d else None,
+                       tau=d["tau"],
+                       **{name: d[name] if name in d else None
+                          for name in _OPTIONAL_HISTORIES},
                        energy_fidelity=str(d["energy_fidelity"]))
 
     def plot(self, path: str | Path | None = None):

@@ -31,6 +31,20 @@ percentage energy-balance error of Damaren & Sharf (1995), Eq 30,
 ``SimulationResult.energy_fidelity``), and
 :attr:`SimulationResult.energy_balance_rms` its RMS over the samples (Eq 32; sample on a
 uniform grid, e.g. ``t_eval=np.linspace(t0, t1, 1000)``, to match the paper).
+
+Closed chains
+-------------
+For a model with loop closures (``model.constraints``) each right-hand side adds the
+closure forces to the tree's accelerations (:func:`flexdyn.dynamics.closed_chain`, Jain &
+Rodriguez Sec VIII) with Baumgarte's stabilization ``g̈ + 2ω ġ + ω² g = 0`` (critically
+damped, ``ω = closure_rate``): any drift of the closures decays at the rate ``ω`` instead of
+growing.  Its terms vanish on the closure manifold, it works with every integrator (with
+dense output, events and implicit methods alike, which a projection of the state after
+each step would not: scipy's solvers keep derivative histories that a projected state
+would contradict) and it costs nothing beyond the closure terms already computed.  The
+result reports the residuals ``g`` at every sample (``closure_drift``) and the closure
+forces (``constraint_forces``).  The initial state must satisfy the closures
+(:func:`flexdyn.assemble` makes it so); ``simulate`` says by how much it does not.
 """
 
 from __future__ import annotations
@@ -47,12 +61,16 @@ import scipy.optimize
 import threadpoolctl
 
 from .chain import Model
+from .closure import ClosureError
 from .dynamics import (
     BACKENDS,
     FORWARD_METHODS,
     _cached_engine,
     _for_engine,
     _plain,
+    _tree_forward_dynamics,
+    closed_chain,
+    closure_residuals,
     forward_dynamics,
     hybrid_dynamics,
     nodal_loads,
@@ -67,6 +85,11 @@ _N_EXTRA = 3  # augmented state: W_τ, W_ext, D
 _INTEGRATORS = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
 #: the compiled generalized-α integrator of :mod:`flexdyn.engine.galpha`
 GENERALIZED_ALPHA = "generalized-alpha"
+#: Baumgarte's rate ``ω`` (1/s) of the closure stabilization by default
+CLOSURE_RATE = 10.0
+#: the largest closure residual of an initial state: ``max |g|`` (m, rad) and ``max |J u|``
+#: relative to ``max(1, max |u|)``
+CLOSURE_TOL = 1e-8
 
 
 class _RhsFailure(Exception):
@@ -167,7 +190,8 @@ def _body_twists(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str) -> l
 
 
 def rhs(model: Model, fidelity: str = DEFAULT_FIDELITY, method: str = "articulated", *,
-        f_ext: Any = None, backend: str = "engine") -> Callable[..., np.ndarray]:
+        f_ext: Any = None, backend: str = "engine",
+        closure_rate: float = CLOSURE_RATE) -> Callable[..., np.ndarray]:
     """State derivative for co-simulation: ``f(t, x, tau=None) -> ẋ``.
 
     Parameters
@@ -182,6 +206,8 @@ def rhs(model: Model, fidelity: str = DEFAULT_FIDELITY, method: str = "articulat
     backend : ``"engine"`` (default: one compiled call per evaluation of real inputs for the
         methods of :data:`flexdyn.engine.DERIVATIVE_METHODS`; complex inputs, for
         complex-step derivatives, take the reference) or ``"reference"`` (numpy).
+    closure_rate : for a model with loop closures, Baumgarte's rate ``ω`` (1/s, ≥ 0) of the
+        closure stabilization (module notes); ignored for a tree.
 
     Returns
     -------
@@ -194,8 +220,9 @@ def rhs(model: Model, fidelity: str = DEFAULT_FIDELITY, method: str = "articulat
     _check_choice(backend, BACKENDS, "backend")
     fext_fn = _forcing(f_ext, (model.n_bodies, 6), "f_ext")
     derivative = _compiled_derivative(model, fidelity, method, backend, 0)
-    engine = None if derivative is None or fext_fn is not None else _cached_engine(model,
-                                                                                 fidelity)
+    rate = _closure_rate(closure_rate)
+    engine = (None if derivative is None or fext_fn is not None or model.constraints
+              else _cached_engine(model, fidelity))
     nx = model.nq + model.nu
     zeros_tau, no_wrenches = np.zeros(model.nu), np.zeros((model.n_bodies, 6))
 
@@ -214,14 +241,57 @@ def rhs(model: Model, fidelity: str = DEFAULT_FIDELITY, method: str = "articulat
             tau_t = np.zeros(model.nu) if tau_fn is None else tau_fn(t, q, u)
             fe = None if fext_fn is None else fext_fn(t, q, u)
             if derivative is not None and _for_engine(backend, q, u, tau_t, fe):
-                return derivative(t, np.concatenate([q, u]), tau_t, fe)
+                out = derivative(t, np.concatenate([q, u]), tau_t, fe)
+                if model.constraints:
+                    out[model.nq:] = _closed(model, t, q, u, out[model.nq:], fidelity, backend,
+                                             rate)[0]
+                return out
         except _RhsFailure as exc:
             raise SimulationError(f"at t = {t:.6g} s: {exc.message}", t, exc.message) from None
         udot = forward_dynamics(model, q, u, tau_t, method=method, fidelity=fidelity, f_ext=fe,
                                 backend=backend)
+        if model.constraints and rate:  # forward_dynamics holds J u̇ = −γ: add Baumgarte's
+            udot = closed_chain(model, q, u, udot, fidelity, backend, rate)[0]
         return np.concatenate([model.qdot(q, u), udot])
 
     return f
+
+
+def _closure_rate(value: Any) -> float:
+    """The checked ``closure_rate`` (a finite number ≥ 0, 1/s)."""
+    if not (isinstance(value, (int, float, np.floating)) and not isinstance(value, bool)
+            and math.isfinite(value) and value >= 0):
+        raise ValueError(f"closure_rate must be a finite number >= 0 (1/s), got {value!r}")
+    return float(value)
+
+
+def _closed(model: Model, t: float, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarray,
+            fidelity: str, backend: str, rate: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(u̇, λ)`` of a closed chain with Baumgarte's ``rate`` (:func:`closed_chain`); a
+    singular closure at time ``t`` raises :class:`_RhsFailure` with its message."""
+    try:
+        udot, lam, _ = closed_chain(model, q, u, udot_tree, fidelity, backend, rate)
+    except ClosureError as exc:
+        raise _RhsFailure(t, str(exc)) from exc
+    return udot, lam
+
+
+def _check_closures(model: Model, q0: np.ndarray, u0: np.ndarray, fidelity: str) -> None:
+    """``ValueError`` naming each closure that ``(q0, u0)`` violates, and by how much."""
+    g, gdot = closure_residuals(model, q0, u0, fidelity)
+    vtol = CLOSURE_TOL * max(1.0, float(np.max(np.abs(u0), initial=0.0)))
+    k = 0
+    bad = []
+    for c in model.constraints:
+        rows = slice(k, k + c.n_rows)
+        k += c.n_rows
+        eg, ev = float(np.max(np.abs(g[rows]))), float(np.max(np.abs(gdot[rows])))
+        if eg > CLOSURE_TOL or ev > vtol:
+            bad.append(f"{c.name!r} by {eg:.3g} (position) and {ev:.3g} (velocity)")
+    if bad:
+        raise ValueError("q0, u0 violate the loop closures " + "; ".join(bad) + f" (tolerance "
+                         f"{CLOSURE_TOL:g}); flexdyn.assemble(model, q0, u0) gives a state "
+                         "that satisfies them")
 
 
 def _compiled_derivative(model: Model, fidelity: str, method: str, backend: str,
@@ -373,14 +443,15 @@ class _Ode:
 
     def __init__(self, model: Model, fidelity: str, method: str, backend: str,
                  tau_fn: Callable | None, fext_fn: Callable | None, nodes_fn: Callable | None,
-                 drive: _Drive | None):
+                 drive: _Drive | None, closure_rate: float = CLOSURE_RATE):
         self.model, self.fidelity, self.method, self.backend = model, fidelity, method, backend
         self.tau_fn, self.fext_fn, self.nodes_fn, self.drive = tau_fn, fext_fn, nodes_fn, drive
+        self.closure_rate = closure_rate
         self.derivative = (None if drive is not None else
                            _compiled_derivative(model, fidelity, method, backend, _N_EXTRA))
-        #: no loads that depend on the state: the compiled derivative alone
+        #: no loads that depend on the state and no closures: the compiled derivative alone
         self.unforced = (self.derivative is not None and tau_fn is None and fext_fn is None
-                         and nodes_fn is None)
+                         and nodes_fn is None and not model.constraints)
         self.damped = [i for i, b in enumerate(model.bodies) if b.n_modes and np.any(b.C)]
         self.zeros_tau = np.zeros(model.nu)
 
@@ -409,6 +480,11 @@ class _Ode:
                       ) -> tuple[np.ndarray, np.ndarray]:
         """``(u̇, T)``: the accelerations and the generalized forces that act (``tau``, with the
         prescribed joints' loads in their entries); one state or a batch."""
+        if self.drive is None and self.model.constraints:
+            if q.ndim == 1:
+                return self.closed(0.0, q, u, self.tree(q, u, tau, f_ext))[0], tau
+            return np.array([self.closed(0.0, *x, self.tree(*x, tk, f_ext))[0]
+                             for *x, tk in zip(q, u, tau, strict=True)]), tau
         if self.drive is None:
             return forward_dynamics(self.model, q, u, tau, method=self.method,
                                     fidelity=self.fidelity, f_ext=f_ext,
@@ -444,7 +520,21 @@ class _Ode:
             p = s.g @ s.u
             out[nq + nu] -= p
             out[nq + nu + 1] += p
+        if model.constraints and self.derivative is not None:
+            out[nq:nq + nu] = self.closed(t, s.q, s.u, out[nq:nq + nu])[0]
         return out
+
+    def tree(self, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
+             f_ext: np.ndarray | None) -> np.ndarray:
+        """The tree's accelerations ``u̇_f`` (closures left out) at one state."""
+        return _tree_forward_dynamics(self.model, q, u, tau, self.method, self.fidelity, f_ext,
+                                      None, self.backend)
+
+    def closed(self, t: float, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """``(u̇, λ)`` of the closed chain from the tree's accelerations (:func:`_closed`)."""
+        return _closed(self.model, t, q, u, udot_tree, self.fidelity, self.backend,
+                       self.closure_rate)
 
     def histories(self, t: np.ndarray, y: np.ndarray,
                   partial: bool = False) -> dict[str, np.ndarray | None]:
@@ -476,22 +566,33 @@ class _Ode:
         model = self.model
         nu = model.nu
         if not t.size:
+            empty = {"constraint_forces": np.zeros((0, model.n_constraints)),
+                     "closure_drift": np.zeros((0, model.n_constraints))}
             return {"q": q, "u": u, "tau": np.zeros((0, nu)), "udot": np.zeros((0, nu)),
-                    "f_ext": None}
+                    "f_ext": None, **(empty if model.constraints else {})}
         rows = []
         for tk, qk, uk in zip(t, q, u, strict=True):
             s = self.loads(float(tk), np.concatenate([qk, uk]))
             tau = s.tau if s.g is None else s.tau + s.g
-            if self.derivative is not None:  # the entry the integration compiled
+            closure = None
+            if model.constraints:
+                udot, lam = self.closed(float(tk), s.q, s.u, self.tree(s.q, s.u, tau, s.f_ext))
+                closure = (lam, closure_residuals(model, s.q, s.u, self.fidelity)[0])
+                T = tau
+            elif self.derivative is not None:  # the entry the integration compiled
                 udot = self.derivative(float(tk), np.concatenate([s.q, s.u]), tau,
                                        s.f_ext)[model.nq:model.nq + nu]
                 T = tau
             else:
                 udot, T = self.accelerations(s.q, s.u, tau, s.f_ext, s.udot_known)
-            rows.append((udot, T if s.g is None else T - s.g, s.f_ext))
-        udot, tau, f_ext = zip(*rows, strict=True)
-        return {"q": q, "u": u, "tau": np.array(tau), "udot": np.array(udot),
-                "f_ext": None if f_ext[0] is None else np.array(f_ext)}
+            rows.append((udot, T if s.g is None else T - s.g, s.f_ext, closure))
+        udot, tau, f_ext, closure = zip(*rows, strict=True)
+        out = {"q": q, "u": u, "tau": np.array(tau), "udot": np.array(udot),
+               "f_ext": None if f_ext[0] is None else np.array(f_ext)}
+        if model.constraints:
+            out["constraint_forces"], out["closure_drift"] = (np.array(a) for a in
+                                                              zip(*closure, strict=True))
+        return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -520,6 +621,7 @@ def simulate(
     h: float | None = None,
     rho_inf: float | None = None,
     newton_tol: float | None = None,
+    closure_rate: float = CLOSURE_RATE,
 ) -> SimulationResult:
     """Integrate the equations of motion of ``model`` from ``(q0, u0)`` over ``t_span``.
 
@@ -583,10 +685,17 @@ def simulate(
     newton_tol : ``"generalized-alpha"`` only: the Newton iteration stops when its
         correction of the accelerations is at most ``newton_tol · max(1, max|u̇|)``
         (default 1e-6).
+    closure_rate : for a model with loop closures, Baumgarte's rate ``ω`` (1/s, ≥ 0; 0: no
+        stabilization) with which a drift of the closures decays (module notes).  The
+        initial state must satisfy the closures to ``CLOSURE_TOL`` (else ``ValueError``
+        naming each violated closure and by how much; :func:`flexdyn.assemble`).  Closed
+        chains are not supported with ``prescribed`` or ``"generalized-alpha"``.
 
     Returns
     -------
     SimulationResult
+        For a closed chain also ``constraint_forces`` (nt, n_c) and ``closure_drift``
+        (nt, n_c), the residuals ``g`` at the samples.
 
     Raises
     ------
@@ -643,12 +752,22 @@ def simulate(
         if given:
             raise ValueError(f"{', '.join(given)}: options of integrator="
                              f"{GENERALIZED_ALPHA!r}, not of {integrator!r}")
+    rate = _closure_rate(closure_rate)
+    if model.constraints:
+        unsupported = [name for name, bad in (("prescribed", prescribed is not None),
+                                              ("integrator", integrator == GENERALIZED_ALPHA))
+                       if bad]
+        if unsupported:
+            raise ValueError(f"{', '.join(unsupported)}: not supported yet for a model with "
+                             f"loop closures ({', '.join(c.name for c in model.constraints)})")
+        _check_closures(model, q0, u0, fidelity)
     drive = None if prescribed is None else _Drive(model, prescribed)
     if drive is not None:
         q0, u0, _ = drive.impose(t0, q0, u0, at_start=True)
         q0 = _normalized(model, q0)
     ode = _Ode(model, fidelity, method, backend, _forcing(tau, (nu,), "tau"),
-               _forcing(f_ext, (model.n_bodies, 6), "f_ext"), _nodal_forcing(f_nodes), drive)
+               _forcing(f_ext, (model.n_bodies, 6), "f_ext"), _nodal_forcing(f_nodes), drive,
+               rate)
     watch = _Events.of(events, model, t0, np.concatenate([q0, u0]))
     try:  # validate the callables' shapes before integrating
         ode.loads(t0, np.concatenate([q0, u0]))

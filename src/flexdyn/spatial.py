@@ -25,6 +25,7 @@ import numpy as np
 
 __all__ = [
     "Transform",
+    "cross",
     "skew",
     "unskew",
     "cross_motion",
@@ -74,7 +75,7 @@ def unskew(S: np.ndarray) -> np.ndarray:
     )
 
 
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a × b`` over the last axis; shapes (..., 3) broadcast against each other."""
     a0, a1, a2 = a.T[0], a.T[1], a.T[2]
     b0, b1, b2 = b.T[0], b.T[1], b.T[2]
@@ -88,7 +89,7 @@ def cross_motion(V: np.ndarray, W: np.ndarray) -> np.ndarray:
     """
     w, v = V[..., :3], V[..., 3:]
     w2, v2 = W[..., :3], W[..., 3:]
-    return np.concatenate([_cross(w, w2), _cross(w, v2) + _cross(v, w2)], axis=-1)
+    return np.concatenate([cross(w, w2), cross(w, v2) + cross(v, w2)], axis=-1)
 
 
 def cross_force(V: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -98,7 +99,7 @@ def cross_force(V: np.ndarray, f: np.ndarray) -> np.ndarray:
     """
     w, v = V[..., :3], V[..., 3:]
     n, fl = f[..., :3], f[..., 3:]
-    return np.concatenate([_cross(w, n) + _cross(v, fl), _cross(w, fl)], axis=-1)
+    return np.concatenate([cross(w, n) + cross(v, fl), cross(w, fl)], axis=-1)
 
 
 def crm(V: np.ndarray) -> np.ndarray:
@@ -345,9 +346,9 @@ class Transform:
     def twist_to_child(self, V: np.ndarray) -> np.ndarray:
         """``φ*(a, b) V``: a twist at ``a`` (in ``a``) seen at ``b`` (in ``b``), (..., 6)."""
         w, v = V[..., :3], V[..., 3:]
-        return np.concatenate([w @ self.R, (v + _cross(w, self.p)) @ self.R], axis=-1)
+        return np.concatenate([w @ self.R, (v + cross(w, self.p)) @ self.R], axis=-1)
 
     def force_to_parent(self, f: np.ndarray) -> np.ndarray:
         """``φ(a, b) f``: a wrench at ``b`` (in ``b``) moved to ``a`` (in ``a``), (..., 6)."""
         n, fl = f[..., :3] @ self.R.T, f[..., 3:] @ self.R.T
-        return np.concatenate([n + _cross(self.p, fl), fl], axis=-1)
+        return np.concatenate([n + cross(self.p, fl), fl], axis=-1)

@@ -56,6 +56,7 @@ __all__ = [
     "check_fidelity",
     "compute_kinematics",
     "compute_velocities",
+    "geometry_terms",
     "modal_velocities",
     "position_terms",
     "state_terms",
@@ -312,6 +313,19 @@ def velocity_terms(model: Model, pos: PositionTerms, u: np.ndarray) -> VelocityT
     eta_dot = [model.eta_dot(u, i) for i in range(n)]
     elastic = [models[i].elastic_force(pos.eta[i], eta_dot[i]) for i in range(n)]
     return VelocityTerms(V_m=V_m, a_m=a_m, b_m=b_m, eta_dot=eta_dot, elastic=elastic)
+
+
+def geometry_terms(pos: PositionTerms) -> PositionTerms:
+    """Position terms with the deformed geometry at ``pos.q``: ``pos`` itself where its body
+    models place node frames and children as the ``"full"`` model does (every fidelity but
+    ``"ruthless"``, whose bodies sit at their parents' undeformed nodes, Eq B1), else the
+    ``"full"`` model's (for closure residuals, which must see the deformed nodes)."""
+    full = body_models(pos.model, "full")
+    hooks = ("node_frames", "attach_node", "joint_side")
+    if all(getattr(type(a), h) is getattr(type(b), h)
+           for a, b in zip(pos.body_models, full, strict=True) for h in hooks):
+        return pos
+    return position_terms(pos.model, pos.q, full, "full")
 
 
 def state_terms(model: Model, q: np.ndarray, u: np.ndarray | None = None,

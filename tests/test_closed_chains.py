@@ -1,0 +1,431 @@
+"""Closed chains (Jain & Rodriguez Sec VIII): loop closures, their forces and simulation.
+
+Independent checks: the planar four-bar and slider-crank against their closed-form
+kinematics and a minimal-coordinate Lagrangian equation of motion; a statically
+indeterminate bar against its support reactions; a mechanism built as a tree and as a loop
+closed by a constraint; random trees with closures against a Lagrange-multiplier solution
+of the brute-force reference (tests/oracles); energy conservation and bounded drift.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import flexdyn as fd
+from flexdyn import ClosureError
+from flexdyn.beam import beam_modes
+from oracles.brute_force import BruteModel, compose
+from strategies import models, random_state
+
+G = 9.81
+
+
+def rod(m: float, L: float) -> dict:
+    """A slender rod of mass ``m`` and length ``L`` along its frame's x axis."""
+    I = m * L * L / 12.0
+    return {"mass": m, "com": [L / 2, 0, 0], "inertia": [[1e-3 * m, 0, 0], [0, I, 0], [0, 0, I]]}
+
+
+# ----------------------------------------------------------------------------------------------
+# the planar four-bar: crank a, coupler b, rocker c, ground link d
+# ----------------------------------------------------------------------------------------------
+A, B, C, D = 0.3, 1.0, 0.8, 0.9
+MASS = {"crank": 1.0, "coupler": 2.0, "rocker": 1.5}
+Z = [0, 0, 1]
+
+
+def fourbar(kind: str = "pin") -> fd.Model:
+    keys = {"axis": Z} if kind == "pin" else {"axis": Z} if kind == "revolute" else {}
+    return (fd.ModelBuilder("fourbar", gravity=(0, -G, 0))
+            .add_body("crank", None, joint={"type": "revolute", "axis": Z},
+                      rigid=rod(MASS["crank"], A))
+            .add_body("coupler", "crank", joint={"type": "revolute", "axis": Z,
+                                                 "placement": {"translation": [A, 0, 0]}},
+                      rigid=rod(MASS["coupler"], B))
+            .add_body("rocker", None, joint={"type": "revolute", "axis": Z,
+                                             "placement": {"translation": [D, 0, 0]}},
+                      rigid=rod(MASS["rocker"], C))
+            .add_constraint("loop", kind, "coupler", "rocker", point=[B, 0, 0],
+                            other_point=[C, 0, 0], **keys)
+            .build())
+
+
+def fourbar_angles(t1: float) -> tuple[float, float]:
+    """Closed form: the absolute coupler and rocker angles (open branch) for crank angle t1,
+    from the intersection of the circles about the crank pin (radius b) and the rocker pivot
+    (radius c)."""
+    P = np.array([A * np.cos(t1), A * np.sin(t1)])
+    O = np.array([D, 0.0])
+    e = O - P
+    L = np.hypot(*e)
+    x = (L * L + B * B - C * C) / (2 * L)
+    h = np.sqrt(B * B - x * x)
+    Q = P + x * e / L + h * np.array([e[1], -e[0]]) / L * -1.0
+    return np.arctan2(*(Q - P)[::-1]), np.arctan2(*(Q - O)[::-1])
+
+
+def fourbar_state(t1: float, w1: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(q, u)`` of the four-bar from the closed form (relative coupler angle)."""
+    h = 1e-6
+    t2, t3 = fourbar_angles(t1)
+    p2, p3 = fourbar_angles(t1 + h)
+    m2, m3 = fourbar_angles(t1 - h)
+    d2, d3 = (p2 - m2) / (2 * h), (p3 - m3) / (2 * h)
+    return np.array([t1, t2 - t1, t3]), np.array([w1, (d2 - 1) * w1, d3 * w1])
+
+
+def fourbar_minimal(t1: float, w1: float) -> float:
+    """The crank's acceleration from the minimal-coordinate Lagrangian
+    ``m(θ) θ̈ + ½ m'(θ) θ̇² + V'(θ) = 0`` with the closed-form kinematics."""
+
+    def rods(t):
+        t2, t3 = fourbar_angles(t)
+        pin = np.array([A * np.cos(t), A * np.sin(t)])
+        return [(MASS["crank"], A, 0.5 * A * np.array([np.cos(t), np.sin(t)]), t),
+                (MASS["coupler"], B, pin + 0.5 * B * np.array([np.cos(t2), np.sin(t2)]), t2),
+                (MASS["rocker"], C, np.array([D, 0]) + 0.5 * C * np.array([np.cos(t3),
+                                                                           np.sin(t3)]), t3)]
+
+    def mass_and_potential(t, h=1e-5):
+        plus, minus = rods(t + h), rods(t - h)
+        m = V = 0.0
+        for (mb, L, cp, ap), (_, _, cm, am), (_, _, c0, _) in zip(plus, minus, rods(t),
+                                                                 strict=True):
+            v = (cp - cm) / (2 * h)
+            w = (ap - am) / (2 * h)
+            m += mb * v @ v + mb * L * L / 12 * w * w
+            V += mb * G * c0[1]
+        return m, V
+
+    h = 1e-4
+    m0, _ = mass_and_potential(t1)
+    mp, Vp = mass_and_potential(t1 + h)
+    mm, Vm = mass_and_potential(t1 - h)
+    return -(0.5 * (mp - mm) / (2 * h) * w1 * w1 + (Vp - Vm) / (2 * h)) / m0
+
+
+def test_fourbar_assembly_matches_the_closed_form():
+    model = fourbar()
+    for t1 in (0.2, 1.0, 2.5, -1.3):
+        t2, t3 = fourbar_angles(t1)
+        q, u = fd.assemble(model, [t1, t2 - t1 + 0.3, t3 - 0.2], [0.7, 0, 0], fixed=["crank"])
+        assert q[0] == t1
+        np.testing.assert_allclose([q[0] + q[1], q[2]], [t2, t3], atol=1e-10)
+        np.testing.assert_allclose(u, fourbar_state(t1, 0.7)[1], rtol=1e-7, atol=1e-8)
+        g, gdot = fd.closure_residuals(model, q, u)
+        assert np.max(np.abs(g)) < 1e-12 and np.max(np.abs(gdot)) < 1e-12
+
+
+@pytest.mark.parametrize("backend", ["engine", "reference"])
+@pytest.mark.parametrize("method", ["articulated", "articulated-split", "composite"])
+def test_fourbar_forward_dynamics_matches_the_minimal_coordinate_equation(method, backend):
+    model = fourbar()
+    for t1, w1 in ((0.2, 0.0), (1.0, 1.5), (2.5, -3.0), (-1.3, 0.4)):
+        q, u = fourbar_state(t1, w1)
+        q, u = fd.assemble(model, q, u, fixed=["crank"])
+        udot = fd.forward_dynamics(model, q, u, method=method, backend=backend)
+        assert udot[0] == pytest.approx(fourbar_minimal(t1, w1), rel=1e-6, abs=1e-6)
+        # the accelerations keep the closure: J u̇ + γ = 0 (by finite differences of J u)
+        h = 1e-6
+        gd = [fd.closure_residuals(model, q + s * h * u + 0.5 * (s * h) ** 2 * udot,
+                                   u + s * h * udot)[1] for s in (1, -1)]
+        np.testing.assert_allclose((gd[0] - gd[1]) / (2 * h), 0, atol=1e-6)
+
+
+def test_fourbar_fidelities_agree_on_rigid_bodies():
+    model = fourbar()
+    q, u = fd.assemble(model, *fourbar_state(0.8, 2.0), fixed=["crank"])
+    ref = fd.forward_dynamics(model, q, u, fidelity="full")
+    for fidelity in fd.FIDELITIES:
+        np.testing.assert_allclose(fd.forward_dynamics(model, q, u, fidelity=fidelity), ref,
+                                   rtol=1e-12, atol=1e-12)
+
+
+def test_fourbar_simulation_conserves_energy_and_keeps_the_closure():
+    model = fourbar()
+    q0, u0 = fd.assemble(model, *fourbar_state(0.4, 3.0), fixed=["crank"])
+    res = fd.simulate(model, q0, u0, (0.0, 4.0), t_eval=np.linspace(0, 4, 81), rtol=1e-10,
+                      atol=1e-12)
+    E = res.total_energy
+    assert np.max(np.abs(E - E[0])) < 1e-7 * np.max(np.abs(E))
+    assert res.max_closure_drift < 1e-8
+    assert res.constraint_forces.shape == (81, 2)
+    # the closure forces of the samples are those of the state
+    k = 40
+    np.testing.assert_allclose(res.constraint_forces[k],
+                               fd.constraint_forces(model, res.q[k], res.u[k]), rtol=1e-5,
+                               atol=1e-6)
+    # without stabilization the drift grows, with it it stays at the integration error
+    free = fd.simulate(model, q0, u0, (0.0, 4.0), t_eval=np.linspace(0, 4, 81), rtol=1e-6,
+                       atol=1e-8, closure_rate=0.0)
+    held = fd.simulate(model, q0, u0, (0.0, 4.0), t_eval=np.linspace(0, 4, 81), rtol=1e-6,
+                       atol=1e-8)
+    assert held.max_closure_drift < 0.2 * free.max_closure_drift
+
+
+# ----------------------------------------------------------------------------------------------
+# slider-crank with a massive slider on a prismatic joint, closed by a pin
+# ----------------------------------------------------------------------------------------------
+def slider_crank(flex_coupler: dict | None = None) -> fd.Model:
+    coupler = {"rigid": rod(2.0, B)} if flex_coupler is None else flex_coupler
+    return (fd.ModelBuilder("slider-crank", gravity=(0, -G, 0))
+            .add_body("crank", None, joint={"type": "revolute", "axis": Z}, rigid=rod(1.0, A))
+            .add_body("coupler", "crank", joint={"type": "revolute", "axis": Z,
+                                                 "placement": {"translation": [A, 0, 0]}},
+                      **coupler)
+            .add_body("slider", None, joint={"type": "prismatic", "axis": [1, 0, 0]},
+                      rigid={"mass": 3.0, "com": [0, 0, 0], "inertia": np.eye(3) * 0.01})
+            .add_constraint("wrist", "pin", "coupler", "slider", point=[B, 0, 0],
+                            other_point=[0, 0, 0], axis=Z)
+            .build())
+
+
+def test_slider_crank_kinematics_and_dynamics_against_the_closed_form():
+    model = slider_crank()
+    for t1, w1 in ((0.3, 2.0), (2.0, -1.0), (4.0, 0.5)):
+        x = A * np.cos(t1) + np.sqrt(B * B - (A * np.sin(t1)) ** 2)
+        q, u = fd.assemble(model, [t1, -t1 + 0.1, x + 0.1], [w1, 0, 0], fixed=["crank"])
+        assert q[2] == pytest.approx(x, abs=1e-12)
+        phi = -np.arcsin(A * np.sin(t1) / B)
+        assert q[0] + q[1] == pytest.approx(phi, abs=1e-12)
+
+        def parts(t):  # (mass, inertia, centre, angle) of the crank, coupler, slider
+            ph = -np.arcsin(A * np.sin(t) / B)
+            pin = A * np.array([np.cos(t), np.sin(t)])
+            xs = A * np.cos(t) + np.sqrt(B * B - (A * np.sin(t)) ** 2)
+            return [(1.0, A * A / 12, pin / 2, t),
+                    (2.0, 4 * B * B / 24, pin + B / 2 * np.array([np.cos(ph), np.sin(ph)]), ph),
+                    (3.0, 0.01, np.array([xs, 0.0]), 0.0)]
+
+        def mV(t, h=1e-5):
+            m = V = 0.0
+            for (mb, Ib, cp, ap), (_, _, cm, am), (_, _, c0, _) in zip(
+                    parts(t + h), parts(t - h), parts(t), strict=True):
+                v, w = (cp - cm) / (2 * h), (ap - am) / (2 * h)
+                m += mb * v @ v + Ib * w * w
+                V += mb * G * c0[1]
+            return m, V
+
+        h = 1e-4
+        (m0, _), (mp, Vp), (mm, Vm) = mV(t1), mV(t1 + h), mV(t1 - h)
+        expected = -(0.5 * (mp - mm) / (2 * h) * w1 * w1 + (Vp - Vm) / (2 * h)) / m0
+        udot = fd.forward_dynamics(model, q, u)
+        assert udot[0] == pytest.approx(expected, rel=1e-6, abs=1e-6)
+
+
+def test_flexible_coupler_slider_crank_balances_energy():
+    coupler = {"flex": beam_modes(B, 0.54, EI_z=140.0, n_elements=4, n_modes=2).to_flex_dict()}
+    model = slider_crank(coupler)
+    q0, u0 = fd.assemble(model, np.concatenate([[0.3, -0.1, 1.2], np.zeros(2)]),
+                         np.concatenate([[4.0, 0, 0], np.zeros(2)]), fixed=["crank"])
+    torque = lambda t, q, u: np.concatenate([[2.0 * np.sin(3 * t)], np.zeros(model.nu - 1)])  # noqa: E731
+    res = fd.simulate(model, q0, u0, (0.0, 0.5), tau=torque, t_eval=np.linspace(0, 0.5, 51),
+                      rtol=1e-9, atol=1e-11)
+    assert res.energy_balance_rms < 1e-5
+    assert res.max_closure_drift < 1e-8
+    assert np.max(np.abs(res.modes("coupler")[0])) > 1e-9  # the coupler does bend
+
+
+# ----------------------------------------------------------------------------------------------
+# statics: a bar on a hinge and a roller (closed form reactions)
+# ----------------------------------------------------------------------------------------------
+def test_support_reaction_of_a_bar_on_a_roller():
+    L, m = 2.0, 5.0
+    model = (fd.ModelBuilder("bar", gravity=(0, -G, 0))
+             .add_body("bar", None, joint={"type": "revolute", "axis": Z}, rigid=rod(m, L))
+             .add_constraint("roller", "point-on-plane", "bar", None, point=[L, 0, 0],
+                             other_point=[L, 0, 0], normal=[0, 1, 0])
+             .build())
+    q = np.zeros(1)
+    lam = fd.constraint_forces(model, q, np.zeros(1))
+    # the bar pushes the roller down with m g / 2: λ is that force along +y
+    assert lam[0] == pytest.approx(-m * G / 2, rel=1e-12)
+    np.testing.assert_allclose(fd.forward_dynamics(model, q, np.zeros(1)), 0, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# the same mechanism as a tree and as a closed loop
+# ----------------------------------------------------------------------------------------------
+def pendulum_pair(closed: bool) -> fd.Model:
+    """A flexible link on a revolute joint carrying a rigid link on a revolute joint about a
+    skew axis at its tip node — as a tree, or with the second link free and held by a
+    revolute closure at the node."""
+    axis2 = np.array([0.3, 0.2, 1.0]) / np.linalg.norm([0.3, 0.2, 1.0])
+    link1 = {"flex": beam_modes(1.0, 1.08, EI_y=560.0, EI_z=560.0, GJ=400.0,
+                                polar_inertia_per_length=1e-4, n_elements=3,
+                                n_modes=3).to_flex_dict()}
+    tip = len(link1["flex"]["nodes"]) - 1
+    link2 = {"mass": 1.5, "com": [0.3, 0.05, 0.0], "inertia": np.diag([0.01, 0.02, 0.025])}
+    b = fd.ModelBuilder("pair", gravity=(0, -G, 0))
+    b.add_body("link1", None, joint={"type": "revolute", "axis": [0, 1, 0.3] / np.hypot(1, .3)},
+               **link1)
+    if closed:
+        b.add_body("link2", None, joint={"type": "free"}, rigid=link2)
+        b.add_constraint("hinge", "revolute", "link1", "link2", node=tip,
+                         other_point=[0, 0, 0], axis=axis2)
+    else:
+        b.add_body("link2", "link1", joint={"type": "revolute", "axis": axis2.tolist(),
+                                            "parent_node": tip}, rigid=link2)
+    return b.build()
+
+
+@pytest.mark.parametrize("fidelity", ["full", "exact", "ruthless"])
+def test_a_loop_closed_by_a_constraint_moves_like_the_tree(fidelity):
+    from flexdyn.spatial import rot_to_quat
+
+    tree, loop = pendulum_pair(False), pendulum_pair(True)
+    rng = np.random.default_rng(4)
+    # the ruthless tree places the child at the undeformed node and leaves the modal rates
+    # out of the child's velocity products (Eq B1), which a free body held by a closure does
+    # not: the two agree where the link is undeformed and at rest relative to its frame
+    ruthless = fidelity == "ruthless"
+    for _ in range(3):
+        q, u, _ = random_state(tree, rng, eta_scale=0.0 if ruthless else 0.02)
+        if ruthless:
+            u[1:-1] = 0.0
+        kin = fd.compute_kinematics(tree, q, fidelity)
+        V = fd.compute_velocities(tree, kin, u).V_m[1][-6:]
+        pose = kin.pose[1]
+        m = int(tree.n_modes[0])
+        q_loop = np.concatenate([q[:1 + m], rot_to_quat(pose.R), pose.p])
+        u_loop = np.concatenate([u[:1 + m], V])
+        assert np.max(np.abs(fd.closure_residuals(loop, q_loop, u_loop, fidelity)[0])) < 1e-12
+        expected = fd.forward_dynamics(tree, q, u, fidelity=fidelity)
+        got = fd.forward_dynamics(loop, q_loop, u_loop, fidelity=fidelity)
+        np.testing.assert_allclose(got[:1 + m], expected[:1 + m], rtol=1e-9,
+                                   atol=1e-9 * np.max(np.abs(expected)))
+
+
+# ----------------------------------------------------------------------------------------------
+# random trees with closures against Lagrange multipliers on the brute-force reference
+# ----------------------------------------------------------------------------------------------
+def _brute_closure(bm: BruteModel, q, a: int, node: int | None, point, b: int, other_point):
+    """``g = R_Bᵀ (p_A − p_B)`` of a ball closure from the brute-force kinematics."""
+    poses = bm.body_poses(q)
+    T_a = poses[a]
+    if node is not None:
+        T_a = compose(T_a, bm.node_pose(bm.bodies[a], node, bm.eta(q, a)))
+        p_A = T_a[1]
+    else:
+        p_A = T_a[0] @ point + T_a[1]
+    if b < 0:
+        return p_A - other_point
+    R_B, p_B = poses[b]
+    return R_B.T @ (p_A - (R_B @ other_point + p_B))
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(d=models(min_bodies=2, max_bodies=4, max_modes=2, max_nodes=3,
+                joint_types=("revolute", "prismatic", "spherical", "universal")),
+       seed=st.integers(0, 2**31), to_ground=st.booleans())
+def test_random_closed_trees_against_lagrange_multipliers(d, seed, to_ground):
+    rng = np.random.default_rng(seed)
+    n = len(d["bodies"])
+    a = int(rng.integers(1, n))
+    b = -1 if to_ground else int(rng.integers(0, a))
+    flex = d["bodies"][a].get("flex") or {}
+    n_nodes = len(flex.get("nodes", []))
+    node = int(rng.integers(n_nodes)) if n_nodes and rng.random() < 0.7 else None
+    point = None if node is not None else rng.uniform(-0.5, 0.5, 3)
+    other_point = rng.uniform(-0.5, 0.5, 3)
+    entry = {"name": "c", "type": "ball", "body": d["bodies"][a]["name"],
+             "other_body": None if b < 0 else d["bodies"][b]["name"],
+             "other_point": other_point.tolist()}
+    entry |= {"node": node} if node is not None else {"point": point.tolist()}
+    model = fd.Model.from_dict(d | {"constraints": [entry]})
+    bm = BruteModel(d)
+    q, u, _ = random_state(model, rng, eta_scale=0.1)
+    tau = rng.normal(size=model.nu)
+
+    def g(qq):
+        return _brute_closure(bm, qq, a, node, point, b, other_point)
+
+    h = 1e-30
+    Gam = bm.Gamma(q)
+    J = np.array([g(q + 1j * h * Gam[:, k]).imag / h for k in range(model.nu)]).T
+    sv = np.linalg.svd(J, compute_uv=False)
+    assume(sv[-1] > 1e-2 * max(sv[0], 0.1))  # three independent rows (else over-constrained)
+
+    def Ju(qq):
+        return g(qq + 1j * h * (bm.Gamma(qq) @ u)).imag / h
+
+    s = 1e-3 / max(1.0, np.max(np.abs(Gam @ u)))
+    qd = Gam @ u
+    stencil = zip((-2, -1, 1, 2), (1 / 12, -2 / 3, 2 / 3, -1 / 12), strict=True)
+    gamma = sum(c * Ju(q + k * s * qd) for k, c in stencil) / s
+    M = bm.mass_matrix(q)
+    Cb = bm.bias_forces(q, u)
+    KKT = np.block([[M, J.T], [J, np.zeros((3, 3))]])
+    sol = np.linalg.solve(KKT, np.concatenate([tau - Cb, -gamma]))
+    np.testing.assert_allclose(fd.closure_residuals(model, q, u, "full")[0], g(q), atol=1e-12)
+    udot = fd.forward_dynamics(model, q, u, tau, fidelity="full")
+    scale = max(1.0, np.max(np.abs(sol[:model.nu])))
+    np.testing.assert_allclose(udot, sol[:model.nu], atol=2e-6 * scale)
+    lam = fd.constraint_forces(model, q, u, tau, fidelity="full")
+    np.testing.assert_allclose(lam, sol[model.nu:], atol=2e-6 * max(1.0, np.max(np.abs(lam))))
+
+
+# ----------------------------------------------------------------------------------------------
+# errors, files
+# ----------------------------------------------------------------------------------------------
+def test_redundant_closures_are_named():
+    model = fourbar("revolute")  # 5 rows where the planar joints leave 2 independent
+    q, u = fd.assemble(fourbar(), *fourbar_state(0.5, 1.0), fixed=["crank"])
+    with pytest.raises(ClosureError, match="'loop'.*redundant"):
+        fd.forward_dynamics(model, q, u)
+    with pytest.raises(ClosureError, match="'loop' row"):
+        fd.constraint_forces(model, q, u)
+
+
+def test_simulate_says_by_how_much_the_initial_state_violates_a_closure():
+    model = fourbar()
+    q, u = fourbar_state(0.5, 1.0)
+    q = q + [0, 0.01, 0]
+    with pytest.raises(ValueError, match=r"'loop' by [0-9.e-]+ \(position\).*assemble"):
+        fd.simulate(model, q, u, (0, 0.1))
+    with pytest.raises(ValueError, match="prescribed.*loop closures"):
+        fd.simulate(model, *fourbar_state(0.5, 1.0), (0, 0.1),
+                    prescribed={"crank": lambda t: (t, 1.0, 0.0)})
+
+
+def test_assembly_out_of_reach_names_the_closure():
+    model = (fd.ModelBuilder("short", gravity=(0, 0, 0))
+             .add_body("arm", None, joint={"type": "revolute", "axis": Z}, rigid=rod(1, 1))
+             .add_constraint("reach", "ball", "arm", None, point=[1, 0, 0],
+                             other_point=[3, 0, 0])
+             .build())
+    with pytest.raises(ClosureError, match="'reach'"):
+        fd.assemble(model, [0.1])
+
+
+def test_constraints_survive_the_file_round_trip(tmp_path):
+    model = pendulum_pair(True)
+    fd.save_model(model, tmp_path / "m.json")
+    back = fd.load_model(tmp_path / "m.json")
+    assert back.to_dict() == model.to_dict()
+    assert back.constraints[0].kind == "revolute"
+    np.testing.assert_array_equal(back.constraints[0].params["other_axis"],
+                                  model.constraints[0].params["axis"])
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"type": "hinge"}, "type must be one of"),
+    ({"axis": None}, "axis is required for a revolute closure"),
+    ({"normal": [0, 0, 1]}, "normal is not allowed for a revolute closure"),
+    ({"node": 99}, "out of range"),
+    ({"point": [0, 0, 0]}, "exactly one of 'node'"),
+    ({"other_body": "link1"}, "same body"),
+    ({"other_body": "nobody"}, "must be the name of a body"),
+    ({"axis": [1, 1, 0]}, "unit vector"),
+    ({"other_body": None, "other_point": None, "other_node": 0}, "the ground has no nodes"),
+])
+def test_constraint_entries_are_validated(change, message):
+    d = pendulum_pair(True).to_dict()
+    entry = d["constraints"][0] | change
+    entry = {k: v for k, v in entry.items() if v is not None or k == "other_body"}
+    with pytest.raises(ValueError, match=message):
+        fd.Model.from_dict(d | {"constraints": [entry]})
