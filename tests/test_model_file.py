@@ -177,9 +177,10 @@ def file_round_trip(nd: dict, tmp_path: Path) -> dict:
 
 def test_example_normalises_with_defaults() -> None:
     nd = normalize_model_dict(example())
-    assert set(nd) == {"name", "gravity", "bodies", "constraints"}
+    assert set(nd) == {"name", "gravity", "tip_kinematics", "bodies", "constraints"}
     assert nd["constraints"] == []
     assert nd["name"] == "two-link flexible arm"
+    assert nd["tip_kinematics"] == "exponential"
     np.testing.assert_array_equal(nd["gravity"], [0, 0, -9.81])
     link1, link2 = nd["bodies"]
     assert (link1["name"], link1["parent"], link2["parent"]) == ("link1", -1, 0)

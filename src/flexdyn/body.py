@@ -8,15 +8,17 @@ whose rows ``6j … 6j+5`` are node ``j``'s ``[rx, ry, rz, tx, ty, tz]``.
 Node kinematics (the ``"full"`` fidelity)
 -----------------------------------------
 Node ``j`` carries a frame whose origin is at ``l_j(η) = l0_j + Π_t(j) η`` and whose
-orientation relative to ``F_k`` is ``R_j(η) = exp(Π_r(j) η)`` — a **holonomic** map of
-``η`` whose angular velocity ``J_r(Π_r η) Π_r η̇`` equals the paper's ``Π_r η̇`` to first
-order.  Because every node frame is a function of ``η`` alone, the kinetic energy is
-exact for this kinematics and the resulting equations conserve energy.
+orientation relative to ``F_k`` is ``R_j(η) = R(Π_r(j) η)`` — a **holonomic** map of
+``η`` whose angular velocity ``J(Π_r η) Π_r η̇`` equals the paper's ``Π_r η̇`` to first
+order.  ``R`` and ``J`` are those of the model's tip-kinematics option
+(:mod:`flexdyn.tip_kinematics`): by default the exponential map ``R = exp(θ̃)`` with the
+right Jacobian ``J = J_r(θ)``.  Because every node frame is a function of ``η`` alone, the
+kinetic energy is exact for this kinematics and the resulting equations conserve energy.
 
 The twist of node ``j``, in node coordinates, is (Jain & Rodriguez Eq 21)::
 
     V_s(j) = [E_j, X_j] V_m(k),   V_m(k) = [η̇; V(k)],
-    E_j = [J_r(θ_j) Π_r(j); R_jᵀ Π_t(j)]   (6 × n_m, the deformation twist map, Π),
+    E_j = [J(θ_j) Π_r(j); R_jᵀ Π_t(j)]     (6 × n_m, the deformation twist map, Π),
     X_j = φ*(k, j)                         (6 × 6, rigid motion of F_k seen at node j),
 
 so the modal mass matrix is ``M_m(k) = Σ_j [E_j, X_j]ᵀ M_s(j) [E_j, X_j] + M_rigid``
@@ -36,14 +38,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .linalg import inertia_scale, spd_inverse
-from .spatial import (
-    Transform,
-    cross_force,
-    cross_motion,
-    right_jacobian_so3_rate,
-    rigid_inertia,
-    so3_maps,
-)
+from .spatial import Transform, cross_force, cross_motion, rigid_inertia
+from .tip_kinematics import DEFAULT_TIP_KINEMATICS, TIP_KINEMATICS
 
 __all__ = ["Body", "BodyModel", "FlexibleStep", "JointSide", "NodeAttachment", "NodeFrames",
            "RigidBodyModel", "UndeformedBodyModel"]
@@ -58,7 +54,8 @@ class NodeFrames:
     R : array (n, 3, 3) — node orientations in ``F``.
     p : array (n, 3) — node positions in ``F``, m.
     E : array (n, 6, n_m) — deformation twist maps ``E_j`` (node coordinates).
-    theta : array (n, 3) — elastic rotation vectors ``Π_r(j) η``.
+    theta : array (n, 3) — elastic rotation coordinates ``Π_r(j) η`` (rad; their meaning is
+        the tip-kinematics option's).
     """
 
     R: np.ndarray
@@ -91,6 +88,9 @@ class Body:
         models; None when the body carries no stiffening data.
     axial_modes : array (k,) of int — the stretch modes, which carry the axial load of the
         ``"consistent"`` model.
+    tip_kinematics : str — the parametrisation of the node rotations, a key of
+        :data:`flexdyn.tip_kinematics.TIP_KINEMATICS` (the model's ``"tip_kinematics"``);
+        its entry is ``rotation``.
     M_s : array (n, 6, 6) — nodal spatial inertias ``diag(J_j, m_j I)`` in node frames.
     """
 
@@ -108,10 +108,13 @@ class Body:
     K1: np.ndarray | None = None
     K2: np.ndarray | None = None
     axial_modes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    tip_kinematics: str = DEFAULT_TIP_KINEMATICS
 
     @staticmethod
-    def from_spec(name: str, rigid: dict | None, flex: dict | None) -> Body:
-        """Build from the normalised ``rigid``/``flex`` blocks of a model dict."""
+    def from_spec(name: str, rigid: dict | None, flex: dict | None,
+                  tip_kinematics: str = DEFAULT_TIP_KINEMATICS) -> Body:
+        """Build from the normalised ``rigid``/``flex`` blocks of a model dict and the
+        model's tip-kinematics option."""
         if rigid is None:
             mass, com, inertia = 0.0, np.zeros(3), np.zeros((3, 3))
         else:
@@ -138,6 +141,7 @@ class Body:
             Pi_t=np.array(Pi[:, 3:, :], dtype=float, order="C"),
             K=np.array(K, dtype=float),
             C=np.array(C, dtype=float),
+            tip_kinematics=tip_kinematics,
             **({} if flex is None or flex.get("geometric_stiffness_1") is None else {
                 "K1": np.array(flex["geometric_stiffness_1"], dtype=float),
                 "K2": np.array(flex["geometric_stiffness_2"], dtype=float),
@@ -145,6 +149,7 @@ class Body:
         )
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "rotation", TIP_KINEMATICS[self.tip_kinematics])
         M_s = np.zeros((self.n_nodes, 6, 6))
         M_s[:, :3, :3] = self.node_inertias
         M_s[:, 3:, 3:] = self.node_masses[:, None, None] * np.eye(3)
@@ -188,20 +193,20 @@ class Body:
 
     def _node_frames(self, eta: np.ndarray) -> NodeFrames:
         theta = self.Pi_r @ eta  # (n, 3)
-        R, Jr = so3_maps(theta)
+        R, J = self.rotation.maps(theta)
         p = self.nodes + self.Pi_t @ eta
-        E = np.concatenate([Jr @ self.Pi_r, np.swapaxes(R, -1, -2) @ self.Pi_t], axis=1)
+        E = np.concatenate([J @ self.Pi_r, np.swapaxes(R, -1, -2) @ self.Pi_t], axis=1)
         return NodeFrames(R=R, p=p, E=E, theta=theta)
 
     def node_twist_rate(self, frames: NodeFrames, j: int, eta_dot: np.ndarray) -> np.ndarray:
         """``Ė_j η̇`` (6,): velocity-product part of node ``j``'s deformation acceleration.
 
-        ``Ė_j η̇ = [J̇_r(θ_j) Π_r η̇; −(J_r Π_r η̇) × (R_jᵀ Π_t η̇)]``.
+        ``Ė_j η̇ = [J̇(θ_j) Π_r η̇; −(J Π_r η̇) × (R_jᵀ Π_t η̇)]``.
         """
         theta_dot = self.Pi_r[j] @ eta_dot
         w_rel = frames.E[j, :3] @ eta_dot
         v_rel = frames.E[j, 3:] @ eta_dot
-        top = right_jacobian_so3_rate(frames.theta[j], theta_dot) @ theta_dot
+        top = self.rotation.rate(frames.theta[j], theta_dot) @ theta_dot
         return np.concatenate([top, -np.cross(w_rel, v_rel)])
 
     def node_maps(self, frames: NodeFrames) -> np.ndarray:
@@ -256,9 +261,9 @@ class Body:
         Vs = B @ Vm  # (n, 6) node twists
         w = frames.E @ eta_dot  # (n, 6) deformation twists
         theta_dot = self.Pi_r @ eta_dot
-        Jr_dot = right_jacobian_so3_rate(frames.theta, theta_dot)
         Edot = np.concatenate(
-            [np.einsum("nij,nj->ni", Jr_dot, theta_dot), -np.cross(w[:, :3], w[:, 3:])],
+            [np.einsum("nij,nj->ni", self.rotation.rate(frames.theta, theta_dot), theta_dot),
+             -np.cross(w[:, :3], w[:, 3:])],
             axis=1,
         )
         acc = Edot + cross_motion(Vs, w)

@@ -34,6 +34,7 @@ from .constraints import Closure
 from .joints import Joint, make_joint
 from .model_file import normalize_model_dict, read_model_dict, to_plain_dict, write_model_dict
 from .spatial import Transform
+from .tip_kinematics import DEFAULT_TIP_KINEMATICS
 
 __all__ = [
     "QUATERNION_TOL",
@@ -88,6 +89,8 @@ class Model:
     parent : int array (n_bodies,) — parent index, ``-1`` for roots.
     children : tuple of tuples of int
     gravity : array (3,), m/s², in the inertial frame.
+    tip_kinematics : str — the parametrisation of the elastic node rotations
+        (:data:`flexdyn.tip_kinematics.TIP_KINEMATICS`; default ``"exponential"``).
     nq, nu : int — sizes of ``q`` and ``u``.
     n_modes : int array (n_bodies,)
     constraints : tuple of :class:`~flexdyn.constraints.Closure` — the loop closures (the
@@ -100,11 +103,13 @@ class Model:
         self._spec = nd
         self.name: str = nd["name"]
         self.gravity: np.ndarray = _frozen(nd["gravity"], float)
+        self.tip_kinematics: str = nd["tip_kinematics"]
         bspecs = nd["bodies"]
         self.n_bodies = len(bspecs)
         self.names: tuple[str, ...] = tuple(b["name"] for b in bspecs)
         self.bodies: tuple[Body, ...] = tuple(
-            Body.from_spec(b["name"], b.get("rigid"), b.get("flex")) for b in bspecs
+            Body.from_spec(b["name"], b.get("rigid"), b.get("flex"), self.tip_kinematics)
+            for b in bspecs
         )
         self.joints: tuple[Joint, ...] = tuple(make_joint(b["joint"]) for b in bspecs)
         self.parent = _frozen([b["parent"] for b in bspecs], int)
@@ -293,11 +298,14 @@ class ModelBuilder:
     """Python builder for models: ``ModelBuilder("arm").add_body(...).build()``.
 
     Each :meth:`add_body` takes the keys of one body of the model file (``joint``,
-    ``rigid``, ``flex``; arrays may be numpy arrays) and ``parent`` as a name or ``None``.
+    ``rigid``, ``flex``; arrays may be numpy arrays) and ``parent`` as a name or ``None``;
+    ``tip_kinematics`` is the model's tip-kinematics option (``model-format.md``).
     """
 
-    def __init__(self, name: str = "model", gravity=(0.0, 0.0, 0.0)):
-        self._d: dict[str, Any] = {"name": name, "gravity": list(gravity), "bodies": []}
+    def __init__(self, name: str = "model", gravity=(0.0, 0.0, 0.0),
+                 tip_kinematics: str = DEFAULT_TIP_KINEMATICS):
+        self._d: dict[str, Any] = {"name": name, "gravity": list(gravity),
+                                   "tip_kinematics": tip_kinematics, "bodies": []}
 
     def add_body(self, name: str, parent: str | None = None, *, joint: Mapping[str, Any],
                  rigid: Mapping[str, Any] | None = None,

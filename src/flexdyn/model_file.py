@@ -14,7 +14,7 @@ Normalised structure
 --------------------
 ::
 
-    {"name": str, "gravity": (3,),
+    {"name": str, "gravity": (3,), "tip_kinematics": str,
      "bodies": [{"name": str, "parent": int (-1 for ground),
                  "joint": {"type": str, "axis": (3,) or None, "axes": (2, 3) or None,
                            "pitch": float, "parent_node": int or None,
@@ -45,6 +45,7 @@ import numpy as np
 from .constraints import CONSTRAINT_KINDS
 from .files import read_text, write_atomically
 from .joints import JOINT_DIMENSIONS, JOINT_KINDS
+from .tip_kinematics import DEFAULT_TIP_KINEMATICS, check_tip_kinematics
 
 __all__ = [
     "JOINT_TYPES",
@@ -65,7 +66,7 @@ _AXIS_TYPES, _AXES_TYPES, _PITCH_TYPES = (
     for key in ("axis", "axes", "pitch")
 )
 
-_TOP_KEYS = ("format", "version", "name", "gravity", "bodies", "constraints")
+_TOP_KEYS = ("format", "version", "name", "gravity", "tip_kinematics", "bodies", "constraints")
 _BODY_KEYS = ("name", "parent", "joint", "rigid", "flex")
 _JOINT_KEYS = (
     "type",
@@ -583,8 +584,9 @@ def _parent(where: str, value: Any, i: int, names: dict[str, int]) -> int:
     return index
 
 
-def _header(d: Any) -> tuple[str, np.ndarray, Sequence[Any]]:
-    """Check the top level of a model description."""
+def _header(d: Any) -> tuple[str, np.ndarray, str, Sequence[Any]]:
+    """Check the top level of a model description: its name, gravity, tip kinematics and
+    list of bodies."""
     d = _mapping("model", d, _TOP_KEYS)
     fmt = d.get("format")
     if fmt is not None and fmt != FORMAT_NAME:
@@ -596,12 +598,15 @@ def _header(d: Any) -> tuple[str, np.ndarray, Sequence[Any]]:
     if not isinstance(name, str):
         raise ValueError(f"model: name must be a string, got {_describe(name)}")
     gravity = _optional_array("model: gravity", d.get("gravity"), (3,))
+    tip = d.get("tip_kinematics")
+    tip = DEFAULT_TIP_KINEMATICS if tip is None else check_tip_kinematics(
+        "model: tip_kinematics", tip)
     bodies = _required("model", d, "bodies")
     if isinstance(bodies, (str, bytes, Mapping)) or not isinstance(bodies, Sequence):
         raise ValueError(f"model: bodies must be a list of bodies, got {_describe(bodies)}")
     if not bodies:
         raise ValueError("model: bodies is empty; a model needs at least one body")
-    return name, gravity, bodies
+    return name, gravity, tip, bodies
 
 
 def normalize_model_dict(d: Mapping) -> dict:
@@ -617,15 +622,16 @@ def normalize_model_dict(d: Mapping) -> dict:
     Returns
     -------
     dict
-        ``{"name", "gravity", "bodies"}`` with every default filled in and every array a
-        read-only ``float64`` numpy array (see the module docstring for the full structure).
+        ``{"name", "gravity", "tip_kinematics", "bodies"}`` with every default filled in and
+        every array a read-only ``float64`` numpy array (see the module docstring for the full
+        structure).
 
     Raises
     ------
     ValueError
         With one message naming the body (index and name) and key of the first problem found.
     """
-    name, gravity, raw_bodies = _header(d)
+    name, gravity, tip, raw_bodies = _header(d)
     names = _body_names(raw_bodies)
     name_index = {n: i for i, n in enumerate(names)}
     labels = [f'bodies[{i}] "{n}"' for i, n in enumerate(names)]
@@ -661,7 +667,8 @@ def normalize_model_dict(d: Mapping) -> dict:
                 "inertia must carry other bodies (rigid.mass + sum of flex.node_masses is 0)"
             )
     constraints = _constraints(d.get("constraints"), names, name_index, bodies)
-    return {"name": name, "gravity": gravity, "bodies": bodies, "constraints": constraints}
+    return {"name": name, "gravity": gravity, "tip_kinematics": tip, "bodies": bodies,
+            "constraints": constraints}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -862,11 +869,13 @@ def to_plain_dict(nd: dict) -> dict:
         if flex is not None:
             out["flex"] = flex
         bodies.append(out)
+    tip = nd["tip_kinematics"]
     out = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
         "name": nd["name"],
         "gravity": nd["gravity"].tolist(),
+        **({} if tip == DEFAULT_TIP_KINEMATICS else {"tip_kinematics": tip}),
         "bodies": bodies,
     }
     if nd["constraints"]:

@@ -45,11 +45,11 @@ _J = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True)
 _JI = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, inline="always")
 _E = numba.njit(cache=True, nogil=True)
 # integer columns of the per-body table (pack.INT_FIELDS)
-_PARENT, _M, _NJ, _NQJ, _QS, _US, _JCODE, _KIND, _CN, _PN, _NN, _AT, _GS = range(13)
+_PARENT, _M, _NJ, _NQJ, _QS, _US, _JCODE, _KIND, _CN, _PN, _NN, _AT, _GS, _TK = range(14)
 _NI = len(INT_FIELDS)
 _NH = len(HEADER)
 _FIXED, _REVOLUTE, _PRISMATIC, _SCREW, _CYLINDRICAL, _UNIVERSAL, _SPHERICAL, _FREE = range(8)
-assert _NI == 13 and _NH == 6
+assert _NI == 14 and _NH == 6
 #: statuses of the entries besides −1 (done) and a body index (singular inertia)
 INVALID, OVERFLOW = -2, -3
 
@@ -134,6 +134,7 @@ class Work(NamedTuple):
     t_33: np.ndarray  # (3, 3, 3)
     t_3: np.ndarray  # (3, 3)
     t_6: np.ndarray  # (8, 6)
+    t_tip: np.ndarray  # (4, 3) scratch of the tip kinematics (_node_twist_rate)
     q_n: np.ndarray  # (nq,) q with unit quaternions
     flat: np.ndarray  # the whole buffer
 
@@ -147,7 +148,7 @@ def workspace(ib):
              n * s * s, n * 6 * M, n * 36, n * 9, n * 3, n * 36,
              n * s, n * s, n * s, n * s, nu,
              n * s * s, n * s * s, n * s, n * s, n * s, n * s,
-             s * s, s * s, s * s, s * s, s * s, s * s, s * 6, s, 72, 27, 9, 48)
+             s * s, s * s, s * s, s * s, s * s, s * s, s * 6, s, 72, 27, 9, 48, 12)
     total = 0
     for k in sizes:
         total += k
@@ -175,7 +176,8 @@ def workspace(ib):
         w[o[28]:o[29]].reshape((s, s)), w[o[29]:o[30]].reshape((s, s)),
         w[o[30]:o[31]].reshape((s, 6)), w[o[31]:o[32]],
         w[o[32]:o[33]].reshape((2, 6, 6)), w[o[33]:o[34]].reshape((3, 3, 3)),
-        w[o[34]:o[35]].reshape((3, 3)), w[o[35]:o[36]].reshape((8, 6)), q_n, w,
+        w[o[34]:o[35]].reshape((3, 3)), w[o[35]:o[36]].reshape((8, 6)),
+        w[o[36]:o[37]].reshape((4, 3)), q_n, w,
     )
 
 
@@ -354,19 +356,17 @@ def _so3_coefficients(s):
     return a, b, c, (co - a) / (2.0 * s), (a - 2.0 * b) / (2.0 * s), (b - 3.0 * c) / (2.0 * s)
 
 
+# ----------------------------------------------------------------------------------------------
+# tip kinematics (flexdyn.tip_kinematics): R(θ), the rotation rows of E = J(θ) Π_r and J̇(θ) θ̇
+# by the code of the model's option, dispatched in _tip_frame and _tip_rate only
+# ----------------------------------------------------------------------------------------------
+_EXPONENTIAL, _NEGLECT, _EULER_123, _EULER_321 = range(4)
+
+
 @_J
-def _node_frame(Pi_r, Pi_t, l0, eta, m, R, p, E, theta):
-    """Node frame at ``η``: ``θ = Π_r η``, ``R = exp(θ̃) = I + a θ̃ + b θ̃²``,
-    ``p = l0 + Π_t η``, ``E = [J_r(θ) Π_r; Rᵀ Π_t]`` (6 × m) with
+def _exp_frame(theta, Pi_r, m, R, E):
+    """``R = exp(θ̃) = I + a θ̃ + b θ̃²`` and ``E[:3] = J_r(θ) Π_r`` with
     ``J_r = I − b θ̃ + c θ̃²`` and ``θ̃² = θθᵀ − |θ|² I``."""
-    for r in range(3):
-        th = 0.0
-        pr = l0[r]
-        for k in range(m):
-            th += Pi_r[r, k] * eta[k]
-            pr += Pi_t[r, k] * eta[k]
-        theta[r] = th
-        p[r] = pr
     t0, t1, t2 = theta[0], theta[1], theta[2]
     s = t0 * t0 + t1 * t1 + t2 * t2
     a, b, c, _, _, _ = _so3_coefficients(s)
@@ -386,25 +386,13 @@ def _node_frame(Pi_r, Pi_t, l0, eta, m, R, p, E, theta):
         E[0, k] = x0 - b * (t1 * x2 - t2 * x1) + c * (t0 * d - s * x0)
         E[1, k] = x1 - b * (t2 * x0 - t0 * x2) + c * (t1 * d - s * x1)
         E[2, k] = x2 - b * (t0 * x1 - t1 * x0) + c * (t2 * d - s * x2)
-        for r in range(3):
-            E[3 + r, k] = R[0, r] * Pi_t[0, k] + R[1, r] * Pi_t[1, k] + R[2, r] * Pi_t[2, k]
 
 
 @_J
-def _node_twist_rate(theta, Pi_r, E, etad, m, out, w):
-    """``out = Ė_j η̇ = [J̇_r(θ) θ̇; −(E_r η̇) × (E_t η̇)]`` with ``θ̇ = Π_r η̇``
-    (Body.node_twist_rate), and ``w = E_j η̇`` (6,).  With ``θ̃θ̇ = θ × θ̇``, ``θ̃̇θ̇ = 0``:
-    ``J̇_r θ̇ = −ḃ θ × θ̇ + ċ θ × (θ × θ̇) + c θ̇ × (θ × θ̇)``, ``ḃ = b' 2θ·θ̇``."""
-    d0 = d1 = d2 = 0.0
-    for k in range(m):
-        d0 += Pi_r[0, k] * etad[k]
-        d1 += Pi_r[1, k] * etad[k]
-        d2 += Pi_r[2, k] * etad[k]
-    for r in range(6):
-        x = 0.0
-        for k in range(m):
-            x += E[r, k] * etad[k]
-        w[r] = x
+def _exp_rate(theta, d0, d1, d2, out):
+    """``out[:3] = J̇_r(θ) θ̇`` for ``θ̇ = (d0, d1, d2)``.  With ``θ̃θ̇ = θ × θ̇``,
+    ``θ̃̇θ̇ = 0``: ``J̇_r θ̇ = −ḃ θ × θ̇ + ċ θ × (θ × θ̇) + c θ̇ × (θ × θ̇)``,
+    ``ḃ = b' 2θ·θ̇``."""
     t0, t1, t2 = theta[0], theta[1], theta[2]
     s = t0 * t0 + t1 * t1 + t2 * t2
     _, b, c, _, db, dc = _so3_coefficients(s)
@@ -414,6 +402,141 @@ def _node_twist_rate(theta, Pi_r, E, etad, m, out, w):
     out[0] = -cb * x0 + cc * (t1 * x2 - t2 * x1) + c * (d1 * x2 - d2 * x1)
     out[1] = -cb * x1 + cc * (t2 * x0 - t0 * x2) + c * (d2 * x0 - d0 * x2)
     out[2] = -cb * x2 + cc * (t0 * x1 - t1 * x0) + c * (d0 * x1 - d1 * x0)
+
+
+@_J
+def _elementary(k, co, si, r, q):
+    """Entry ``(r, q)`` of the rotation about coordinate axis ``k`` by the angle of cosine
+    ``co`` and sine ``si``."""
+    if r == q:
+        return 1.0 if r == k else co
+    if r == (k + 1) % 3 and q == (k + 2) % 3:
+        return -si
+    if r == (k + 2) % 3 and q == (k + 1) % 3:
+        return si
+    return 0.0
+
+
+@_J
+def _euler_columns(a, b, c, theta, R):
+    """``R = R_b(θ_b) R_c(θ_c)`` (3 × 3, overwritten) and the columns of ``J``
+    (tip_kinematics.euler_maps): returns ``u_a = (R_b R_c)ᵀ e_a`` and ``u_b = R_cᵀ e_b``
+    (6 scalars), with the cosine and sine of ``θ_a``."""
+    cb, sb = math.cos(theta[b]), math.sin(theta[b])
+    cc, sc = math.cos(theta[c]), math.sin(theta[c])
+    for r in range(3):
+        for q in range(3):
+            x = 0.0
+            for t in range(3):
+                x += _elementary(b, cb, sb, r, t) * _elementary(c, cc, sc, t, q)
+            R[r, q] = x
+    return (R[a, 0], R[a, 1], R[a, 2], _elementary(c, cc, sc, b, 0),
+            _elementary(c, cc, sc, b, 1), _elementary(c, cc, sc, b, 2),
+            math.cos(theta[a]), math.sin(theta[a]))
+
+
+@_J
+def _euler_frame(a, b, c, theta, Pi_r, m, R, E):
+    """``R = R_a R_b R_c`` and ``E[:3] = J Π_r`` with ``J = [u_a, u_b, e_c]`` in the columns
+    ``a, b, c`` (tip_kinematics.euler_maps)."""
+    ua0, ua1, ua2, ub0, ub1, ub2, ca, sa = _euler_columns(a, b, c, theta, R)
+    i1, i2 = (a + 1) % 3, (a + 2) % 3  # R ← R_a R: rows i1, i2 turn
+    for q in range(3):
+        r1, r2 = R[i1, q], R[i2, q]
+        R[i1, q] = ca * r1 - sa * r2
+        R[i2, q] = sa * r1 + ca * r2
+    for k in range(m):
+        xa, xb = Pi_r[a, k], Pi_r[b, k]
+        E[0, k] = ua0 * xa + ub0 * xb
+        E[1, k] = ua1 * xa + ub1 * xb
+        E[2, k] = ua2 * xa + ub2 * xb
+        E[c, k] += Pi_r[c, k]
+
+
+@_J
+def _euler_rate(a, b, c, theta, d, out, R):
+    """``out[:3] = J̇ θ̇ = θ̇_c (θ̇_a u_a + θ̇_b u_b) × e_c + θ̇_a θ̇_b u_a × u_b``
+    (tip_kinematics.euler_rate) for ``θ̇ = d`` (3,); ``R`` (3 × 3) scratch."""
+    ua0, ua1, ua2, ub0, ub1, ub2, _, _ = _euler_columns(a, b, c, theta, R)
+    da, db, dc = d[a], d[b], d[c]
+    v0, v1, v2 = da * ua0 + db * ub0, da * ua1 + db * ub1, da * ua2 + db * ub2
+    ab = da * db
+    out[0] = ab * (ua1 * ub2 - ua2 * ub1)
+    out[1] = ab * (ua2 * ub0 - ua0 * ub2)
+    out[2] = ab * (ua0 * ub1 - ua1 * ub0)
+    c1, c2 = (c + 1) % 3, (c + 2) % 3  # v × e_c = v_c2 e_c1 − v_c1 e_c2
+    v = (v0, v1, v2)
+    out[c1] += dc * v[c2]
+    out[c2] -= dc * v[c1]
+
+
+@_J
+def _tip_frame(code, theta, Pi_r, m, R, E):
+    """The node rotation ``R(θ)`` and the rotation rows ``E[:3] = J(θ) Π_r`` of the tip
+    kinematics ``code``."""
+    if code == _EXPONENTIAL:
+        _exp_frame(theta, Pi_r, m, R, E)
+    elif code == _NEGLECT:
+        for r in range(3):
+            for q in range(3):
+                R[r, q] = 1.0 if r == q else 0.0
+            for k in range(m):
+                E[r, k] = 0.0
+    elif code == _EULER_123:
+        _euler_frame(0, 1, 2, theta, Pi_r, m, R, E)
+    else:
+        _euler_frame(2, 1, 0, theta, Pi_r, m, R, E)
+
+
+@_J
+def _tip_rate(code, theta, d, out, R):
+    """``out[:3] = J̇(θ) θ̇`` (``θ̇ = d`` (3,)) of the tip kinematics ``code``; ``R`` (3 × 3)
+    scratch."""
+    if code == _EXPONENTIAL:
+        _exp_rate(theta, d[0], d[1], d[2], out)
+    elif code == _NEGLECT:
+        out[0] = out[1] = out[2] = 0.0
+    elif code == _EULER_123:
+        _euler_rate(0, 1, 2, theta, d, out, R)
+    else:
+        _euler_rate(2, 1, 0, theta, d, out, R)
+
+
+@_J
+def _node_frame(code, Pi_r, Pi_t, l0, eta, m, R, p, E, theta):
+    """Node frame at ``η``: ``θ = Π_r η``, ``p = l0 + Π_t η``, ``R(θ)`` and
+    ``E = [J(θ) Π_r; Rᵀ Π_t]`` (6 × m) of the tip kinematics ``code`` (:func:`_tip_frame`)."""
+    for r in range(3):
+        th = 0.0
+        pr = l0[r]
+        for k in range(m):
+            th += Pi_r[r, k] * eta[k]
+            pr += Pi_t[r, k] * eta[k]
+        theta[r] = th
+        p[r] = pr
+    _tip_frame(code, theta, Pi_r, m, R, E)
+    for k in range(m):
+        for r in range(3):
+            E[3 + r, k] = R[0, r] * Pi_t[0, k] + R[1, r] * Pi_t[1, k] + R[2, r] * Pi_t[2, k]
+
+
+@_J
+def _node_twist_rate(code, theta, Pi_r, E, etad, m, out, w, t):
+    """``out = Ė_j η̇ = [J̇(θ) θ̇; −(E_r η̇) × (E_t η̇)]`` with ``θ̇ = Π_r η̇``
+    (Body.node_twist_rate; :func:`_tip_rate`), and ``w = E_j η̇`` (6,); ``t`` (4, 3)
+    scratch."""
+    d = t[0]
+    d[0] = d[1] = d[2] = 0.0
+    for k in range(m):
+        d[0] += Pi_r[0, k] * etad[k]
+        d[1] += Pi_r[1, k] * etad[k]
+        d[2] += Pi_r[2, k] * etad[k]
+    for r in range(6):
+        x = 0.0
+        for k in range(m):
+            x += E[r, k] * etad[k]
+        w[r] = x
+    _tip_rate(code, theta, d, out, t[1:4])
     out[3] = -(w[1] * w[5] - w[2] * w[4])
     out[4] = -(w[2] * w[3] - w[0] * w[5])
     out[5] = -(w[0] * w[4] - w[1] * w[3])
@@ -592,8 +715,8 @@ def _full_body_frames(pm, i, eta, w):
     """The full model's node frames at ``η`` and Eq 23 (``M_m``)."""
     m, nn = pm.ints[i, _M], pm.ints[i, _NN]
     for j in range(nn):
-        _node_frame(pm.Pi_r[i, j], pm.Pi_t[i, j], pm.l0[i, j], eta, m, w.fR[i, j],
-                    w.fp[i, j], w.fE[i, j], w.fth[i, j])
+        _node_frame(pm.ints[i, _TK], pm.Pi_r[i, j], pm.Pi_t[i, j], pm.l0[i, j], eta, m,
+                    w.fR[i, j], w.fp[i, j], w.fE[i, j], w.fth[i, j])
     _modal_mass(m, nn, pm.node_m[i], pm.node_I[i], pm.M_rigid[i], w.fR[i], w.fp[i],
                 w.fE[i], w.t_X[:6, :m], w.M_m[i])
 
@@ -790,9 +913,9 @@ def velocity_terms(pm, q, u, fext, w):
         if kind == FULL and ints[i, _CN] >= 0 and m > 0:
             _full_own_rate(pm, w, i, etad, V, aV)
         if kind == FULL:
-            _full_modal_bias(m, ints[i, _NN], pm.node_m[i], pm.node_I[i], pm.M_rigid[i],
-                             pm.Pi_r[i], w.fR[i], w.fp[i], w.fE[i], w.fth[i], etad, V,
-                             w.t_6[4:8], w.bias[i])
+            _full_modal_bias(ints[i, _TK], m, ints[i, _NN], pm.node_m[i], pm.node_I[i],
+                             pm.M_rigid[i], pm.Pi_r[i], w.fR[i], w.fp[i], w.fE[i], w.fth[i],
+                             etad, V, w.t_6[4:8], w.t_tip, w.bias[i])
         else:
             _modal_bias(kind, m, pm.M_m0[i], pm.B_quad[i], V, w.t_6[3], w.bias[i])
         eta = q[qs + nqj:qs + nqj + m]
@@ -860,8 +983,8 @@ def _full_parent_rate(pm, w, i, V_nl, aV):
     s = pm.ints[pa, _US] + pm.ints[pa, _NJ]
     V_t, w_t, eps = w.t_6[4], w.t_6[5], w.t_6[6]
     _mtv(w.A[i, :mp + 6], V_nl[pa, :mp + 6], V_t, False)
-    _node_twist_rate(w.fth[pa, pn], pm.Pi_r[pa, pn], w.fE[pa, pn], w.u_nl[s:s + mp], mp, eps,
-                     w_t)
+    _node_twist_rate(pm.ints[pa, _TK], w.fth[pa, pn], pm.Pi_r[pa, pn], w.fE[pa, pn],
+                     w.u_nl[s:s + mp], mp, eps, w_t, w.t_tip)
     _cross_motion(V_t, w_t, eps, True)
     _mtv(w.phi[i], eps, aV, True)
 
@@ -871,7 +994,8 @@ def _full_own_rate(pm, w, i, etad, V, aV):
     """``aV += V × Q η̇ − X_nc Ė_c η̇`` of a full body on its own attach node."""
     m, cn = pm.ints[i, _M], pm.ints[i, _CN]
     eps, w_c, Xe, Qe = w.t_6[4], w.t_6[5], w.t_6[6], w.t_6[7]
-    _node_twist_rate(w.fth[i, cn], pm.Pi_r[i, cn], w.fE[i, cn], etad, m, eps, w_c)
+    _node_twist_rate(pm.ints[i, _TK], w.fth[i, cn], pm.Pi_r[i, cn], w.fE[i, cn], etad, m,
+                     eps, w_c, w.t_tip)
     _rotate_node_twist(w.R_nc[i], w.p_nc[i], eps, Xe)
     _mv(w.Q[i, :, :m], etad, Qe, False)
     _cross_motion(V, Qe, aV, True)
@@ -896,17 +1020,19 @@ def _modal_bias(kind, m, M_m0, B_quad, V, MV, out):
 
 
 @_J
-def _full_modal_bias(m, nn, node_m, node_I, M_rigid, Pi_r, fR, fp, fE, fth, etad, V, t, out):
+def _full_modal_bias(tk, m, nn, node_m, node_I, M_rigid, Pi_r, fR, fp, fE, fth, etad, V, t,
+                     t_tip, out):
     """The full model's ``b_m``: ``V ×* M_rigid V`` plus ``Σ_j B_jᵀ (M_s a_j + V_j ×* M_s V_j)``
     over the nodes, with the node twist ``V_j = B_j [η̇; V]`` and its velocity-dependent
-    acceleration ``a_j = Ė_j η̇ + V_j × E_j η̇``; ``t`` (4, 6) scratch."""
+    acceleration ``a_j = Ė_j η̇ + V_j × E_j η̇`` (tip kinematics ``tk``); ``t`` (4, 6) and
+    ``t_tip`` (4, 3) scratch."""
     Vs, acc, wj, y = t[0], t[1], t[2], t[3]
     _mv(M_rigid, V, y, False)
     _cross_force(V, y, out[m:m + 6], False)
     for j in range(nn):
         R, p, E = fR[j], fp[j], fE[j]
         _node_twist(R, p, E, m, etad, V, Vs)
-        _node_twist_rate(fth[j], Pi_r[j], E, etad, m, acc, wj)
+        _node_twist_rate(tk, fth[j], Pi_r[j], E, etad, m, acc, wj, t_tip)
         _cross_motion(Vs, wj, acc, True)
         I, mj = node_I[j], node_m[j]
         for r in range(3):  # M_s V_j, then y = M_s a_j + V_j ×* M_s V_j

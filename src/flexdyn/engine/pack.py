@@ -22,6 +22,8 @@ the end, per-body table]`` where the per-body table has the columns :data:`INT_F
                attach frame): the sweeps then skip the product with ``A``
 ``gs``         geometric elastic force: :data:`NO_STIFFENING`, :data:`CONSISTENT` or
                :data:`EXACT` (Damaren & Sharf Eq 20; :mod:`flexdyn.stiffening`)
+``tk``         the model's tip kinematics, the code of its option
+               (:data:`flexdyn.tip_kinematics.TIP_KINEMATICS`), the same for every body
 =============  ===============================================================
 
 The flexible/hinge split (Eqs 62–64) takes a second pair of buffers, :func:`pack_split`
@@ -78,7 +80,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "gs_rows": ("(n, G)", "1 for the modes the geometric force acts on, else 0"),
 }
 INT_FIELDS = ("parent", "m", "nj", "nqj", "qs", "us", "jcode", "kind", "cn", "pn", "nn", "at",
-              "gs")
+              "gs", "tk")
 #: entries of the header of ``ib`` before the field offsets
 HEADER = ("n", "M", "N", "nu", "nq", "G")
 #: the geometric elastic force of a body (column ``gs``): none, the consistent model's
@@ -197,7 +199,8 @@ def pack(model: Model, models: tuple[BodyModel, ...]) -> Packed:
             f["gs_rows"][i, :m] = bm.rows
         ints[i] = (p, m, joint.nu, joint.nq, model.q_start[i], model.u_start[i], joint.code,
                    _kind(bm), -1 if cn is None else cn, -1 if pn is None else pn, nn,
-                   trivial_A, STIFFENING[type(bm)] if stiffened[i] else NO_STIFFENING)
+                   trivial_A, STIFFENING[type(bm)] if stiffened[i] else NO_STIFFENING,
+                   body.rotation.code)
     sizes = [v.size for v in f.values()]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # len(FIELDS) + 1
     ib = np.concatenate([np.array([n, M, N, model.nu, model.nq, G], dtype=np.int64), offsets,
