@@ -3,11 +3,14 @@
     python benchmarks/bench_shuttle.py                       # all four maneuvers (~30 min)
     python benchmarks/bench_shuttle.py --maneuvers I-f       # one of them
     python benchmarks/bench_shuttle.py --quick               # the first 2 s of each
+    python benchmarks/bench_shuttle.py --limit 5             # at most 5 min per run
 
 For each maneuver of :func:`flexdyn.models.shuttle_maneuver` and each fidelity: the RMS
 energy drift ``e_E,RMS`` (Eq 32, 1000 samples; DOP853 at relative tolerance 1e-7 as in the
-paper), or the time at which the run failed (the paper's "∞"), the final joint angles and
-the wall time, beside the paper's Table 3 (natural-mode basis, six modes per boom).
+paper), or the time at which the run blew up (the paper's "∞": a boom's tip deflected by
+more than ``BLOW_UP`` = 1 m, or the integrator failed), the final joint angles and the wall
+time, beside the paper's Table 3 (natural-mode basis, six modes per boom).  A run that has
+not finished after ``--limit`` minutes of wall time is stopped and reported as such.
 """
 
 from __future__ import annotations
@@ -29,19 +32,55 @@ PAPER_TABLE_3 = {"I-f": {"ruthless": None, "consistent": None, "full": 4.32e-5,
 PAPER_NAMES = {"ruthless": "RL", "consistent": "CL", "full": "I(E)", "exact": "EEE"}
 
 
-def run(maneuver: str, fidelity: str, span: float | None) -> str:
+#: a run "blows up" (the paper's ∞) when a boom's tip deflects by more than this (m)
+BLOW_UP = 1.0
+
+
+def blow_up_event(model: fd.Model):
+    """Terminal event: zero when the largest elastic tip displacement of a boom reaches
+    :data:`BLOW_UP` (the tip node's translation rows of the modal matrix times ``η``)."""
+    booms = [(model.q_slice(i).start + model.joints[i].nq, body.Pi_t[-1])
+             for i, body in enumerate(model.bodies) if body.n_modes]
+
+    def event(t, q, u):
+        return BLOW_UP - max(float(np.linalg.norm(P @ q[s:s + P.shape[1]])) for s, P in booms)
+
+    event.terminal = True
+    return event
+
+
+def wall_clock_event(limit: float):
+    """Terminal event: zero ``limit`` seconds of wall time after the run starts."""
+    deadline = time.perf_counter() + limit
+
+    def event(t, q, u):
+        return deadline - time.perf_counter()
+
+    event.terminal = True
+    return event
+
+
+def run(maneuver: str, fidelity: str, span: float | None, limit: float) -> str:
     model = fd.models.shuttle_arm()
     tau, T = fd.models.shuttle_maneuver(model, maneuver)
     t1 = T if span is None else min(span, T)
     wall = time.perf_counter()
+    angles = "—"
     try:
         res = fd.simulate(model, t_span=(0.0, t1), tau=tau, fidelity=fidelity, rtol=1e-7,
-                          atol=1e-9, t_eval=np.linspace(0.0, t1, 1000))
-        outcome = f"{res.energy_balance_rms:.3g}"
-        joints = res.q[-1, [int(model.q_start[i]) for i in range(6)]]
-        angles = ", ".join(f"{a:+.4f}" for a in joints)
+                          atol=1e-9, t_eval=np.linspace(0.0, t1, 1000),
+                          events=[blow_up_event(model), wall_clock_event(limit)])
+        blown, timed_out = (len(t) > 0 for t in res.t_events)
+        if blown:
+            outcome = f"blew up at {res.t_events[0][0]:.1f} s"
+        elif timed_out:
+            outcome = f"not done in {limit / 60:g} min (at {res.t_events[1][0]:.1f} s)"
+        else:
+            outcome = f"{res.energy_balance_rms:.3g}"
+            joints = res.q[-1, [int(model.q_start[i]) for i in range(6)]]
+            angles = ", ".join(f"{a:+.4f}" for a in joints)
     except fd.SimulationError as exc:
-        outcome, angles = f"failed at {exc.t:.1f} s", "—"
+        outcome = f"failed at {exc.t:.1f} s"
     paper = PAPER_TABLE_3[maneuver][fidelity]
     return (f"| {maneuver} | {fidelity} ({PAPER_NAMES[fidelity]}) | {outcome} | "
             f"{'∞' if paper is None else f'{paper:.3g}'} | {angles} | "
@@ -52,6 +91,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the first 2 s of each maneuver")
     parser.add_argument("--maneuvers", default="I-f,I-s,II-f,II-s")
+    parser.add_argument("--limit", type=float, default=10.0,
+                        help="wall-time limit of each run, minutes (default 10)")
     args = parser.parse_args()
     span = 2.0 if args.quick else None
     print(f"flexdyn {fd.__version__}; DOP853, rtol 1e-7, 1000 samples"
@@ -61,7 +102,7 @@ def main() -> None:
     print("|---|---|---:|---:|---|---:|")
     for maneuver in args.maneuvers.split(","):
         for fidelity in ("ruthless", "consistent", "full", "exact"):
-            print(run(maneuver, fidelity, span), flush=True)
+            print(run(maneuver, fidelity, span, 60.0 * args.limit), flush=True)
 
 
 if __name__ == "__main__":

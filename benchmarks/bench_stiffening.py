@@ -11,7 +11,7 @@ energy drift ``e_E,RMS`` (Eq 32, Table 1), the hub rate at the end of the spin-u
 bending and the stretch of the tip (steady, and its smallest value: the foreshortening),
 the wall time; then the first flap and lag frequencies of a uniform rotating cantilever
 (EI = ρA = L = 1) of the exact model against a Hermite-element solution of the rotating
-Euler–Bernoulli beam, for 1–4 stretch modes.
+Euler–Bernoulli beam, for 1–4 stretch modes, and for 1–40 elements.
 """
 
 from __future__ import annotations
@@ -91,6 +91,46 @@ def rotating(rates: list[float]) -> None:
         print(f"| {omega:g} | {flap:.4f} / {lag:.4f} | " + " | ".join(cells) + " |")
 
 
+def axial(rates: list[float]) -> None:
+    print("\nrotating cantilever, exact model, natural basis (31 nodes), 3 flap + 3 lag bending "
+          "modes and k = 0-4 stretch modes: first flap / lag frequency (error vs the "
+          "rotating-beam solution)")
+    print("| Ω | rotating-beam solution | " + " | ".join(f"k = {k}" for k in range(5)) + " |")
+    print("|---:|---:|" + "---:|" * 5)
+    models = []
+    for k in range(5):
+        beam = beam_modes(1.0, 1.0, EI_y=1.0, EI_z=1.0, EA=1e4, n_elements=30, basis="natural",
+                          n_modes={"transverse_y": 3, "transverse_z": 3, "axial": k})
+        models.append(fd.ModelBuilder("spinning")
+                      .add_body("beam", None, joint={"type": "revolute", "axis": [0, 0, 1.0]},
+                                flex=beam.to_flex_dict())
+                      .build())
+    for omega in rates:
+        flap, lag = rotating_beam_frequencies(omega)
+        cells = []
+        for model in models:
+            w = steady_spin(model, omega, "exact")[1]
+            cells.append(f"{w[1]:.4f} / {w[0]:.4f} ({100 * (w[1] / flap - 1):+.1f} %, "
+                         f"{100 * (w[0] / lag - 1):+.1f} %)")
+        print(f"| {omega:g} | {flap:.4f} / {lag:.4f} | " + " | ".join(cells) + " |")
+
+
+def elements(rates: list[float]) -> None:
+    print("\nrotating cantilever, exact model, 1 flap + 1 lag bending mode and 2 stretch modes, "
+          "first flap / lag frequency against the number of elements (lumped elements; "
+          "consistent-mass finite elements)")
+    meshes = [("lumped", n) for n in (5, 10, 20, 40)] + [("finite", n) for n in (2, 4, 8)]
+    print("| Ω | rotating-beam solution | "
+          + " | ".join(f"{basis} {n}" for basis, n in meshes) + " |")
+    print("|---:|---:|" + "---:|" * len(meshes))
+    models = [spinning_beam(n_axial=2, n_elements=n, basis=basis) for basis, n in meshes]
+    for omega in rates:
+        flap, lag = rotating_beam_frequencies(omega)
+        cells = [steady_spin(model, omega, "exact")[1] for model in models]
+        print(f"| {omega:g} | {flap:.4f} / {lag:.4f} | "
+              + " | ".join(f"{w[1]:.4f} / {w[0]:.4f}" for w in cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="5 s of spin-up, two rates")
@@ -99,6 +139,8 @@ def main() -> None:
     for basis in BASES:
         spinup(5.0 if args.quick else 20.0, basis)
     rotating([2.0, 6.0] if args.quick else [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    axial([2.0, 6.0] if args.quick else [2.0, 4.0, 6.0])
+    elements([2.0, 6.0] if args.quick else [2.0, 4.0, 6.0])
     print(f"\ntotal {time.perf_counter() - wall:.0f} s")
 
 
