@@ -348,7 +348,7 @@ def test_random_closed_trees_against_lagrange_multipliers(d, seed, to_ground):
     Gam = bm.Gamma(q)
     J = np.array([g(q + 1j * h * Gam[:, k]).imag / h for k in range(model.nu)]).T
     sv = np.linalg.svd(J, compute_uv=False)
-    assume(sv[-1] > 1e-2 * max(sv[0], 0.1))  # three independent rows (else over-constrained)
+    assume(sv.size == 3 and sv[-1] > 1e-2 * max(sv[0], 0.1))  # three independent rows
 
     def Ju(qq):
         return g(qq + 1j * h * (bm.Gamma(qq) @ u)).imag / h
@@ -429,3 +429,59 @@ def test_constraint_entries_are_validated(change, message):
     entry = {k: v for k, v in entry.items() if v is not None or k == "other_body"}
     with pytest.raises(ValueError, match=message):
         fd.Model.from_dict(d | {"constraints": [entry]})
+
+
+# ----------------------------------------------------------------------------------------------
+# the engine's closure terms against the reference's
+# ----------------------------------------------------------------------------------------------
+KIND_KEYS = {"ball": {}, "revolute": {"axis": [0.6, 0.0, 0.8], "other_axis": [0.0, 1.0, 0.0]},
+             "weld": {"rotation": [[0, -1, 0], [1, 0, 0], [0, 0, 1]]}, "pin": {"axis": [0, 0, 1]},
+             "point-on-line": {"direction": [0.0, 0.6, 0.8]},
+             "point-on-plane": {"normal": [1.0, 0.0, 0.0]}}
+
+
+@pytest.mark.parametrize("tip", ["exponential", "euler-321"])
+@pytest.mark.parametrize("seed", range(3))
+def test_engine_closure_terms_equal_the_reference(seed, tip):
+    from strategies import random_model_dict
+
+    from flexdyn.closure import closure_terms
+    from flexdyn.terms import state_terms
+
+    rng = np.random.default_rng(seed)
+    d = random_model_dict(rng, [-1, 0, 1, 0], ["spherical", "revolute", "universal", "free"],
+                          [3, 2, 0, 4], [2, 0, 0, 3])  # body 1: rigid, with nodes
+    names = [b["name"] for b in d["bodies"]]
+    nodes = [len((b.get("flex") or {}).get("nodes", [])) for b in d["bodies"]]
+    constraints = []
+    for k, (kind, keys) in enumerate(KIND_KEYS.items()):
+        a, b = int(rng.integers(1, 4)), int(rng.integers(-1, 4))
+        b = -1 if b == a else b
+        entry = {"name": f"c{k}", "type": kind, "body": names[a],
+                 "other_body": None if b < 0 else names[b], **keys}
+        entry |= ({"node": int(rng.integers(nodes[a]))} if nodes[a] and rng.random() < 0.6
+                  else {"point": rng.uniform(-0.4, 0.4, 3).tolist()})
+        entry |= ({"other_node": int(rng.integers(nodes[b]))}
+                  if b >= 0 and nodes[b] and rng.random() < 0.6
+                  else {"other_point": rng.uniform(-0.4, 0.4, 3).tolist()})
+        constraints.append(entry)
+    model = fd.Model.from_dict(d | {"constraints": constraints, "tip_kinematics": tip})
+    q, u, _ = random_state(model, rng, eta_scale=0.2)
+    q = model.normalize_configuration(q)
+    for fidelity in ("full", "exact"):
+        ref = closure_terms(model, *state_terms(model, q, u, fidelity), u)
+        g, J, gamma = fd.dynamics._cached_engine(model, fidelity).closure_terms(q, u)
+        np.testing.assert_allclose(g, ref.g, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(J, ref.J, rtol=0, atol=1e-12 * max(1, np.abs(ref.J).max()))
+        np.testing.assert_allclose(gamma, ref.gamma, rtol=0,
+                                   atol=1e-11 * max(1, np.abs(ref.gamma).max()))
+
+
+def test_the_tree_only_engine_entries_refuse_a_closed_chain():
+    from flexdyn.engine import Engine
+
+    engine = Engine(fourbar())
+    with pytest.raises(ValueError, match="loop closures.*flexdyn.rhs"):
+        engine.c_state_derivative()
+    with pytest.raises(ValueError, match="loop closures"):
+        engine.state_derivative(np.zeros(6))

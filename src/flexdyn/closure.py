@@ -160,7 +160,9 @@ def closed_chain_accelerations(model: Model, terms: ClosureTerms, udot_tree: np.
     ``Λ λ = J u̇_f + γ + 2ω J u + ω² g`` with ``Λ = J Y`` and Baumgarte's rate ``ω = rate``
     (1/s; 0: none), ``u̇ = u̇_f − Y λ``, so that ``M u̇ + Jᵀ λ = τ − C``.
 
-    Raises :class:`ClosureError` naming the closures when ``Λ`` is singular.
+    ``Λ`` is tested by Cholesky (a squared pivot at most :data:`LAMBDA_RTOL` times its
+    largest diagonal entry: singular) and solved by LU, which is analytic in the entries
+    (complex step).  Raises :class:`ClosureError` naming the closures when ``Λ`` is singular.
     """
     J = terms.J
     Lam = J @ Y
@@ -168,11 +170,11 @@ def closed_chain_accelerations(model: Model, terms: ClosureTerms, udot_tree: np.
     b = J @ udot_tree + terms.gamma
     if rate:
         b = b + 2.0 * rate * (J @ u) + rate * rate * terms.g
-    try:
-        c, lower = scipy.linalg.cho_factor(Lam, lower=True, check_finite=True)
-    except (np.linalg.LinAlgError, ValueError):
-        c = None
-    if c is None or np.min(np.abs(np.diag(c))) ** 2 <= LAMBDA_RTOL * np.max(np.diag(Lam)):
-        raise ClosureError(dependent_rows(model, Lam, terms.owner))
-    lam = scipy.linalg.cho_solve((c, lower), b)
+    try:  # the test of its real part (complex step: Λ is complex symmetric)
+        L = np.linalg.cholesky(Lam.real)
+    except np.linalg.LinAlgError:
+        L = None
+    if L is None or np.min(np.diag(L)) ** 2 <= LAMBDA_RTOL * np.max(np.diag(Lam.real)):
+        raise ClosureError(dependent_rows(model, Lam.real, terms.owner))
+    lam = np.linalg.solve(Lam, b)
     return udot_tree - Y @ lam, lam

@@ -58,7 +58,15 @@ from .engine import Engine, kernels
 from .hybrid import hybrid_dynamics as _hybrid
 from .newton_euler import joint_wrenches as _joint_wrenches
 from .newton_euler import modal_forces, rnea
-from .terms import DEFAULT_FIDELITY, FIDELITIES, PositionTerms, check_fidelity, state_terms
+from .terms import (
+    DEFAULT_FIDELITY,
+    FIDELITIES,
+    PositionTerms,
+    body_models,
+    check_fidelity,
+    deformed_geometry,
+    state_terms,
+)
 
 __all__ = [
     "BACKENDS",
@@ -436,17 +444,28 @@ def closed_chain(model: Model, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarr
                  ) -> tuple[np.ndarray, np.ndarray, ClosureTerms]:
     """``(u̇, λ, terms)``: the closed chain's accelerations (nu,), closure forces (n_c,) and
     closure terms at a validated state, from the tree's accelerations ``u̇_f``
-    (:func:`flexdyn.closure.closed_chain_accelerations`; ``Y = M⁻¹ Jᵀ`` on the engine's
-    block sweeps or the reference's, Lemma 4).  ``rate``: Baumgarte's ``ω`` (1/s)."""
+    (:func:`flexdyn.closure.closed_chain_accelerations`).  On the engine (real inputs, and a
+    fidelity whose kernels have the deformed node frames, :func:`deformed_geometry`) the
+    closure terms are one compiled call (:meth:`flexdyn.engine.Engine.closure_terms`) and
+    ``Y = M⁻¹ Jᵀ`` the engine's block sweeps; else the reference's (Lemma 4).  ``rate``:
+    Baumgarte's ``ω`` (1/s)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        pos, vel = state_terms(model, q, u, fidelity)
-        terms = closure_terms(model, pos, vel, u)
-        if _for_engine(backend, q, u):
-            Y = _cached_engine(model, fidelity).apply_mass_matrix_inverse(q, terms.J.T)
+        if _for_engine(backend, q, u) and deformed_geometry(body_models(model, fidelity),
+                                                            model):
+            run = _cached_engine(model, fidelity)
+            terms = ClosureTerms(*run.closure_terms(q, u), owner=_owners(model))
+            Y = run.apply_mass_matrix_inverse(q, terms.J.T)
         else:
+            pos, vel = state_terms(model, q, u, fidelity)
+            terms = closure_terms(model, pos, vel, u)
             Y = apply_mass_matrix_inverse(model, pos, terms.J.T)
         udot, lam = closed_chain_accelerations(model, terms, udot_tree, Y, u, rate)
     return udot, lam, terms
+
+
+def _owners(model: Model) -> np.ndarray:
+    """The index in ``model.constraints`` of each closure row (n_c,)."""
+    return np.repeat(np.arange(len(model.constraints)), [c.n_rows for c in model.constraints])
 
 
 @batched("u", "tau")

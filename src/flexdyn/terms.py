@@ -56,6 +56,7 @@ __all__ = [
     "check_fidelity",
     "compute_kinematics",
     "compute_velocities",
+    "deformed_geometry",
     "geometry_terms",
     "modal_velocities",
     "position_terms",
@@ -315,17 +316,22 @@ def velocity_terms(model: Model, pos: PositionTerms, u: np.ndarray) -> VelocityT
     return VelocityTerms(V_m=V_m, a_m=a_m, b_m=b_m, eta_dot=eta_dot, elastic=elastic)
 
 
+def deformed_geometry(models: Sequence[BodyModel], model: Model) -> bool:
+    """Whether ``models`` place node frames and children as the ``"full"`` model does, at
+    the deformed nodes (every fidelity but ``"ruthless"``, whose bodies sit at their parents'
+    undeformed nodes, Eq B1)."""
+    hooks = ("node_frames", "attach_node", "joint_side")
+    return all(getattr(type(a), h) is getattr(type(b), h)
+               for a, b in zip(models, body_models(model, "full"), strict=True) for h in hooks)
+
+
 def geometry_terms(pos: PositionTerms) -> PositionTerms:
     """Position terms with the deformed geometry at ``pos.q``: ``pos`` itself where its body
-    models place node frames and children as the ``"full"`` model does (every fidelity but
-    ``"ruthless"``, whose bodies sit at their parents' undeformed nodes, Eq B1), else the
-    ``"full"`` model's (for closure residuals, which must see the deformed nodes)."""
-    full = body_models(pos.model, "full")
-    hooks = ("node_frames", "attach_node", "joint_side")
-    if all(getattr(type(a), h) is getattr(type(b), h)
-           for a, b in zip(pos.body_models, full, strict=True) for h in hooks):
+    models have it (:func:`deformed_geometry`), else the ``"full"`` model's (for closure
+    residuals, which must see the deformed nodes)."""
+    if deformed_geometry(pos.body_models, pos.model):
         return pos
-    return position_terms(pos.model, pos.q, full, "full")
+    return position_terms(pos.model, pos.q, body_models(pos.model, "full"), "full")
 
 
 def state_terms(model: Model, q: np.ndarray, u: np.ndarray | None = None,

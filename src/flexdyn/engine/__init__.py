@@ -19,7 +19,7 @@ from ..chain import Model
 from ..linalg import SingularInertiaError
 from ..ruthless import RuthlessBodyModel
 from ..terms import DEFAULT_FIDELITY, body_models
-from . import extras, kernels, split
+from . import closure, extras, kernels, split
 from .pack import Packed, pack, pack_split
 
 __all__ = ["BATCH_OPS", "DERIVATIVE_METHODS", "SPLIT", "CEntry", "Engine", "kernel_array"]
@@ -104,7 +104,9 @@ class Engine:
     (converted by :func:`kernel_array`, which names a wrong shape); the kernels check
     finiteness and quaternion norms themselves.
 
-    Methods mirror the reference algorithms: :meth:`terms`, :meth:`inverse_dynamics`,
+    The per-state methods are those of the model's tree (loop closures are added by
+    :func:`flexdyn.dynamics.closed_chain` from :meth:`closure_terms`); methods mirror the
+    reference algorithms: :meth:`terms`, :meth:`inverse_dynamics`,
     :meth:`mass_matrix`, :meth:`forward_dynamics` (``"articulated"``, Eq 58,
     ``"articulated-split"``, Eqs 62–64, or ``"composite"``, Eq 46), :meth:`split_factors`
     (Eq 63), :meth:`hybrid_dynamics` (:mod:`flexdyn.hybrid`) and :meth:`joint_wrenches`
@@ -122,6 +124,7 @@ class Engine:
         self.packed: Packed = pack(model, body_models(model, fidelity))
         self._zero_wrenches = np.zeros((model.n_bodies, 6))
         self._split: tuple[np.ndarray, ...] | None = None
+        self._closures: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def split_buffers(self) -> tuple[np.ndarray, ...]:
@@ -192,7 +195,9 @@ class Engine:
                          ) -> np.ndarray:
         """``ẋ = [Γ(q) u; u̇]`` (nq + nu,) of the state ``x = [q; u]`` (nq + nu,) with ``τ``
         (nu,) or None and ``f_ext`` (n_bodies, 6) or None; quaternions are scaled to unit
-        length first (as :func:`flexdyn.simulate.rhs`)."""
+        length first (as :func:`flexdyn.simulate.rhs`).  ``ValueError`` for a model with loop
+        closures (:func:`flexdyn.simulate.rhs` closes them)."""
+        self._tree_only("state_derivative")
         nq, nu = self.model.nq, self.model.nu
         x = kernel_array(x, (nq + nu,), "x")
         _, _, tau, f_ext = self._inputs(x[:nq], None, tau, f_ext, "tau")
@@ -217,11 +222,21 @@ class Engine:
 
     def c_state_derivative(self) -> CEntry:
         """The state derivative as a C function (:mod:`flexdyn.engine.ccall`) with this
-        model's packed buffers (compiles, or loads from numba's cache, on first use)."""
+        model's packed buffers (compiles, or loads from numba's cache, on first use).
+        ``ValueError`` for a model with loop closures, which it does not cover."""
         from . import ccall
 
+        self._tree_only("c_state_derivative")
         address = ccall.flexdyn_state_derivative.address
         return CEntry(address, self.packed.ib, self.packed.fb, ccall.CTYPES_PROTOTYPE(address))
+
+    def _tree_only(self, what: str) -> None:
+        """``ValueError`` naming ``what`` if the model has loop closures."""
+        if self.model.constraints:
+            raise ValueError(
+                f"Engine.{what} computes the dynamics of a tree; model {self.model.name!r} "
+                f"has loop closures ({', '.join(c.name for c in self.model.constraints)}): use "
+                "flexdyn.rhs(model), which closes them")
 
     def split_factors(self, q) -> SplitFactors:
         """The factors of the flexible/hinge split at ``q`` (Eq 63), as the reference's
@@ -242,6 +257,19 @@ class Engine:
             Df_inv=[sw.Df_inv[i, :m[i], :m[i]] for i in n], g=[sw.g[i, :, :m[i]] for i in n],
             P_R=list(sw.P_R), DR_inv=[sw.DR_inv[i, :nj[i], :nj[i]] for i in n],
             G_R=[sw.G_R[i, :, :nj[i]] for i in n], P_R_plus=list(sw.P_R_plus))
+
+    def closure_terms(self, q, u) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(g, J, γ)`` of the model's loop closures at a valid ``(q, u)`` (unit
+        quaternions): (n_c,), (n_c, nu), (n_c,) (:func:`flexdyn.engine.closure.closure_terms`,
+        compiled on first use; the closures packed on first use)."""
+        if self._closures is None:
+            self._closures = closure.pack_closures(self.model.constraints)
+        nc, nu = self.model.n_constraints, self.model.nu
+        g, J, gamma = np.empty(nc), np.empty((nc, nu)), np.empty(nc)
+        closure.closure_terms(*self.packed, *self._closures,
+                              kernel_array(q, (self.model.nq,), "q"),
+                              kernel_array(u, (nu,), "u"), g, J, gamma)
+        return g, J, gamma
 
     def mass_matrix_inverse(self, q) -> np.ndarray:
         """``M⁻¹`` (nu × nu), Lemma 4: :meth:`apply_mass_matrix_inverse` to the identity."""

@@ -1,0 +1,348 @@
+"""The closure terms of a closed chain on the engine: ``g``, ``J`` and ``γ`` of every loop
+closure (:func:`flexdyn.closure.closure_terms`, the same steps compiled), compiled on first
+use.
+
+One call runs the position and velocity terms of :mod:`flexdyn.engine.kernels`, the poses of
+the body frames, the body Jacobians (the Eq 11 recursion applied to each unit speed), the
+accelerations at ``u̇ = 0`` (Eq 24 without gravity), each endpoint's inertial kinematics and
+each closure's rows (:mod:`flexdyn.constraints`: point rows along directions that turn with
+B, axis rows, attitude rows).  Node endpoints use the node frames of the body kernels, which
+are the deformed frames for the full kernel (``"full"``, ``"consistent"``, ``"exact"``); the
+ruthless model's closures, whose residuals need the deformed frames its kernel does not
+form, run the reference.
+
+The closures are packed by :func:`pack_closures`: per closure the integers
+``[kind, body, node, other body, other node, first row]`` (−1: none / the ground) and the
+floats ``[point (3), other point (3), N (3 × 3, the kind's directions as columns), axis (3),
+the other axis's two perpendiculars P (3 × 2), rotation R0 (3 × 3)]``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..constraints import CONSTRAINT_KINDS, Closure
+from .extras import _poses
+from .kernels import (
+    _E,
+    _J,
+    _KIND,
+    _M,
+    _NJ,
+    _PARENT,
+    _TK,
+    _US,
+    FULL,
+    _cross_motion,
+    _from_parent,
+    _modal_velocities,
+    _mtv,
+    _node_twist,
+    _node_twist_rate,
+    _terms,
+    unpack,
+    workspace,
+)
+
+__all__ = ["CLOSURE_CODES", "closure_terms", "pack_closures"]
+
+#: kernel code of each closure kind (literal here, so that the engine's cache stamp covers
+#: it; every kind of :data:`~flexdyn.constraints.CONSTRAINT_KINDS` has one)
+CLOSURE_CODES = {"ball": 0, "revolute": 1, "weld": 2, "pin": 3, "point-on-line": 4,
+                 "point-on-plane": 5}
+assert set(CLOSURE_CODES) == set(CONSTRAINT_KINDS)
+_REVOLUTE, _WELD, _PIN, _LINE, _PLANE = 1, 2, 3, 4, 5
+#: columns of the packed floats
+_PT, _OPT, _N, _AX, _P, _R0, _NF = 0, 3, 6, 15, 18, 24, 33
+
+
+def pack_closures(closures: tuple[Closure, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """``(ci, cf)``: the closures as integer (n, 6) and float (n, 33) rows (module notes)."""
+    ci = np.zeros((len(closures), 6), dtype=np.int64)
+    cf = np.zeros((len(closures), _NF))
+    row = 0
+    for k, c in enumerate(closures):
+        const = c.constants
+        ci[k] = (CLOSURE_CODES[c.kind], c.body, -1 if c.node is None else c.node,
+                 c.other_body, -1 if c.other_node is None else c.other_node, row)
+        row += c.n_rows
+        if c.point is not None:
+            cf[k, _PT:_PT + 3] = c.point
+        if c.other_point is not None:
+            cf[k, _OPT:_OPT + 3] = c.other_point
+        N = const.get("N", np.eye(3))
+        cf[k, _N:_N + 3 * N.shape[1]] = N.T.ravel()  # column by column
+        if "axis" in const:
+            cf[k, _AX:_AX + 3] = const["axis"]
+        if "perpendicular" in const:
+            cf[k, _P:_P + 6] = const["perpendicular"].T.ravel()
+        cf[k, _R0:_R0 + 9] = const.get("rotation", np.eye(3)).ravel()
+    return ci, cf
+
+
+# ----------------------------------------------------------------------------------------------
+# endpoints
+# ----------------------------------------------------------------------------------------------
+@_J
+def _cross(a, b, out):
+    """``out = a × b`` (3,)."""
+    x = a[1] * b[2] - a[2] * b[1]
+    y = a[2] * b[0] - a[0] * b[2]
+    z = a[0] * b[1] - a[1] * b[0]
+    out[0], out[1], out[2] = x, y, z
+
+
+@_J
+def _dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@_J
+def _rot(R, x, out):
+    """``out = R x`` (3,)."""
+    for r in range(3):
+        out[r] = R[r, 0] * x[0] + R[r, 1] * x[1] + R[r, 2] * x[2]
+
+
+@_J
+def _endpoint(pm, w, u, Jm, alpha0, Rb, pb, k, node, point, R, kin, Je, t6, t3, no_modes):
+    """Endpoint on body ``k`` (−1: the ground, at ``point``): its orientation ``R`` (3 × 3),
+    ``kin`` (5, 3) with rows ``p, ω, v, α, a`` (inertial; ``α``, ``a`` at ``u̇ = 0``) and its
+    Jacobian ``Je`` (6, nu) of ``[ω; v]`` (zero on the ground), from the body poses ``Rb``,
+    ``pb``.  Node ``j``'s twist in its frame is ``E_j η̇ + φ*(k, j) V`` (Eq 21), its rate at
+    ``u̇ = 0`` ``[E_j, φ*] α_m⁰ + Ė_j η̇ + V_j × E_j η̇`` (full kernel only: the others let no
+    modal rate into the products).  ``t6`` (5, 6), ``t3`` (6, 3) scratch; ``no_modes``
+    (6, 0): the map ``E`` of a point, which no mode moves."""
+    ints = pm.ints
+    kin[:, :] = 0.0
+    Je[:, :] = 0.0
+    R[:, :] = 0.0
+    if k < 0:
+        for r in range(3):
+            R[r, r] = 1.0
+            kin[0, r] = point[r]
+        return
+    m = ints[k, _M]
+    mn = m if node >= 0 and ints[k, _KIND] == FULL else 0  # modes that move the endpoint
+    RT, pT = t3[0:3], t3[3]
+    E = no_modes
+    if node >= 0 and ints[k, _KIND] == FULL:  # the kernel's deformed node frame
+        E = w.fE[k, node, :, :m]
+        RT[:, :] = w.fR[k, node]
+        pT[:] = w.fp[k, node]
+    else:  # a point, or a node of a rigid body: fixed in F_k, unrotated
+        RT[:, :] = 0.0
+        for r in range(3):
+            RT[r, r] = 1.0
+            pT[r] = point[r] if node < 0 else pm.l0[k, node, r]
+    col, V, A, zero, w6 = t6[0], t6[1], t6[2], t6[3], t6[4]
+    zero[:] = 0.0
+    for r in range(3):  # pose
+        x = pb[k, r]
+        for c in range(3):
+            x += Rb[k, r, c] * pT[c]
+            R[r, c] = Rb[k, r, 0] * RT[0, c] + Rb[k, r, 1] * RT[1, c] + Rb[k, r, 2] * RT[2, c]
+        kin[0, r] = x
+    for c in range(Je.shape[1]):  # the Jacobian, column by column, then to inertial axes
+        _node_twist(RT, pT, E, mn, Jm[k, :m, c], Jm[k, m:m + 6, c], col)
+        for r in range(3):
+            Je[r, c] = R[r, 0] * col[0] + R[r, 1] * col[1] + R[r, 2] * col[2]
+            Je[3 + r, c] = R[r, 0] * col[3] + R[r, 1] * col[4] + R[r, 2] * col[5]
+    _node_twist(RT, pT, E, mn, w.V_m[k, :m], w.V_m[k, m:m + 6], V)
+    _node_twist(RT, pT, E, 0, zero, alpha0[k, m:m + 6], A)
+    if node >= 0 and m > 0 and ints[k, _KIND] == FULL:
+        s = ints[k, _US] + ints[k, _NJ]
+        _node_twist_rate(ints[k, _TK], w.fth[k, node], pm.Pi_r[k, node], E, u[s:s + m], m,
+                         col, w6, w.t_tip)
+        for r in range(6):
+            A[r] += col[r]
+        _cross_motion(V, w6, A, True)
+    _cross(V[:3], V[3:], t3[4])
+    for r in range(3):
+        t3[5, r] = A[3 + r] + t3[4, r]
+    _rot(R, V[:3], kin[1])
+    _rot(R, V[3:], kin[2])
+    _rot(R, A[:3], kin[3])
+    _rot(R, t3[5], kin[4])
+
+
+# ----------------------------------------------------------------------------------------------
+# rows (flexdyn.constraints: point_rows, axis_rows, attitude_rows)
+# ----------------------------------------------------------------------------------------------
+@_J
+def _point_rows(A, B, RB, N, k, g, WA, WB, gamma, t):
+    """``g = nᵀ (p_A − p_B)`` along ``n = R_B N[:, i]``, i < k; ``t`` (6, 3) scratch."""
+    n, d, dd, nd, ndd, x = t[0], t[1], t[2], t[3], t[4], t[5]
+    for r in range(3):
+        d[r] = A[0, r] - B[0, r]
+        dd[r] = A[2, r] - B[2, r]
+    for i in range(k):
+        _rot(RB, N[:, i], n)
+        g[i] = _dot(n, d)
+        _cross(n, d, x)
+        for r in range(3):
+            WA[i, 3 + r] = n[r]
+            WB[i, r] = x[r]
+            WB[i, 3 + r] = -n[r]
+        _cross(B[1], n, nd)
+        _cross(B[3], n, ndd)
+        _cross(B[1], nd, x)
+        for r in range(3):
+            ndd[r] += x[r]
+        gamma[i] = (n[0] * (A[4, 0] - B[4, 0]) + n[1] * (A[4, 1] - B[4, 1])
+                    + n[2] * (A[4, 2] - B[4, 2]) + _dot(ndd, d) + 2.0 * _dot(nd, dd))
+
+
+@_J
+def _axis_rows(A, RA, B, RB, a_A, P, g, WA, WB, gamma, t):
+    """``g_i = a·b_i``, ``a = R_A a_A``, ``b_i = R_B P[:, i]`` (i = 0, 1); ``t`` (6, 3)."""
+    a, b, c, y, z, dw = t[0], t[1], t[2], t[3], t[4], t[5]
+    _rot(RA, a_A, a)
+    for r in range(3):
+        dw[r] = A[1, r] - B[1, r]
+    for i in range(2):
+        _rot(RB, P[:, i], b)
+        _cross(a, b, c)
+        g[i] = _dot(b, a)
+        for r in range(3):
+            WA[i, r] = c[r]
+            WB[i, r] = -c[r]
+        rate = (c[0] * (A[3, 0] - B[3, 0]) + c[1] * (A[3, 1] - B[3, 1])
+                + c[2] * (A[3, 2] - B[3, 2]))
+        _cross(A[1], a, y)  # (ω_A × a) × b
+        _cross(y, b, z)
+        rate += _dot(z, dw)
+        _cross(B[1], b, y)  # a × (ω_B × b)
+        _cross(a, y, z)
+        gamma[i] = rate + _dot(z, dw)
+
+
+@_J
+def _log(E, out):
+    """The rotation vector (3,) of the rotation matrix ``E``."""
+    v0 = 0.5 * (E[2, 1] - E[1, 2])
+    v1 = 0.5 * (E[0, 2] - E[2, 0])
+    v2 = 0.5 * (E[1, 0] - E[0, 1])
+    c = min(1.0, max(-1.0, 0.5 * (E[0, 0] + E[1, 1] + E[2, 2] - 1.0)))
+    angle = math.acos(c)
+    if angle < 1e-8:
+        out[0], out[1], out[2] = v0, v1, v2
+    elif angle < math.pi - 1e-6:
+        f = angle / math.sin(angle)
+        out[0], out[1], out[2] = f * v0, f * v1, f * v2
+    else:  # near π: the axis from the symmetric part, its sign from the skew part
+        i = 0
+        for r in range(1, 3):
+            if E[r, r] > E[i, i]:
+                i = r
+        ai = math.sqrt(max(0.0, 0.5 * (E[i, i] + 1.0)))
+        for r in range(3):
+            out[r] = ai if r == i else 0.25 * (E[r, i] + E[i, r]) / ai
+        if out[0] * v0 + out[1] * v1 + out[2] * v2 < 0.0:
+            for r in range(3):
+                out[r] = -out[r]
+        for r in range(3):
+            out[r] *= angle
+
+
+@_J
+def _attitude_rows(A, RA, B, RB, R0, g, WA, WB, gamma, t, T):
+    """``g = log(R_Bᵀ R_A R0ᵀ)``, rows ``±R_Bᵀ`` on ``ω``,
+    ``γ = R_Bᵀ (α_A − α_B + (ω_A − ω_B) × ω_B)``; ``t`` (6, 3), ``T`` (2, 3, 3) scratch."""
+    X, Y = T[0], T[1]
+    for r in range(3):
+        for c in range(3):
+            X[r, c] = RB[0, r] * RA[0, c] + RB[1, r] * RA[1, c] + RB[2, r] * RA[2, c]
+    for r in range(3):
+        for c in range(3):
+            Y[r, c] = X[r, 0] * R0[c, 0] + X[r, 1] * R0[c, 1] + X[r, 2] * R0[c, 2]
+    _log(Y, g)
+    dw, x = t[0], t[1]
+    for r in range(3):
+        dw[r] = A[1, r] - B[1, r]
+    _cross(dw, B[1], x)
+    for r in range(3):
+        x[r] += A[3, r] - B[3, r]
+    for i in range(3):
+        for r in range(3):
+            WA[i, r] = RB[r, i]
+            WB[i, r] = -RB[r, i]
+        gamma[i] = RB[0, i] * x[0] + RB[1, i] * x[1] + RB[2, i] * x[2]
+
+
+# ----------------------------------------------------------------------------------------------
+# the entry
+# ----------------------------------------------------------------------------------------------
+@_E
+def closure_terms(ib, fb, ci, cf, q, u, g, J, gamma):
+    """``g`` (n_c,), ``J`` (n_c, nu), ``γ`` (n_c,) of the packed closures ``ci``, ``cf`` at
+    a valid ``(q, u)`` (unit quaternions), as :func:`flexdyn.closure.closure_terms`."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    w.flat[:] = 0.0
+    ints = pm.ints
+    n, s, nu = ints.shape[0], w.V_m.shape[1], u.shape[0]
+    _terms(pm, w, q, u, np.zeros((n, 6)))
+    Jm = np.zeros((n, s, nu))  # body Jacobians: Eq 11 on the unit speeds
+    unit, Vt, t6 = np.zeros(nu), np.zeros((n, s)), np.zeros(6)
+    for c in range(nu):
+        unit[:] = 0.0
+        unit[c] = 1.0
+        _modal_velocities(ints, w.Hcal, w.phi, w.A, unit, Vt, t6)
+        for i in range(n):
+            for r in range(s):
+                Jm[i, r, c] = Vt[i, r]
+    alpha0 = np.zeros((n, s))  # Eq 24 at u̇ = 0, no gravity
+    for i in range(n):
+        m = ints[i, _M]
+        for r in range(s):
+            alpha0[i, r] = w.a_m[i, r]
+        if ints[i, _PARENT] >= 0:
+            _from_parent(ints, w.A, i, alpha0, t6)
+            _mtv(w.phi[i], t6, alpha0[i, m:m + 6], True)
+    Rb, pb = np.zeros((n, 3, 3)), np.zeros((n, 3))
+    _poses(ints, w.A, w.phi, Rb, pb, np.zeros((3, 3)), np.zeros(3))
+    RA, RB = np.zeros((3, 3)), np.zeros((3, 3))
+    KA, KB = np.zeros((5, 3)), np.zeros((5, 3))
+    JA, JB = np.zeros((6, nu)), np.zeros((6, nu))
+    WA, WB = np.zeros((6, 6)), np.zeros((6, 6))
+    t6s, t3s, T = np.zeros((5, 6)), np.zeros((6, 3)), np.zeros((2, 3, 3))
+    no_modes = np.zeros((6, 1))[:, :0]
+    for k in range(ci.shape[0]):
+        code, row = ci[k, 0], ci[k, 5]
+        f = cf[k]
+        _endpoint(pm, w, u, Jm, alpha0, Rb, pb, ci[k, 1], ci[k, 2], f[_PT:_PT + 3], RA, KA, JA,
+                  t6s, t3s, no_modes)
+        _endpoint(pm, w, u, Jm, alpha0, Rb, pb, ci[k, 3], ci[k, 4], f[_OPT:_OPT + 3], RB, KB,
+                  JB, t6s, t3s, no_modes)
+        N = f[_N:_N + 9].reshape((3, 3)).T.copy()  # columns: the directions
+        WA[:, :] = 0.0
+        WB[:, :] = 0.0
+        if code == _PIN or code == _LINE:
+            nr = 2
+            _point_rows(KA, KB, RB, N, 2, g[row:], WA, WB, gamma[row:], t3s)
+        elif code == _PLANE:
+            nr = 1
+            _point_rows(KA, KB, RB, N, 1, g[row:], WA, WB, gamma[row:], t3s)
+        else:  # ball, revolute, weld: the three point rows first
+            N[:, :] = 0.0
+            for r in range(3):
+                N[r, r] = 1.0
+            _point_rows(KA, KB, RB, N, 3, g[row:], WA, WB, gamma[row:], t3s)
+            nr = 3
+            if code == _REVOLUTE:
+                P = f[_P:_P + 6].reshape((2, 3)).T.copy()
+                _axis_rows(KA, RA, KB, RB, f[_AX:_AX + 3], P, g[row + 3:], WA[3:], WB[3:],
+                           gamma[row + 3:], t3s)
+                nr = 5
+            elif code == _WELD:
+                _attitude_rows(KA, RA, KB, RB, f[_R0:_R0 + 9].reshape((3, 3)), g[row + 3:],
+                               WA[3:], WB[3:], gamma[row + 3:], t3s, T)
+                nr = 6
+        for i in range(nr):
+            for c in range(nu):
+                x = 0.0
+                for r in range(6):
+                    x += WA[i, r] * JA[r, c] + WB[i, r] * JB[r, c]
+                J[row + i, c] = x
