@@ -443,10 +443,9 @@ KIND_KEYS = {"ball": {}, "revolute": {"axis": [0.6, 0.0, 0.8], "other_axis": [0.
 @pytest.mark.parametrize("tip", ["exponential", "euler-321"])
 @pytest.mark.parametrize("seed", range(3))
 def test_engine_closure_terms_equal_the_reference(seed, tip):
-    from strategies import random_model_dict
-
     from flexdyn.closure import closure_terms
     from flexdyn.terms import state_terms
+    from strategies import random_model_dict
 
     rng = np.random.default_rng(seed)
     d = random_model_dict(rng, [-1, 0, 1, 0], ["spherical", "revolute", "universal", "free"],

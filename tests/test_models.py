@@ -290,3 +290,25 @@ def test_shuttle_maneuvers():
         fd.models.shuttle_maneuver(model, "III")
     with pytest.raises(ValueError, match="six revolute joints"):
         fd.models.shuttle_maneuver(fd.models.two_link_arm(), "I-f")
+
+
+def test_shuttle_figures_quick_run_shows_the_foreshortening_of_fig_6():
+    """1 s of maneuver I-f (benchmarks/shuttle_figures.py --quick): the exact model's booms
+    foreshorten as they bend (Damaren & Sharf Fig 6), the inconsistent model's barely
+    stretch, and the stiffened booms bend less."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import shuttle_figures as sf
+
+    full, exact = (sf.simulate(sf.spec("I-f", f), 1.0, 21, 600.0) for f in ("full", "exact"))
+    assert full["outcome"] == exact["outcome"] == "done"
+    for b, length in enumerate((6.4, 7.0)):  # the upper and the lower boom
+        bend_full = np.max(np.linalg.norm(full["tips"][:, b, 1:], axis=1))
+        bend_exact = np.max(np.linalg.norm(exact["tips"][:, b, 1:], axis=1))
+        assert bend_exact < 0.9 * bend_full
+        # foreshortening: a cantilever bent by δ shortens by about 0.6 δ² / L
+        assert np.min(exact["tips"][:, b, 0]) < -0.2 * bend_exact ** 2 / length
+        assert np.max(np.abs(full["tips"][:, b, 0])) < 0.1 * np.max(
+            np.abs(exact["tips"][:, b, 0]))

@@ -19,7 +19,7 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 
 import numpy as np
@@ -454,8 +454,12 @@ SHUTTLE_BOOM_STIFFNESS = (4.046e6, 2.040e6, 2.790e9)
 SHUTTLE_STEP_TORQUES = np.array([2.0, 3.5, 2.0, 1.0, 0.5, 0.01]) * 1e3
 
 
+#: the modes of each Shuttle boom by family: Damaren & Sharf's six for Table 3
+SHUTTLE_BOOM_MODES = {"transverse_y": 2, "transverse_z": 2, "axial": 1, "torsion": 1}
+
+
 def shuttle_arm(*, basis: str = "natural", n_elements: int = 10,
-                name: str = "shuttle_arm") -> Model:
+                n_modes: Mapping[str, int] | None = None, name: str = "shuttle_arm") -> Model:
     """Damaren & Sharf's six-joint arm modelled after the Space Shuttle's (Sec 4.2, Table 2).
 
     The shuttle is the fixed ground. Six bodies in a chain, each on a revolute joint at the
@@ -466,8 +470,9 @@ def shuttle_arm(*, basis: str = "natural", n_elements: int = 10,
     payload on a fixed joint at the end of the wrist. The two booms are flexible uniform
     beams (Table 2's EI in both planes, GJ, EA; mass per length ``m/l``, polar inertia per
     length ``J_roll/l``) with the paper's six modes each: two bending modes in each plane,
-    one stretch and one torsion mode, in ``basis`` (:func:`~flexdyn.beam.beam_modes`;
-    ``"natural"``, the paper's choice for Table 3, by default). The other links are rigid.
+    one stretch and one torsion mode (:data:`SHUTTLE_BOOM_MODES`; ``n_modes`` another
+    choice by family, as :func:`~flexdyn.beam.beam_modes` takes it), in ``basis``
+    (``"natural"``, the paper's choice for Table 3, by default). The other links are rigid.
 
     What Table 2 does not say and this model assumes: the joint axes above (the usual
     shoulder yaw–pitch, elbow pitch, wrist pitch–yaw–roll sequence); each rigid link a rod
@@ -497,8 +502,8 @@ def shuttle_arm(*, basis: str = "natural", n_elements: int = 10,
         if link.endswith("boom"):
             beam = beam_modes(length, mass / length, EI_y=EI, EI_z=EI, EA=EA, GJ=GJ,
                               polar_inertia_per_length=j_roll / length, n_elements=n_elements,
-                              n_modes={"transverse_y": 2, "transverse_z": 2, "axial": 1,
-                                       "torsion": 1}, basis=basis)
+                              n_modes=dict(SHUTTLE_BOOM_MODES if n_modes is None else n_modes),
+                              basis=basis)
             builder.add_body(link, parent, joint=joint, flex=beam.to_flex_dict())
             parent_nodes = beam.n_nodes
         else:
