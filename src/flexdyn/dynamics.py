@@ -72,6 +72,7 @@ __all__ = [
     "BACKENDS",
     "assemble",
     "closed_chain",
+    "closed_hybrid",
     "closure_residuals",
     "constraint_forces",
     "FORWARD_METHODS",
@@ -233,7 +234,9 @@ def _hybrid_op(arguments: dict) -> str | None:
     """``"hybrid"`` for a batch of :func:`hybrid_dynamics` on the engine with a valid mask
     (else None: the loop, which names a bad mask)."""
     mask = np.asarray(arguments["prescribed"])
-    ok = mask.dtype == bool and mask.shape == (arguments["model"].nu,) and _on_engine(arguments)
+    model = arguments["model"]
+    ok = (mask.dtype == bool and mask.shape == (model.nu,) and _on_engine(arguments)
+          and not model.constraints)
     return "hybrid" if ok else None
 
 
@@ -450,8 +453,7 @@ def closed_chain(model: Model, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarr
     ``Y = M⁻¹ Jᵀ`` the engine's block sweeps; else the reference's (Lemma 4).  ``rate``:
     Baumgarte's ``ω`` (1/s)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        if _for_engine(backend, q, u) and deformed_geometry(body_models(model, fidelity),
-                                                            model):
+        if _closure_engine(model, fidelity, backend, q, u):
             run = _cached_engine(model, fidelity)
             terms = ClosureTerms(*run.closure_terms(q, u), owner=_owners(model))
             Y = run.apply_mass_matrix_inverse(q, terms.J.T)
@@ -461,6 +463,23 @@ def closed_chain(model: Model, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarr
             Y = apply_mass_matrix_inverse(model, pos, terms.J.T)
         udot, lam = closed_chain_accelerations(model, terms, udot_tree, Y, u, rate)
     return udot, lam, terms
+
+
+def _closure_engine(model: Model, fidelity: str, backend: str, *arrays: np.ndarray) -> bool:
+    """Whether the closure terms run on the engine: real inputs and a fidelity whose kernels
+    have the deformed node frames (:func:`~flexdyn.terms.deformed_geometry`)."""
+    return (_for_engine(backend, *arrays)
+            and deformed_geometry(body_models(model, fidelity), model))
+
+
+def _closure_terms(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str,
+                   backend: str) -> ClosureTerms:
+    """The closure terms at a validated state, on the engine where it runs them."""
+    if _closure_engine(model, fidelity, backend, q, u):
+        g, J, gamma = _cached_engine(model, fidelity).closure_terms(q, u)
+        return ClosureTerms(g, J, gamma, owner=_owners(model))
+    pos, vel = state_terms(model, q, u, fidelity)
+    return closure_terms(model, pos, vel, u)
 
 
 def _owners(model: Model) -> np.ndarray:
@@ -636,12 +655,12 @@ def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray 
     u̇ : (nu,) — the prescribed entries as given, the free ones computed.
     τ : (nu,) — the given forces at the free entries; at the prescribed ones the loads that
         realise the motion (feedforward joint torques, modal loads).
+
+    For a model with loop closures the free accelerations also keep the closures and the
+    prescribed loads include the closure forces (:func:`closed_hybrid`; the prescribed
+    motion must leave the closures assemblable, else :class:`~flexdyn.ClosureError`).
     """
     _check_backend(backend)
-    if model.constraints:
-        raise ValueError(f"hybrid_dynamics: model {model.name!r} has loop closures "
-                         f"({', '.join(c.name for c in model.constraints)}); prescribed motion "
-                         "of a closed chain is not supported yet")
     mask = np.asarray(prescribed)
     if mask.dtype != bool or mask.shape != (model.nu,):
         raise ValueError(f"prescribed must be a boolean array of shape ({model.nu},), got "
@@ -651,18 +670,59 @@ def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray 
         q, u, tau=zero if tau is None else tau,
         udot_prescribed=zero if udot_prescribed is None else udot_prescribed)
     f_ext = check_external_forces(model, f_ext)
+    if model.constraints:
+        udot, T, _ = closed_hybrid(model, q, u, tau, udot_known, mask, fidelity, f_ext, f_nodes,
+                                   backend)
+    else:
+        udot, T = _tree_hybrid(model, q, u, tau, udot_known, mask, fidelity, f_ext, f_nodes,
+                               backend)
+    return _finite(udot, "u̇"), _finite(T, "τ")
+
+
+def _tree_hybrid(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
+                 udot_known: np.ndarray, mask: np.ndarray, fidelity: str,
+                 f_ext: np.ndarray | None, f_nodes, backend: str
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The tree's hybrid dynamics ``(u̇, τ)`` (closures left out) for validated inputs."""
     if _for_engine(backend, q, u, tau, udot_known, f_ext) and not f_nodes:
-        udot, T = _cached_engine(model, fidelity).hybrid_dynamics(q, u, tau, udot_known, mask,
-                                                                  f_ext)
-        return _finite(udot, "u̇"), _finite(T, "τ")
+        return _cached_engine(model, fidelity).hybrid_dynamics(q, u, tau, udot_known, mask,
+                                                               f_ext)
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
         udot, T = _hybrid(model, pos, vel, tau + g, udot_known, ~mask, f_ext)
         T = T - g
         T[~mask] = tau[~mask]
-        return _finite(udot, "u̇"), _finite(T, "τ")
+        return udot, T
 
+
+def closed_hybrid(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
+                  udot_known: np.ndarray, mask: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
+                  f_ext: np.ndarray | None = None, f_nodes=None, backend: str = "engine",
+                  rate: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(u̇, τ, λ)``: hybrid dynamics of a closed chain at a validated state.
+
+    ``M u̇ + C + Jᵀ λ = τ`` with ``u̇`` given where ``mask`` and ``τ`` given elsewhere, and
+    ``J u̇ = −γ`` (with Baumgarte's ``rate``, as :func:`closed_chain`).  The tree's hybrid
+    dynamics is affine in the free forces, so ``u̇ = u̇_h − Y λ`` with ``u̇_h`` that of ``τ``
+    and ``Y``'s column ``k`` the change of the free accelerations under the generalized force
+    ``Jᵀ e_k`` (one more hybrid sweep per closure row); ``Λ = J Y``, then ``λ`` as in
+    :func:`flexdyn.closure.closed_chain_accelerations`.  The loads at the prescribed entries
+    are those that realise the motion with the closures acting: the tree's hybrid loads
+    under ``τ − Jᵀ λ``, plus ``(Jᵀ λ)`` there."""
+    udot_h, T_h = _tree_hybrid(model, q, u, tau, udot_known, mask, fidelity, f_ext, f_nodes,
+                               backend)
+    terms = _closure_terms(model, q, u, fidelity, backend)
+    nc = terms.J.shape[0]
+    Y, dT = np.empty((model.nu, nc)), np.empty((model.nu, nc))
+    for k in range(nc):
+        udot_k, T_k = _tree_hybrid(model, q, u, tau - terms.J[k], udot_known, mask, fidelity,
+                                   f_ext, f_nodes, backend)
+        Y[:, k], dT[:, k] = udot_h - udot_k, T_h - T_k
+    udot, lam = closed_chain_accelerations(model, terms, udot_h, Y, u, rate)
+    T = T_h - dT @ lam + terms.J.T @ lam
+    T[~mask] = tau[~mask]
+    return udot, T, lam
 
 @batched("u", "udot", engine_op=_plain_op("joint_wrenches"))
 def joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,

@@ -70,6 +70,7 @@ from .dynamics import (
     _plain,
     _tree_forward_dynamics,
     closed_chain,
+    closed_hybrid,
     closure_residuals,
     forward_dynamics,
     hybrid_dynamics,
@@ -480,11 +481,13 @@ class _Ode:
                       ) -> tuple[np.ndarray, np.ndarray]:
         """``(u̇, T)``: the accelerations and the generalized forces that act (``tau``, with the
         prescribed joints' loads in their entries); one state or a batch."""
-        if self.drive is None and self.model.constraints:
+        if self.model.constraints:
             if q.ndim == 1:
-                return self.closed(0.0, q, u, self.tree(q, u, tau, f_ext))[0], tau
-            return np.array([self.closed(0.0, *x, self.tree(*x, tk, f_ext))[0]
-                             for *x, tk in zip(q, u, tau, strict=True)]), tau
+                return self.closed_state(0.0, q, u, tau, f_ext, udot_known)[:2]
+            rows = [self.closed_state(0.0, *x, f_ext, None if udot_known is None else k)[:2]
+                    for *x, k in zip(q, u, tau, udot_known if udot_known is not None
+                                     else q, strict=True)]
+            return tuple(np.array(part) for part in zip(*rows, strict=True))
         if self.drive is None:
             return forward_dynamics(self.model, q, u, tau, method=self.method,
                                     fidelity=self.fidelity, f_ext=f_ext,
@@ -523,6 +526,20 @@ class _Ode:
         if model.constraints and self.derivative is not None:
             out[nq:nq + nu] = self.closed(t, s.q, s.u, out[nq:nq + nu])[0]
         return out
+
+    def closed_state(self, t: float, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
+                     f_ext: np.ndarray | None, udot_known: np.ndarray | None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(u̇, τ, λ)`` of a closed chain at one state, with the prescribed motion where
+        there is one (:func:`flexdyn.dynamics.closed_hybrid`) and Baumgarte's rate."""
+        if self.drive is None:
+            udot, lam = self.closed(t, q, u, self.tree(q, u, tau, f_ext))
+            return udot, tau, lam
+        try:
+            return closed_hybrid(self.model, q, u, tau, udot_known, self.drive.mask,
+                                 self.fidelity, f_ext, None, self.backend, self.closure_rate)
+        except ClosureError as exc:
+            raise _RhsFailure(t, str(exc)) from exc
 
     def tree(self, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
              f_ext: np.ndarray | None) -> np.ndarray:
@@ -576,9 +593,9 @@ class _Ode:
             tau = s.tau if s.g is None else s.tau + s.g
             closure = None
             if model.constraints:
-                udot, lam = self.closed(float(tk), s.q, s.u, self.tree(s.q, s.u, tau, s.f_ext))
+                udot, T, lam = self.closed_state(float(tk), s.q, s.u, tau, s.f_ext,
+                                                 s.udot_known)
                 closure = (lam, closure_residuals(model, s.q, s.u, self.fidelity)[0])
-                T = tau
             elif self.derivative is not None:  # the entry the integration compiled
                 udot = self.derivative(float(tk), np.concatenate([s.q, s.u]), tau,
                                        s.f_ext)[model.nq:model.nq + nu]
@@ -688,8 +705,10 @@ def simulate(
     closure_rate : for a model with loop closures, Baumgarte's rate ``ω`` (1/s, ≥ 0; 0: no
         stabilization) with which a drift of the closures decays (module notes).  The
         initial state must satisfy the closures to ``CLOSURE_TOL`` (else ``ValueError``
-        naming each violated closure and by how much; :func:`flexdyn.assemble`).  Closed
-        chains are not supported with ``prescribed`` or ``"generalized-alpha"``.
+        naming each violated closure and by how much; :func:`flexdyn.assemble`), after the
+        prescribed entries are imposed.  With ``prescribed`` the closed chain's hybrid
+        dynamics (:func:`flexdyn.dynamics.closed_hybrid`); closed chains are not supported
+        with ``"generalized-alpha"``.
 
     Returns
     -------
@@ -753,18 +772,15 @@ def simulate(
             raise ValueError(f"{', '.join(given)}: options of integrator="
                              f"{GENERALIZED_ALPHA!r}, not of {integrator!r}")
     rate = _closure_rate(closure_rate)
-    if model.constraints:
-        unsupported = [name for name, bad in (("prescribed", prescribed is not None),
-                                              ("integrator", integrator == GENERALIZED_ALPHA))
-                       if bad]
-        if unsupported:
-            raise ValueError(f"{', '.join(unsupported)}: not supported yet for a model with "
-                             f"loop closures ({', '.join(c.name for c in model.constraints)})")
-        _check_closures(model, q0, u0, fidelity)
+    if model.constraints and integrator == GENERALIZED_ALPHA:
+        raise ValueError(f"integrator={GENERALIZED_ALPHA!r}: not supported yet for a model with "
+                         f"loop closures ({', '.join(c.name for c in model.constraints)})")
     drive = None if prescribed is None else _Drive(model, prescribed)
     if drive is not None:
         q0, u0, _ = drive.impose(t0, q0, u0, at_start=True)
         q0 = _normalized(model, q0)
+    if model.constraints:
+        _check_closures(model, q0, u0, fidelity)
     ode = _Ode(model, fidelity, method, backend, _forcing(tau, (nu,), "tau"),
                _forcing(f_ext, (model.n_bodies, 6), "f_ext"), _nodal_forcing(f_nodes), drive,
                rate)
