@@ -523,3 +523,17 @@ def test_the_tree_only_engine_entries_refuse_a_closed_chain():
         engine.c_state_derivative()
     with pytest.raises(ValueError, match="loop closures"):
         engine.state_derivative(np.zeros(6))
+
+
+def test_the_command_line_lists_and_assembles_closures(tmp_path, capsys):
+    from flexdyn.__main__ import main
+
+    path = tmp_path / "fourbar.json"
+    fd.save_model(fourbar(), path)  # stretched straight: a singular guess for the assembly
+    assert main(["info", str(path)]) == 0
+    assert "closure 'loop': pin (2 rows) between coupler and rocker" in capsys.readouterr().out
+    assert main(["simulate", str(path), "--t", "0.5", "--samples", "11"]) == 0
+    out = capsys.readouterr().out
+    assert "closures assembled from the neutral configuration" in out
+    e = float(out.split("max |e_E| = ")[1].split(" %")[0])
+    assert e < 1e-4

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from .chain import Model, load_model
-from .dynamics import FORWARD_METHODS
+from .closure import ClosureError
+from .dynamics import FORWARD_METHODS, assemble
 from .models import BUILTIN_MODELS, builtin_model, modal_frequencies, slew_torque, spinup_torque
 from .results import SimulationError, SimulationResult
 from .simulate import simulate
@@ -148,10 +149,17 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     model = _load(args.model)
     out = args.out
     _check_output(out, (".npz", ".csv"), args.force, "--out")
-    res = simulate(model, t_span=(0.0, args.t), fidelity=args.fidelity, method=args.method,
+    q0, start = model.neutral_configuration(), "neutral initial state"
+    if model.constraints:
+        try:
+            q0, _ = assemble(model, q0, fidelity=args.fidelity)
+        except ClosureError as exc:
+            raise _InputError(f"{args.model}: {exc}") from None
+        start = "closures assembled from the neutral configuration"
+    res = simulate(model, q0, t_span=(0.0, args.t), fidelity=args.fidelity, method=args.method,
                    rtol=args.rtol, atol=args.atol,
                    t_eval=np.linspace(0.0, args.t, args.samples))
-    print(_summary(res, f"flexdyn simulate: {args.model} (zero torque, neutral initial state)"))
+    print(_summary(res, f"flexdyn simulate: {args.model} (zero torque, {start})"))
     if out is not None:
         try:
             (res.to_npz if out.lower().endswith(".npz") else res.to_csv)(out)
@@ -184,6 +192,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
                   "cannot be used with this model")
     if not any(f.size for f in freqs):
         print("  (rigid model: no modes)")
+    for c in model.constraints:
+        other = ("the ground" if c.other_body < 0 else model.names[c.other_body])
+        print(f"closure {c.name!r}: {c.kind} ({c.n_rows} rows) between "
+              f"{model.names[c.body]} and {other}")
     stiffened = [b.name for b in model.bodies if b.K1 is not None]
     if any(b.n_modes for b in model.bodies):
         print("geometric stiffening data (fidelities 'consistent', 'exact'): "
@@ -233,7 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("simulate", help="simulate a model file from rest with zero torque",
                        description="Simulate MODEL.json from the neutral configuration at "
-                                   "rest with zero joint torques.")
+                                   "rest with zero joint torques (loop closures assembled "
+                                   "first).")
     p.add_argument("model", metavar="MODEL.json",
                    help="model file, or the name of a built-in model: "
                         + ", ".join(sorted(BUILTIN_MODELS)))

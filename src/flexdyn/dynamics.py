@@ -102,6 +102,9 @@ ENGINE_METHODS = frozenset({"articulated", "articulated-split", "composite"})
 
 #: the largest change of any coordinate in one step of :func:`assemble` (rad or m)
 ASSEMBLY_STEP = 0.5
+#: :func:`assemble` nudges the free joint coordinates by up to ``ASSEMBLY_NUDGE`` (rad or m,
+#: a fixed pseudo-random draw) when the residual has not halved in ``ASSEMBLY_STALL`` steps
+ASSEMBLY_NUDGE, ASSEMBLY_STALL = 0.1, 4
 
 _ENGINES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _ENGINES_LOCK = threading.Lock()
@@ -536,7 +539,10 @@ def assemble(model: Model, q: np.ndarray | None = None, u: np.ndarray | None = N
     (their modal coordinates and the fixed bodies' joints keep their values): each step is
     the least-squares, minimum-norm ``δu`` of ``J_free δu = −g``, shortened to at most
     :data:`ASSEMBLY_STEP` in every entry and applied as ``q ← q + Γ(q) δu`` (quaternions
-    renormalised).  The speeds are then projected the same
+    renormalised).  A guess where the closures' Jacobian is singular (a linkage stretched
+    straight) stalls the iteration; it is then nudged (:data:`ASSEMBLY_NUDGE`, a fixed
+    pseudo-random draw, so the result is reproducible) and goes on: which assembly branch it
+    reaches from such a guess is not chosen.  The speeds are then projected the same
     way onto ``J u = 0`` (the free joints' speeds change least).
 
     Parameters
@@ -572,13 +578,20 @@ def assemble(model: Model, q: np.ndarray | None = None, u: np.ndarray | None = N
         pos, vel = state_terms(model, q, u, fidelity)
         return closure_terms(model, pos, vel, u)
 
+    best, stalled = np.inf, 0
+    nudge = np.random.default_rng(0)
     for _ in range(max_iterations):
         terms = residual(q, u)
-        if np.max(np.abs(terms.g)) <= tol:
+        error = float(np.max(np.abs(terms.g)))
+        if error <= tol:
             break
+        best, stalled = (error, 0) if error < 0.5 * best else (best, stalled + 1)
         du = np.zeros(model.nu)
         du[free] = -np.linalg.lstsq(terms.J[:, free], terms.g, rcond=None)[0]
         du *= min(1.0, ASSEMBLY_STEP / max(float(np.max(np.abs(du))), 1e-300))
+        if stalled >= ASSEMBLY_STALL:  # a singular guess (a linkage stretched straight)
+            du[free] += nudge.uniform(-ASSEMBLY_NUDGE, ASSEMBLY_NUDGE, int(free.sum()))
+            best, stalled = np.inf, 0
         q = model.normalize_configuration(q + model.Gamma(q) @ du)
     else:
         terms = residual(q, u)
