@@ -537,3 +537,25 @@ def test_the_command_line_lists_and_assembles_closures(tmp_path, capsys):
     assert "closures assembled from the neutral configuration" in out
     e = float(out.split("max |e_E| = ")[1].split(" %")[0])
     assert e < 1e-4
+
+
+def test_the_compiled_closed_derivative_equals_the_reference_and_names_redundant_closures():
+    from flexdyn.dynamics import _tree_forward_dynamics, closed_chain
+    from flexdyn.simulate import _compiled_derivative
+
+    for model in (pendulum_pair(True), slider_crank()):
+        rng = np.random.default_rng(5)
+        q, u, _ = random_state(model, rng, eta_scale=0.05)
+        q, tau = model.normalize_configuration(q), rng.normal(size=model.nu)
+        for fidelity in ("full", "exact"):
+            xdot = _compiled_derivative(model, fidelity, "articulated", "engine", 3, 7.0)(
+                0.0, np.concatenate([q, u]), tau, None)
+            udot_f = _tree_forward_dynamics(model, q, u, tau, "articulated", fidelity, None,
+                                            None, "reference")
+            expected = closed_chain(model, q, u, udot_f, fidelity, "reference", 7.0)[0]
+            np.testing.assert_allclose(xdot[model.nq:model.nq + model.nu], expected,
+                                       rtol=1e-10, atol=1e-10 * np.max(np.abs(expected)))
+            np.testing.assert_allclose(xdot[:model.nq], model.qdot(q, u), rtol=1e-14)
+    q, u = fd.assemble(fourbar(), *fourbar_state(0.5, 1.0), fixed=["crank"])
+    with pytest.raises(fd.SimulationError, match="'loop'.*redundant"):
+        fd.simulate(fourbar("revolute"), q, u, (0, 0.1))

@@ -32,16 +32,13 @@ import scipy.linalg
 
 from .chain import Model
 from .constraints import Closure, Endpoint
+from .linalg import LAMBDA_RTOL
 from .newton_euler import modal_accelerations
 from .spatial import Transform, cross_motion
 from .terms import PositionTerms, VelocityTerms, geometry_terms, modal_velocities
 
 __all__ = ["ClosureError", "ClosureTerms", "closed_chain_accelerations", "closure_terms",
            "dependent_rows"]
-
-#: Λ is taken as singular when a pivot of its Cholesky factor falls below this fraction of
-#: its largest diagonal entry (redundant closures, or a singular configuration).
-LAMBDA_RTOL = 1e-10
 
 
 class ClosureError(ValueError):

@@ -427,10 +427,29 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
         raise ValueError(f"unknown method {method!r}; expected one of {tuple(FORWARD_METHODS)}")
     q, u, tau = model.check_state(q, u, tau=np.zeros(model.nu) if tau is None else tau)
     f_ext = check_external_forces(model, f_ext)
+    if model.constraints and method == "articulated" and not f_nodes and _closure_engine(
+            model, fidelity, backend, q, u, tau, f_ext):
+        udot = _closed_on_engine(model, q, u, tau, fidelity, f_ext)
+        if udot is not None:
+            return _finite(udot, "u̇")
     udot = _tree_forward_dynamics(model, q, u, tau, method, fidelity, f_ext, f_nodes, backend)
     if model.constraints:
         udot = closed_chain(model, q, u, udot, fidelity, backend)[0]
     return _finite(udot, "u̇")
+
+
+def _closed_on_engine(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
+                      fidelity: str, f_ext: np.ndarray | None) -> np.ndarray | None:
+    """A closed chain's ``u̇`` by one compiled call
+    (:func:`flexdyn.engine.closure.closed_derivative`), or None where it reports singular
+    closures (the caller's reference path then names them)."""
+    run = _cached_engine(model, fidelity)
+    out = np.empty(model.nq + model.nu)
+    status = run.closed_derivative_status(
+        np.concatenate([q, u]).astype(float), np.asarray(tau, dtype=float),
+        np.zeros((model.n_bodies, 6)) if f_ext is None else np.ascontiguousarray(f_ext, float),
+        0.0, out)
+    return None if status != -1 and status != kernels.OVERFLOW else out[model.nq:]
 
 
 def _tree_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,

@@ -35,15 +35,17 @@ uniform grid, e.g. ``t_eval=np.linspace(t0, t1, 1000)``, to match the paper).
 Closed chains
 -------------
 For a model with loop closures (``model.constraints``) each right-hand side adds the
-closure forces to the tree's accelerations (:func:`flexdyn.dynamics.closed_chain`, Jain &
-Rodriguez Sec VIII) with Baumgarte's stabilization ``g̈ + 2ω ġ + ω² g = 0`` (critically
-damped, ``ω = closure_rate``): any drift of the closures decays at the rate ``ω`` instead of
-growing.  Its terms vanish on the closure manifold, it works with every integrator (with
-dense output, events and implicit methods alike, which a projection of the state after
-each step would not: scipy's solvers keep derivative histories that a projected state
-would contradict) and it costs nothing beyond the closure terms already computed.  The
-result reports the residuals ``g`` at every sample (``closure_drift``) and the closure
-forces (``constraint_forces``).  The initial state must satisfy the closures
+closure forces to the tree's accelerations (Jain & Rodriguez Sec VIII; on the engine one
+compiled call, :func:`flexdyn.engine.closure.closed_derivative`, else
+:func:`flexdyn.dynamics.closed_chain`) with Baumgarte's stabilization
+``g̈ + 2ω ġ + ω² g = 0`` (critically damped, ``ω = closure_rate``): any drift of the
+closures decays at the rate ``ω`` instead of growing.  Its terms vanish on the closure
+manifold, it works with every integrator (with dense output, events and implicit methods
+alike, which a projection of the state after each step would not: scipy's solvers keep
+derivative histories that a projected state would contradict) and it costs nothing beyond
+the closure terms already computed.  The result reports the residuals ``g`` at every
+sample (``closure_drift``) and the closure forces (``constraint_forces``).  The initial
+state must satisfy the closures
 (:func:`flexdyn.assemble` makes it so); ``simulate`` says by how much it does not.
 """
 
@@ -66,6 +68,7 @@ from .dynamics import (
     BACKENDS,
     FORWARD_METHODS,
     _cached_engine,
+    _closure_engine,
     _for_engine,
     _plain,
     _tree_forward_dynamics,
@@ -77,6 +80,7 @@ from .dynamics import (
     nodal_loads,
 )
 from .engine import DERIVATIVE_METHODS, galpha, kernels
+from .engine.closure import SINGULAR
 from .results import SimulationError, SimulationResult
 from .terms import DEFAULT_FIDELITY, check_fidelity, modal_velocities, state_terms
 
@@ -220,8 +224,8 @@ def rhs(model: Model, fidelity: str = DEFAULT_FIDELITY, method: str = "articulat
     _check_choice(method, tuple(FORWARD_METHODS), "method")
     _check_choice(backend, BACKENDS, "backend")
     fext_fn = _forcing(f_ext, (model.n_bodies, 6), "f_ext")
-    derivative = _compiled_derivative(model, fidelity, method, backend, 0)
     rate = _closure_rate(closure_rate)
+    derivative = _compiled_derivative(model, fidelity, method, backend, 0, rate)
     engine = (None if derivative is None or fext_fn is not None or model.constraints
               else _cached_engine(model, fidelity))
     nx = model.nq + model.nu
@@ -242,11 +246,7 @@ def rhs(model: Model, fidelity: str = DEFAULT_FIDELITY, method: str = "articulat
             tau_t = np.zeros(model.nu) if tau_fn is None else tau_fn(t, q, u)
             fe = None if fext_fn is None else fext_fn(t, q, u)
             if derivative is not None and _for_engine(backend, q, u, tau_t, fe):
-                out = derivative(t, np.concatenate([q, u]), tau_t, fe)
-                if model.constraints:
-                    out[model.nq:] = _closed(model, t, q, u, out[model.nq:], fidelity, backend,
-                                             rate)[0]
-                return out
+                return derivative(t, np.concatenate([q, u]), tau_t, fe)
         except _RhsFailure as exc:
             raise SimulationError(f"at t = {t:.6g} s: {exc.message}", t, exc.message) from None
         udot = forward_dynamics(model, q, u, tau_t, method=method, fidelity=fidelity, f_ext=fe,
@@ -296,13 +296,19 @@ def _check_closures(model: Model, q0: np.ndarray, u0: np.ndarray, fidelity: str)
 
 
 def _compiled_derivative(model: Model, fidelity: str, method: str, backend: str,
-                         n_extra: int) -> Callable | None:
+                         n_extra: int, rate: float = CLOSURE_RATE) -> Callable | None:
     """``g(t, x, tau, f_ext) -> ẋ`` by one call of the engine's state derivative
-    (:func:`flexdyn.engine.kernels.derivative_articulated`) with ``n_extra`` (0 or 3)
-    energy-balance integrands after ``[q̇; u̇]``, or None where the engine does not run this
-    ``method``/``backend``.  A non-finite state or result raises :class:`_RhsFailure`, a
-    singular inertia ``SingularInertiaError``."""
+    (:func:`flexdyn.engine.kernels.derivative_articulated`; for a closed chain
+    :func:`flexdyn.engine.closure.closed_derivative` with Baumgarte's ``rate``) with
+    ``n_extra`` (0 or 3) energy-balance integrands after ``[q̇; u̇]``, or None where the engine
+    does not run this ``method``/``backend`` (a closed chain: the articulated method with a
+    fidelity whose kernels have the deformed node frames).  A non-finite state or result
+    raises :class:`_RhsFailure` (so do redundant or locked closures, named), a singular
+    inertia ``SingularInertiaError``."""
     if backend != "engine" or method not in DERIVATIVE_METHODS:
+        return None
+    closed = bool(model.constraints)
+    if closed and not (method == "articulated" and _closure_engine(model, fidelity, backend)):
         return None
     engine = _cached_engine(model, fidelity)
     nx = model.nq + model.nu
@@ -310,10 +316,16 @@ def _compiled_derivative(model: Model, fidelity: str, method: str, backend: str,
 
     def g(t: float, x: np.ndarray, tau: np.ndarray, f_ext: np.ndarray | None) -> np.ndarray:
         out = np.empty(nx + n_extra)
-        status = engine.derivative_status(
-            np.ascontiguousarray(x[:nx], dtype=float), np.ascontiguousarray(tau, dtype=float),
-            no_wrenches if f_ext is None else np.ascontiguousarray(f_ext, dtype=float),
-            method, out)
+        args = (np.ascontiguousarray(x[:nx], dtype=float), np.ascontiguousarray(tau, dtype=float),
+                no_wrenches if f_ext is None else np.ascontiguousarray(f_ext, dtype=float))
+        if closed:
+            status = engine.closed_derivative_status(*args, rate, out)
+            if status == SINGULAR:  # the reference names the closures
+                q, u = unpack_state(model, x[:nx])
+                _closed(model, t, _normalized(model, q), u, np.zeros(model.nu), fidelity,
+                        "reference", rate)
+        else:
+            status = engine.derivative_status(*args, method, out)
         if status == kernels.INVALID:
             raise _RhsFailure(t, "the state became non-finite")
         if status == kernels.OVERFLOW:
@@ -449,10 +461,11 @@ class _Ode:
         self.tau_fn, self.fext_fn, self.nodes_fn, self.drive = tau_fn, fext_fn, nodes_fn, drive
         self.closure_rate = closure_rate
         self.derivative = (None if drive is not None else
-                           _compiled_derivative(model, fidelity, method, backend, _N_EXTRA))
-        #: no loads that depend on the state and no closures: the compiled derivative alone
+                           _compiled_derivative(model, fidelity, method, backend, _N_EXTRA,
+                                                closure_rate))
+        #: no loads that depend on the state: the compiled derivative alone
         self.unforced = (self.derivative is not None and tau_fn is None and fext_fn is None
-                         and nodes_fn is None and not model.constraints)
+                         and nodes_fn is None)
         self.damped = [i for i, b in enumerate(model.bodies) if b.n_modes and np.any(b.C)]
         self.zeros_tau = np.zeros(model.nu)
 
@@ -523,8 +536,6 @@ class _Ode:
             p = s.g @ s.u
             out[nq + nu] -= p
             out[nq + nu + 1] += p
-        if model.constraints and self.derivative is not None:
-            out[nq:nq + nu] = self.closed(t, s.q, s.u, out[nq:nq + nu])[0]
         return out
 
     def closed_state(self, t: float, q: np.ndarray, u: np.ndarray, tau: np.ndarray,

@@ -220,6 +220,25 @@ class Engine:
             raise self._singular(method, status)
         return status
 
+    def closed_derivative_status(self, x, tau, f_ext, rate: float, out: np.ndarray) -> int:
+        """:func:`flexdyn.engine.closure.closed_derivative` (the articulated method) for
+        arguments already of the kernels' type and shapes, as :meth:`derivative_status`:
+        its status (:data:`~flexdyn.engine.closure.SINGULAR` for redundant or locked
+        closures); a singular inertia raises."""
+        status = closure.closed_derivative(*self.packed, *self.closure_buffers, x, tau, f_ext,
+                                           float(rate), out)
+        if status >= 0:
+            raise self._singular("articulated", status)
+        return status
+
+    @property
+    def closure_buffers(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(ci, cf)``: the model's closures packed (:func:`~flexdyn.engine.closure.
+        pack_closures`) on first use."""
+        if self._closures is None:
+            self._closures = closure.pack_closures(self.model.constraints)
+        return self._closures
+
     def c_state_derivative(self) -> CEntry:
         """The state derivative as a C function (:mod:`flexdyn.engine.ccall`) with this
         model's packed buffers (compiles, or loads from numba's cache, on first use).
@@ -262,11 +281,9 @@ class Engine:
         """``(g, J, γ)`` of the model's loop closures at a valid ``(q, u)`` (unit
         quaternions): (n_c,), (n_c, nu), (n_c,) (:func:`flexdyn.engine.closure.closure_terms`,
         compiled on first use; the closures packed on first use)."""
-        if self._closures is None:
-            self._closures = closure.pack_closures(self.model.constraints)
         nc, nu = self.model.n_constraints, self.model.nu
         g, J, gamma = np.empty(nc), np.empty((nc, nu)), np.empty(nc)
-        closure.closure_terms(*self.packed, *self._closures,
+        closure.closure_terms(*self.packed, *self.closure_buffers,
                               kernel_array(q, (self.model.nq,), "q"),
                               kernel_array(u, (nu,), "u"), g, J, gamma)
         return g, J, gamma

@@ -24,7 +24,8 @@ import math
 import numpy as np
 
 from ..constraints import CONSTRAINT_KINDS, Closure
-from .extras import _poses
+from ..linalg import LAMBDA_RTOL
+from .extras import _block_filter, _block_smoother, _poses
 from .kernels import (
     _E,
     _J,
@@ -35,7 +36,11 @@ from .kernels import (
     _TK,
     _US,
     FULL,
+    INVALID,
     _cross_motion,
+    _derivative_inputs,
+    _derivative_outputs,
+    _forward_articulated,
     _from_parent,
     _modal_velocities,
     _mtv,
@@ -46,7 +51,7 @@ from .kernels import (
     workspace,
 )
 
-__all__ = ["CLOSURE_CODES", "closure_terms", "pack_closures"]
+__all__ = ["CLOSURE_CODES", "SINGULAR", "closed_derivative", "closure_terms", "pack_closures"]
 
 #: kernel code of each closure kind (literal here, so that the engine's cache stamp covers
 #: it; every kind of :data:`~flexdyn.constraints.CONSTRAINT_KINDS` has one)
@@ -54,6 +59,10 @@ CLOSURE_CODES = {"ball": 0, "revolute": 1, "weld": 2, "pin": 3, "point-on-line":
                  "point-on-plane": 5}
 assert set(CLOSURE_CODES) == set(CONSTRAINT_KINDS)
 _REVOLUTE, _WELD, _PIN, _LINE, _PLANE = 1, 2, 3, 4, 5
+#: rows of each kind, by code
+_ROWS = np.array([3, 5, 6, 2, 2, 1], dtype=np.int64)
+#: status of :func:`closed_derivative` for a singular ``Λ`` (redundant or locked closures)
+SINGULAR = -4
 #: columns of the packed floats
 _PT, _OPT, _N, _AX, _P, _R0, _NF = 0, 3, 6, 15, 18, 24, 33
 
@@ -281,9 +290,90 @@ def closure_terms(ib, fb, ci, cf, q, u, g, J, gamma):
     a valid ``(q, u)`` (unit quaternions), as :func:`flexdyn.closure.closure_terms`."""
     pm, w = unpack(ib, fb), workspace(ib)
     w.flat[:] = 0.0
+    _terms(pm, w, q, u, np.zeros((pm.ints.shape[0], 6)))
+    _closure_rows(pm, w, ci, cf, u, g, J, gamma)
+
+
+@_E
+def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
+    """:func:`~flexdyn.engine.kernels.derivative_articulated` of a closed chain: the tree's
+    ``u̇_f`` (Eqs 51/58), its closure terms (:func:`_closure_rows`, from the same terms),
+    ``Y = M⁻¹ Jᵀ`` from the same articulated factors (the block sweeps of Lemma 4),
+    ``Λ λ = J u̇_f + γ + 2ω J u + ω² g`` by Cholesky and ``u̇ = u̇_f − Y λ``
+    (:func:`flexdyn.closure.closed_chain_accelerations`, Baumgarte's ``ω = rate``).  Status
+    as the kernels' entries, or :data:`SINGULAR` when a pivot of ``Λ`` is at most
+    ``LAMBDA_RTOL`` times its largest diagonal entry."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    nq, nu, n, s = ib[4], ib[3], ib[0], ib[1] + 6
+    u, udot = x[nq:nq + nu], xdot[nq:nq + nu]
+    if not _derivative_inputs(pm, w, x, tau, fext):
+        return INVALID
+    status = _forward_articulated(pm, w, w.q_n, u, tau, fext, udot)
+    if status >= 0:
+        return status
+    nc = 0
+    for k in range(ci.shape[0]):
+        nc = max(nc, ci[k, 5] + _ROWS[ci[k, 0]])
+    g, J, gamma = np.zeros(nc), np.zeros((nc, nu)), np.zeros(nc)
+    _closure_rows(pm, w, ci, cf, u, g, J, gamma)
+    Yt = np.empty((nc, nu))
+    Z, alpha, T = np.empty((n, nc, s)), np.empty((n, nc, s)), np.empty((3, nc, s))
+    _block_filter(pm.ints, w.Hcal, w.A, w.phi, w.P, w.G, J, Z, Yt, w.t_PH, w.t_D, w.t_L,
+                  w.t_Li, T)
+    _block_smoother(pm.ints, w.Hcal, w.A, w.phi, w.G, alpha, Yt, T)
+    L, b = np.zeros((nc, nc)), np.zeros(nc)
+    big = 0.0
+    for i in range(nc):
+        Ju = 0.0
+        Jud = 0.0
+        for c in range(nu):
+            Ju += J[i, c] * u[c]
+            Jud += J[i, c] * udot[c]
+        b[i] = Jud + gamma[i] + 2.0 * rate * Ju + rate * rate * g[i]
+        for j in range(nc):
+            x_ij = 0.0
+            for c in range(nu):
+                x_ij += 0.5 * (J[i, c] * Yt[j, c] + J[j, c] * Yt[i, c])
+            L[i, j] = x_ij
+        big = max(big, L[i, i])
+    for j in range(nc):  # Cholesky, lower, in place
+        d = L[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > LAMBDA_RTOL * big:
+            return SINGULAR
+        d = math.sqrt(d)
+        L[j, j] = d
+        for i in range(j + 1, nc):
+            e = L[i, j]
+            for k in range(j):
+                e -= L[i, k] * L[j, k]
+            L[i, j] = e / d
+    for i in range(nc):  # λ = L⁻ᵀ L⁻¹ b, in b
+        e = b[i]
+        for k in range(i):
+            e -= L[i, k] * b[k]
+        b[i] = e / L[i, i]
+    for i in range(nc - 1, -1, -1):
+        e = b[i]
+        for k in range(i + 1, nc):
+            e -= L[k, i] * b[k]
+        b[i] = e / L[i, i]
+    for c in range(nu):
+        e = udot[c]
+        for i in range(nc):
+            e -= Yt[i, c] * b[i]
+        udot[c] = e
+    return _derivative_outputs(pm, w, x, tau, fext, xdot, -1)
+
+
+@_J
+def _closure_rows(pm, w, ci, cf, u, g, J, gamma):
+    """The closure terms after the position and velocity terms of ``w``: the body
+    Jacobians (Eq 11 on the unit speeds), the accelerations at ``u̇ = 0`` (Eq 24 without
+    gravity), the poses and, per closure, its endpoints and rows."""
     ints = pm.ints
     n, s, nu = ints.shape[0], w.V_m.shape[1], u.shape[0]
-    _terms(pm, w, q, u, np.zeros((n, 6)))
     Jm = np.zeros((n, s, nu))  # body Jacobians: Eq 11 on the unit speeds
     unit, Vt, t6 = np.zeros(nu), np.zeros((n, s)), np.zeros(6)
     for c in range(nu):
