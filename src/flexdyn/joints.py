@@ -73,6 +73,7 @@ class Joint:
     file_keys : tuple of str — kind-specific keys of the joint block in model files.
     q_components, u_components : tuples of ``(name, kind)`` — state-layout entries.
     quaternion : bool — ``q[:4]`` is a unit quaternion.
+    rates : bool — the speeds are the rates of the coordinates (``Γ = I``).
     constant_subspace : bool — ``H*`` does not depend on ``q``.
     slew_speed : int or None — the speed a rest-to-rest demo slew drives about the joint's
         z axis, or None.
@@ -86,6 +87,7 @@ class Joint:
     q_components: ClassVar[tuple[tuple[str, str], ...]] = ()
     u_components: ClassVar[tuple[tuple[str, str], ...]] = ()
     quaternion: ClassVar[bool] = False
+    rates: bool = True
     constant_subspace: ClassVar[bool] = True
     slew_speed: ClassVar[int | None] = None
 
@@ -147,7 +149,7 @@ class Joint:
 
 #: Width of a joint's parameter row in the compiled engine (:meth:`Joint.engine_params`):
 #: a product joint packs 6 columns, 6 speed-basis columns, 6 coordinate indices and 6
-#: factor-start flags.
+#: factor-start entries.
 JOINT_PARAMS = 84
 
 
@@ -273,6 +275,7 @@ class SphericalJoint(Joint):
     q_components = tuple((c, "quaternion") for c in ("qw", "qx", "qy", "qz"))
     u_components = tuple((c, "angular_velocity") for c in ("wx", "wy", "wz"))
     quaternion = True
+    rates = False
     slew_speed = 2
 
     def _constant_subspace(self) -> np.ndarray:
@@ -495,6 +498,8 @@ class ProductJoint(Joint):
                            for a, b in self._blocks)
         self.constant_subspace = len(self._blocks) == 1
         self._S = self._basis if self.constant_subspace else None
+        self.rates = (all(b - a == 1 for a, b in self._blocks) and self._order == list(range(n))
+                      and np.array_equal(self._basis, self._columns))
 
     def _eps(self, q: np.ndarray) -> np.ndarray:
         """The product's coordinates ``ε`` (n,) from ``q`` (n,)."""
@@ -568,15 +573,16 @@ class ProductJoint(Joint):
 
     def engine_params(self) -> np.ndarray:
         """Columns (entries 0–35), speed basis (36–71), the index in ``q`` of each ``ε_c``
-        (72–77) and 1 where a factor starts (78–83)."""
+        (72–77) and, where a factor starts, ``det(H_iᵀ H_i) > 0`` of its columns (78–83,
+        zero elsewhere)."""
         n = self.nq
         out = np.zeros(JOINT_PARAMS)
         out[:6 * n] = self._columns.T.ravel()
         out[36:36 + 6 * n] = self._basis.T.ravel()
         for k, c in enumerate(self._order):
             out[72 + c] = k
-        for a, _ in self._blocks:
-            out[78 + a] = 1.0
+        for (a, _), g in zip(self._blocks, self._gram, strict=True):
+            out[78 + a] = g
         return out
 
 

@@ -476,7 +476,7 @@ def _stiffening(path: str, value: Mapping, m: int) -> dict[str, np.ndarray]:
 def _joint_map(path: str, value: Any) -> np.ndarray:
     """A joint map ``H`` (6 × r, 1 ≤ r ≤ 6, columns ``[ω; v]``): every column non-zero with a
     unit or zero rotation part, the columns linearly independent."""
-    H = _array(path, value, (6, None))
+    H = _array(path, value, (6, None), ("a twist [ω; v] per column", None))
     r = H.shape[1]
     if not 1 <= r <= 6:
         raise ValueError(f"{path} has {r} columns, expected 1 to 6 (one per degree of freedom)")
