@@ -228,6 +228,24 @@ def test_disk_on_a_compound_universal_joint_eq_55():
         np.testing.assert_allclose(C, -_eq_55b(t, u), rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("sequence", ["321", "123"])
+def test_euler_disk_tumbles_as_the_quaternion_disk(sequence):
+    """The same torque-free tumbling of the disk (reference backend, away from the gimbal
+    lock) integrated in Euler angles and in a quaternion: the same attitude and angular
+    velocity after 2 s."""
+    from flexdyn.spatial import quat_to_rot, rot_to_quat
+
+    euler = disk({"type": "euler", "sequence": sequence})
+    quat = disk({"type": "spherical"})
+    q0, u0 = np.array([0.1, 0.2, 0.3]), np.array([0.3, 0.1, 2.0])
+    options = {"t_span": (0.0, 2.0), "backend": "reference", "rtol": 1e-10, "atol": 1e-12}
+    a = fd.simulate(euler, q0, u0, **options)
+    b = fd.simulate(quat, rot_to_quat(euler.joints[0].transform(q0).R), u0, **options)
+    np.testing.assert_allclose(euler.joints[0].transform(a.q[-1]).R, quat_to_rot(b.q[-1]),
+                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(a.u[-1], b.u[-1], rtol=0, atol=1e-9)
+
+
 # ---------------------------------------------------------------------------------------------
 # random models with the new kinds
 # ---------------------------------------------------------------------------------------------

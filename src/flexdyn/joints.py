@@ -51,7 +51,8 @@ from .spatial import (
     skew,
 )
 
-__all__ = ["Joint", "JOINT_DIMENSIONS", "JOINT_KINDS", "JOINT_PARAMS", "JOINT_TYPES",
+__all__ = ["EULER_SEQUENCES", "Joint", "JOINT_DIMENSIONS", "JOINT_KINDS", "JOINT_PARAMS",
+           "JOINT_TYPES",
            "JointSingularityError", "JointSingularityWarning", "ProductJoint",
            "SINGULARITY_TOL", "SINGULARITY_WARN", "compound_joint_map", "is_subalgebra",
            "kinematic_map", "make_joint", "screw_exponential"]
@@ -680,6 +681,8 @@ class PlanarJoint(ProductJoint):
 
 #: Euler sequences: (order of the rotation columns in Eq 15, q index → ε index)
 _EULER = {"321": ((0, 1, 2), (0, 1, 2)), "123": ((2, 1, 0), (2, 1, 0))}
+#: The Euler sequences of the ``euler`` and ``free-euler`` joints (key ``sequence``).
+EULER_SEQUENCES = tuple(_EULER)
 _EULER_HINT = (" (Euler angles: |cos θ| is μ, the gimbal lock at θ = ±90°; the quaternion "
                "kinds have no singularity)")
 

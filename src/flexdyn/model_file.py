@@ -46,7 +46,7 @@ import numpy as np
 
 from .constraints import CONSTRAINT_KINDS
 from .files import read_text, write_atomically
-from .joints import JOINT_DIMENSIONS, JOINT_KINDS, is_subalgebra
+from .joints import EULER_SEQUENCES, JOINT_DIMENSIONS, JOINT_KINDS, is_subalgebra
 from .tip_kinematics import DEFAULT_TIP_KINEMATICS, check_tip_kinematics
 
 __all__ = [
@@ -68,8 +68,6 @@ _AXIS_TYPES, _AXES_TYPES, _PITCH_TYPES, _MAP_TYPES, _FACTORS_TYPES, _SEQUENCE_TY
     tuple(k for k, cls in JOINT_KINDS.items() if key in cls.file_keys)
     for key in ("axis", "axes", "pitch", "map", "factors", "sequence")
 )
-#: Euler sequences of the ``euler`` and ``free-euler`` joints
-EULER_SEQUENCES = ("321", "123")
 
 _TOP_KEYS = ("format", "version", "name", "gravity", "tip_kinematics", "bodies", "constraints")
 _BODY_KEYS = ("name", "parent", "joint", "rigid", "flex")
