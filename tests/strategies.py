@@ -57,11 +57,22 @@ JOINT_TYPES = (
     "universal",
     "spherical",
     "free",
+    "planar",
+    "euler",
+    "free-euler",
+    "map",
+    "compound",
 )
 
-#: Number of speeds of each joint type.
+#: Number of speeds of each joint type (``map``: two skew screw axes; ``compound``:
+#: rotations about a point, then a screw; see :func:`random_joint`).
 _JOINT_NU = {"fixed": 0, "revolute": 1, "prismatic": 1, "screw": 1, "cylindrical": 2,
-             "universal": 2, "spherical": 3, "free": 6}
+             "universal": 2, "spherical": 3, "free": 6, "planar": 3, "euler": 3,
+             "free-euler": 6, "map": 2, "compound": 4}
+
+#: Joint types from joint maps (products of exponentials; their angles are drawn in
+#: [−1.2, 1.2] rad, clear of the Euler singularities).
+PRODUCT_JOINTS = ("planar", "euler", "free-euler", "map", "compound")
 
 #: Joint types with a quaternion in their coordinates.
 QUATERNION_JOINTS = ("spherical", "free")
@@ -193,6 +204,21 @@ def random_joint(rng: np.random.Generator, jtype: str) -> dict[str, Any]:
         while abs(a1 @ a2) > 0.8:
             a2 = unit_vector(rng)
         joint["axes"] = [a1.tolist(), a2.tolist()]
+    if jtype == "planar":
+        joint["axis"] = unit_vector(rng).tolist()
+    if jtype in ("euler", "free-euler"):
+        joint["sequence"] = ("321", "123")[int(rng.integers(2))]
+    if jtype in ("map", "compound"):
+        lines = []
+        for pitch in (0.0, float(rng.uniform(-0.3, 0.3))):
+            a, c = unit_vector(rng), rng.normal(size=3)
+            lines.append(np.concatenate([a, np.cross(c, a) + pitch * a]))
+        if jtype == "map":  # two skew screw axes: speeds ε̇, H*(ε)
+            joint["map"] = np.column_stack(lines).tolist()
+        else:  # rotations about a point (so(3) there), then a screw: H*(ε) of Prop 3
+            A, c = random_rotation(rng), rng.normal(size=3)
+            rot = np.vstack([A, np.cross(c, A.T).T])
+            joint["factors"] = [rot.tolist(), lines[1][:, None].tolist()]
     return joint
 
 
@@ -407,7 +433,8 @@ def random_state(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A random state ``(q, u, udot)`` of ``model``.
 
-    Angles are uniform in ``[-π, π]``, displacements in ``[-0.5, 0.5]``, quaternions
+    Angles are uniform in ``[-π, π]`` (in ``[-1.2, 1.2]`` for the joints from joint maps),
+    displacements in ``[-0.5, 0.5]``, quaternions
     uniform unit quaternions, modal coordinates uniform in ``[-eta_scale, eta_scale]``;
     speeds and accelerations are normal with standard deviation ``speed_scale``.
     """
@@ -415,7 +442,9 @@ def random_state(
     for i, joint in enumerate(model.joints):
         s = model.q_slice(i).start
         t = joint.type
-        if t in ("revolute", "screw", "universal"):
+        if t in PRODUCT_JOINTS:
+            q[s:s + joint.nq] = rng.uniform(-1.2, 1.2, size=joint.nq)
+        elif t in ("revolute", "screw", "universal"):
             q[s:s + joint.nq] = rng.uniform(-np.pi, np.pi, size=joint.nq)
         elif t == "prismatic":
             q[s] = rng.uniform(-0.5, 0.5)

@@ -317,7 +317,7 @@ def test_the_engine_cache_is_keyed_by_every_engine_source(tmp_path):
 
     names = {p.name for p in caching.SOURCES}
     assert {"kernels.py", "split.py", "extras.py", "pack.py", "caching.py", "linalg.py",
-            "scalar_kernels.py", "chain.py"} <= names
+            "scalar_kernels.py", "chain.py", "joints.py"} <= names
     stamp = caching.fingerprint()
     dispatchers = [f for module in (kernels, split, extras) for f in vars(module).values()
                    if isinstance(f, numba.core.dispatcher.Dispatcher)

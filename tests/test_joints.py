@@ -16,10 +16,14 @@ from flexdyn.joints import JOINT_TYPES, make_joint
 from flexdyn.spatial import unskew
 
 TYPES = ("fixed", "revolute", "prismatic", "screw", "cylindrical", "universal", "spherical",
-         "free")
+         "free", "map", "compound", "planar", "euler", "free-euler")
 QUATERNION_TYPES = ("spherical", "free")
+#: kinds whose coordinates come from a product of exponentials (singular somewhere: drawn in
+#: [−1.2, 1.2] rad to stay clear of the Euler singularities)
+PRODUCT_TYPES = ("map", "compound", "planar", "euler", "free-euler")
 SIZES = {"fixed": (0, 0), "revolute": (1, 1), "prismatic": (1, 1), "screw": (1, 1),
-         "cylindrical": (2, 2), "universal": (2, 2), "spherical": (4, 3), "free": (7, 6)}
+         "cylindrical": (2, 2), "universal": (2, 2), "spherical": (4, 3), "free": (7, 6),
+         "planar": (3, 3), "euler": (3, 3), "free-euler": (6, 6)}
 SEEDS = range(6)
 
 #: 8th-order central difference: f'(0) ≈ Σ_k w_k (f(k h) − f(−k h)) / h, k = 1..4.
@@ -37,12 +41,36 @@ def unit(rng: np.random.Generator) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
+def line(rng: np.random.Generator, pitch: float = 0.0) -> np.ndarray:
+    """A joint-map column: a screw of ``pitch`` about a random line."""
+    a, c = unit(rng), rng.normal(size=3)
+    return np.concatenate([a, np.cross(c, a) + pitch * a])
+
+
+def random_map(rng: np.random.Generator, closed: bool) -> np.ndarray:
+    """A joint map: rotations about a random point (a subalgebra, so(3) at that point) or
+    two or three columns of skew screws and a slide (no subalgebra)."""
+    if closed:
+        c = rng.normal(size=3)
+        A = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+        return np.vstack([A, np.cross(c, A.T).T])
+    cols = [line(rng), line(rng, pitch=0.3)][:int(rng.integers(1, 3))]
+    return np.column_stack([*cols, np.concatenate([np.zeros(3), unit(rng)])])
+
+
 def joint_spec(jtype: str, rng: np.random.Generator) -> dict:
     """A normalized joint block: ``type``, ``axis`` (3,) or None, ``axes`` (2, 3) or None,
-    ``pitch``."""
-    axis = axes = None
+    ``pitch``, ``map``, ``factors``, ``sequence``."""
+    axis = axes = jmap = factors = sequence = None
     pitch = 0.0
-    if jtype in ("revolute", "prismatic", "screw", "cylindrical"):
+    if jtype == "map":
+        jmap = random_map(rng, closed=bool(rng.integers(2)))
+    if jtype == "compound":
+        factors = [random_map(rng, closed=True), line(rng, 0.2)[:, None],
+                   np.concatenate([np.zeros(3), unit(rng)])[:, None]]
+    if jtype in ("euler", "free-euler"):
+        sequence = ("321", "123")[int(rng.integers(2))]
+    if jtype in ("revolute", "prismatic", "screw", "cylindrical", "planar"):
         axis = unit(rng)
     if jtype == "screw":
         pitch = float(rng.uniform(-0.5, 0.5))
@@ -51,11 +79,13 @@ def joint_spec(jtype: str, rng: np.random.Generator) -> dict:
         while abs(a1 @ a2) > 0.9:
             a2 = unit(rng)
         axes = np.array([a1, a2])
-    return {"type": jtype, "axis": axis, "axes": axes, "pitch": pitch}
+    return {"type": jtype, "axis": axis, "axes": axes, "pitch": pitch, "map": jmap,
+            "factors": factors, "sequence": sequence}
 
 
 def random_q(jtype: str, nq: int, rng: np.random.Generator) -> np.ndarray:
-    q = rng.uniform(-np.pi, np.pi, size=nq)
+    q = rng.uniform(-1.2, 1.2, size=nq) if jtype in PRODUCT_TYPES else rng.uniform(
+        -np.pi, np.pi, size=nq)
     if jtype in QUATERNION_TYPES:
         quat = rng.normal(size=4)
         q[:4] = quat / np.linalg.norm(quat)
@@ -96,7 +126,7 @@ def test_every_joint_type_is_tested():
 @pytest.mark.parametrize("jtype", TYPES)
 def test_sizes_and_shapes(jtype):
     for joint, q, u in cases(jtype):
-        assert (joint.nq, joint.nu) == SIZES[jtype]
+        assert (joint.nq, joint.nu) == SIZES.get(jtype, (q.size, u.size))
         assert joint.neutral().shape == (joint.nq,)
         assert joint.motion_subspace(q).shape == (6, joint.nu)
         assert joint.motion_subspace_rate(q, u).shape == (6,)
@@ -170,5 +200,5 @@ def test_motion_subspace_rate_is_the_derivative_of_the_subspace(jtype):
         want = subspace_rate(joint, q, qdot, u)
         got = joint.motion_subspace_rate(q, u)
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-10)
-    if jtype == "universal":  # the one joint whose H* turns with q: the check is not empty
+    if jtype in ("universal", "compound"):  # H* turns with q: the check is not empty
         assert np.abs(want).max() > 1e-3

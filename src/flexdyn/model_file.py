@@ -17,7 +17,9 @@ Normalised structure
     {"name": str, "gravity": (3,), "tip_kinematics": str,
      "bodies": [{"name": str, "parent": int (-1 for ground),
                  "joint": {"type": str, "axis": (3,) or None, "axes": (2, 3) or None,
-                           "pitch": float, "parent_node": int or None,
+                           "pitch": float, "map": (6, r) or None,
+                           "factors": tuple of (6, r_i) or None, "sequence": str or None,
+                           "parent_node": int or None,
                            "child_node": int or None,
                            "placement": {"rotation": (3, 3), "translation": (3,)},
                            "child_placement": {"rotation": (3, 3), "translation": (3,)}},
@@ -44,7 +46,7 @@ import numpy as np
 
 from .constraints import CONSTRAINT_KINDS
 from .files import read_text, write_atomically
-from .joints import JOINT_DIMENSIONS, JOINT_KINDS
+from .joints import EULER_SEQUENCES, JOINT_DIMENSIONS, JOINT_KINDS, is_subalgebra
 from .tip_kinematics import DEFAULT_TIP_KINEMATICS, check_tip_kinematics
 
 __all__ = [
@@ -58,12 +60,13 @@ __all__ = [
 FORMAT_NAME = "flexdyn-model"
 FORMAT_VERSION = 1
 
-#: Joint types and the number of joint coordinates / speeds, ``(nq, nu)``.
-JOINT_TYPES: dict[str, tuple[int, int]] = JOINT_DIMENSIONS
+#: Joint types and the number of joint coordinates / speeds, ``(nq, nu)`` (``None`` where
+#: the joint block sets them: ``map``, ``compound``).
+JOINT_TYPES: dict[str, tuple[int | None, int | None]] = JOINT_DIMENSIONS
 #: joint kinds that take each kind-specific key (from the joint registry)
-_AXIS_TYPES, _AXES_TYPES, _PITCH_TYPES = (
+_AXIS_TYPES, _AXES_TYPES, _PITCH_TYPES, _MAP_TYPES, _FACTORS_TYPES, _SEQUENCE_TYPES = (
     tuple(k for k, cls in JOINT_KINDS.items() if key in cls.file_keys)
-    for key in ("axis", "axes", "pitch")
+    for key in ("axis", "axes", "pitch", "map", "factors", "sequence")
 )
 
 _TOP_KEYS = ("format", "version", "name", "gravity", "tip_kinematics", "bodies", "constraints")
@@ -73,6 +76,9 @@ _JOINT_KEYS = (
     "axis",
     "axes",
     "pitch",
+    "map",
+    "factors",
+    "sequence",
     "parent_node",
     "child_node",
     "placement",
@@ -465,6 +471,42 @@ def _stiffening(path: str, value: Mapping, m: int) -> dict[str, np.ndarray]:
     return out
 
 
+def _joint_map(path: str, value: Any) -> np.ndarray:
+    """A joint map ``H`` (6 × r, 1 ≤ r ≤ 6, columns ``[ω; v]``): every column non-zero with a
+    unit or zero rotation part, the columns linearly independent."""
+    H = _array(path, value, (6, None), ("a twist [ω; v] per column", None))
+    r = H.shape[1]
+    if not 1 <= r <= 6:
+        raise ValueError(f"{path} has {r} columns, expected 1 to 6 (one per degree of freedom)")
+    for k in range(r):
+        if not np.any(H[:, k]):
+            raise ValueError(f"{path} column {k} is zero")
+        w = float(np.linalg.norm(H[:3, k]))
+        if w != 0.0 and abs(w - 1.0) > TOL:
+            raise ValueError(f"{path} column {k} has a rotation part of norm {w!r}, expected a "
+                             "unit vector (a revolute or screw column) or zero (a prismatic one)")
+    if np.linalg.matrix_rank(H, tol=1e-9) < r:
+        raise ValueError(f"{path} has linearly dependent columns; a joint map needs one "
+                         "independent column per degree of freedom")
+    return H
+
+
+def _joint_factors(path: str, value: Any) -> tuple[np.ndarray, ...]:
+    """The factors of a compound joint: a non-empty list of joint maps, each spanning a
+    subalgebra of se(3), with at most 6 independent columns in all."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) or not value:
+        raise ValueError(f"{path} must be a non-empty list of joint maps (6 × r_i), "
+                         f"got {_describe(value)}")
+    factors = tuple(_joint_map(f"{path}[{k}]", F) for k, F in enumerate(value))
+    for k, F in enumerate(factors):
+        if not is_subalgebra(F):
+            raise ValueError(f"{path}[{k}] does not span a subalgebra of se(3) (the cross "
+                             "products of its columns leave their span), so it has no constant "
+                             "joint map: split it into factors of one column")
+    _joint_map(path, np.hstack(factors))
+    return factors
+
+
 def _typed_option(path: str, value: Any, jtype: str, types: Sequence[str]) -> bool:
     """Check presence of a type-specific joint key; return whether it must be parsed."""
     if jtype in types:
@@ -503,6 +545,16 @@ def _joint(
     pitch = 0.0
     if _typed_option(f"{path}.pitch", raw_pitch, jtype, _PITCH_TYPES):
         pitch = _scalar(f"{path}.pitch", raw_pitch)
+    jmap = factors = sequence = None
+    if _typed_option(f"{path}.map", value.get("map"), jtype, _MAP_TYPES):
+        jmap = _joint_map(f"{path}.map", value["map"])
+    if _typed_option(f"{path}.factors", value.get("factors"), jtype, _FACTORS_TYPES):
+        factors = _joint_factors(f"{path}.factors", value["factors"])
+    if _typed_option(f"{path}.sequence", value.get("sequence"), jtype, _SEQUENCE_TYPES):
+        sequence = value["sequence"]
+        if not isinstance(sequence, str) or sequence not in EULER_SEQUENCES:
+            raise ValueError(f"{path}.sequence must be one of {', '.join(EULER_SEQUENCES)} "
+                             f"(Euler angles about x, y, z), got {_describe(sequence)}")
     if parent < 0 and value.get("parent_node") is not None:
         raise ValueError(
             f"{path}.parent_node must be null for a body jointed to the ground, "
@@ -513,6 +565,9 @@ def _joint(
         "axis": axis,
         "axes": axes,
         "pitch": pitch,
+        "map": jmap,
+        "factors": factors,
+        "sequence": sequence,
         "parent_node": _index(
             f"{path}.parent_node", value.get("parent_node"), parent_nodes, parent_label
         ),
@@ -796,6 +851,12 @@ def _plain_joint(joint: Mapping) -> dict[str, Any]:
             out[key] = joint[key].tolist()
     if joint["type"] in _PITCH_TYPES:
         out["pitch"] = float(joint["pitch"])
+    if joint.get("map") is not None:
+        out["map"] = joint["map"].tolist()
+    if joint.get("factors") is not None:
+        out["factors"] = [F.tolist() for F in joint["factors"]]
+    if joint.get("sequence") is not None:
+        out["sequence"] = joint["sequence"]
     out["parent_node"] = joint["parent_node"]
     out["child_node"] = joint["child_node"]
     for key in ("placement", "child_placement"):

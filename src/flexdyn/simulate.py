@@ -673,10 +673,10 @@ def simulate(
         ``"Radau"``, ``"BDF"``, ``"LSODA"``, …), an ``OdeSolver`` subclass, or
         ``"generalized-alpha"``: the compiled generalized-α method of
         :mod:`flexdyn.engine.galpha` (Chung & Hulbert 1993 in Arnold & Brüls' form), for
-        models whose coordinates are their own rates (``q̇ = u``: no ``spherical`` or
-        ``free`` joint; others raise ``ValueError``); see :func:`_generalized_alpha` for its
-        step control, forces and outputs.  It ignores ``method`` and needs
-        ``backend="engine"``; ``events`` are not supported.
+        models whose coordinates are their own rates (``q̇ = u``: every joint's
+        :attr:`~flexdyn.joints.Joint.rates`; others raise ``ValueError``); see
+        :func:`_generalized_alpha` for its step control, forces and outputs.  It ignores
+        ``method`` and needs ``backend="engine"``; ``events`` are not supported.
     max_step : largest step (s).
     progress : show a progress bar (needs ``tqdm``; silently off without it).
     f_ext : None, an array (n_bodies, 6) or a callable ``f_ext(t, q, u)`` — external wrenches
@@ -904,11 +904,12 @@ def _galpha_options(model: Model, t0: float, t1: float, h: Any, rho_inf: Any,
     """The checked options of ``integrator="generalized-alpha"`` (defaults filled in);
     ``ValueError`` naming the option, or the quaternion joints of a model whose coordinates
     are not their own rates."""
-    if model.nq != model.nu:
-        joints = [model.names[i] for i, j in enumerate(model.joints) if j.quaternion]
+    joints = [model.names[i] for i, j in enumerate(model.joints) if not j.rates]
+    if joints:
         raise ValueError(f"integrator={GENERALIZED_ALPHA!r} integrates models whose coordinates "
-                         f"are their own rates (q̇ = u); the quaternion joints of {joints} are "
-                         "not (use a scipy integrator, e.g. 'DOP853' or 'Radau')")
+                         f"are their own rates (q̇ = u); the joints of {joints} are not "
+                         "(quaternions or quasi-velocities; use a scipy integrator, e.g. "
+                         "'DOP853' or 'Radau')")
 
     def number(value: Any, name: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,

@@ -19,6 +19,14 @@ generalized speeds, quaternion joints included:
 
 All kinematics is complex-analytic (Rodrigues with a power series near zero, quaternions
 normalised by ``sqrt(Σ q²)``, no ``abs``/``norm`` of possibly complex data).
+
+Joints from joint maps (Kwatny & Blankenship): the pose of ``map`` and ``compound`` joints is
+the product of the 4 × 4 matrix exponentials ``expm(ξ̂_r ε_r) ⋯ expm(ξ̂_1 ε_1)`` of their
+columns (``scipy.linalg.expm``), and ``Γ`` of each factor is the least-squares solution of
+``J_i(ε_i) Γ_i = ℋ_i`` with ``J_i`` the factor's body-twist Jacobian ``λ_i⁻¹ ∂λ_i/∂ε``
+(complex step); a ``map`` whose columns' commutators leave their span is split into
+one-column factors.  Euler angles and the planar joint use the textbook rotation sequences
+and Euler-rate matrices.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.linalg import expm
 
 __all__ = ["BruteModel"]
 
@@ -40,6 +49,9 @@ _JOINT_SIZES = {
     "universal": (2, 2),
     "spherical": (4, 3),
     "free": (7, 6),
+    "planar": (3, 3),
+    "euler": (3, 3),
+    "free-euler": (6, 6),
 }
 
 #: Complex step.
@@ -123,6 +135,89 @@ def inverse(a: tuple) -> tuple:
     return Rt, -(Rt @ a[1])
 
 
+def euler_rotation(sequence: str, angles: np.ndarray) -> np.ndarray:
+    """``R_z(ψ) R_y(θ) R_x(φ)`` (``"321"``) or ``R_x(φ) R_y(θ) R_z(ψ)`` (``"123"``) for
+    ``angles = (φ, θ, ψ)`` about x, y, z."""
+    Rx, Ry, Rz = (axis_rotation(np.eye(3)[k], angles[k]) for k in range(3))
+    return Rz @ Ry @ Rx if sequence == "321" else Rx @ Ry @ Rz
+
+
+def euler_rates(sequence: str, angles: np.ndarray) -> np.ndarray:
+    """The Euler-rate matrix: ``(φ̇, θ̇, ψ̇) = E ω``, ``ω`` the angular velocity in the moving
+    frame (textbook forms, e.g. Kwatny & Blankenship Eq 36b for 3-2-1)."""
+    f, t, p = angles
+    if sequence == "321":
+        return np.array([[1.0, np.sin(f) * np.tan(t), np.cos(f) * np.tan(t)],
+                         [0.0, np.cos(f), -np.sin(f)],
+                         [0.0, np.sin(f) / np.cos(t), np.cos(f) / np.cos(t)]])
+    return np.array([[np.cos(p) / np.cos(t), -np.sin(p) / np.cos(t), 0.0],
+                     [np.sin(p), np.cos(p), 0.0],
+                     [-np.cos(p) * np.tan(t), np.sin(p) * np.tan(t), 1.0]])
+
+
+def plane_directions(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The in-plane directions of a planar joint with normal ``n`` (model format: ``e1`` the
+    normalised projection of x, or of y when ``|n_x| ≥ 0.9``; ``e2 = n × e1``)."""
+    ref = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    e1 = ref - (ref @ n) * n
+    e1 = e1 / np.linalg.norm(e1)
+    return e1, np.cross(n, e1)
+
+
+def _twist_matrix(xi: np.ndarray) -> np.ndarray:
+    """The 4 × 4 matrix ``[[ω̃, v], [0, 0]]`` of a twist ``[ω; v]``."""
+    X = np.zeros((4, 4))
+    X[:3, :3] = hat(np.asarray(xi[:3], dtype=float))
+    X[:3, 3] = xi[3:]
+    return X
+
+
+def map_product(H: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """``expm(ξ̂_r ε_r) ⋯ expm(ξ̂_1 ε_1)`` (4 × 4) for the columns of ``H`` (6 × r)."""
+    X = np.eye(4, dtype=np.result_type(eps, float))
+    for k in range(H.shape[1]):
+        X = expm(_twist_matrix(H[:, k]) * eps[k]) @ X
+    return X
+
+
+def factor_jacobian(H: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """``J`` (6 × r): column k the body twist ``λ⁻¹ ∂λ/∂ε_k`` of :func:`map_product`, by the
+    complex step."""
+    X = map_product(H, eps)
+    Xinv = np.linalg.inv(X)
+    J = np.zeros((6, H.shape[1]))
+    for k in range(H.shape[1]):
+        e = np.array(eps, dtype=complex)
+        e[k] += 1j * _H
+        T = Xinv @ (map_product(H, e).imag / _H)
+        J[:3, k] = vee(T[:3, :3])
+        J[3:, k] = T[:3, 3]
+    return J
+
+
+def _closed(H: np.ndarray) -> bool:
+    """Whether the commutators of the columns' twist matrices stay in their span."""
+    mats = [_twist_matrix(H[:, k]) for k in range(H.shape[1])]
+    basis = np.array([m[:3, :].ravel() for m in mats]).T
+    for i in range(len(mats)):
+        for j in range(i + 1, len(mats)):
+            c = (mats[i] @ mats[j] - mats[j] @ mats[i])[:3, :].ravel()
+            res = c - basis @ np.linalg.lstsq(basis, c, rcond=None)[0]
+            if np.linalg.norm(res) > 1e-8 * (1.0 + np.linalg.norm(c)):
+                return False
+    return True
+
+
+def _map_factors(j: Mapping) -> list[np.ndarray] | None:
+    """The factors of a ``map`` / ``compound`` joint block (6 × r_i each), else None."""
+    if j["type"] == "compound":
+        return [np.asarray(F, dtype=float).reshape(6, -1) for F in j["factors"]]
+    if j["type"] != "map":
+        return None
+    H = np.asarray(j["map"], dtype=float).reshape(6, -1)
+    return [H] if _closed(H) else [H[:, [k]] for k in range(H.shape[1])]
+
+
 def _identity() -> tuple:
     return np.eye(3), np.zeros(3)
 
@@ -146,9 +241,11 @@ def _placement(spec: Mapping | None) -> tuple:
 class _Body:
     parent: int
     jtype: str
+    factors: list[np.ndarray] | None  # joint-map factors of map / compound joints
     axis: np.ndarray | None
     axes: np.ndarray | None
     pitch: float
+    sequence: str | None
     parent_node: int | None
     child_node: int | None
     placement: tuple
@@ -200,14 +297,18 @@ class BruteModel:
             K = np.asarray(flex["stiffness"], float) if m else np.zeros((0, 0))
             D = (np.asarray(flex["damping"], float) if m and flex.get("damping") is not None
                  else np.zeros((m, m)))
-            nq, nu = _JOINT_SIZES[j["type"]]
+            factors = _map_factors(j)
+            nq, nu = ((sum(F.shape[1] for F in factors),) * 2 if factors is not None
+                      else _JOINT_SIZES[j["type"]])
             self.bodies.append(
                 _Body(
                     parent=parent,
                     jtype=j["type"],
+                    factors=factors,
                     axis=None if j.get("axis") is None else np.asarray(j["axis"], float),
                     axes=None if j.get("axes") is None else np.asarray(j["axes"], float),
                     pitch=float(j.get("pitch") or 0.0),
+                    sequence=j.get("sequence"),
                     parent_node=j.get("parent_node"),
                     child_node=j.get("child_node"),
                     placement=_placement(j.get("placement")),
@@ -286,7 +387,16 @@ class BruteModel:
             return axis_rotation(b.axes[0], qj[0]) @ axis_rotation(b.axes[1], qj[1]), zero
         if t == "spherical":
             return quaternion_rotation(qj), zero
-        return quaternion_rotation(qj[:4]), qj[4:7]
+        if t == "free":
+            return quaternion_rotation(qj[:4]), qj[4:7]
+        if t in ("euler", "free-euler"):
+            R = euler_rotation(b.sequence, qj[:3])
+            return R, (zero if t == "euler" else qj[3:6])
+        if t == "planar":
+            e1, e2 = plane_directions(b.axis)
+            return axis_rotation(b.axis, qj[2]), qj[0] * e1 + qj[1] * e2
+        X = map_product(np.hstack(b.factors), qj)
+        return X[:3, :3], X[:3, 3]
 
     def joint_gamma(self, b: _Body, qj: np.ndarray) -> np.ndarray:
         """``Γ_j(q)`` with ``q̇_j = Γ_j u_j``.
@@ -294,6 +404,24 @@ class BruteModel:
         Quaternion ``p`` with body angular velocity ``ω``: ``ṗ = ½ p ⊗ [0, ω]``; a free
         joint's position has ``ṗ = R v``.
         """
+        if b.jtype in ("euler", "free-euler"):
+            G = np.zeros((b.nq, b.nu), dtype=np.result_type(qj, float))
+            G[:3, :3] = euler_rates(b.sequence, qj[:3])
+            if b.jtype == "free-euler":
+                G[3:, 3:] = euler_rotation(b.sequence, qj[:3])
+            return G
+        if b.jtype == "planar":
+            c, s = np.cos(qj[2]), np.sin(qj[2])
+            return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        if b.factors is not None:
+            G = np.zeros((b.nq, b.nu))
+            a = 0
+            for F in b.factors:
+                r = F.shape[1]
+                G[a:a + r, a:a + r] = np.linalg.lstsq(factor_jacobian(F, qj[a:a + r]), F,
+                                                      rcond=None)[0]
+                a += r
+            return G
         if b.jtype not in ("spherical", "free"):
             return np.eye(b.nq)
         w, x, y, z = qj[:4]

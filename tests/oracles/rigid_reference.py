@@ -35,7 +35,13 @@ import numpy as np
 
 from .brute_force import _JOINT_SIZES as _NQ_NU  # one joint-size table for both oracles
 
+#: The joint kinds this reference implements (not the joints from joint maps, which the
+#: brute-force oracle checks).
+JOINT_TYPES = ("fixed", "revolute", "prismatic", "screw", "cylindrical", "universal",
+               "spherical", "free")
+
 __all__ = [
+    "JOINT_TYPES",
     "RigidModel",
     "cross",
     "inertia_matrix",

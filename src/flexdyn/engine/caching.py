@@ -28,7 +28,7 @@ _PACKAGE = _ENGINE.parent
 #: modules whose functions or constants the kernels use
 SOURCES: tuple[Path, ...] = (*sorted(_ENGINE.glob("*.py")),
                              *(_PACKAGE / name for name in ("scalar_kernels.py", "linalg.py",
-                                                            "chain.py")))
+                                                            "chain.py", "joints.py")))
 
 
 def fingerprint(sources: tuple[Path, ...] = SOURCES) -> bytes:

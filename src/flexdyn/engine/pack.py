@@ -39,6 +39,7 @@ import numpy as np
 
 from ..body import BodyModel, RigidBodyModel
 from ..chain import Model
+from ..joints import JOINT_PARAMS
 from ..ruthless import RuthlessBodyModel
 from ..stiffening import ConsistentBodyModel, ExactBodyModel
 
@@ -52,7 +53,9 @@ RIGID, FULL, RUTHLESS = 0, 1, 2
 #: modal-size block of body ``i`` occupies ``[:m_i + 6, :m_i + 6]`` in its natural layout,
 #: modal entries first)
 FIELDS: dict[str, tuple[str, str]] = {
-    "jparam": ("(n, 7)", "joint axis (3) or axes (6), pitch (index 6)"),
+    "jparam": (f"(n, {JOINT_PARAMS})", "joint parameters (Joint.engine_params): axis (3) or "
+               "axes (6), pitch (index 6); a product joint's columns, speed basis, coordinate "
+               "indices and factor starts"),
     "place_R": ("(n, 3, 3)", "rotation of J_p in the parent's attach frame"),
     "place_p": ("(n, 3)", "origin of J_p in the parent's attach frame"),
     "cplace_R": ("(n, 3, 3)", "rotation of the body's attach frame in J_c"),
@@ -163,11 +166,7 @@ def pack(model: Model, models: tuple[BodyModel, ...]) -> Packed:
                                               strict=True)):
         m, nn, p = body.n_modes, body.n_nodes, int(model.parent[i])
         cn, pn = model.child_node[i], model.parent_node[i]
-        if joint.axis is not None:
-            f["jparam"][i, :3] = joint.axis
-        if joint.axes is not None:
-            f["jparam"][i, :6] = np.ravel(joint.axes)
-        f["jparam"][i, 6] = joint.pitch
+        f["jparam"][i] = joint.engine_params()
         f["place_R"][i], f["place_p"][i] = model.placement[i].R, model.placement[i].p
         f["cplace_R"][i] = model.child_placement[i].R
         f["cplace_p"][i] = model.child_placement[i].p
