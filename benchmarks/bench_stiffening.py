@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 
 import flexdyn as fd
-from flexdyn.beam import beam_modes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from test_stiffening import (  # noqa: E402  (the test's independent rotating-beam solver)
@@ -76,12 +75,7 @@ def rotating(rates: list[float]) -> None:
     print(f"| Ω | rotating-beam solution | {header} | natural, 3 + 3 + 4 |")
     print("|---:|---:|" + "---:|" * 5)
     models = [spinning_beam(n_axial=k) for k in range(1, 5)]
-    beam = beam_modes(1.0, 1.0, EI_y=1.0, EI_z=1.0, EA=1e4, n_elements=30, basis="natural",
-                      n_modes={"transverse_y": 3, "transverse_z": 3, "axial": 4})
-    models.append(fd.ModelBuilder("spinning")
-                  .add_body("beam", None, joint={"type": "revolute", "axis": [0.0, 0.0, 1.0]},
-                            flex=beam.to_flex_dict())
-                  .build())
+    models.append(spinning_beam(4, n_elements=30, basis="natural", n_bending=3))
     for omega in rates:
         flap, lag = rotating_beam_frequencies(omega)
         cells = []
@@ -97,14 +91,7 @@ def axial(rates: list[float]) -> None:
           "rotating-beam solution)")
     print("| Ω | rotating-beam solution | " + " | ".join(f"k = {k}" for k in range(5)) + " |")
     print("|---:|---:|" + "---:|" * 5)
-    models = []
-    for k in range(5):
-        beam = beam_modes(1.0, 1.0, EI_y=1.0, EI_z=1.0, EA=1e4, n_elements=30, basis="natural",
-                          n_modes={"transverse_y": 3, "transverse_z": 3, "axial": k})
-        models.append(fd.ModelBuilder("spinning")
-                      .add_body("beam", None, joint={"type": "revolute", "axis": [0, 0, 1.0]},
-                                flex=beam.to_flex_dict())
-                      .build())
+    models = [spinning_beam(k, n_elements=30, basis="natural", n_bending=3) for k in range(5)]
     for omega in rates:
         flap, lag = rotating_beam_frequencies(omega)
         cells = []

@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 import threading
-import warnings
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
@@ -42,11 +41,7 @@ FIDELITY = st.sampled_from(fd.FIDELITIES)
 ENGINE_METHODS = ("articulated", "articulated-split", "composite")
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=Warning)  # numba performance hints
-        yield
+pytestmark = pytest.mark.usefixtures("quiet_numba")
 
 
 def _both(fn, *args, **kwargs):

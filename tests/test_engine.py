@@ -4,8 +4,6 @@ joint type, and the same singular-inertia errors."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,11 +23,7 @@ SAMPLES = models_and_states(max_bodies=6, max_modes=4)
 FIDELITY = st.sampled_from(fd.FIDELITIES)
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=Warning)  # numba performance hints
-        yield
+pytestmark = pytest.mark.usefixtures("quiet_numba")
 
 
 def _block(x, i, model, rows=None):

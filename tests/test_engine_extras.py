@@ -13,8 +13,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -45,11 +43,7 @@ FUNCTIONS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=Warning)  # numba hints, reference overflow
-        yield
+pytestmark = pytest.mark.usefixtures("quiet_numba")  # numba hints, reference overflow
 
 
 def _tree(seed: int = 11) -> fd.Model:

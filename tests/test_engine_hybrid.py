@@ -16,8 +16,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -43,11 +41,7 @@ MASKS = ("random", "all free", "all prescribed", "one dof per joint", "modes fre
 TOL = 1e-12
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=Warning)  # numba performance hints
-        yield
+pytestmark = pytest.mark.usefixtures("quiet_numba")
 
 
 def _joint_rows(model: fd.Model) -> np.ndarray:

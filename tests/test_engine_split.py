@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -58,11 +57,7 @@ SETTINGS = settings(max_examples=30, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=Warning)  # numba performance hints
-        yield
+pytestmark = pytest.mark.usefixtures("quiet_numba")
 
 
 def reference_models(model: fd.Model, fidelity: str, rule: int | None) -> tuple:

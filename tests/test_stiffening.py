@@ -63,11 +63,12 @@ def test_rotating_beam_solver_matches_the_published_values(omega):
 
 
 def spinning_beam(n_axial: int, n_elements: int = 10, EA: float = 1e4,
-                  basis: str = "lumped") -> fd.Model:
-    """A uniform cantilever (EI = ρA = L = 1) on a hub turning about z; bending in and out
-    of the plane of rotation, ``n_axial`` stretch modes."""
+                  basis: str = "lumped", n_bending: int = 1) -> fd.Model:
+    """A uniform cantilever (EI = ρA = L = 1) on a hub turning about z; ``n_bending`` modes
+    in and out of the plane of rotation each, ``n_axial`` stretch modes."""
     beam = beam_modes(1.0, 1.0, EI_y=1.0, EI_z=1.0, EA=EA, n_elements=n_elements,
-                      n_modes={"transverse_y": 1, "transverse_z": 1, "axial": n_axial},
+                      n_modes={"transverse_y": n_bending, "transverse_z": n_bending,
+                               "axial": n_axial},
                       basis=basis)
     return (fd.ModelBuilder("spinning")
             .add_body("beam", None, joint={"type": "revolute", "axis": [0.0, 0.0, 1.0]},

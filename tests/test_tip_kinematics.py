@@ -17,8 +17,6 @@ rotations selected per model (``"tip_kinematics"``, :mod:`flexdyn.tip_kinematics
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
@@ -35,11 +33,7 @@ OPTIONS = tuple(TIP_KINEMATICS)
 ROTATIONS = ("exponential", "euler-123", "euler-321")
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=Warning)  # numba performance hints
-        yield
+pytestmark = pytest.mark.usefixtures("quiet_numba")
 
 
 def with_option(d: dict, option: str) -> fd.Model:

@@ -157,8 +157,10 @@ def closed_chain_accelerations(model: Model, terms: ClosureTerms, udot_tree: np.
     ``Λ λ = J u̇_f + γ + 2ω J u + ω² g`` with ``Λ = J Y`` and Baumgarte's rate ``ω = rate``
     (1/s; 0: none), ``u̇ = u̇_f − Y λ``, so that ``M u̇ + Jᵀ λ = τ − C``.
 
-    ``Λ`` is tested by Cholesky (a squared pivot at most :data:`LAMBDA_RTOL` times its
-    largest diagonal entry: singular) and solved by LU, which is analytic in the entries
+    ``Λ`` is tested by Cholesky (a squared pivot ``L_kk²`` at most
+    :data:`~flexdyn.linalg.LAMBDA_RTOL` ``· Λ_kk``: singular; the share of row ``k`` that
+    the rows before it do not explain, invariant under a scaling of the rows, so that metres
+    and radians mix) and solved by LU, which is analytic in the entries
     (complex step).  Raises :class:`ClosureError` naming the closures when ``Λ`` is singular.
     """
     J = terms.J
@@ -171,7 +173,7 @@ def closed_chain_accelerations(model: Model, terms: ClosureTerms, udot_tree: np.
         L = np.linalg.cholesky(Lam.real)
     except np.linalg.LinAlgError:
         L = None
-    if L is None or np.min(np.diag(L)) ** 2 <= LAMBDA_RTOL * np.max(np.diag(Lam.real)):
+    if L is None or np.any(np.diag(L) ** 2 <= LAMBDA_RTOL * np.diag(Lam.real)):
         raise ClosureError(dependent_rows(model, Lam.real, terms.owner))
     lam = np.linalg.solve(Lam, b)
     return udot_tree - Y @ lam, lam

@@ -51,8 +51,8 @@ PIVOT_FLOOR = 1e-14
 #: singular (the share of dof ``k``'s inertia not explained by the dofs before it; invariant
 #: under a scaling of the dofs, so widely different masses are not mistaken for none)
 MASS_MATRIX_RTOL = 1e-13
-#: squared Cholesky pivot of a closed chain's ``Λ = J M⁻¹ Jᵀ`` at most this times its largest
-#: diagonal entry: the closures are redundant, or locked at this configuration
+#: squared Cholesky pivot ``L_kk²`` of a closed chain's ``Λ = J M⁻¹ Jᵀ`` at most this times
+#: ``Λ_kk``: the closures are redundant, or locked at this configuration
 LAMBDA_RTOL = 1e-10
 
 _observer: Callable[[str, int, int], None] | None = None

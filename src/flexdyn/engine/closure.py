@@ -47,6 +47,8 @@ from .kernels import (
     _node_twist,
     _node_twist_rate,
     _terms,
+    cholesky_factor,
+    cholesky_substitute,
     unpack,
     workspace,
 )
@@ -301,8 +303,8 @@ def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
     ``Y = M⁻¹ Jᵀ`` from the same articulated factors (the block sweeps of Lemma 4),
     ``Λ λ = J u̇_f + γ + 2ω J u + ω² g`` by Cholesky and ``u̇ = u̇_f − Y λ``
     (:func:`flexdyn.closure.closed_chain_accelerations`, Baumgarte's ``ω = rate``).  Status
-    as the kernels' entries, or :data:`SINGULAR` when a pivot of ``Λ`` is at most
-    ``LAMBDA_RTOL`` times its largest diagonal entry."""
+    as the kernels' entries, or :data:`SINGULAR` when a squared pivot of ``Λ`` is at most
+    ``LAMBDA_RTOL · Λ_kk``."""
     pm, w = unpack(ib, fb), workspace(ib)
     nq, nu, n, s = ib[4], ib[3], ib[0], ib[1] + 6
     u, udot = x[nq:nq + nu], xdot[nq:nq + nu]
@@ -322,7 +324,6 @@ def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
                   w.t_Li, T)
     _block_smoother(pm.ints, w.Hcal, w.A, w.phi, w.G, alpha, Yt, T)
     L, b = np.zeros((nc, nc)), np.zeros(nc)
-    big = 0.0
     for i in range(nc):
         Ju = 0.0
         Jud = 0.0
@@ -335,30 +336,9 @@ def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
             for c in range(nu):
                 x_ij += 0.5 * (J[i, c] * Yt[j, c] + J[j, c] * Yt[i, c])
             L[i, j] = x_ij
-        big = max(big, L[i, i])
-    for j in range(nc):  # Cholesky, lower, in place
-        d = L[j, j]
-        for k in range(j):
-            d -= L[j, k] * L[j, k]
-        if not d > LAMBDA_RTOL * big:
-            return SINGULAR
-        d = math.sqrt(d)
-        L[j, j] = d
-        for i in range(j + 1, nc):
-            e = L[i, j]
-            for k in range(j):
-                e -= L[i, k] * L[j, k]
-            L[i, j] = e / d
-    for i in range(nc):  # λ = L⁻ᵀ L⁻¹ b, in b
-        e = b[i]
-        for k in range(i):
-            e -= L[i, k] * b[k]
-        b[i] = e / L[i, i]
-    for i in range(nc - 1, -1, -1):
-        e = b[i]
-        for k in range(i + 1, nc):
-            e -= L[k, i] * b[k]
-        b[i] = e / L[i, i]
+    if not cholesky_factor(L, LAMBDA_RTOL):
+        return SINGULAR
+    cholesky_substitute(L, b, b)  # λ
     for c in range(nu):
         e = udot[c]
         for i in range(nc):

@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 
+from ..linalg import MASS_MATRIX_RTOL
 from .kernels import (
     _E,
     _J,
@@ -181,7 +182,7 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, S, s, new, base
                 for k in range(nu):
                     S[i, k] = Mk[i, k] + cv * Cu[i, k] + cq * Ku[i, k]
             s[H_FACTOR] = 0.0
-            if not cholesky_factor(S):
+            if not cholesky_factor(S, MASS_MATRIX_RTOL):
                 return SINGULAR
             s[H_FACTOR] = h
             cnt[FACTORIZATIONS] += 1

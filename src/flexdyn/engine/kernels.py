@@ -1339,23 +1339,24 @@ def cholesky_solve(Mass, b, x):
     """``M x = b`` by Cholesky into ``x``; False when a squared pivot is at most
     ``MASS_MATRIX_RTOL · M_kk`` (:func:`flexdyn.linalg.cholesky_solve`); ``Mass`` is
     overwritten by its factor."""
-    if not cholesky_factor(Mass):
+    if not cholesky_factor(Mass, MASS_MATRIX_RTOL):
         return False
     cholesky_substitute(Mass, b, x)
     return True
 
 
 @_J
-def cholesky_factor(A):
+def cholesky_factor(A, rtol):
     """``A = L Lᵀ`` in place (``L`` in the lower triangle; the upper one is left as it
-    was); False when a squared pivot is at most ``MASS_MATRIX_RTOL · A_kk``."""
+    was); False when a squared pivot is at most ``rtol · A_kk`` (``MASS_MATRIX_RTOL`` for a
+    mass matrix)."""
     n = A.shape[0]
     L = A
     for j in range(n):
         s = L[j, j]
         for k in range(j):
             s -= L[j, k] * L[j, k]
-        if not s > MASS_MATRIX_RTOL * abs(L[j, j]):
+        if not s > rtol * abs(L[j, j]):
             return False
         d = math.sqrt(s)
         L[j, j] = d
