@@ -37,13 +37,15 @@ from bench_shuttle import WallLimit, blow_up_event, limited  # noqa: E402
 
 NO_TORSION = {"transverse_y": 3, "transverse_z": 3, "axial": 2}
 TIPS = ("exponential", "euler-321", "euler-123", "neglect")
-#: a run: (maneuver, fidelity, tip kinematics, basis, modes (None: the paper's six), rtol)
-Run = tuple[str, str, str, str, "dict | None", float]
+#: a run: (maneuver, fidelity, tip kinematics, basis, modes by family as sorted items (None:
+#: the paper's six), rtol) — hashable, so that figures share runs
+Run = tuple[str, str, str, str, "tuple | None", float]
 
 
 def spec(maneuver: str, fidelity: str, tip: str = "exponential", basis: str = "natural",
          n_modes: dict | None = None, rtol: float = 1e-7) -> Run:
-    return (maneuver, fidelity, tip, basis, n_modes, rtol)
+    return (maneuver, fidelity, tip, basis, None if n_modes is None
+            else tuple(sorted(n_modes.items())), rtol)
 
 
 #: per figure: its runs with their labels, and what it plots ("joints" or "deflections")
@@ -69,7 +71,8 @@ FIGURES = {
 def model_of(run: Run) -> fd.Model:
     _, _, tip, basis, n_modes, _ = run
     kw = {"n_elements": 2} if basis == "finite" else {}
-    model = fd.models.shuttle_arm(basis=basis, n_modes=n_modes, **kw)
+    model = fd.models.shuttle_arm(basis=basis, n_modes=None if n_modes is None
+                                  else dict(n_modes), **kw)
     if tip != "exponential":
         model = fd.Model.from_dict({**model.to_dict(), "tip_kinematics": tip})
     return model
