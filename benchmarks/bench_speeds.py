@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="short horizon, few repeats")
     args = ap.parse_args(argv)
-    t1, repeats = (0.2, 3) if args.quick else (5.0, 50)
+    t1, repeats = (0.2, 3) if args.quick else (3.0, 50)
     results = {}
     for title, model in (("(0) free body, point masses, modes R³ ⊗ U", exact_body()),
                          ("(1) free flexible beam, tumbling", free_beam()),

@@ -77,6 +77,7 @@ from .chain import Model
 from .dynamics import bias_forces as _bias_forces
 from .dynamics import forward_dynamics as _forward_dynamics
 from .dynamics import mass_matrix as _mass_matrix
+from .simulate import rhs as _rhs
 from .spatial import skew
 from .terms import (
     DEFAULT_FIDELITY,
@@ -287,6 +288,9 @@ def forward_dynamics(model: Model, q: np.ndarray, v: np.ndarray, tau: np.ndarray
     method, fidelity, backend : as for :func:`flexdyn.forward_dynamics`.
     """
     choice = _choice(speeds)
+    if not choice.applies(model):  # W = I
+        return _forward_dynamics(model, q, v, tau, method=method, fidelity=fidelity,
+                                 backend=backend)
     q, v = model.check_state(q, v)
     Winv = _inverse_map(model, q, choice, fidelity)
     u = np.linalg.solve(Winv, v)
@@ -304,10 +308,14 @@ def rhs(model: Model, speeds: str = "default", fidelity: str = DEFAULT_FIDELITY,
     before use.  Start from ``x0 = [q0; to_speeds(model, q0, u0, speeds)]`` and read
     ``u = from_speeds(model, q, v, speeds)`` back."""
     choice = _choice(speeds)
+    if not choice.applies(model):  # W = I: flexdyn's own (compiled) state derivative
+        return _rhs(model, fidelity, method, backend=backend)
     nq = model.nq
 
     def f(t: float, x: np.ndarray, tau: Any = None) -> np.ndarray:
-        q, v = model.check_state(x[:nq], x[nq:])
+        q = np.asarray(x[:nq])
+        q, v = model.check_state(model.normalize_configuration(q) if nq != model.nu else q,
+                                 x[nq:])
         Winv = _inverse_map(model, q, choice, fidelity)
         u = np.linalg.solve(Winv, v)
         tau_t = tau(t, q, u) if callable(tau) else tau
