@@ -216,3 +216,20 @@ def test_benchmark_quick(capsys):
             assert row["cond_max"] >= row["cond_min"] > 1
             assert row["DOP853"]["error"] < 1e-5 and row["Radau"]["error"] < 1e-5
     assert "deleuterio-barfoot" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", NAMES[1:])
+def test_other_fidelity_and_method(name):
+    """The map is kinematics on the deformed geometry, so the speeds transform any fidelity's
+    equations exactly: ruthless forward dynamics by the composite-body method, in v."""
+    model = MODELS["hooke_flexible"]()
+    q, u = bs.initial_state(model)
+    v = sp.to_speeds(model, q, u, name, fidelity="ruthless")
+    np.testing.assert_allclose(v, sp.to_speeds(model, q, u, name), atol=1e-14)
+    vdot = sp.forward_dynamics(model, q, v, speeds=name, method="composite",
+                               fidelity="ruthless")
+    udot = fd.forward_dynamics(model, q, u, method="composite", fidelity="ruthless")
+    h, qd = 1e-6, model.qdot(q, u)
+    fd_rate = (sp.to_speeds(model, q + h * qd, u + h * udot, name)
+               - sp.to_speeds(model, q - h * qd, u - h * udot, name)) / (2 * h)
+    np.testing.assert_allclose(vdot, fd_rate, atol=1e-7 * (1 + np.abs(vdot).max()))

@@ -39,8 +39,9 @@ speeds at every configuration, ``v = W⁻¹(q) u``, on top of the unchanged recu
 When ``∂M/∂q = 0`` in the D'Eleuterio–Barfoot speeds: the translational velocity of node
 ``j`` in ``F`` is ``v + ω × l0_j + Π_t(j) w + r_j`` with the residual
 ``r_j = ω × Π_t(j) η − Π_t(j) N(η) ω``.  The mass matrix of one free body whose frame is
-its joint frame (a ``free`` joint, ``child_node`` null) is constant if and only if ``r = 0``
-for all ``(ω, η)`` and no node rotary inertia sees the elastic rotations, i.e.
+its joint frame (a ``free`` joint, ``child_node`` null) is constant when ``r = 0`` for all
+``(ω, η)`` and no node rotary inertia sees the elastic rotations (and, but for special
+cancellations, only then), i.e.
 
 * the span of ``Π_t`` is closed under ``ω×`` applied node by node (it is ``R³ ⊗ U``: the
   modes come as three copies of scalar node shapes ``U``, one per axis — e.g. the full
