@@ -7,7 +7,7 @@ articulated-body O(N) forward dynamics, with a full (energy-conserving) and a ru
 linearized body model.  See ``docs/architecture.md`` for the layers of the package.
 """
 
-from . import models
+from . import models, speeds
 from .chain import Model, ModelBuilder, StateEntry, load_model, save_model, state_layout
 from .closure import ClosureError
 from .dynamics import (
@@ -72,6 +72,7 @@ __all__ = [
     "rhs",
     "save_model",
     "simulate",
+    "speeds",
     "state_layout",
     "total_energy",
     "unpack_state",
