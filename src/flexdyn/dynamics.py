@@ -73,6 +73,7 @@ __all__ = [
     "assemble",
     "closed_chain",
     "closed_hybrid",
+    "stabilized_forward_dynamics",
     "closure_residuals",
     "constraint_forces",
     "FORWARD_METHODS",
@@ -422,6 +423,20 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
         udot = _forward_on_engine(model, q, u, tau, method, fidelity)
         if udot is not None:
             return udot
+    return stabilized_forward_dynamics(model, q, u, tau, method, fidelity, f_ext, f_nodes,
+                                       backend)
+
+
+def stabilized_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray,
+                                tau: np.ndarray | None, method: str, fidelity: str,
+                                f_ext: np.ndarray | None, f_nodes, backend: str,
+                                rate: float = 0.0) -> np.ndarray:
+    """:func:`forward_dynamics` of one state with Baumgarte's ``rate`` ``ω`` (1/s) in a
+    closed chain's acceleration constraint, ``J u̇ = −γ − 2ω J u − ω² g``
+    (:func:`flexdyn.closure.closed_chain_accelerations`; 0: none, as
+    :func:`forward_dynamics`; ignored for a tree): the inputs validated, then one compiled
+    call for a closed chain on the engine's articulated method, else the tree's
+    accelerations closed by :func:`closed_chain`."""
     _check_backend(backend)
     if not isinstance(method, str) or method not in FORWARD_METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {tuple(FORWARD_METHODS)}")
@@ -429,26 +444,26 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
     f_ext = check_external_forces(model, f_ext)
     if model.constraints and method == "articulated" and not f_nodes and _closure_engine(
             model, fidelity, backend, q, u, tau, f_ext):
-        udot = _closed_on_engine(model, q, u, tau, fidelity, f_ext)
+        udot = _closed_on_engine(model, q, u, tau, fidelity, f_ext, rate)
         if udot is not None:
             return _finite(udot, "u̇")
     udot = _tree_forward_dynamics(model, q, u, tau, method, fidelity, f_ext, f_nodes, backend)
     if model.constraints:
-        udot = closed_chain(model, q, u, udot, fidelity, backend)[0]
+        udot = closed_chain(model, q, u, udot, fidelity, backend, rate)[0]
     return _finite(udot, "u̇")
 
 
 def _closed_on_engine(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
-                      fidelity: str, f_ext: np.ndarray | None) -> np.ndarray | None:
+                      fidelity: str, f_ext: np.ndarray | None, rate: float) -> np.ndarray | None:
     """A closed chain's ``u̇`` by one compiled call
-    (:func:`flexdyn.engine.closure.closed_derivative`), or None where it reports singular
-    closures (the caller's reference path then names them)."""
+    (:func:`flexdyn.engine.closure.closed_derivative`, Baumgarte's ``rate``), or None where
+    it reports singular closures (the caller's reference path then names them)."""
     run = _cached_engine(model, fidelity)
     out = np.empty(model.nq + model.nu)
     status = run.closed_derivative_status(
         np.concatenate([q, u]).astype(float), np.asarray(tau, dtype=float),
         np.zeros((model.n_bodies, 6)) if f_ext is None else np.ascontiguousarray(f_ext, float),
-        0.0, out)
+        rate, out)
     return None if status != -1 and status != kernels.OVERFLOW else out[model.nq:]
 
 
@@ -475,15 +490,9 @@ def closed_chain(model: Model, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarr
     ``Y = M⁻¹ Jᵀ`` the engine's block sweeps; else the reference's (Lemma 4).  ``rate``:
     Baumgarte's ``ω`` (1/s)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        if _closure_engine(model, fidelity, backend, q, u):
-            run = _cached_engine(model, fidelity)
-            terms = ClosureTerms(*run.closure_terms(q, u), owner=_owners(model))
-            Y = run.apply_mass_matrix_inverse(q, terms.J.T)
-        else:
-            pos, vel = state_terms(model, q, u, fidelity)
-            terms = closure_terms(model, pos, vel, u)
-            Y = apply_mass_matrix_inverse(model, pos, terms.J.T)
-        udot, lam = closed_chain_accelerations(model, terms, udot_tree, Y, u, rate)
+        terms, mass_inverse = _closure_terms(model, q, u, fidelity, backend)
+        udot, lam = closed_chain_accelerations(model, terms, udot_tree,
+                                               mass_inverse(terms.J.T), u, rate)
     return udot, lam, terms
 
 
@@ -494,14 +503,18 @@ def _closure_engine(model: Model, fidelity: str, backend: str, *arrays: np.ndarr
             and deformed_geometry(body_models(model, fidelity), model))
 
 
-def _closure_terms(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str,
-                   backend: str) -> ClosureTerms:
-    """The closure terms at a validated state, on the engine where it runs them."""
+def _closure_terms(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str, backend: str
+                   ) -> tuple[ClosureTerms, Callable[[np.ndarray], np.ndarray]]:
+    """The closure terms at a validated state and ``B ↦ M⁻¹ B`` (B (nu, k)) at it (Lemma 4):
+    the engine's (:meth:`flexdyn.engine.Engine.closure_terms`, its block sweeps) where it
+    runs them, else the reference's from one set of per-state terms."""
     if _closure_engine(model, fidelity, backend, q, u):
-        g, J, gamma = _cached_engine(model, fidelity).closure_terms(q, u)
-        return ClosureTerms(g, J, gamma, owner=_owners(model))
+        run = _cached_engine(model, fidelity)
+        return (ClosureTerms(*run.closure_terms(q, u), owner=_owners(model)),
+                lambda B: run.apply_mass_matrix_inverse(q, B))
     pos, vel = state_terms(model, q, u, fidelity)
-    return closure_terms(model, pos, vel, u)
+    return (closure_terms(model, pos, vel, u),
+            lambda B: apply_mass_matrix_inverse(model, pos, B))
 
 
 def _owners(model: Model) -> np.ndarray:
@@ -703,8 +716,8 @@ def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray 
         udot_prescribed=zero if udot_prescribed is None else udot_prescribed)
     f_ext = check_external_forces(model, f_ext)
     if model.constraints:
-        udot, T, _ = closed_hybrid(model, q, u, tau, udot_known, mask, fidelity, f_ext, f_nodes,
-                                   backend)
+        udot, T, _, _ = closed_hybrid(model, q, u, tau, udot_known, mask, fidelity, f_ext,
+                                      f_nodes, backend)
     else:
         udot, T = _tree_hybrid(model, q, u, tau, udot_known, mask, fidelity, f_ext, f_nodes,
                                backend)
@@ -731,8 +744,10 @@ def _tree_hybrid(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
 def closed_hybrid(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
                   udot_known: np.ndarray, mask: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
                   f_ext: np.ndarray | None = None, f_nodes=None, backend: str = "engine",
-                  rate: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(u̇, τ, λ)``: hybrid dynamics of a closed chain at a validated state.
+                  rate: float = 0.0
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, ClosureTerms]:
+    """``(u̇, τ, λ, terms)``: hybrid dynamics of a closed chain at a validated state, with
+    the closure terms it used.
 
     ``M u̇ + C + Jᵀ λ = τ`` with ``u̇`` given where ``mask`` and ``τ`` given elsewhere, and
     ``J u̇ = −γ`` (with Baumgarte's ``rate``, as :func:`closed_chain`).  The tree's hybrid
@@ -744,7 +759,7 @@ def closed_hybrid(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
     under ``τ − Jᵀ λ``, plus ``(Jᵀ λ)`` there."""
     udot_h, T_h = _tree_hybrid(model, q, u, tau, udot_known, mask, fidelity, f_ext, f_nodes,
                                backend)
-    terms = _closure_terms(model, q, u, fidelity, backend)
+    terms, _ = _closure_terms(model, q, u, fidelity, backend)
     nc = terms.J.shape[0]
     Y, dT = np.empty((model.nu, nc)), np.empty((model.nu, nc))
     for k in range(nc):
@@ -754,7 +769,7 @@ def closed_hybrid(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
     udot, lam = closed_chain_accelerations(model, terms, udot_h, Y, u, rate)
     T = T_h - dT @ lam + terms.J.T @ lam
     T[~mask] = tau[~mask]
-    return udot, T, lam
+    return udot, T, lam, terms
 
 @batched("u", "udot", engine_op=_plain_op("joint_wrenches"))
 def joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,

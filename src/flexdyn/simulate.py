@@ -78,6 +78,7 @@ from .dynamics import (
     forward_dynamics,
     hybrid_dynamics,
     nodal_loads,
+    stabilized_forward_dynamics,
 )
 from .engine import DERIVATIVE_METHODS, galpha, kernels
 from .engine.closure import SINGULAR
@@ -249,10 +250,8 @@ def rhs(model: Model, fidelity: str = DEFAULT_FIDELITY, method: str = "articulat
                 return derivative(t, np.concatenate([q, u]), tau_t, fe)
         except _RhsFailure as exc:
             raise SimulationError(f"at t = {t:.6g} s: {exc.message}", t, exc.message) from None
-        udot = forward_dynamics(model, q, u, tau_t, method=method, fidelity=fidelity, f_ext=fe,
-                                backend=backend)
-        if model.constraints and rate:  # forward_dynamics holds J u̇ = −γ: add Baumgarte's
-            udot = closed_chain(model, q, u, udot, fidelity, backend, rate)[0]
+        udot = stabilized_forward_dynamics(model, q, u, tau_t, method, fidelity, fe, None,
+                                           backend, rate)
         return np.concatenate([model.qdot(q, u), udot])
 
     return f
@@ -267,14 +266,16 @@ def _closure_rate(value: Any) -> float:
 
 
 def _closed(model: Model, t: float, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarray,
-            fidelity: str, backend: str, rate: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(u̇, λ)`` of a closed chain with Baumgarte's ``rate`` (:func:`closed_chain`); a
-    singular closure at time ``t`` raises :class:`_RhsFailure` with its message."""
+            fidelity: str, backend: str, rate: float
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(u̇, λ, g)`` of a closed chain with Baumgarte's ``rate`` (:func:`closed_chain`), ``g``
+    the closure residuals; a singular closure at time ``t`` raises :class:`_RhsFailure`
+    with its message."""
     try:
-        udot, lam, _ = closed_chain(model, q, u, udot_tree, fidelity, backend, rate)
+        udot, lam, terms = closed_chain(model, q, u, udot_tree, fidelity, backend, rate)
     except ClosureError as exc:
         raise _RhsFailure(t, str(exc)) from exc
-    return udot, lam
+    return udot, lam, terms.g
 
 
 def _check_closures(model: Model, q0: np.ndarray, u0: np.ndarray, fidelity: str) -> None:
@@ -540,17 +541,20 @@ class _Ode:
 
     def closed_state(self, t: float, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
                      f_ext: np.ndarray | None, udot_known: np.ndarray | None
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(u̇, τ, λ)`` of a closed chain at one state, with the prescribed motion where
-        there is one (:func:`flexdyn.dynamics.closed_hybrid`) and Baumgarte's rate."""
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(u̇, τ, λ, g)`` of a closed chain at one state, with the prescribed motion where
+        there is one (:func:`flexdyn.dynamics.closed_hybrid`) and Baumgarte's rate; ``g``
+        the closure residuals."""
         if self.drive is None:
-            udot, lam = self.closed(t, q, u, self.tree(q, u, tau, f_ext))
-            return udot, tau, lam
+            udot, lam, g = self.closed(t, q, u, self.tree(q, u, tau, f_ext))
+            return udot, tau, lam, g
         try:
-            return closed_hybrid(self.model, q, u, tau, udot_known, self.drive.mask,
-                                 self.fidelity, f_ext, None, self.backend, self.closure_rate)
+            udot, T, lam, terms = closed_hybrid(self.model, q, u, tau, udot_known,
+                                                self.drive.mask, self.fidelity, f_ext, None,
+                                                self.backend, self.closure_rate)
         except ClosureError as exc:
             raise _RhsFailure(t, str(exc)) from exc
+        return udot, T, lam, terms.g
 
     def tree(self, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
              f_ext: np.ndarray | None) -> np.ndarray:
@@ -559,8 +563,9 @@ class _Ode:
                                       None, self.backend)
 
     def closed(self, t: float, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray]:
-        """``(u̇, λ)`` of the closed chain from the tree's accelerations (:func:`_closed`)."""
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(u̇, λ, g)`` of the closed chain from the tree's accelerations
+        (:func:`_closed`)."""
         return _closed(self.model, t, q, u, udot_tree, self.fidelity, self.backend,
                        self.closure_rate)
 
@@ -604,9 +609,9 @@ class _Ode:
             tau = s.tau if s.g is None else s.tau + s.g
             closure = None
             if model.constraints:
-                udot, T, lam = self.closed_state(float(tk), s.q, s.u, tau, s.f_ext,
-                                                 s.udot_known)
-                closure = (lam, closure_residuals(model, s.q, s.u, self.fidelity)[0])
+                udot, T, lam, g = self.closed_state(float(tk), s.q, s.u, tau, s.f_ext,
+                                                    s.udot_known)
+                closure = (lam, g)
             elif self.derivative is not None:  # the entry the integration compiled
                 udot = self.derivative(float(tk), np.concatenate([s.q, s.u]), tau,
                                        s.f_ext)[model.nq:model.nq + nu]
