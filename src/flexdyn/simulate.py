@@ -325,6 +325,8 @@ def _compiled_derivative(model: Model, fidelity: str, method: str, backend: str,
                 q, u = unpack_state(model, x[:nx])
                 _closed(model, t, _normalized(model, q), u, np.zeros(model.nu), fidelity,
                         "reference", rate)
+                raise _RhsFailure(t, "the closures are redundant or locked at this state (a "
+                                     "pivot of Λ = J M⁻¹ Jᵀ vanishes)")
         else:
             status = engine.derivative_status(*args, method, out)
         if status == kernels.INVALID:
