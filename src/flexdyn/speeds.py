@@ -295,6 +295,12 @@ def forward_dynamics(model: Model, q: np.ndarray, v: np.ndarray, tau: np.ndarray
     q, v = model.check_state(q, v)
     Winv = _inverse_map(model, q, choice, fidelity)
     u = np.linalg.solve(Winv, v)
+    return _vdot(model, q, u, Winv, tau, choice, method, fidelity, backend)
+
+
+def _vdot(model: Model, q: np.ndarray, u: np.ndarray, Winv: np.ndarray, tau: Any,
+          choice: Speeds, method: str, fidelity: str, backend: str) -> np.ndarray:
+    """``v̇ = W⁻¹ u̇ + (d/dt W⁻¹) u`` (nu,) at ``(q, u = W v)`` with ``u̇`` flexdyn's."""
     udot = _forward_dynamics(model, q, u, tau, method=method, fidelity=fidelity,
                              backend=backend)
     return Winv @ udot + _rate(model, q, u, choice, fidelity)
@@ -320,9 +326,7 @@ def rhs(model: Model, speeds: str = "default", fidelity: str = DEFAULT_FIDELITY,
         Winv = _inverse_map(model, q, choice, fidelity)
         u = np.linalg.solve(Winv, v)
         tau_t = tau(t, q, u) if callable(tau) else tau
-        udot = _forward_dynamics(model, q, u, tau_t, method=method, fidelity=fidelity,
-                                 backend=backend)
-        return np.concatenate([model.qdot(q, u),
-                               Winv @ udot + _rate(model, q, u, choice, fidelity)])
+        return np.concatenate([model.qdot(q, u), _vdot(model, q, u, Winv, tau_t, choice,
+                                                        method, fidelity, backend)])
 
     return f
