@@ -746,8 +746,10 @@ def closed_hybrid(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
                   f_ext: np.ndarray | None = None, f_nodes=None, backend: str = "engine",
                   rate: float = 0.0
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, ClosureTerms]:
-    """``(u̇, τ, λ, terms)``: hybrid dynamics of a closed chain at a validated state, with
-    the closure terms it used.
+    """``(u̇, τ, λ, terms)``: hybrid dynamics of a closed chain at a validated state —
+    ``u̇`` (nu,), ``τ`` (nu,), the closure forces ``λ`` (n_c,) and the
+    :class:`~flexdyn.closure.ClosureTerms` it used.  ``q`` (nq,), ``u``, ``tau``,
+    ``udot_known`` (nu,), ``mask`` (nu,) bool; the rest as for :func:`hybrid_dynamics`.
 
     ``M u̇ + C + Jᵀ λ = τ`` with ``u̇`` given where ``mask`` and ``τ`` given elsewhere, and
     ``J u̇ = −γ`` (with Baumgarte's ``rate``, as :func:`closed_chain`).  The tree's hybrid
