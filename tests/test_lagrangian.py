@@ -89,7 +89,7 @@ def check_full(d: dict, model: fd.Model, q, u, f_ext) -> dict[str, float]:
         errors[f"C {fidelity}"] = rel_err(fd.bias_forces(model, q, u, fidelity, f_ext=f_ext),
                                           C_ref + force, scale=bias_floor(M_ref, u))
     assert errors["pose"] < 1e-12
-    assert errors["Gamma"] < 1e-14
+    assert errors["Gamma"] < 1e-13  # round-off: Prop 2 and the oracle solve differently
     assert errors["T"] < TOL_M
     assert errors["M"] < TOL_M
     for fidelity in stiffening:
