@@ -34,6 +34,7 @@ expressions at ``η = 0`` with ``η̇ = 0`` in every velocity product.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -41,8 +42,12 @@ from .linalg import inertia_scale, spd_inverse
 from .spatial import Transform, cross_force, cross_motion, rigid_inertia
 from .tip_kinematics import DEFAULT_TIP_KINEMATICS, TIP_KINEMATICS
 
-__all__ = ["Body", "BodyModel", "FlexibleStep", "JointSide", "NodeAttachment", "NodeFrames",
-           "RigidBodyModel", "UndeformedBodyModel"]
+__all__ = ["NODE_COMPONENTS", "Body", "BodyModel", "FlexibleStep", "JointSide", "NodeAttachment",
+           "NodeFrames", "RigidBodyModel", "UndeformedBodyModel"]
+
+#: The six displacement components of a node, in coordinate order (a nodal body's
+#: coordinates, and the rows of ``Π`` per node).
+NODE_COMPONENTS = ("rx", "ry", "rz", "tx", "ty", "tz")
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,14 @@ class Body:
     tip_kinematics : str — the parametrisation of the node rotations, a key of
         :data:`flexdyn.tip_kinematics.TIP_KINEMATICS` (the model's ``"tip_kinematics"``);
         its entry is ``rotation``.
+    attach_node : int or None — for a **nodal** body (Rodriguez's finite-element body, the
+        model file's ``"nodal": true``) the node rigidly fixed to the joint; its coordinates
+        are the six displacements ``[rx, ry, rz, tx, ty, tz]`` of every other node, node by
+        node, so ``Π`` is the identity on them (zero rows at the attach node) and ``K``, ``C``
+        the nodal stiffness and damping without the attach node's rows and columns.  None for
+        rigid and modal bodies.
     M_s : array (n, 6, 6) — nodal spatial inertias ``diag(J_j, m_j I)`` in node frames.
+    frames0, M_m0 : the undeformed node frames and ``M_m⁰`` (computed on first use).
     """
 
     name: str
@@ -109,6 +121,7 @@ class Body:
     K2: np.ndarray | None = None
     axial_modes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     tip_kinematics: str = DEFAULT_TIP_KINEMATICS
+    attach_node: int | None = None
 
     @staticmethod
     def from_spec(name: str, rigid: dict | None, flex: dict | None,
@@ -125,7 +138,10 @@ class Body:
             K = C = np.zeros((0, 0))
         else:
             nodes, nm, ni = flex["nodes"], flex["node_masses"], flex["node_inertias"]
-            modes, K, C = flex["modes"], flex["stiffness"], flex["damping"]
+            if flex.get("nodal"):
+                modes, K, C = _nodal_coordinates(flex)
+            else:
+                modes, K, C = flex["modes"], flex["stiffness"], flex["damping"]
         n = nodes.shape[0]
         m = modes.shape[1] if modes.ndim == 2 else 0
         Pi = np.asarray(modes, dtype=float).reshape(n, 6, m)
@@ -142,6 +158,7 @@ class Body:
             K=np.array(K, dtype=float),
             C=np.array(C, dtype=float),
             tip_kinematics=tip_kinematics,
+            attach_node=None if flex is None or not flex.get("nodal") else flex["attach_node"],
             **({} if flex is None or flex.get("geometric_stiffness_1") is None else {
                 "K1": np.array(flex["geometric_stiffness_1"], dtype=float),
                 "K2": np.array(flex["geometric_stiffness_2"], dtype=float),
@@ -155,15 +172,27 @@ class Body:
         M_s[:, 3:, 3:] = self.node_masses[:, None, None] * np.eye(3)
         object.__setattr__(self, "M_s", M_s)
         object.__setattr__(self, "M_rigid", rigid_inertia(self.mass, self.com, self.inertia))
-        # undeformed node frames and the constant (ruthless) modal mass matrix M_m⁰
-        frames0 = self._node_frames(np.zeros(self.n_modes))
-        object.__setattr__(self, "frames0", frames0)
-        object.__setattr__(self, "M_m0", self._modal_mass(frames0))
         for a in (self.com, self.inertia, self.nodes, self.node_masses, self.node_inertias,
-                  self.Pi_r, self.Pi_t, self.K, self.C, self.M_s, self.M_rigid, self.M_m0,
-                  frames0.R, frames0.p, frames0.E, frames0.theta, self.axial_modes,
+                  self.Pi_r, self.Pi_t, self.K, self.C, self.M_s, self.M_rigid, self.axial_modes,
                   *(() if self.K1 is None else (self.K1, self.K2))):
             a.setflags(write=False)
+
+    # the undeformed node frames and the constant (ruthless) modal mass matrix M_m⁰, on first
+    # use: a large nodal body's (n_m + 6)² M_m⁰ is only needed by the modal recursions
+    @cached_property
+    def frames0(self) -> NodeFrames:
+        """Undeformed node frames (``η = 0``), read-only."""
+        frames0 = self._node_frames(np.zeros(self.n_modes))
+        for a in (frames0.R, frames0.p, frames0.E, frames0.theta):
+            a.setflags(write=False)
+        return frames0
+
+    @cached_property
+    def M_m0(self) -> np.ndarray:
+        """``M_m⁰ = M_m`` at the undeformed frames (Eq 23, Eq B4's constant), read-only."""
+        M = self._modal_mass(self.frames0)
+        M.setflags(write=False)
+        return M
 
     # -- sizes -----------------------------------------------------------------------------
     @property
@@ -184,8 +213,28 @@ class Body:
     # -- node kinematics -------------------------------------------------------------------
     @property
     def kind(self) -> str:
-        """Body kind for the body-model registry: ``"modal"`` with modes, else ``"rigid"``."""
+        """Body kind for the body-model registry: ``"nodal"`` for a nodal body, else
+        ``"modal"`` with modes and ``"rigid"`` without."""
+        if self.attach_node is not None:
+            return "nodal"
         return "modal" if self.n_modes else "rigid"
+
+    @property
+    def free_nodes(self) -> np.ndarray:
+        """The nodes whose displacements are coordinates, in coordinate order (int (f,)): a
+        nodal body's nodes but the attach node; none for a rigid or modal body."""
+        if self.attach_node is None:
+            return np.zeros(0, dtype=int)
+        return np.delete(np.arange(self.n_nodes), self.attach_node)
+
+    def coordinate_names(self, rates: bool = False) -> list[str]:
+        """Names of the body's elastic coordinates (n_m): ``eta[k]`` for modes,
+        ``node[j].rx`` … ``node[j].tz`` for the free nodes of a nodal body; with ``rates``
+        those of their rates (``eta_dot[k]``, ``node[j].rx_dot``)."""
+        if self.attach_node is None:
+            return [f"eta{'_dot' if rates else ''}[{k}]" for k in range(self.n_modes)]
+        return [f"node[{j}].{c}{'_dot' if rates else ''}" for j in self.free_nodes
+                for c in NODE_COMPONENTS]
 
     def node_frames(self, eta: np.ndarray) -> NodeFrames:
         """Node frames at deformation ``η`` (n_m,) — see the module docstring."""
@@ -270,6 +319,18 @@ class Body:
         Ms = self.M_s
         f = np.einsum("nij,nj->ni", Ms, acc) + cross_force(Vs, np.einsum("nij,nj->ni", Ms, Vs))
         return out + np.einsum("nji,nj->i", B, f)
+
+
+def _nodal_coordinates(flex: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(Π, K, C)`` of a nodal flex block: ``Π`` (6n × 6(n−1)) the identity on every node but
+    the attach node (its six rows zero), ``K``/``C`` the nodal stiffness/damping with the
+    attach node's rows and columns removed (its displacement is zero: Rodriguez Eq 4.2)."""
+    n, a = flex["nodes"].shape[0], flex["attach_node"]
+    keep = np.delete(np.arange(6 * n), np.arange(6 * a, 6 * a + 6))
+    modes = np.zeros((6 * n, keep.size))
+    modes[keep, np.arange(keep.size)] = 1.0
+    return (modes, flex["nodal_stiffness"][np.ix_(keep, keep)],
+            flex["nodal_damping"][np.ix_(keep, keep)])
 
 
 # ----------------------------------------------------------------------------------------------

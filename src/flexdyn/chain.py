@@ -374,21 +374,22 @@ def state_layout(model: Model) -> dict[str, list[StateEntry]]:
     -------
     dict with keys ``"q"`` (nq entries) and ``"u"`` (nu entries) of :class:`StateEntry`
     ``(name, kind, body, index)``.  Kinds: ``angle``, ``displacement``, ``quaternion``
-    (``[w, x, y, z]``), ``position``, ``modal`` (``η``) for ``q``; ``angular_rate``,
-    ``rate``, ``angular_velocity``, ``linear_velocity`` (in the joint's moving frame) and
-    ``modal_rate`` (``η̇``) for ``u``.  Names are ``"<body>.<component>"``, e.g.
-    ``"link1.theta"``, ``"link1.eta[0]"``, ``"hub.wx"``.
+    (``[w, x, y, z]``), ``position``, ``modal`` (``η``), ``nodal`` (a nodal body's node
+    displacements) for ``q``; ``angular_rate``, ``rate``, ``angular_velocity``,
+    ``linear_velocity`` (in the joint's moving frame), ``modal_rate`` (``η̇``) and
+    ``nodal_rate`` for ``u``.  Names are ``"<body>.<component>"``, e.g. ``"link1.theta"``,
+    ``"link1.eta[0]"``, ``"hub.wx"``, ``"boom.node[3].tz"``, ``"boom.node[3].tz_dot"``.
     """
     out: dict[str, list[StateEntry]] = {"q": [], "u": []}
     for i, (bname, joint) in enumerate(zip(model.names, model.joints, strict=True)):
-        m = int(model.n_modes[i])
-        for key, comps, start, modal in (("q", joint.q_components, model.q_start[i], "eta"),
-                                         ("u", joint.u_components, model.u_start[i],
-                                          "eta_dot")):
+        body = model.bodies[i]
+        elastic = "nodal" if body.kind == "nodal" else "modal"
+        for key, comps, start in (("q", joint.q_components, model.q_start[i]),
+                                  ("u", joint.u_components, model.u_start[i])):
             s = int(start)
             out[key].extend(StateEntry(f"{bname}.{c}", kind, bname, s + k)
                             for k, (c, kind) in enumerate(comps))
-            kind = "modal" if key == "q" else "modal_rate"
-            out[key].extend(StateEntry(f"{bname}.{modal}[{k}]", kind, bname, s + len(comps) + k)
-                            for k in range(m))
+            kind = elastic if key == "q" else f"{elastic}_rate"
+            out[key].extend(StateEntry(f"{bname}.{name}", kind, bname, s + len(comps) + k)
+                            for k, name in enumerate(body.coordinate_names(key == "u")))
     return out

@@ -58,6 +58,7 @@ from .engine import Engine, kernels
 from .hybrid import hybrid_dynamics as _hybrid
 from .newton_euler import joint_wrenches as _joint_wrenches
 from .newton_euler import modal_forces, rnea
+from .nodal import nodal_method, nodal_state_terms
 from .terms import (
     DEFAULT_FIDELITY,
     FIDELITIES,
@@ -95,6 +96,15 @@ FORWARD_METHODS: dict[str, Callable[..., np.ndarray]] = {
     "articulated": articulated_forward_dynamics,  # Eq 58
     "articulated-split": articulated_forward_dynamics_split,  # Eqs 62–64
     "composite": composite_forward_dynamics,  # Eq 46
+    "nodal": nodal_method,  # Rodriguez Eqs 9.1–9.26
+}
+#: The per-state terms ``(model, q, u, fidelity) -> (pos, vel)`` each method consumes: the
+#: modal terms of :mod:`flexdyn.terms`, or the node-wise terms of :mod:`flexdyn.nodal`.
+FORWARD_TERMS: dict[str, Callable[..., tuple]] = {
+    "articulated": state_terms,
+    "articulated-split": state_terms,
+    "composite": state_terms,
+    "nodal": nodal_state_terms,
 }
 #: Backends of the per-state functions: the compiled engine (default) and the numpy reference.
 BACKENDS: tuple[str, ...] = ("engine", "reference")
@@ -409,8 +419,9 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
     q : (nq,), u : (nu,), tau : (nu,) or None (zero) — layout of ``model-format.md``; or a
         batch ``(B, nq)``, ``(B, nu)`` (see :func:`batched`).
     method : ``"articulated"`` (O(N) articulated-body algorithm, Eq 58), ``"articulated-split"``
-        (flexible/hinge split, Eqs 62–64; Eq B3 for the ruthless model) or ``"composite"``
-        (Eq 46).
+        (flexible/hinge split, Eqs 62–64; Eq B3 for the ruthless model), ``"composite"``
+        (Eq 46) or ``"nodal"`` (Rodriguez's filter and smoother, O(nodes), for models of rigid
+        and nodal bodies: :mod:`flexdyn.nodal`; numpy, no ``f_nodes``).
     fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
         (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
     f_ext : (n_bodies, 6) or None — external wrenches at the body frame origins.
@@ -473,8 +484,11 @@ def _tree_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.n
     """The tree's accelerations ``u̇_f`` (closures left out) for validated inputs."""
     if _for_engine(backend, q, u, tau, f_ext) and method in ENGINE_METHODS and not f_nodes:
         return _cached_engine(model, fidelity).forward_dynamics(q, u, tau, f_ext, method)
+    if f_nodes and FORWARD_TERMS[method] is not state_terms:
+        raise ValueError(f"method {method!r} takes no f_nodes; give the node loads as "
+                         "generalized forces in tau's node slots, or use method 'articulated'")
     with np.errstate(over="ignore", invalid="ignore"):
-        pos, vel = state_terms(model, q, u, fidelity)
+        pos, vel = FORWARD_TERMS[method](model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
         return FORWARD_METHODS[method](model, pos, vel, tau + g, f_ext)
 

@@ -40,6 +40,7 @@ __all__ = [
     "inertia_scale",
     "observe",
     "spd_inverse",
+    "spd_inverse_blocks",
     "sym",
 ]
 
@@ -138,6 +139,44 @@ def spd_inverse(D: np.ndarray, what: str, scale: float = 0.0) -> np.ndarray:
     Dinv, info = potri(L, lower=1)
     Dinv = np.tril(Dinv)
     return Dinv + np.tril(Dinv, -1).T
+
+
+def spd_inverse_blocks(D: np.ndarray, what: Callable[[int], str],
+                       scale: np.ndarray | float = 0.0) -> np.ndarray:
+    """Inverses (k, n, n) of ``k`` symmetric positive definite blocks ``D`` (k, n, n) by one
+    batched Cholesky factorization, each block tested as :func:`spd_inverse` tests one
+    (real inputs).
+
+    Parameters
+    ----------
+    what : ``what(b)`` names block ``b`` for the error message.
+    scale : inertia scale per block (k,) or one for all.
+
+    Raises
+    ------
+    SingularInertiaError
+        Naming the first singular block (:func:`spd_inverse`'s message).
+    """
+    if D.shape[0] == 0:
+        return np.zeros_like(D)
+    scales = np.broadcast_to(np.asarray(scale, dtype=float), D.shape[:1])
+    diag = np.abs(np.diagonal(D, axis1=1, axis2=2))
+    tol = np.maximum(np.maximum(PIVOT_RTOL * diag.max(axis=1), PIVOT_FLOOR * scales),
+                     np.finfo(float).tiny)
+    try:
+        L = np.linalg.cholesky(D)
+    except np.linalg.LinAlgError:
+        L = None
+    bad = (np.arange(D.shape[0]) if L is None
+           else np.flatnonzero(np.diagonal(L, axis1=1, axis2=2).min(axis=1) ** 2 <= tol))
+    for b in bad:  # the single-block test names the first singular block
+        spd_inverse(D[b], what(int(b)), float(scales[b]))
+    if L is None:
+        raise SingularInertiaError(f"{what(0)} (or another block) is not positive definite")
+    for _ in range(D.shape[0]):
+        _note("potrf", D.shape[1])
+    L_inv = np.linalg.inv(L)
+    return np.swapaxes(L_inv, -1, -2) @ L_inv
 
 
 def cholesky_solve(M: np.ndarray, b: np.ndarray, what: str = "mass matrix") -> np.ndarray:

@@ -25,7 +25,10 @@ Normalised structure
                            "child_placement": {"rotation": (3, 3), "translation": (3,)}},
                  "rigid": {"mass": float, "com": (3,), "inertia": (3, 3)},
                  "flex": {"nodes": (n, 3), "node_masses": (n,), "node_inertias": (n, 3, 3),
-                          "modes": (6n, m), "stiffness": (m, m), "damping": (m, m)}}, ...],
+                          "modes": (6n, m), "stiffness": (m, m), "damping": (m, m)}
+                         or, for a nodal body, {"nodes", "node_masses", "node_inertias",
+                          "nodal": True, "attach_node": int, "nodal_stiffness": (6n, 6n),
+                          "nodal_damping": (6n, 6n)}}, ...],
      "constraints": [{"name": str, "type": str, "body": int, "node": int or None,
                       "point": (3,) or None, "other_body": int (-1 for ground),
                       "other_node": int or None, "other_point": (3,) or None,
@@ -93,7 +96,11 @@ _ROTATION_KEYS = ("rotation", "axis_angle", "quaternion", "euler")
 _PLACEMENT_KEYS = (*_ROTATION_KEYS, "translation")
 _RIGID_KEYS = ("mass", "com", "inertia")
 _FLEX_KEYS = ("nodes", "node_masses", "node_inertias", "modes", "stiffness", "damping",
-              "geometric_stiffness_1", "geometric_stiffness_2", "axial_modes")
+              "geometric_stiffness_1", "geometric_stiffness_2", "axial_modes", "nodal",
+              "attach_node", "nodal_stiffness", "nodal_damping")
+#: the keys of a modal flex block that a nodal one (``"nodal": true``) does not take
+_MODAL_ONLY_KEYS = ("modes", "stiffness", "damping", "geometric_stiffness_1",
+                    "geometric_stiffness_2", "axial_modes")
 
 #: Tolerance of the unit-length, orthonormality, symmetry and triangle-inequality checks.
 TOL = 1e-9
@@ -404,6 +411,15 @@ def _flex(where: str, value: Any) -> dict[str, np.ndarray]:
     inertias = _optional_array(f"{path}.node_inertias", value.get("node_inertias"), (n, 3, 3))
     for j in range(n):
         _check_inertia(f"{path}.node_inertias[{j}]", inertias[j])
+    nodal = value.get("nodal", False)
+    if not isinstance(nodal, bool):
+        raise ValueError(f"{path}.nodal must be true or false, got {_describe(nodal)}")
+    if nodal:
+        return {"nodes": nodes, "node_masses": masses, "node_inertias": inertias,
+                **_nodal(path, value, masses, inertias)}
+    for key in ("attach_node", "nodal_stiffness", "nodal_damping"):
+        if value.get(key) is not None:
+            raise ValueError(f"{path}.{key} belongs to a nodal body: give flex.nodal = true")
 
     has_modes, has_stiffness = value.get("modes") is not None, value.get("stiffness") is not None
     if has_modes != has_stiffness:
@@ -431,6 +447,41 @@ def _flex(where: str, value: Any) -> dict[str, np.ndarray]:
         "damping": damping,
         **_stiffening(path, value, m),
     }
+
+
+def _nodal(path: str, value: Mapping, masses: np.ndarray,
+           inertias: np.ndarray) -> dict[str, Any]:
+    """The nodal part of a nodal flex block (Rodriguez's finite-element body, Sec 2): the
+    ``attach_node`` rigidly fixed to the joint, the ``nodal_stiffness`` (6n × 6n, symmetric
+    PSD, node by node ``[rx, ry, rz, tx, ty, tz]``) and the optional ``nodal_damping``; every
+    other node must have a positive definite spatial inertia (its six coordinates carry
+    inertia only through it)."""
+    for key in _MODAL_ONLY_KEYS:
+        if value.get(key) is not None:
+            raise ValueError(f"{path}.{key} is not used by a nodal body (flex.nodal = true): its "
+                             "coordinates are the node displacements, with flex.nodal_stiffness")
+    n = masses.shape[0]
+    if n < 2:
+        raise ValueError(f"{path}: a nodal body needs at least 2 nodes (the attach node and a "
+                         f"free one), got {n}")
+    attach = _index(f"{path}.attach_node", _required(path, value, "attach_node"), n, "the body")
+    if attach is None:
+        raise ValueError(f"{path}.attach_node must be a node index, got null")
+    for j in range(n):
+        if j != attach and (masses[j] <= 0.0 or np.linalg.eigvalsh(inertias[j])[0] <= 0.0):
+            raise ValueError(
+                f"{path}: node {j} of a nodal body needs a positive mass and positive definite "
+                f"flex.node_inertias[{j}]: its rotation and translation coordinates have no "
+                "other inertia (lumped mass)")
+    dims = (f"6 × {n} nodes",) * 2
+    K = _array(f"{path}.nodal_stiffness", _required(path, value, "nodal_stiffness"),
+               (6 * n, 6 * n), dims)
+    _check_sym_psd(f"{path}.nodal_stiffness", K)
+    raw_damping = value.get("nodal_damping")
+    C = (_optional_array(f"{path}.nodal_damping", None, (6 * n, 6 * n)) if raw_damping is None
+         else _array(f"{path}.nodal_damping", raw_damping, (6 * n, 6 * n), dims))
+    _check_sym_psd(f"{path}.nodal_damping", C)
+    return {"nodal": True, "attach_node": attach, "nodal_stiffness": K, "nodal_damping": C}
 
 
 def _stiffening(path: str, value: Mapping, m: int) -> dict[str, np.ndarray]:
@@ -709,6 +760,11 @@ def normalize_model_dict(d: Mapping) -> dict:
             flex["nodes"].shape[0],
             parent_label,
         )
+        if flex.get("nodal") and joint["child_node"] not in (None, flex["attach_node"]):
+            raise ValueError(
+                f"{labels[i]}: joint.child_node = {joint['child_node']} must be null or the "
+                f"nodal body's flex.attach_node = {flex['attach_node']} (the node rigidly fixed "
+                "to the joint)")
         bodies.append(
             {"name": names[i], "parent": parent, "joint": joint, "rigid": rigid, "flex": flex}
         )
@@ -869,7 +925,8 @@ def _plain_joint(joint: Mapping) -> dict[str, Any]:
 
 def _plain_flex(flex: Mapping) -> dict[str, Any] | None:
     """Return a normalised flex block in the file format, or ``None`` when it is empty."""
-    n, m = flex["nodes"].shape[0], flex["stiffness"].shape[0]
+    n = flex["nodes"].shape[0]
+    m = 0 if flex.get("nodal") else flex["stiffness"].shape[0]
     if n == 0 and m == 0:
         return None
     inertias = flex["node_inertias"]
@@ -878,6 +935,11 @@ def _plain_flex(flex: Mapping) -> dict[str, Any] | None:
         "node_masses": flex["node_masses"].tolist(),
         "node_inertias": None if _is_exactly(inertias, np.zeros((n, 3, 3))) else inertias.tolist(),
     }
+    if flex.get("nodal"):
+        out.update(nodal=True, attach_node=flex["attach_node"],
+                   nodal_stiffness=flex["nodal_stiffness"].tolist())
+        if not _is_exactly(flex["nodal_damping"], np.zeros((6 * n, 6 * n))):
+            out["nodal_damping"] = flex["nodal_damping"].tolist()
     if m:
         out["modes"] = flex["modes"].tolist()
         out["stiffness"] = flex["stiffness"].tolist()

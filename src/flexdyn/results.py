@@ -329,14 +329,14 @@ class SimulationResult:
         for e in lay["q"]:
             if e.kind in ("angle", "displacement", "position"):
                 ax1.plot(self.t, self.q[:, e.index], label=e.name)
-            elif e.kind == "modal":
+            elif e.kind in ("modal", "nodal"):
                 ax2.plot(self.t, self.q[:, e.index], label=e.name)
             elif e.name.endswith(".qw"):  # a quaternion: plot its rotation vector
                 rv = _rotation_vectors(self.q[:, e.index:e.index + 4])
                 for c in range(3):
                     ax1.plot(self.t, rv[:, c], label=f"{e.body}.rot_{'xyz'[c]}")
         ax1.set_ylabel("joint coordinates\n(rad, m)")
-        ax2.set_ylabel("modal coordinates η")
+        ax2.set_ylabel("elastic coordinates\n(η, node displacements)")
         ax3.plot(self.t, self.energy_balance_error, color="k")
         ax3.set_ylabel("energy balance\nerror e_E (%)")
         ax3.set_xlabel("t (s)")

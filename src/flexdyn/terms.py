@@ -24,7 +24,9 @@ function of ``η`` (tip kinematics), ``M_m``, the rates entering the velocity pr
 ``b_m``, the elastic forces and the flexible step of the split articulated form.
 
 Body models come from the registry :data:`BODY_MODELS`, keyed by body kind (``"rigid"``,
-``"modal"``) and fidelity (``"full"``: :class:`~flexdyn.body.BodyModel`; ``"ruthless"``:
+``"modal"``, ``"nodal"``: the modal body of its identity basis here; its own node-wise
+recursion is :mod:`flexdyn.nodal`) and fidelity (``"full"``:
+:class:`~flexdyn.body.BodyModel`; ``"ruthless"``:
 :class:`~flexdyn.ruthless.RuthlessBodyModel`), so one model may mix kinds.  They are built once
 per (model, fidelity) and cached here, outside the (immutable) model.
 """
@@ -75,6 +77,9 @@ BODY_MODELS: dict[tuple[str, str], type[BodyModel]] = {
     ("rigid", "exact"): RigidBodyModel,
     ("modal", "exact"): ExactBodyModel,
 }
+# a nodal body is, for these recursions, the modal body of its identity basis
+BODY_MODELS.update({("nodal", f): cls for (kind, f), cls in list(BODY_MODELS.items())
+                    if kind == "modal"})
 #: The fidelities (body-model families) of :data:`BODY_MODELS`.
 FIDELITIES: tuple[str, ...] = tuple(dict.fromkeys(f for _, f in BODY_MODELS))
 #: The fidelity of every function's default: Damaren & Sharf's exact model, the only one that
