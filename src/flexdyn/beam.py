@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-__all__ = ["BeamModes", "beam_modes", "frame_element_stiffness", "geometric_stiffness"]
+__all__ = ["BeamModes", "beam_modes", "frame_element_stiffness", "geometric_stiffness",
+           "nodal_beam"]
 
 _BOUNDARIES = ("cantilever", "free-free")
 
@@ -387,31 +388,9 @@ def beam_modes(
         raise ValueError(f"{name}: basis={basis!r} is not one of 'lumped', "
                          f"{', '.join(map(repr, _CANTILEVER_BASES))}")
 
-    n_nodes = ne + 1
-    h = L / ne
-    nodes = np.zeros((n_nodes, 3))
-    nodes[:, 0] = np.linspace(0.0, L, n_nodes)
-    share = np.full(n_nodes, h)
-    share[0] = share[-1] = 0.5 * h
-    node_masses = mu * share
-    node_inertias = np.zeros((n_nodes, 3, 3))
-    node_inertias[:, 0, 0] = ip * share
-    # cross-section rotary inertia about the bending axes: Ip/2 each, the least that keeps
-    # every node inertia physical (triangle inequality I_yy + I_zz >= I_xx)
-    node_inertias[:, 1, 1] = node_inertias[:, 2, 2] = 0.5 * ip * share
-
-    ndof = 6 * n_nodes
-    K = np.zeros((ndof, ndof))
-    ke = frame_element_stiffness(
-        h,
-        EA=ea or 0.0,
-        GJ=gj or 0.0,
-        EI_y=ei_y or 0.0,
-        EI_z=ei_z or 0.0,
-    )
-    for e in range(ne):
-        sl = slice(6 * e, 6 * e + 12)
-        K[sl, sl] += ke
+    nodes, node_masses, node_inertias, K = _lumped_beam(L, mu, ip, ne, ea or 0.0, gj or 0.0,
+                                                        ei_y or 0.0, ei_z or 0.0)
+    n_nodes, ndof = ne + 1, 6 * (ne + 1)
     mass_diag = np.diag(_lumped_mass_matrix(node_masses, node_inertias)).copy()
 
     clamped = boundary == "cantilever"
@@ -475,6 +454,86 @@ def beam_modes(
         geometric_stiffness_2=K2,
         axial_modes=np.flatnonzero(gid_all[order] == 2),
     )
+
+
+def _lumped_beam(L: float, mu: float, ip: float, ne: int, ea: float, gj: float, ei_y: float,
+                 ei_z: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Nodes (n, 3), lumped node masses (n,) and rotary inertias (n, 3, 3), and the assembled
+    free-free stiffness (6n × 6n) of ``ne`` equal frame elements along x (see
+    :func:`beam_modes`' notes)."""
+    n_nodes = ne + 1
+    h = L / ne
+    nodes = np.zeros((n_nodes, 3))
+    nodes[:, 0] = np.linspace(0.0, L, n_nodes)
+    share = np.full(n_nodes, h)
+    share[0] = share[-1] = 0.5 * h
+    node_inertias = np.zeros((n_nodes, 3, 3))
+    node_inertias[:, 0, 0] = ip * share
+    # cross-section rotary inertia about the bending axes: Ip/2 each, the least that keeps
+    # every node inertia physical (triangle inequality I_yy + I_zz >= I_xx)
+    node_inertias[:, 1, 1] = node_inertias[:, 2, 2] = 0.5 * ip * share
+    K = np.zeros((6 * n_nodes, 6 * n_nodes))
+    ke = frame_element_stiffness(h, EA=ea, GJ=gj, EI_y=ei_y, EI_z=ei_z)
+    for e in range(ne):
+        sl = slice(6 * e, 6 * e + 12)
+        K[sl, sl] += ke
+    return nodes, mu * share, node_inertias, K
+
+
+def nodal_beam(
+    length: float,
+    mass_per_length: float,
+    *,
+    EI_y: float,
+    EI_z: float,
+    EA: float,
+    GJ: float,
+    polar_inertia_per_length: float,
+    n_elements: int = 10,
+    attach_node: int = 0,
+    stiffness_damping: float = 0.0,
+) -> dict[str, Any]:
+    """The ``flex`` block of a straight uniform beam as a **nodal** body (Rodriguez's
+    finite-element body; :mod:`flexdyn.nodal`): its coordinates are the six displacements of
+    every node but ``attach_node``, which is rigidly fixed to the joint.
+
+    The beam lies along x from the origin to ``x = length``, ``n_elements`` equal 3D
+    Euler–Bernoulli frame elements (:func:`frame_element_stiffness`) with the lumped node
+    masses and rotary inertias of :func:`beam_modes` (node inertia ``diag(Ip, Ip/2, Ip/2)``
+    times the node's share of the length: every free node needs a rotary inertia, so
+    ``polar_inertia_per_length`` must be positive).
+
+    Parameters
+    ----------
+    length : m;  mass_per_length : kg/m;  EI_y, EI_z : N m² (bending along z / y);
+    EA : N;  GJ : N m²;  polar_inertia_per_length : kg m.
+    n_elements : number of elements (``n_elements + 1`` nodes).
+    attach_node : the node fixed to the joint (0: a cantilever clamped at the origin).
+    stiffness_damping : ``β`` (s) of the stiffness-proportional damping ``C = β K``.
+
+    Returns
+    -------
+    dict
+        ``{"nodal": True, "attach_node", "nodes", "node_masses", "node_inertias",
+        "nodal_stiffness", "nodal_damping"}`` as numpy arrays (a model file's ``flex`` block).
+    """
+    name = "nodal_beam"
+    L = _positive_float(length, "length", name)
+    mu = _positive_float(mass_per_length, "mass_per_length", name)
+    stiff = [_positive_float(v, k, name) for v, k in ((EA, "EA"), (GJ, "GJ"), (EI_y, "EI_y"),
+                                                       (EI_z, "EI_z"))]
+    ip = _positive_float(polar_inertia_per_length, "polar_inertia_per_length", name)
+    ne = _positive_int(n_elements, "n_elements", name)
+    beta = _float(stiffness_damping, "stiffness_damping", name)
+    if beta < 0.0:
+        raise ValueError(f"{name}: stiffness_damping={stiffness_damping!r} must be >= 0")
+    if not isinstance(attach_node, (int, np.integer)) or not 0 <= attach_node <= ne:
+        raise ValueError(f"{name}: attach_node={attach_node!r} must be a node index in "
+                         f"[0, {ne}]")
+    nodes, masses, inertias, K = _lumped_beam(L, mu, ip, ne, *stiff)
+    return {"nodal": True, "attach_node": int(attach_node), "nodes": nodes,
+            "node_masses": masses, "node_inertias": inertias, "nodal_stiffness": K,
+            "nodal_damping": beta * K}
 
 
 #: ``β_r L`` of the first cantilever bending modes (``1 + cos βL cosh βL = 0``); higher ones

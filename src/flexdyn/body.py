@@ -39,7 +39,7 @@ from functools import cached_property
 import numpy as np
 
 from .linalg import inertia_scale, spd_inverse
-from .spatial import Transform, cross_force, cross_motion, rigid_inertia
+from .spatial import Transform, cross_force, cross_motion, rigid_inertia, twist_maps
 from .tip_kinematics import DEFAULT_TIP_KINEMATICS, TIP_KINEMATICS
 
 __all__ = ["NODE_COMPONENTS", "Body", "BodyModel", "FlexibleStep", "JointSide", "NodeAttachment",
@@ -263,17 +263,9 @@ class Body:
         (node frame) is ``B_j [η̇; V]`` (Eq 21), so a wrench ``w`` at the node does the
         generalized work ``B_jᵀ w``."""
         n, m = self.n_nodes, self.n_modes
-        B = np.zeros((n, 6, m + 6), dtype=frames.E.dtype)
+        B = np.zeros((n, 6, m + 6), dtype=np.result_type(frames.E, frames.R, frames.p))
         B[:, :, :m] = frames.E
-        Rt = np.swapaxes(frames.R, -1, -2)
-        B[:, :3, m:m + 3] = Rt
-        B[:, 3:, m + 3:] = Rt
-        # linear velocity of node j: Rᵀ (v + ω × l_j) = Rᵀ v − Rᵀ l̃_j ω
-        px = np.zeros((n, 3, 3), dtype=frames.p.dtype)
-        px[:, 0, 1], px[:, 0, 2] = -frames.p[:, 2], frames.p[:, 1]
-        px[:, 1, 0], px[:, 1, 2] = frames.p[:, 2], -frames.p[:, 0]
-        px[:, 2, 0], px[:, 2, 1] = -frames.p[:, 1], frames.p[:, 0]
-        B[:, 3:, m:m + 3] = -Rt @ px
+        B[:, :, m:] = twist_maps(frames.R, frames.p)
         return B
 
     def modal_mass(self, frames: NodeFrames) -> np.ndarray:

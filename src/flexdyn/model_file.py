@@ -464,9 +464,8 @@ def _nodal(path: str, value: Mapping, masses: np.ndarray,
     if n < 2:
         raise ValueError(f"{path}: a nodal body needs at least 2 nodes (the attach node and a "
                          f"free one), got {n}")
-    attach = _index(f"{path}.attach_node", _required(path, value, "attach_node"), n, "the body")
-    if attach is None:
-        raise ValueError(f"{path}.attach_node must be a node index, got null")
+    attach = int(_index(f"{path}.attach_node", _required(path, value, "attach_node"), n,
+                        "the body"))
     for j in range(n):
         if j != attach and (masses[j] <= 0.0 or np.linalg.eigvalsh(inertias[j])[0] <= 0.0):
             raise ValueError(

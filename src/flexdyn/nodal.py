@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import scipy.sparse
@@ -66,8 +66,8 @@ import scipy.sparse
 from .body import Body
 from .chain import Model
 from .linalg import inertia_scale, spd_inverse, spd_inverse_blocks
-from .spatial import Transform, cross_force, cross_motion
-from .terms import check_fidelity
+from .spatial import Transform, cross_force, cross_motion, twist_maps
+from .terms import DEFAULT_FIDELITY, deformed_nodes
 
 __all__ = [
     "NodalFactors",
@@ -77,10 +77,6 @@ __all__ = [
     "nodal_forward_dynamics",
     "nodal_terms",
 ]
-
-#: Whether a fidelity evaluates the node frames at the deformed nodes and lets the nodal
-#: rates into the velocity products (False: the ruthless model, Eq B1).
-DEFORMED: dict[str, bool] = {"full": True, "exact": True, "consistent": True, "ruthless": False}
 
 _STIFFNESS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _STIFFNESS_LOCK = threading.Lock()
@@ -112,15 +108,6 @@ def _node_transform(body: Body, j: int | None) -> Transform:
     return Transform.identity() if j is None else Transform(np.eye(3), body.nodes[j])
 
 
-def _twist_maps(R: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """``X_j = φ*(F, j)`` (f, 6, 6) for node frames ``(R_j, p_j)`` in ``F``: ``[[Rᵀ, 0],
-    [−Rᵀ p̃, Rᵀ]]``."""
-    X = np.zeros((R.shape[0], 6, 6))
-    for j in range(R.shape[0]):
-        X[j] = Transform(R[j], p[j]).inverse().motion_to_parent()
-    return X
-
-
 @dataclass(frozen=True, eq=False)
 class NodalTerms:
     """Per-state terms of a model of rigid and nodal bodies (one entry per body ``k``; ``f``
@@ -128,7 +115,7 @@ class NodalTerms:
 
     Attributes
     ----------
-    free : list of int (f,) — the free nodes (coordinate order).
+    free_nodes : list of int (f,) — the free nodes (coordinate order).
     E : list of (f, 6, 6) — ``E_j``;  X : list of (f, 6, 6) — ``X_j = φ*(F, j)``.
     M_s : list of (f, 6, 6) — node spatial inertias;  M_F : list of (6, 6) — inertia fixed in
         ``F`` (rigid part and non-deforming nodes), about ``F``'s origin.
@@ -143,7 +130,7 @@ class NodalTerms:
     elastic : list of (6f,) — ``K u + C u̇``.
     """
 
-    free: list
+    free_nodes: list
     E: list
     X: list
     M_s: list
@@ -160,14 +147,12 @@ class NodalTerms:
 
 
 def nodal_terms(model: Model, q: np.ndarray, u: np.ndarray,
-                fidelity: str = "full") -> NodalTerms:
+                fidelity: str = DEFAULT_FIDELITY) -> NodalTerms:
     """:class:`NodalTerms` at ``(q, u)`` (validated inputs), base to tip (Eqs 4.1–4.3)."""
-    deformed = DEFORMED[check_fidelity(fidelity)]
+    deformed = deformed_nodes(fidelity)
     check_nodal_model(model)
     n = model.n_bodies
-    keys = ("free", "E", "X", "M_s", "M_F", "phi", "slot", "A", "H", "a_V", "kappa", "b", "b_F",
-            "elastic")
-    t: dict[str, list] = {k: [None] * n for k in keys}
+    t: dict[str, list] = {f.name: [None] * n for f in fields(NodalTerms)}
     V_s: list = [None] * n  # node twists (product rates), for the children
     V_F: list = [None] * n
     elastic = _sparse_elastic(model)
@@ -202,7 +187,7 @@ def nodal_terms(model: Model, q: np.ndarray, u: np.ndarray,
         slot, A = -1, np.eye(6)
         V_t = np.zeros(6)
         if par >= 0:
-            pfree = t["free"][par].tolist()
+            pfree = t["free_nodes"][par].tolist()
             if pn in pfree:
                 slot = pfree.index(pn)
                 V_t = V_s[par][slot]
@@ -211,7 +196,7 @@ def nodal_terms(model: Model, q: np.ndarray, u: np.ndarray,
                 V_t = A.T @ V_F[par]
         phi = T_parent.phi()
         V = phi.T @ V_t + H.T @ beta
-        X = _twist_maps(R, p)
+        X = twist_maps(R, p)
         w = np.einsum("jab,jb->ja", E, ud_nl)  # E_j u̇_j
         Vs = np.einsum("jab,b->ja", X, V) + w
         Edot = np.concatenate(
@@ -223,7 +208,7 @@ def nodal_terms(model: Model, q: np.ndarray, u: np.ndarray,
         M_s = body.M_s[free]
         K, C = elastic[k]
         V_s[k], V_F[k] = Vs, V
-        for key, value in (("free", free), ("E", E), ("X", X), ("M_s", M_s), ("M_F", M_F),
+        for key, value in (("free_nodes", free), ("E", E), ("X", X), ("M_s", M_s), ("M_F", M_F),
                            ("phi", phi), ("slot", slot), ("A", A), ("H", H), ("a_V", a_V),
                            ("kappa", Edot + cross_motion(Vs, w)),
                            ("b", cross_force(Vs, np.einsum("jab,jb->ja", M_s, Vs))),
@@ -276,7 +261,7 @@ def nodal_factors(model: Model, terms: NodalTerms) -> NodalFactors:
         d = np.swapaxes(E, -1, -2) @ pE  # 9.3
         scale = np.abs(pk).max(axis=(1, 2), initial=0.0) * (E ** 2).sum(axis=1).max(
             axis=1, initial=0.0)
-        free = terms.free[k]
+        free = terms.free_nodes[k]
         d_inv[k] = spd_inverse_blocks(
             d, lambda j, free=free, name=name: f"articulated inertia d of node {free[j]} {name}",
             scale)

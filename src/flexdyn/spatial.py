@@ -27,6 +27,7 @@ __all__ = [
     "Transform",
     "cross",
     "skew",
+    "twist_maps",
     "unskew",
     "cross_motion",
     "cross_force",
@@ -63,6 +64,18 @@ def skew(v: np.ndarray) -> np.ndarray:
     out[..., 1, 2] = -v[..., 0]
     out[..., 2, 0] = -v[..., 1]
     out[..., 2, 1] = v[..., 0]
+    return out
+
+
+def twist_maps(R: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``φ*(a, b)`` (..., 6, 6) for frames ``b`` with poses ``(R, p)`` ((..., 3, 3), (..., 3))
+    in ``a``: a twist of ``a`` (in ``a``) seen at ``b`` (in ``b``), ``[[Rᵀ, 0], [−Rᵀ p̃, Rᵀ]]``
+    (the batched :meth:`Transform.twist_to_child`)."""
+    Rt = np.swapaxes(R, -1, -2)
+    out = np.zeros(R.shape[:-2] + (6, 6), dtype=np.result_type(R, p))
+    out[..., :3, :3] = Rt
+    out[..., 3:, 3:] = Rt
+    out[..., 3:, :3] = -Rt @ skew(p)
     return out
 
 

@@ -59,6 +59,7 @@ __all__ = [
     "compute_kinematics",
     "compute_velocities",
     "deformed_geometry",
+    "deformed_nodes",
     "geometry_terms",
     "modal_velocities",
     "position_terms",
@@ -328,6 +329,15 @@ def deformed_geometry(models: Sequence[BodyModel], model: Model) -> bool:
     hooks = ("node_frames", "attach_node", "joint_side")
     return all(getattr(type(a), h) is getattr(type(b), h)
                for a, b in zip(models, body_models(model, "full"), strict=True) for h in hooks)
+
+
+def deformed_nodes(fidelity: str) -> bool:
+    """Whether the body models of ``fidelity`` place the node frames at the deformed nodes
+    and let the actual modal rates into the velocity products (every fidelity but the
+    ruthless one, Eq B1): the node kinematics of :mod:`flexdyn.nodal`."""
+    cls = BODY_MODELS[("nodal", check_fidelity(fidelity))]
+    return (cls.node_frames is BodyModel.node_frames
+            and cls.product_rates is BodyModel.product_rates)
 
 
 def geometry_terms(pos: PositionTerms) -> PositionTerms:
