@@ -18,6 +18,8 @@ Independent checks:
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -118,12 +120,14 @@ def nodal_state(model: fd.Model, seed: int):
 def test_filter_smoother_equals_modal_recursions(d, seed, fidelity):
     model = fd.Model.from_dict(d)
     q, u, tau, f_ext = nodal_state(model, seed)
-    nodal = fd.forward_dynamics(model, q, u, tau, method="nodal", fidelity=fidelity,
-                                f_ext=f_ext)
+    nodal = {backend: fd.forward_dynamics(model, q, u, tau, method="nodal", fidelity=fidelity,
+                                          f_ext=f_ext, backend=backend)
+             for backend in ("reference", "engine")}
+    assert rel_err(nodal["engine"], nodal["reference"]) < 1e-12
     for method in ("articulated", "composite"):
         ref = fd.forward_dynamics(model, q, u, tau, method=method, fidelity=fidelity,
                                   f_ext=f_ext, backend="reference")
-        assert rel_err(nodal, ref) < TOL, (method, rel_err(nodal, ref))
+        assert rel_err(nodal["reference"], ref) < TOL, (method, rel_err(nodal["reference"], ref))
 
 
 @settings(SETTINGS, max_examples=12)
@@ -138,7 +142,7 @@ def test_filter_smoother_against_brute_force(d, seed):
     assert rel_err(got, ref) < 1e-6, rel_err(got, ref)
 
 
-def test_engine_runs_nodal_bodies_as_modal_ones():
+def test_modal_engine_runs_nodal_bodies_as_modal_ones():
     d = random_nodal_dict(np.random.default_rng(4), [-1, 0, 1, 0],
                           ["revolute", "spherical", "universal", "free"],
                           [True, False, True, True])
@@ -337,6 +341,20 @@ def test_bad_nodal_blocks_are_named(change, message):
         fd.Model.from_dict(_one_body(_plain_beam(**change)))
 
 
+def test_large_banded_stiffness_is_checked_by_its_extreme_eigenvalues():
+    """A 41-node beam's stiffness (246 × 246, bandwidth 11) is checked by the banded solver:
+    the free-free stiffness passes, the same minus a small multiple of I (one negative
+    eigenvalue well above round-off) fails."""
+    flex = nodal_beam(**BEAM, n_elements=40)
+    K = flex["nodal_stiffness"]
+    fd.Model.from_dict(_one_body(flex))
+    lam_max = np.linalg.eigvalsh(K)[-1]
+    with pytest.raises(ValueError, match=r"flex\.nodal_stiffness is not positive semi-definite "
+                                         r"\(smallest eigenvalue -"):
+        fd.Model.from_dict(_one_body({**flex, "nodal_stiffness": K - 1e-9 * lam_max
+                                      * np.eye(K.shape[0])}))
+
+
 def test_nodal_keys_need_the_nodal_flag_and_the_joint_its_attach_node():
     flex = _plain_beam()
     del flex["nodal"]
@@ -387,3 +405,18 @@ def test_simulation_of_a_nodal_pendulum_conserves_energy():
     res = fd.simulate(model, q0, np.zeros(model.nu), t_span=(0.0, 0.2), rtol=1e-10,
                       atol=1e-12, method="nodal")
     assert np.max(np.abs(res.energy_balance_error)) < 1e-6
+
+
+def test_benchmark_quick(capsys):
+    """``benchmarks/bench_nodal.py --quick``: the three ways agree and every column is timed."""
+    benchmarks = str(Path(__file__).resolve().parent.parent / "benchmarks")
+    if benchmarks not in sys.path:  # the developer instruments are not installed
+        sys.path.insert(0, benchmarks)
+    import bench_nodal
+
+    res = bench_nodal.main(["--quick"])
+    assert set(res) == {10, 30}
+    for row in res.values():
+        assert row["diff"] < 1e-12
+        assert all(row[k] > 0 for k in ("nodal", "modal", "dense", "10 modes"))
+    assert "max |Δu̇|" in capsys.readouterr().out

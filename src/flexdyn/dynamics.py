@@ -55,6 +55,7 @@ from .chain import Model, numeric_array
 from .closure import ClosureError, ClosureTerms, closed_chain_accelerations, closure_terms
 from .composite_body import composite_forward_dynamics, crba
 from .engine import Engine, kernels
+from .engine.nodal import NodalEngine
 from .hybrid import hybrid_dynamics as _hybrid
 from .newton_euler import joint_wrenches as _joint_wrenches
 from .newton_euler import modal_forces, rnea
@@ -361,6 +362,24 @@ def _cached_engine(model: Model, fidelity: str = DEFAULT_FIDELITY) -> Engine:
         return per_model[fidelity]
 
 
+def _cached_nodal_engine(model: Model, fidelity: str = DEFAULT_FIDELITY) -> NodalEngine:
+    """The compiled filter and smoother of a model of rigid and nodal bodies
+    (:class:`flexdyn.engine.nodal.NodalEngine`), built once and cached while the model
+    lives."""
+    check_fidelity(fidelity)
+    with _ENGINES_LOCK:
+        per_model = _ENGINES.setdefault(model, {})
+        if ("nodal", fidelity) not in per_model:
+            per_model[("nodal", fidelity)] = NodalEngine(model, fidelity)
+        return per_model[("nodal", fidelity)]
+
+
+#: The compiled engine of each forward-dynamics method it runs, by method (the modal engine
+#: for :data:`ENGINE_METHODS`, the nodal one for ``"nodal"``).
+COMPILED_FORWARD: dict[str, Callable[[Model, str], Any]] = {
+    **dict.fromkeys(ENGINE_METHODS, _cached_engine), "nodal": _cached_nodal_engine}
+
+
 def _forward_on_engine(model: Model, q, u, tau, method, fidelity) -> np.ndarray | None:
     """The short way of :func:`forward_dynamics` on an engine already built: arrays of the
     kernels' one type and sizes go straight in, the kernel checks finiteness and quaternion
@@ -421,7 +440,8 @@ def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
     method : ``"articulated"`` (O(N) articulated-body algorithm, Eq 58), ``"articulated-split"``
         (flexible/hinge split, Eqs 62–64; Eq B3 for the ruthless model), ``"composite"``
         (Eq 46) or ``"nodal"`` (Rodriguez's filter and smoother, O(nodes), for models of rigid
-        and nodal bodies: :mod:`flexdyn.nodal`; numpy, no ``f_nodes``).
+        and nodal bodies: :mod:`flexdyn.nodal`, compiled in
+        :mod:`flexdyn.engine.nodal`; no ``f_nodes``).
     fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
         (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
     f_ext : (n_bodies, 6) or None — external wrenches at the body frame origins.
@@ -482,8 +502,9 @@ def _tree_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.n
                            method: str, fidelity: str, f_ext: np.ndarray | None, f_nodes,
                            backend: str) -> np.ndarray:
     """The tree's accelerations ``u̇_f`` (closures left out) for validated inputs."""
-    if _for_engine(backend, q, u, tau, f_ext) and method in ENGINE_METHODS and not f_nodes:
-        return _cached_engine(model, fidelity).forward_dynamics(q, u, tau, f_ext, method)
+    if _for_engine(backend, q, u, tau, f_ext) and method in COMPILED_FORWARD and not f_nodes:
+        return COMPILED_FORWARD[method](model, fidelity).forward_dynamics(q, u, tau, f_ext,
+                                                                          method)
     if f_nodes and FORWARD_TERMS[method] is not state_terms:
         raise ValueError(f"method {method!r} takes no f_nodes; give the node loads as "
                          "generalized forces in tau's node slots, or use method 'articulated'")
