@@ -700,6 +700,8 @@ def prepare(model, q, u, tau, method: str = "articulated-split", fidelity: str =
     f_ext = check_external_forces(model, f_ext)
     models = (body_models(model, "ruthless") if indirect_min_modes is None
               else RuthlessModel(model, indirect_min_modes).consts)
+    for body in model.bodies:  # computed on first use: now, uncounted, for the copies to view
+        body.M_m0  # noqa: B018
     memo: dict = {}
     return CountingSetup(model=counting_copy(model, memo),
                          body_models=counting_copy(tuple(models), memo),
