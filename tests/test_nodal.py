@@ -173,6 +173,46 @@ def test_gains_and_factors_are_reusable_for_many_right_hand_sides():
     assert rel_err(M_inv @ M, np.eye(model.nu)) < 1e-9
 
 
+@settings(SETTINGS, max_examples=15)
+@given(d=nodal_models(), seed=st.integers(0, 2**32 - 1))
+def test_mass_matrix_and_innovations_factors_applied_to_vectors(d, seed):
+    """Sec 5 and 8 applied column by column: ``M x`` (Eq 5.1) is the mass matrix of the
+    modal recursions, ``(I + K) 𝒟 (I + K*) = M`` (8.1), ``(I − ℒ)(I + K) = I`` (8.3) and
+    ``(I − ℒ*) 𝒟⁻¹ (I − ℒ) M = I`` (8.4)."""
+    from flexdyn.nodal import (
+        apply_nodal_innovations_factor,
+        apply_nodal_innovations_factor_inverse,
+        apply_nodal_mass_matrix,
+        apply_nodal_mass_matrix_inverse,
+        nodal_factors,
+        nodal_terms,
+    )
+
+    model = fd.Model.from_dict(d)
+    q, u, _, _ = nodal_state(model, seed)
+    terms = nodal_terms(model, q, u)
+    factors = nodal_factors(model, terms)
+    eye = np.eye(model.nu)
+    M = fd.mass_matrix(model, q, backend="reference")
+    K = np.column_stack([apply_nodal_innovations_factor(model, terms, factors, e) for e in eye])
+    D = np.zeros_like(M)  # 𝒟: the joints' D(k) and the nodes' d_j in the layout of u
+    for k in range(model.n_bodies):
+        s, nj = model.u_slice(k).start, int(model.nu_joint[k])
+        D[s:s + nj, s:s + nj] = np.linalg.inv(factors.D_inv[k]) if nj else 0.0
+        for j, d_inv in enumerate(factors.d_inv[k]):
+            D[s + nj + 6 * j:s + nj + 6 * j + 6, s + nj + 6 * j:s + nj + 6 * j + 6] = \
+                np.linalg.inv(d_inv)
+    assert rel_err(np.column_stack([apply_nodal_mass_matrix(model, terms, e) for e in eye]),
+                   M) < 1e-12
+    assert rel_err(K @ D @ K.T, M) < 1e-10
+    L = np.column_stack([apply_nodal_innovations_factor_inverse(model, terms, factors, e)
+                         for e in eye])
+    assert rel_err(L @ K, eye) < 1e-10
+    M_inv = np.column_stack([apply_nodal_mass_matrix_inverse(model, terms, e, factors)
+                             for e in eye])
+    assert rel_err(M_inv @ M, eye) < 1e-9
+
+
 # ---------------------------------------------------------------------------------------------
 # the same beam in modal coordinates (full eigenbasis), and closed forms
 # ---------------------------------------------------------------------------------------------

@@ -51,14 +51,16 @@ geometric-stiffening data).
 
 :func:`nodal_terms` builds the terms, :func:`nodal_factors` the q-only Riccati factors
 (reusable), :func:`nodal_forward_dynamics` runs the filter and smoother;
-``flexdyn.forward_dynamics(..., method="nodal")`` is the front door.
+``flexdyn.forward_dynamics(..., method="nodal")`` is the front door.  The same factors apply
+``M`` (Eq 5.1), the innovations factor ``I + K`` and its inverse ``I − ℒ`` (Eqs 8.1, 8.3)
+and ``M⁻¹`` (Eq 8.4) to vectors in O(nodes).
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import scipy.sparse
@@ -71,6 +73,10 @@ from .terms import DEFAULT_FIDELITY, deformed_nodes
 
 __all__ = [
     "NodalFactors",
+    "apply_nodal_innovations_factor",
+    "apply_nodal_innovations_factor_inverse",
+    "apply_nodal_mass_matrix",
+    "apply_nodal_mass_matrix_inverse",
     "NodalTerms",
     "check_nodal_model",
     "nodal_factors",
@@ -144,6 +150,15 @@ class NodalTerms:
     b: list
     b_F: list
     elastic: list
+
+    def at_rest(self) -> NodalTerms:
+        """The terms of the same configuration with zero velocity products and elastic
+        forces (for ``M x`` and ``M⁻¹ b``)."""
+        def zeros(values: list) -> list:
+            return [np.zeros_like(v) for v in values]
+
+        return replace(self, a_V=zeros(self.a_V), kappa=zeros(self.kappa), b=zeros(self.b),
+                       b_F=zeros(self.b_F), elastic=zeros(self.elastic))
 
 
 def nodal_terms(model: Model, q: np.ndarray, u: np.ndarray,
@@ -283,7 +298,8 @@ def nodal_factors(model: Model, terms: NodalTerms) -> NodalFactors:
 
 def nodal_forward_dynamics(model: Model, terms: NodalTerms, tau: np.ndarray,
                            f_ext: np.ndarray | None = None,
-                           factors: NodalFactors | None = None) -> np.ndarray:
+                           factors: NodalFactors | None = None,
+                           gravity: bool = True) -> np.ndarray:
     """Generalized accelerations ``u̇`` (nu,) by Rodriguez's inward Kalman filter and
     outward smoother, Eqs 9.10–9.26 (module docstring), O(number of nodes).
 
@@ -293,6 +309,7 @@ def nodal_forward_dynamics(model: Model, terms: NodalTerms, tau: np.ndarray,
         ``model-format.md``; node slots hold external forces on the node coordinates).
     f_ext : (n_bodies, 6) or None — external wrenches at the body frame origins, in ``F``.
     factors : :func:`nodal_factors` (computed when None).
+    gravity : include the model's gravity (the ground's acceleration ``[0; −g]``).
     """
     n = model.n_bodies
     if factors is None:
@@ -322,7 +339,7 @@ def nodal_forward_dynamics(model: Model, terms: NodalTerms, tau: np.ndarray,
     udot = np.zeros(model.nu)
     A_F: list = [None] * n
     a_nodes: list = [None] * n
-    a_ground = np.concatenate([np.zeros(3), -model.gravity])
+    a_ground = np.concatenate([np.zeros(3), -model.gravity if gravity else np.zeros(3)])
     for k in range(n):  # outward smoother
         par = int(model.parent[k])
         if par < 0:
@@ -354,3 +371,97 @@ def nodal_method(model: Model, pos: None, terms: NodalTerms, tau: np.ndarray,
     """:func:`nodal_forward_dynamics` with the signature of
     :data:`flexdyn.dynamics.FORWARD_METHODS`."""
     return nodal_forward_dynamics(model, terms, tau, f_ext)
+
+
+# ---------------------------------------------------------------------------------------------
+# the mass matrix and its innovations factors applied to vectors, O(nodes) (Secs 5, 8)
+# ---------------------------------------------------------------------------------------------
+def apply_nodal_mass_matrix_inverse(model: Model, terms: NodalTerms, b: np.ndarray,
+                                    factors: NodalFactors | None = None) -> np.ndarray:
+    """``M⁻¹ b`` (nu,) = ``(I − ℒ*) 𝒟⁻¹ (I − ℒ) b`` (Eq 8.4): the filter and smoother of
+    :func:`nodal_forward_dynamics` without velocity products, elastic forces and gravity."""
+    return nodal_forward_dynamics(model, terms.at_rest(), b, factors=factors, gravity=False)
+
+
+def apply_nodal_mass_matrix(model: Model, terms: NodalTerms, x: np.ndarray) -> np.ndarray:
+    """``M x`` (nu,) by the two sweeps of Eq 5.1, ``M = 𝒳 (I + CΦB) m (I + B*Φ*C*) 𝒳*``:
+    base to tip the accelerations ``x`` produces (no velocity, no gravity), at the body
+    frames ``A = φ* A_t + Hᵀ x_joint`` and at the nodes ``a_j = X_j A + E_j x_j``; tip to base
+    the inertial forces ``f_j = M_s a_j + Σ φ F(c)`` and ``F = M_F A + Σ_j X_jᵀ f_j + …``,
+    projected on the coordinates (``E_jᵀ f_j``, ``H F``)."""
+    n = model.n_bodies
+    A: list = [None] * n
+    a: list = [None] * n
+    for k in range(n):  # base to tip
+        par = int(model.parent[k])
+        if par < 0:
+            A_t = np.zeros(6)
+        elif terms.slot[k] >= 0:
+            A_t = a[par][terms.slot[k]]
+        else:
+            A_t = terms.A[k].T @ A[par]
+        nj = int(model.nu_joint[k])
+        xk = x[model.u_slice(k)]
+        A[k] = terms.phi[k].T @ A_t + terms.H[k].T @ xk[:nj]
+        a[k] = (np.einsum("jab,b->ja", terms.X[k], A[k])
+                + np.einsum("jab,jb->ja", terms.E[k], xk[nj:].reshape(-1, 6)))
+    y = np.zeros(model.nu)
+    F: list = [None] * n
+    for k in reversed(range(n)):  # tip to base
+        at_nodes, at_frame = _children(model, terms, k)
+        f = np.einsum("jab,jb->ja", terms.M_s[k], a[k])
+        for c in at_nodes:
+            f[terms.slot[c]] += terms.phi[c] @ F[c]
+        Fk = terms.M_F[k] @ A[k] + np.einsum("jba,jb->a", terms.X[k], f)
+        for c in at_frame:
+            Fk = Fk + terms.A[c] @ (terms.phi[c] @ F[c])
+        F[k] = Fk
+        y[model.u_slice(k)] = np.concatenate([terms.H[k] @ Fk,
+                                              np.einsum("jba,jb->ja", terms.E[k], f).ravel()])
+    return y
+
+
+def _apply_factor(model: Model, terms: NodalTerms, factors: NodalFactors, x: np.ndarray,
+                  sign: float, projected: bool) -> np.ndarray:
+    """The tip-to-base sweep ``y = x + sign · h w`` of the innovations factors: at each
+    node ``y_j = x_j + sign E_jᵀ w_j`` and at each joint ``y = x + sign H W``, where ``w_j``,
+    ``W`` collect ``s = g x + w`` (or ``g x + (I − g E_jᵀ) w`` when ``projected``) from the
+    nodes, joints and children outboard."""
+    n = model.n_bodies
+    y = np.array(x, dtype=float)
+    s_body: list = [None] * n
+    for k in reversed(range(n)):
+        at_nodes, at_frame = _children(model, terms, k)
+        nj = int(model.nu_joint[k])
+        E, g = terms.E[k], factors.g[k]
+        w = np.zeros((E.shape[0], 6))
+        for c in at_nodes:
+            w[terms.slot[c]] += terms.phi[c] @ s_body[c]
+        sl = model.u_slice(k)
+        x_nodes = x[sl][nj:].reshape(-1, 6)
+        y[sl][nj:] += sign * np.einsum("jba,jb->ja", E, w).ravel()
+        carried = w - np.einsum("jab,jcb,jc->ja", g, E, w) if projected else w
+        s_nodes = np.einsum("jab,jb->ja", g, x_nodes) + carried
+        W = np.einsum("jba,jb->a", terms.X[k], s_nodes)
+        for c in at_frame:
+            W = W + terms.A[c] @ (terms.phi[c] @ s_body[c])
+        H, G = terms.H[k], factors.G[k]
+        y[sl][:nj] += sign * (H @ W)
+        s_body[k] = G @ x[sl][:nj] + (W - G @ (H @ W) if projected else W)
+    return y
+
+
+def apply_nodal_innovations_factor(model: Model, terms: NodalTerms, factors: NodalFactors,
+                                   x: np.ndarray) -> np.ndarray:
+    """``(I + K) x`` (nu,), the lower-triangular factor of ``M = (I + K) 𝒟 (I + K*)``
+    (Eq 8.1; ``𝒟 = diag(d_j, D(k))`` from :func:`nodal_factors`), by one tip-to-base
+    sweep."""
+    return _apply_factor(model, terms, factors, x, 1.0, projected=False)
+
+
+def apply_nodal_innovations_factor_inverse(model: Model, terms: NodalTerms,
+                                           factors: NodalFactors, x: np.ndarray) -> np.ndarray:
+    """``(I − ℒ) x = (I + K)⁻¹ x`` (nu,), Eq 8.3, by one tip-to-base sweep (the Kalman
+    filter with the projections ``I − g_j E_jᵀ``, ``I − G H``)."""
+    return _apply_factor(model, terms, factors, x, -1.0, projected=True)
+
