@@ -35,8 +35,13 @@ from .kernels import (
     _inertia_scale,
     _joint,
     _joint_rate,
+    _mm,
+    _mmt,
     _motion_to_parent,
+    _mtv,
+    _mv,
     _phi,
+    _phi_congruence,
     _product_rate,
     _spd_inverse,
     _tip_frame,
@@ -69,6 +74,7 @@ class NodalPacked(NamedTuple):
     M_F: np.ndarray  #: (n, 6, 6) — inertia fixed in F (rigid part, non-deforming nodes)
     l0: np.ndarray  #: (F, 3) — undeformed positions of the free nodes
     M_s: np.ndarray  #: (F, 6, 6) — their spatial inertias (node frame)
+    q_index: np.ndarray  #: (F,) int — index in q of each free node's first coordinate
     u_index: np.ndarray  #: (F,) int — index in u of each free node's first coordinate
     K_ptr: np.ndarray  #: CSR of the stiffness over the node coordinates (6F × 6F)
     K_idx: np.ndarray
@@ -120,9 +126,10 @@ def pack_nodal(model: Model) -> NodalPacked:
         f["M_F"][i] = M_F
         ints[i] = (p, joint.nu, joint.nq, model.q_start[i], model.u_start[i], joint.code,
                    starts[i], free[i].size, slot, body.rotation.code)
-    u_index = np.concatenate([np.zeros(0, dtype=np.int64)] + [
-        model.u_start[i] + model.nu_joint[i] + 6 * np.arange(free[i].size)
-        for i in range(n)]).astype(np.int64)
+    q_index, u_index = (np.concatenate([np.zeros(0, dtype=np.int64)] + [
+        start[i] + joint_size[i] + 6 * np.arange(free[i].size) for i in range(n)]).astype(
+            np.int64) for start, joint_size in ((model.q_start, model.nq_joint),
+                                                (model.u_start, model.nu_joint)))
     K, C = (scipy.sparse.block_diag([scipy.sparse.csr_array(getattr(b, name))
                                      for b in model.bodies], format="csr")
             for name in ("K", "C"))  # only the nonzeros: a banded K costs O(nodes)
@@ -132,7 +139,7 @@ def pack_nodal(model: Model) -> NodalPacked:
                                                 zip(model.bodies, free, strict=True)]),
         M_s=np.concatenate([np.zeros((0, 6, 6))] + [b.M_s[fr] for b, fr in
                                                     zip(model.bodies, free, strict=True)]),
-        u_index=u_index,
+        q_index=q_index, u_index=u_index,
         K_ptr=K.indptr.astype(np.int64), K_idx=K.indices.astype(np.int64),
         K_val=K.data.astype(float),
         C_ptr=C.indptr.astype(np.int64), C_idx=C.indices.astype(np.int64),
@@ -150,113 +157,64 @@ def _csr_product(ptr, idx, val, x, out):
         out[r] = s
 
 
-@numba.njit(cache=True, nogil=True, no_cpython_wrapper=True)
-def _sandwich(E, p, out, T):
-    """``out = Eᵀ p E`` (6 × 6); ``T`` scratch."""
-    for r in range(6):
-        for c in range(6):
-            s = 0.0
-            for k in range(6):
-                s += p[r, k] * E[k, c]
-            T[r, c] = s
-    for r in range(6):
-        for c in range(6):
-            s = 0.0
-            for k in range(6):
-                s += E[k, r] * T[k, c]
-            out[r, c] = s
-
-
 @_E
 def nodal_forward(pk, deformed, q, u, tau, fext, udot):
     """``u̇`` of Rodriguez's filter and smoother into ``udot`` (nu,): −1, or the index of a
     body with a singular articulated inertia (``q`` with unit quaternions, every input
     finite)."""
     ints = pk.ints
-    n = ints.shape[0]
-    nF = pk.l0.shape[0]
+    n, nF = ints.shape[0], pk.l0.shape[0]
     # per free node
-    R = np.zeros((nF, 3, 3))
-    E = np.zeros((nF, 6, 6))
-    X = np.zeros((nF, 6, 6))
-    Vs = np.zeros((nF, 6))
-    kappa = np.zeros((nF, 6))
-    bias = np.zeros((nF, 6))
+    R, E, X = np.zeros((nF, 3, 3)), np.zeros((nF, 6, 6)), np.zeros((nF, 6, 6))
+    Vs, kappa, bias = np.zeros((nF, 6)), np.zeros((nF, 6)), np.zeros((nF, 6))
     p_art = pk.M_s.copy()  # p_j, the children added in the tip-to-base sweep (9.2)
-    z = np.zeros((nF, 6))  # the children's Z⁺ (9.11), then z_j
-    d_inv = np.zeros((nF, 6, 6))
-    gain = np.zeros((nF, 6, 6))
-    e_plus = np.zeros((nF, 6))
-    a_node = np.zeros((nF, 6))
+    z = np.zeros((nF, 6))  # the children's φ Z⁺ (9.11), then z_j
+    d_inv, gain = np.zeros((nF, 6, 6)), np.zeros((nF, 6, 6))
+    e_plus, a_node = np.zeros((nF, 6)), np.zeros((nF, 6))
     # per body
-    phi = np.zeros((n, 6, 6))
-    H = np.zeros((n, 6, 6))
-    V = np.zeros((n, 6))
-    a_V = np.zeros((n, 6))
-    b_F = np.zeros((n, 6))
+    phi, H = np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
+    V, a_V, b_F = np.zeros((n, 6)), np.zeros((n, 6)), np.zeros((n, 6))
     P = pk.M_F.copy()  # M_F plus the children hanging from fixed points
     Z = np.zeros((n, 6))
-    D_inv = np.zeros((n, 6, 6))
-    G = np.zeros((n, 6, 6))
-    P_plus = np.zeros((n, 6, 6))
-    E_plus = np.zeros((n, 6))
-    A_F = np.zeros((n, 6))
-    # scratch
-    elastic = np.zeros(pk.K_ptr.shape[0] - 1)
-    damping = np.zeros(pk.C_ptr.shape[0] - 1)
-    x_nodes = np.zeros(pk.K_ptr.shape[0] - 1)
-    v_nodes = np.zeros(pk.K_ptr.shape[0] - 1)
+    D_inv, G, P_plus = np.zeros((n, 6, 6)), np.zeros((n, 6, 6)), np.zeros((n, 6, 6))
+    E_plus, A_F = np.zeros((n, 6)), np.zeros((n, 6))
+    # the node coordinates and rates, and the elastic force K u + C u̇ (sparse)
+    n_el = pk.K_ptr.shape[0] - 1
+    x_nodes, v_nodes = np.zeros(n_el), np.zeros(n_el)
+    elastic, damping = np.zeros(n_el), np.zeros(n_el)
     for g in range(nF):
-        s = pk.u_index[g]
         for c in range(6):
-            v_nodes[6 * g + c] = u[s + c]
+            x_nodes[6 * g + c] = q[pk.q_index[g] + c]
+            v_nodes[6 * g + c] = u[pk.u_index[g] + c]
+    _csr_product(pk.K_ptr, pk.K_idx, pk.K_val, x_nodes, elastic)
+    _csr_product(pk.C_ptr, pk.C_idx, pk.C_val, v_nodes, damping)
+    # scratch
     Rj, R1, R2, Rs = np.zeros((3, 3)), np.zeros((3, 3)), np.zeros((3, 3)), np.zeros((3, 3))
     pj, p1, p2 = np.zeros(3), np.zeros(3), np.zeros(3)
-    S = np.zeros((6, 6))
-    Et = np.zeros((6, 3))
-    eye3 = np.eye(3)
+    S, Et, eye3 = np.zeros((6, 6)), np.zeros((6, 3)), np.eye(3)
     T6, T6b, L6, Dm = np.zeros((6, 6)), np.zeros((6, 6)), np.zeros((6, 6)), np.zeros((6, 6))
-    v6, w6, t6, r6 = np.zeros(6), np.zeros(6), np.zeros(6), np.zeros(6)
-    theta, thd = np.zeros(3), np.zeros(3)
+    v6, w6, t6 = np.zeros(6), np.zeros(6), np.zeros(6)
+    theta, ud = np.zeros(3), np.zeros(6)
     # ---- node-wise terms, base to tip (nodal_terms) ----
     for k in range(n):
         nj, nqj, qs, us = ints[k, _NJ], ints[k, _NQJ], ints[k, _QS], ints[k, _US]
-        fs, nf, code = ints[k, _FS], ints[k, _NF], ints[k, _JCODE]
-        qn = q[qs + nqj:]
-        for a in range(nf):
-            for c in range(6):
-                x_nodes[6 * (fs + a) + c] = qn[6 * a + c]
+        code, par, slot = ints[k, _JCODE], ints[k, _PARENT], ints[k, _SLOT]
         _joint(code, pk.jparam[k], q[qs:qs + nqj], Rj, pj, S, R1, R2)
         _compose3(pk.place_R[k], pk.place_p[k], Rj, pj, R1, p1)
         _compose3(R1, p1, pk.T_Jc_R[k], pk.T_Jc_p[k], R2, p2)
         _phi(R2, p2, phi[k])
-        for r in range(nj):  # H = (X_joint S)ᵀ
-            for c in range(6):
-                s = 0.0
-                for t in range(6):
-                    s += pk.X_joint[k, c, t] * S[t, r]
-                H[k, r, c] = s
-        par, slot = ints[k, _PARENT], ints[k, _SLOT]
-        if par < 0:
+        _mm(pk.X_joint[k], S[:, :nj], T6[:, :nj])  # H = (X_joint S)ᵀ
+        H[k, :nj, :] = T6[:, :nj].T
+        if par < 0:  # V_t: the twist of the point the body hangs from
             v6[:] = 0.0
         elif slot >= 0:
             v6[:] = Vs[slot]
         else:
-            for c in range(6):  # X_n V_F(parent) = Aᵀ V_F
-                s = 0.0
-                for t in range(6):
-                    s += pk.A[k, t, c] * V[par, t]
-                v6[c] = s
+            _mtv(pk.A[k], V[par], v6, False)
         beta = u[us:us + nj]
-        for c in range(6):  # V = φᵀ V_t + Hᵀ β
-            s = 0.0
-            for t in range(6):
-                s += phi[k, t, c] * v6[t]
-            hb = 0.0
-            for r in range(nj):
-                hb += H[k, r, c] * beta[r]
-            V[k, c] = s + hb
-            w6[c] = hb
+        _mtv(H[k, :nj], beta, w6, False)  # Hᵀ β
+        _mtv(phi[k], v6, V[k], False)  # V = φᵀ V_t + Hᵀ β
+        V[k] += w6
         _cross_motion(V[k], w6, a_V[k], False)  # a_V = V × Hᵀβ (+ X Ḣ*β)
         if code == _UNIVERSAL or (code == _PRODUCT and _block_end(pk.jparam[k], 0, nj) < nj):
             t6[:] = 0.0
@@ -264,288 +222,128 @@ def nodal_forward(pk, deformed, q, u, tau, fext, udot):
                 _joint_rate(code, pk.jparam[k], q[qs:qs + nqj], beta, t6, Rs)
             else:
                 _product_rate(pk.jparam[k], S, beta, nj, t6, Rs)
-            for c in range(6):
-                s = 0.0
-                for t in range(6):
-                    s += pk.X_joint[k, c, t] * t6[t]
-                a_V[k, c] += s
-        for c in range(6):
-            s = 0.0
-            for t in range(6):
-                s += pk.M_F[k, c, t] * V[k, t]
-            t6[c] = s
+            _mv(pk.X_joint[k], t6, a_V[k], True)
+        _mv(pk.M_F[k], V[k], t6, False)
         _cross_force(V[k], t6, b_F[k], False)
-        for a in range(nf):
-            g = fs + a
-            ua = qn[6 * a:6 * a + 6]
-            ud = u[pk.u_index[g]:pk.u_index[g] + 6]
+        for g in range(ints[k, _FS], ints[k, _FS] + ints[k, _NF]):
+            ua = q[pk.q_index[g]:pk.q_index[g] + 6]
+            for c in range(6):  # the rates in the velocity products
+                ud[c] = u[pk.u_index[g] + c] if deformed else 0.0
             if deformed:
-                for c in range(3):
-                    theta[c] = ua[c]
+                theta[:] = ua[:3]
                 _tip_frame(ints[k, _TK], theta, eye3, 3, R[g], Et)
                 for r in range(3):
                     pj[r] = pk.l0[g, r] + ua[3 + r]
             else:
-                for r in range(3):
-                    for c in range(3):
-                        R[g, r, c] = 1.0 if r == c else 0.0
-                        Et[r, c] = R[g, r, c]
-                    pj[r] = pk.l0[g, r]
-            E[g, :, :] = 0.0
-            for r in range(3):
-                for c in range(3):
-                    E[g, r, c] = Et[r, c]
-                    E[g, 3 + r, 3 + c] = R[g, c, r]
-            # X = φ*(F, j) = [[Rᵀ, 0], [−Rᵀ p̃, Rᵀ]]: the motion map of the inverse pose
-            for r in range(3):
-                for c in range(3):
-                    R1[r, c] = R[g, c, r]
-                p1[r] = -(R[g, 0, r] * pj[0] + R[g, 1, r] * pj[1] + R[g, 2, r] * pj[2])
+                R[g] = eye3
+                Et[:3, :] = eye3
+                pj[:] = pk.l0[g]
+            E[g, :, :] = 0.0  # E = diag(J, Rᵀ)
+            E[g, :3, :3] = Et[:3, :]
+            E[g, 3:, 3:] = R[g].T
+            # X = φ*(F, j): the motion map of the pose of F in the node frame, (Rᵀ, −Rᵀ p)
+            R1[:, :] = R[g].T
+            _mv(R1, pj, p1, False)
+            p1 *= -1.0
             _motion_to_parent(R1, p1, X[g])
-            for c in range(6):  # w = E u̇ (product rates), V_s = X V + w
-                s = 0.0
-                if deformed:
-                    for t in range(6):
-                        s += E[g, c, t] * ud[t]
-                w6[c] = s
-                s2 = s
-                for t in range(6):
-                    s2 += X[g, c, t] * V[k, t]
-                Vs[g, c] = s2
-            # κ = Ė u̇ + V_s × w,  Ė u̇ = [J̇ θ̇; −w_r × w_t]
-            t6[:] = 0.0
+            _mv(E[g], ud, w6, False)  # w = E u̇, V_s = X V + w
+            _mv(X[g], V[k], Vs[g], False)
+            Vs[g] += w6
+            t6[:] = 0.0  # κ = Ė u̇ + V_s × w,  Ė u̇ = [J̇ θ̇; −w_r × w_t]
             if deformed:
-                for c in range(3):
-                    thd[c] = ud[c]
-                _tip_rate(ints[k, _TK], theta, thd, t6, Rs)
+                _tip_rate(ints[k, _TK], theta, ud[:3], t6, Rs)
                 t6[3] = -(w6[1] * w6[5] - w6[2] * w6[4])
                 t6[4] = -(w6[2] * w6[3] - w6[0] * w6[5])
                 t6[5] = -(w6[0] * w6[4] - w6[1] * w6[3])
             _cross_motion(Vs[g], w6, t6, True)
-            kappa[g, :] = t6
-            for c in range(6):
-                s = 0.0
-                for t in range(6):
-                    s += pk.M_s[g, c, t] * Vs[g, t]
-                r6[c] = s
-            _cross_force(Vs[g], r6, bias[g], False)
-    _csr_product(pk.K_ptr, pk.K_idx, pk.K_val, x_nodes, elastic)
-    _csr_product(pk.C_ptr, pk.C_idx, pk.C_val, v_nodes, damping)
+            kappa[g] = t6
+            _mv(pk.M_s[g], Vs[g], v6, False)
+            _cross_force(Vs[g], v6, bias[g], False)
     # ---- Riccati equation and inward filter, tip to base (9.1–9.18) ----
     for k in range(n - 1, -1, -1):
-        nj, us, fs, nf = ints[k, _NJ], ints[k, _US], ints[k, _FS], ints[k, _NF]
-        for a in range(nf):
-            g = fs + a
-            pg, Eg, Xg = p_art[g], E[g], X[g]
-            for c in range(6):  # z = p κ + b + Σ φ Z⁺(c)  (9.11)
-                s = 0.0
-                for t in range(6):
-                    s += pg[c, t] * kappa[g, t]
-                z[g, c] += s + bias[g, c]
-            _sandwich(Eg, pg, Dm, T6)  # d = Eᵀ p E  (9.3)
-            scale = 0.0
-            for r in range(6):
-                for c in range(6):
-                    scale = max(scale, abs(pg[r, c]))
-            emax = 0.0
-            for c in range(6):
-                s = 0.0
-                for r in range(6):
-                    s += Eg[r, c] * Eg[r, c]
-                emax = max(emax, s)
-            if not _spd_inverse(Dm, scale * emax, L6, d_inv[g]):
+        nj, us, par, slot = ints[k, _NJ], ints[k, _US], ints[k, _PARENT], ints[k, _SLOT]
+        for g in range(ints[k, _FS], ints[k, _FS] + ints[k, _NF]):
+            pg, Eg = p_art[g], E[g]
+            _mv(pg, kappa[g], z[g], True)  # z = p κ + b + Σ φ Z⁺(c)  (9.11)
+            z[g] += bias[g]
+            Dm[:, :] = 0.0  # d = Eᵀ p E  (9.3)
+            _phi_congruence(Eg.T, pg, Dm, T6)
+            if not _spd_inverse(Dm, _inertia_scale(pg, Eg.T), L6, d_inv[g]):
                 return k
-            for r in range(6):  # pE, g = pE d⁻¹  (9.4)
-                for c in range(6):
-                    s = 0.0
-                    for t in range(6):
-                        s += pg[r, t] * Eg[t, c]
-                    T6[r, c] = s
+            _mm(pg, Eg, T6)  # g = p E d⁻¹  (9.4)
+            _mm(T6, d_inv[g], gain[g])
+            _mmt(gain[g], T6, T6b, False)  # p⁺ = p − g (pE)ᵀ  (9.5)
             for r in range(6):
                 for c in range(6):
-                    s = 0.0
-                    for t in range(6):
-                        s += T6[r, t] * d_inv[g, t, c]
-                    gain[g, r, c] = s
-            for r in range(6):  # p⁺ = p − g (pE)ᵀ  (9.5)
-                for c in range(6):
-                    s = pg[r, c]
-                    for t in range(6):
-                        s -= gain[g, r, t] * T6[c, t]
-                    T6b[r, c] = s
-            base = pk.u_index[g]
-            for c in range(6):  # e = τ − (K u + C u̇) − Eᵀ z  (9.12)
-                s = tau[base + c] - elastic[6 * g + c] - damping[6 * g + c]
-                for t in range(6):
-                    s -= Eg[t, c] * z[g, t]
-                v6[c] = s
-            for c in range(6):  # e⁺ = d⁻¹ e, z⁺ = z + g e  (9.13, 9.14)
-                s = 0.0
-                s2 = z[g, c]
-                for t in range(6):
-                    s += d_inv[g, c, t] * v6[t]
-                    s2 += gain[g, c, t] * v6[t]
-                e_plus[g, c] = s
-                w6[c] = s2
-            for r in range(6):  # P += Xᵀ p⁺ X, Z += Xᵀ z⁺  (9.6, 9.15)
-                for c in range(6):
-                    s = 0.0
-                    for t in range(6):
-                        s += T6b[r, t] * Xg[t, c]
-                    T6[r, c] = s
-            for r in range(6):
-                for c in range(6):
-                    s = 0.0
-                    for t in range(6):
-                        s += Xg[t, r] * T6[t, c]
-                    P[k, r, c] += s
-                s = 0.0
-                for t in range(6):
-                    s += Xg[t, r] * w6[t]
-                Z[k, r] += s
+                    T6b[r, c] = pg[r, c] - T6b[r, c]
+            _mtv(Eg, z[g], v6, False)  # e = τ − (K u + C u̇) − Eᵀ z  (9.12)
+            for c in range(6):
+                i = 6 * g + c
+                v6[c] = tau[pk.u_index[g] + c] - elastic[i] - damping[i] - v6[c]
+            _mv(d_inv[g], v6, e_plus[g], False)  # e⁺ = d⁻¹ e  (9.13)
+            w6[:] = z[g]  # z⁺ = z + g e  (9.14)
+            _mv(gain[g], v6, w6, True)
+            _phi_congruence(X[g].T, T6b, P[k], T6)  # P += Xᵀ p⁺ X  (9.6)
+            _mtv(X[g], w6, Z[k], True)  # Z += Xᵀ z⁺  (9.15)
         for r in range(6):  # symmetrize; Z += b_F − f_ext + P a_V
             for c in range(r + 1, 6):
-                m = 0.5 * (P[k, r, c] + P[k, c, r])
-                P[k, r, c] = m
-                P[k, c, r] = m
-        for r in range(6):
-            s = b_F[k, r] - fext[k, r]
-            for t in range(6):
-                s += P[k, r, t] * a_V[k, t]
-            Z[k, r] += s
-        # the joint (9.7–9.9, 9.16–9.18)
-        for r in range(6):
-            for c in range(nj):
-                s = 0.0
-                for t in range(6):
-                    s += P[k, r, t] * H[k, c, t]
-                T6[r, c] = s  # P Hᵀ
-        for r in range(nj):
-            for c in range(nj):
-                s = 0.0
-                for t in range(6):
-                    s += H[k, r, t] * T6[t, c]
-                Dm[r, c] = s
-        if nj > 0 and not _spd_inverse(Dm[:nj, :nj], _inertia_scale(P[k], H[k, :nj]),
-                                       L6[:nj, :nj], D_inv[k, :nj, :nj]):
+                P[k, r, c] = P[k, c, r] = 0.5 * (P[k, r, c] + P[k, c, r])
+        Z[k] += b_F[k]
+        Z[k] -= fext[k]
+        _mv(P[k], a_V[k], Z[k], True)
+        # the joint: D = H P Hᵀ, G = P Hᵀ D⁻¹, P⁺ = P − G (P Hᵀ)ᵀ  (9.7–9.9)
+        Hk = H[k, :nj]
+        _mmt(P[k], Hk, T6[:, :nj], False)  # P Hᵀ
+        _mm(Hk, T6[:, :nj], Dm[:nj, :nj])
+        if nj > 0 and not _spd_inverse(Dm[:nj, :nj], _inertia_scale(P[k], Hk), L6[:nj, :nj],
+                                       D_inv[k, :nj, :nj]):
             return k
-        for r in range(6):
-            for c in range(nj):
-                s = 0.0
-                for t in range(nj):
-                    s += T6[r, t] * D_inv[k, t, c]
-                G[k, r, c] = s
+        _mm(T6[:, :nj], D_inv[k, :nj, :nj], G[k, :, :nj])
+        _mmt(G[k, :, :nj], T6[:, :nj], P_plus[k], False)
         for r in range(6):
             for c in range(6):
-                s = P[k, r, c]
-                for t in range(nj):
-                    s -= G[k, r, t] * T6[c, t]
-                P_plus[k, r, c] = s
+                P_plus[k, r, c] = P[k, r, c] - P_plus[k, r, c]
+        _mv(Hk, Z[k], v6[:nj], False)  # E = T − H Z, E⁺ = D⁻¹ E, Z⁺ = Z + G E (9.16–9.18)
         for r in range(nj):
-            s = tau[us + r]
-            for t in range(6):
-                s -= H[k, r, t] * Z[k, t]
-            v6[r] = s
-        for r in range(nj):
-            s = 0.0
-            for t in range(nj):
-                s += D_inv[k, r, t] * v6[t]
-            E_plus[k, r] = s
-        for r in range(6):
-            s = Z[k, r]
-            for t in range(nj):
-                s += G[k, r, t] * v6[t]
-            w6[r] = s  # Z⁺
-        par, slot = ints[k, _PARENT], ints[k, _SLOT]
-        if par >= 0:  # hand Γ = φ P⁺ φᵀ and φ Z⁺ to the node or frame the body hangs from
-            for r in range(6):
-                for c in range(6):
-                    s = 0.0
-                    for t in range(6):
-                        s += phi[k, r, t] * P_plus[k, t, c]
-                    T6[r, c] = s
-            for r in range(6):
-                for c in range(6):
-                    s = 0.0
-                    for t in range(6):
-                        s += T6[r, t] * phi[k, c, t]
-                    T6b[r, c] = s
-                s = 0.0
-                for t in range(6):
-                    s += phi[k, r, t] * w6[t]
-                r6[r] = s
+            v6[r] = tau[us + r] - v6[r]
+        _mv(D_inv[k, :nj, :nj], v6[:nj], E_plus[k, :nj], False)
+        w6[:] = Z[k]
+        _mv(G[k, :, :nj], v6[:nj], w6, True)
+        if par >= 0:  # hand φ P⁺ φᵀ and φ Z⁺ to the node or frame the body hangs from
+            _mv(phi[k], w6, t6, False)
             if slot >= 0:
-                for r in range(6):
-                    for c in range(6):
-                        p_art[slot, r, c] += T6b[r, c]
-                    z[slot, r] += r6[r]
+                _phi_congruence(phi[k], P_plus[k], p_art[slot], T6)
+                z[slot] += t6
             else:
-                Ak = pk.A[k]
-                for r in range(6):
-                    for c in range(6):
-                        s = 0.0
-                        for t in range(6):
-                            s += Ak[r, t] * T6b[t, c]
-                        T6[r, c] = s
-                for r in range(6):
-                    for c in range(6):
-                        s = 0.0
-                        for t in range(6):
-                            s += T6[r, t] * Ak[c, t]
-                        P[par, r, c] += s
-                    s = 0.0
-                    for t in range(6):
-                        s += Ak[r, t] * r6[t]
-                    Z[par, r] += s
+                _mm(pk.A[k], phi[k], T6b)
+                _phi_congruence(T6b, P_plus[k], P[par], T6)
+                _mv(pk.A[k], t6, Z[par], True)
     # ---- outward smoother (9.19–9.26) ----
     for k in range(n):
-        nj, us, fs, nf = ints[k, _NJ], ints[k, _US], ints[k, _FS], ints[k, _NF]
-        par, slot = ints[k, _PARENT], ints[k, _SLOT]
-        if par < 0:
-            for c in range(3):
-                v6[c] = 0.0
-                v6[3 + c] = -pk.gravity[c]
+        nj, us, par, slot = ints[k, _NJ], ints[k, _US], ints[k, _PARENT], ints[k, _SLOT]
+        if par < 0:  # A_t: the ground's [0; −g], a node's a, or a fixed point's X_n A
+            v6[:3] = 0.0
+            v6[3:] = -pk.gravity
         elif slot >= 0:
             v6[:] = a_node[slot]
         else:
+            _mtv(pk.A[k], A_F[par], v6, False)
+        _mtv(phi[k], v6, w6, False)  # A⁺ = φᵀ A_t
+        _mtv(G[k, :, :nj], w6, t6[:nj], False)  # θ̈ = E⁺ − Gᵀ A⁺  (9.20)
+        for r in range(nj):
+            udot[us + r] = E_plus[k, r] - t6[r]
+        A_F[k] = w6  # A = A⁺ + Hᵀ θ̈ + a_V  (9.21)
+        A_F[k] += a_V[k]
+        _mtv(H[k, :nj], udot[us:us + nj], A_F[k], True)
+        for g in range(ints[k, _FS], ints[k, _FS] + ints[k, _NF]):
+            _mv(X[g], A_F[k], t6, False)  # a⁺ = X A  (9.22, 9.23)
+            b = pk.u_index[g]
+            _mtv(gain[g], t6, v6, False)  # ü = e⁺ − gᵀ a⁺  (9.24)
             for c in range(6):
-                s = 0.0
-                for t in range(6):
-                    s += pk.A[k, t, c] * A_F[par, t]
-                v6[c] = s
-        for c in range(6):  # A⁺ = φᵀ A_t
-            s = 0.0
-            for t in range(6):
-                s += phi[k, t, c] * v6[t]
-            w6[c] = s
-        for r in range(nj):  # θ̈ = E⁺ − Gᵀ A⁺  (9.20)
-            s = E_plus[k, r]
-            for t in range(6):
-                s -= G[k, t, r] * w6[t]
-            udot[us + r] = s
-        for c in range(6):  # A = A⁺ + Hᵀ θ̈ + a_V  (9.21)
-            s = w6[c] + a_V[k, c]
-            for r in range(nj):
-                s += H[k, r, c] * udot[us + r]
-            A_F[k, c] = s
-        for a in range(nf):
-            g = fs + a
-            for c in range(6):  # a⁺ = X A  (9.22, 9.23)
-                s = 0.0
-                for t in range(6):
-                    s += X[g, c, t] * A_F[k, t]
-                t6[c] = s
-            base = pk.u_index[g]
-            for c in range(6):  # ü = e⁺ − gᵀ a⁺  (9.24)
-                s = e_plus[g, c]
-                for t in range(6):
-                    s -= gain[g, t, c] * t6[t]
-                udot[base + c] = s
-            for c in range(6):  # a = a⁺ + E ü + κ  (9.25)
-                s = t6[c] + kappa[g, c]
-                for t in range(6):
-                    s += E[g, c, t] * udot[base + t]
-                a_node[g, c] = s
+                udot[b + c] = e_plus[g, c] - v6[c]
+            a_node[g] = t6  # a = a⁺ + E ü + κ  (9.25)
+            a_node[g] += kappa[g]
+            _mv(E[g], udot[b:b + 6], a_node[g], True)
     return -1
 
 
