@@ -175,13 +175,13 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print(f"model {model.name!r}: {model.n_bodies} bodies, nq = {model.nq}, nu = {model.nu}, "
           f"gravity {model.gravity.tolist()} m/s^2")
     print(f"{'#':>3}  {'body':<16} {'parent':<16} {'joint':<12} {'nq':>3} {'nu':>3} "
-          f"{'nodes':>5} {'modes':>5}  mass (kg)")
+          f"{'nodes':>5} {'modes':>5}  {'kind':<6} mass (kg)")
     for i, body in enumerate(model.bodies):
         p = int(model.parent[i])
         parent = "(ground)" if p < 0 else model.names[p]
         j = model.joints[i]
         print(f"{i:>3}  {body.name:<16} {parent:<16} {j.type:<12} {j.nq:>3} {j.nu:>3} "
-              f"{body.n_nodes:>5} {body.n_modes:>5}  {body.total_mass:.6g}")
+              f"{body.n_nodes:>5} {body.n_modes:>5}  {body.kind:<6} {body.total_mass:.6g}")
     print("modal frequencies sqrt(eig(K, M_ff))/2pi (Hz), body frame held fixed:")
     for body, f in zip(model.bodies, freqs, strict=True):
         if f.size:
