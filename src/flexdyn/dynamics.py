@@ -54,6 +54,7 @@ from .articulated_body import (
 from .chain import Model, numeric_array
 from .closure import ClosureError, ClosureTerms, closed_chain_accelerations, closure_terms
 from .composite_body import composite_forward_dynamics, crba
+from .coriolis import coriolis_matrix as _coriolis_matrix
 from .engine import Engine, kernels
 from .engine.nodal import NodalEngine
 from .hybrid import hybrid_dynamics as _hybrid
@@ -85,6 +86,7 @@ __all__ = [
     "forward_dynamics",
     "hybrid_dynamics",
     "innovations_factors",
+    "coriolis_matrix",
     "joint_wrenches",
     "inverse_dynamics",
     "mass_matrix",
@@ -853,6 +855,25 @@ def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = DEFA
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
         return _finite(rnea(model, pos, vel, np.zeros(model.nu), f_ext) - g, "C")
+
+
+@batched("u")
+def coriolis_matrix(model: Model, q: np.ndarray, u: np.ndarray,
+                    fidelity: str = DEFAULT_FIDELITY) -> np.ndarray:
+    """The Coriolis matrix ``C(q, u)`` (nu × nu): ``C u`` is the velocity-dependent part of
+    :func:`bias_forces` (damping excluded), ``Ṁ − 2C`` is skew-symmetric, in the speeds of
+    the model's joints (Poincaré's form, Kwatny & Blankenship Eq 53a), so that
+    ``M u̇ + C u + D u + F(q) = τ`` with ``F(q) = bias_forces(model, q, 0)`` (gravity and
+    elastic forces) and ``D`` the modal damping.  Numpy, from the element Jacobians
+    (:mod:`flexdyn.coriolis`); ``ValueError`` for ``fidelity="ruthless"``.
+
+    ``q`` (nq,), ``u`` (nu,) real, or a batch (B, nq), (B, nu)."""
+    check_fidelity(fidelity)
+    q, u = model.check_state(q, u)
+    if np.iscomplexobj(q) or np.iscomplexobj(u):
+        raise TypeError("coriolis_matrix takes real q and u (it differentiates by complex step "
+                        "itself)")
+    return _coriolis_matrix(model, q, u, fidelity)
 
 
 @batched(engine_op=_plain_op("mass"))
