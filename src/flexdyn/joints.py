@@ -502,6 +502,26 @@ class ProductJoint(Joint):
         self.rates = (all(b - a == 1 for a, b in self._blocks) and self._order == list(range(n))
                       and np.array_equal(self._basis, self._columns))
 
+    @property
+    def columns(self) -> np.ndarray:
+        """The columns ``h_c`` (6 × n) in the product order of Eq 15 (column 1 innermost)."""
+        return self._columns
+
+    @property
+    def basis(self) -> np.ndarray:
+        """The speed basis (6 × n): block ``i`` spans factor ``i``'s subalgebra (Eq 9)."""
+        return self._basis
+
+    @property
+    def blocks(self) -> tuple[tuple[int, int], ...]:
+        """The factors as column ranges ``(start, stop)``, factor 1 innermost (Eq 26)."""
+        return self._blocks
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        """``q_k = ε_{order[k]}``: the column of each coordinate."""
+        return tuple(self._order)
+
     def _eps(self, q: np.ndarray) -> np.ndarray:
         """The product's coordinates ``ε`` (n,) from ``q`` (n,)."""
         eps = np.zeros(self.nq, dtype=np.result_type(q, float))

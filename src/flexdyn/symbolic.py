@@ -1,0 +1,411 @@
+"""Symbolic equations of motion in Poincaré's form (Kwatny & Blankenship, Secs II–III,
+Prop 4, Eqs 53a–c) and code generated from them — the optional extra ``symbolic`` (sympy).
+
+:func:`symbolic_model` derives, from a :class:`~flexdyn.chain.Model` and in its own
+coordinates ``q`` (nq) and speeds ``p`` (nu) — the joints' quasi-velocities where they have
+them (quaternion, Euler and joint-map joints) —
+
+    𝓜(q) ṗ + 𝒞(q, p) p + 𝓕(q) + D p = Q_p                                   (53a)
+
+for the ``"full"`` body model: ``𝓜 = Σ_e J_eᵀ M_e J_e`` over the mass elements ``e`` (the
+rigid part of each body, each node), ``𝒞 = Σ_e J_eᵀ (M_e J̇_e + B(V_e) J_e)`` (the factorization
+of :mod:`flexdyn.coriolis`, ``𝓜̇ − 2𝒞`` skew), ``𝓕 = Γᵀ ∂𝒱/∂q`` (53c) with ``𝒱`` the gravity
+potential of every element and the strain energy ``½ ηᵀ K η``, ``D`` the modal damping and
+``Q_p = τ`` (the generalized forces of flexdyn's layout are already dual to ``p``).
+
+Element kinematics are symbolic poses composed along the tree as in the model-file
+conventions: joints from :data:`SYMBOLIC_JOINTS` (products of screw exponentials, Prop 1 and
+Eq 15, for every kind but the quaternion ones; ``Γ(q)`` of Prop 2, Eq 19, for joints with
+quasi-velocities), node frames ``(R(Π_r η), l0 + Π_t η)`` of the model's tip kinematics.
+An element's twist (in its own frame) is ``V_e = J_e p`` with
+``J_e = [vee(R_eᵀ ∂R_e/∂q); R_eᵀ ∂p_e/∂q] Γ(q)`` and ``J̇_e = Σ_k (∂J_e/∂q_k) (Γ p)_k``.
+
+Node rotations: the tip kinematics ``"euler-321"``, ``"euler-123"`` and ``"neglect"`` are
+supported; the default ``"exponential"`` only where no node rotates (``Π_r = 0``), since its
+``sin|θ|/|θ|`` has no derivative that code can evaluate at ``θ = 0``.  Geometric
+stiffening is not included (the ``"full"`` model).
+
+:class:`SymbolicModel` holds the expressions; :meth:`SymbolicModel.functions` returns numpy
+functions of them (``sympy.lambdify`` with common subexpressions) and
+:meth:`SymbolicModel.c_source` a C translation unit.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+try:
+    import sympy as sp
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ImportError("flexdyn.symbolic needs sympy; install the 'symbolic' extra: "
+                      "pip install 'flexdyn[symbolic]'") from exc
+
+from .body import Body
+from .chain import Model
+from .joints import (
+    CylindricalJoint,
+    FixedJoint,
+    FreeJoint,
+    Joint,
+    PrismaticJoint,
+    ProductJoint,
+    RevoluteJoint,
+    ScrewJoint,
+    SphericalJoint,
+    UniversalJoint,
+)
+from .spatial import Transform
+
+__all__ = ["SYMBOLIC_JOINTS", "SYMBOLIC_TIP_KINEMATICS", "SymbolicModel", "symbolic_model"]
+
+Pose = tuple[Any, Any]  # (R 3 × 3, p 3 × 1) sympy matrices
+
+
+# ---------------------------------------------------------------------------------------------
+# symbolic rotations and screw exponentials
+# ---------------------------------------------------------------------------------------------
+def _hat(v) -> Any:
+    return sp.Matrix([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+
+
+def _vee(S) -> Any:
+    return sp.Matrix([S[2, 1], S[0, 2], S[1, 0]])
+
+
+def _exact(a: Any) -> Any:
+    """A numeric array as a sympy matrix of exact numbers (integers stay integers)."""
+    a = np.asarray(a, dtype=float)
+    return sp.Matrix(*a.shape, [sp.Integer(int(x)) if float(x).is_integer() else sp.Float(x)
+                                for x in a.ravel()]) if a.ndim == 2 else \
+        sp.Matrix([sp.Integer(int(x)) if float(x).is_integer() else sp.Float(x) for x in a])
+
+
+def screw_exponential(h: Any, e: Any) -> Pose:
+    """``exp(ĥ ε)`` (Prop 1) for a column ``h = [ω; v]`` (``|ω| = 1`` or ``ω = 0``): the
+    rotation ``I + sin ε ω̃ + (1 − cos ε) ω̃²`` and translation
+    ``(ε I + (1 − cos ε) ω̃ + (ε − sin ε) ω̃²) v``."""
+    K = _hat(_exact(h[:3]))
+    K2 = K * K
+    s, c1 = sp.sin(e), 1 - sp.cos(e)
+    return (sp.eye(3) + s * K + c1 * K2, (e * sp.eye(3) + c1 * K + (e - s) * K2) * _exact(h[3:]))
+
+
+def _compose(a: Pose, b: Pose) -> Pose:
+    return a[0] * b[0], a[0] * b[1] + a[1]
+
+
+def _inverse(a: Pose) -> Pose:
+    return a[0].T, -a[0].T * a[1]
+
+
+def _identity() -> Pose:
+    return sp.eye(3), sp.zeros(3, 1)
+
+
+def _constant(T: Transform) -> Pose:
+    return _exact(T.R), _exact(T.p)
+
+
+def _product(columns: np.ndarray, eps: Sequence[Any]) -> tuple[Pose, Any]:
+    """``λ(ε) = exp(ĥ_r ε_r) ⋯ exp(ĥ_1 ε_1)`` and ``B(ε)`` (6 × r) of Prop 2 (column ``i``:
+    ``Ad_{U_{i−1}⁻¹} h_i``), as :func:`flexdyn.joints.kinematic_map`."""
+    U, B = _identity(), sp.zeros(6, columns.shape[1])
+    for i in range(columns.shape[1]):
+        w, v = _exact(columns[:3, i]), _exact(columns[3:, i])
+        B[:3, i] = U[0].T * w
+        B[3:, i] = U[0].T * (v + w.cross(U[1]))
+        U = _compose(screw_exponential(columns[:, i], eps[i]), U)
+    return U, B
+
+
+# ---------------------------------------------------------------------------------------------
+# joints: pose of J_c in J_p and Γ(q) of q̇ = Γ p, by joint class
+# ---------------------------------------------------------------------------------------------
+def _poe_joint(columns: Callable[[Joint], list[tuple[np.ndarray, int]]]
+               ) -> Callable[[Joint, Sequence[Any]], tuple[Pose, Any]]:
+    """A joint whose pose is a product of screw exponentials of its coordinates (outermost
+    first) and whose speeds are the coordinate rates (``Γ = I``)."""
+    def build(joint: Joint, q: Sequence[Any]) -> tuple[Pose, Any]:
+        T = _identity()
+        for h, k in columns(joint):
+            T = _compose(T, screw_exponential(h, q[k]))
+        return T, sp.eye(joint.nq)
+    return build
+
+
+def _twist(w: Any, v: Any) -> np.ndarray:
+    return np.concatenate([np.asarray(w, dtype=float), np.asarray(v, dtype=float)])
+
+
+def _quaternion_pose(q: Sequence[Any]) -> tuple[Any, Any]:
+    """``R`` of the unit quaternion ``[w, x, y, z]`` and ``Γ`` (4 × 3) of
+    ``q̇ = ½ q ⊗ [0, ω]``."""
+    w, v = q[0], sp.Matrix(q[1:4])
+    R = (w * w - v.dot(v)) * sp.eye(3) + 2 * v * v.T + 2 * w * _hat(v)
+    G = sp.zeros(4, 3)
+    G[0, :] = -v.T / 2
+    G[1:, :] = (w * sp.eye(3) + _hat(v)) / 2
+    return R, G
+
+
+def _spherical(joint: Joint, q: Sequence[Any]) -> tuple[Pose, Any]:
+    R, G = _quaternion_pose(q)
+    return (R, sp.zeros(3, 1)), G
+
+
+def _free(joint: Joint, q: Sequence[Any]) -> tuple[Pose, Any]:
+    R, G = _quaternion_pose(q)
+    Gamma = sp.zeros(7, 6)
+    Gamma[:4, :3] = G
+    Gamma[4:, 3:] = R  # ṗ = R v
+    return (R, sp.Matrix(q[4:7])), Gamma
+
+
+def _product_joint(joint: ProductJoint, q: Sequence[Any]) -> tuple[Pose, Any]:
+    """``λ(ε)`` (Eq 26) and the block-diagonal ``Γ = diag(B_i⁺ S_i)`` (Eqs 19, 25)."""
+    eps = [None] * joint.nq
+    for k, c in enumerate(joint.order):
+        eps[c] = q[k]
+    T, Gamma = _identity(), sp.zeros(joint.nq, joint.nu)
+    for a, b in joint.blocks:
+        U, B = _product(joint.columns[:, a:b], eps[a:b])
+        Gamma[a:b, a:b] = sp.simplify((B.T * B).LUsolve(B.T * _exact(joint.basis[:, a:b])))
+        T = _compose(U, T)
+    return T, Gamma.extract(list(joint.order), list(range(joint.nu)))
+
+
+#: ``joint class → (joint, q symbols) → ((R, p) of J_c in J_p, Γ(q))``, looked up along the
+#: class's MRO (the product joints share one entry).
+SYMBOLIC_JOINTS: dict[type, Callable[[Any, Sequence[Any]], tuple[Pose, Any]]] = {
+    FixedJoint: _poe_joint(lambda j: []),
+    RevoluteJoint: _poe_joint(lambda j: [(_twist(j.axis, np.zeros(3)), 0)]),
+    PrismaticJoint: _poe_joint(lambda j: [(_twist(np.zeros(3), j.axis), 0)]),
+    ScrewJoint: _poe_joint(lambda j: [(_twist(j.axis, j.pitch * j.axis), 0)]),
+    CylindricalJoint: _poe_joint(lambda j: [(_twist(j.axis, np.zeros(3)), 0),
+                                            (_twist(np.zeros(3), j.axis), 1)]),
+    UniversalJoint: _poe_joint(lambda j: [(_twist(j.axes[0], np.zeros(3)), 0),
+                                          (_twist(j.axes[1], np.zeros(3)), 1)]),
+    SphericalJoint: _spherical,
+    FreeJoint: _free,
+    ProductJoint: _product_joint,
+}
+
+
+def _joint_pose(joint: Joint, q: Sequence[Any]) -> tuple[Pose, Any]:
+    for cls in type(joint).__mro__:
+        if cls in SYMBOLIC_JOINTS:
+            return SYMBOLIC_JOINTS[cls](joint, q)
+    raise NotImplementedError(f"no symbolic form for the joint {joint!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# node frames: the tip kinematics
+# ---------------------------------------------------------------------------------------------
+def _axis_rotation(axis: int, angle: Any) -> Any:
+    return screw_exponential(_twist(np.eye(3)[axis], np.zeros(3)), angle)[0]
+
+
+def _euler(order: tuple[int, int, int]) -> Callable[[Any], Any]:
+    def rotation(theta: Any) -> Any:
+        R = sp.eye(3)
+        for k in order:
+            R = R * _axis_rotation(k, theta[k])
+        return R
+    return rotation
+
+
+def _exponential(theta: Any) -> Any:
+    if any(t != 0 for t in theta):
+        raise NotImplementedError(
+            "the 'exponential' tip kinematics has no symbolic form here (sin|θ|/|θ| has no "
+            "derivative code can evaluate at θ = 0): give the model tip_kinematics "
+            "'euler-321' (the same to first order) for a symbolic model with rotating nodes")
+    return sp.eye(3)
+
+
+#: ``tip-kinematics name → R(θ)`` of the node rotation coordinates ``θ`` (3 × 1).
+SYMBOLIC_TIP_KINEMATICS: dict[str, Callable[[Any], Any]] = {
+    "exponential": _exponential,
+    "neglect": lambda theta: sp.eye(3),
+    "euler-321": _euler((2, 1, 0)),
+    "euler-123": _euler((0, 1, 2)),
+}
+
+
+def _node_pose(body: Body, j: int | None, eta: Any) -> Pose:
+    """Pose of node ``j`` in ``F`` at the modal coordinates ``η`` (the frame for None)."""
+    if j is None:
+        return _identity()
+    theta = _exact(body.Pi_r[j]) * eta if body.n_modes else sp.zeros(3, 1)
+    p = _exact(body.nodes[j]) + (_exact(body.Pi_t[j]) * eta if body.n_modes else sp.zeros(3, 1))
+    return SYMBOLIC_TIP_KINEMATICS[body.tip_kinematics](theta), p
+
+
+# ---------------------------------------------------------------------------------------------
+# the model
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class SymbolicModel:
+    """The equations of motion of a model in Poincaré's form (module docstring).
+
+    Attributes
+    ----------
+    model : the Model.
+    q, p : sympy column matrices of the coordinate (nq) and speed (nu) symbols, named as
+        :func:`flexdyn.state_layout` (``q0``… and ``p0``… for valid identifiers).
+    M : (nu × nu) ``𝓜(q)``;  C : (nu × nu) ``𝒞(q, p)``;  F : (nu × 1) ``𝓕(q)`` (gravity
+        and elastic forces);  D : (nu × nu) damping;  Gamma : (nq × nu) ``Γ(q)``.
+    """
+
+    model: Model
+    q: Any
+    p: Any
+    M: Any
+    C: Any
+    F: Any
+    D: Any
+    Gamma: Any
+
+    def functions(self) -> dict[str, Callable]:
+        """Numpy functions of the expressions: ``M(q)``, ``C(q, p)``, ``F(q)``,
+        ``Gamma(q)`` (arrays of the model's layout) and ``forward_dynamics(q, p, tau)``
+        ``= 𝓜⁻¹ (τ − 𝒞 p − 𝓕 − D p)``."""
+        args = (list(self.q), list(self.p))
+        fM, fC, fF, fG = (sp.lambdify(args, X, modules="numpy", cse=True)
+                          for X in (self.M, self.C, self.F, self.Gamma))
+        D = np.array(self.D, dtype=float)
+
+        def M(q):
+            return np.asarray(fM(q, np.zeros(len(self.p))), dtype=np.result_type(q, float))
+
+        def C(q, p):
+            return np.asarray(fC(q, p), dtype=np.result_type(q, p, float))
+
+        def F(q):
+            return np.asarray(fF(q, np.zeros(len(self.p))),
+                              dtype=np.result_type(q, float)).reshape(-1)
+
+        def Gamma(q):
+            return np.asarray(fG(q, np.zeros(len(self.p))), dtype=np.result_type(q, float))
+
+        def forward_dynamics(q, p, tau):
+            return np.linalg.solve(M(q), tau - C(q, p) @ p - F(q) - D @ p)
+
+        return {"M": M, "C": C, "F": F, "Gamma": Gamma, "forward_dynamics": forward_dynamics}
+
+    def c_source(self, prefix: str = "model") -> str:
+        """A C translation unit with ``void <prefix>_M(const double *q, double *out)``
+        (row-major nu × nu), ``<prefix>_C(const double *q, const double *p, double *out)``,
+        ``<prefix>_F(const double *q, double *out)`` and ``<prefix>_Gamma(const double *q,
+        double *out)`` (nq × nu), each with its common subexpressions."""
+        names = {s: f"q[{k}]" for k, s in enumerate(self.q)}
+        names.update({s: f"p[{k}]" for k, s in enumerate(self.p)})
+        out = ["#include <math.h>", ""]
+        for name, X, inputs in (("M", self.M, "const double *q"),
+                                ("C", self.C, "const double *q, const double *p"),
+                                ("F", self.F, "const double *q"),
+                                ("Gamma", self.Gamma, "const double *q")):
+            X = X.xreplace({s: sp.Symbol(n) for s, n in names.items()})
+            temps, (reduced,) = sp.cse([X], symbols=(sp.Symbol(f"t{k}")
+                                                      for k in itertools.count()))
+            out.append(f"void {prefix}_{name}({inputs}, double *out) {{")
+            out += [f"    const double {t} = {sp.ccode(e)};" for t, e in temps]
+            out += [f"    out[{k}] = {sp.ccode(e)};" for k, e in enumerate(reduced)]
+            out += ["}", ""]
+        return "\n".join(out)
+
+
+def _symbols(model: Model) -> tuple[Any, Any]:
+    nq, nu = model.nq, model.nu
+    return (sp.Matrix(sp.symbols(f"q0:{nq}", real=True)) if nq else sp.zeros(0, 1),
+            sp.Matrix(sp.symbols(f"p0:{nu}", real=True)) if nu else sp.zeros(0, 1))
+
+
+def symbolic_model(model: Model, simplify: bool = False) -> SymbolicModel:
+    """:class:`SymbolicModel` of ``model`` (module docstring); ``simplify`` runs
+    ``sympy.simplify`` on every entry (slow beyond a few bodies)."""
+    q, p = _symbols(model)
+    nq, nu = model.nq, model.nu
+    Gamma = sp.zeros(nq, nu)
+    poses: list[Pose] = []
+    elements: list[tuple[np.ndarray, Pose, Any]] = []  # (M_e, pose, com in the element)
+    potential = sp.Integer(0)
+    D = np.zeros((nu, nu))
+    for i, (body, joint) in enumerate(zip(model.bodies, model.joints, strict=True)):
+        qs, us = int(model.q_start[i]), int(model.u_start[i])
+        nqj, nuj, m = joint.nq, joint.nu, body.n_modes
+        q_joint = list(q[qs:qs + nqj])
+        eta = sp.Matrix(q[qs + nqj:qs + nqj + m]) if m else sp.zeros(0, 1)
+        T_joint, G_joint = _joint_pose(joint, q_joint)
+        Gamma[qs:qs + nqj, us:us + nuj] = G_joint
+        Gamma[qs + nqj:qs + nqj + m, us + nuj:us + nuj + m] = sp.eye(m)
+        par = int(model.parent[i])
+        T = _identity() if par < 0 else _compose(
+            poses[par], _node_pose(model.bodies[par], model.parent_node[i],
+                                   _modal(q, model, par)))
+        T = _compose(_compose(_compose(T, _constant(model.placement[i])), T_joint),
+                     _constant(model.child_placement[i]))
+        T = _compose(T, _inverse(_node_pose(body, model.child_node[i], eta)))
+        poses.append(T)
+        elements.append((body.M_rigid, T, _exact(body.com)))
+        for j in range(body.n_nodes):
+            elements.append((body.M_s[j], _compose(T, _node_pose(body, j, eta)),
+                             sp.zeros(3, 1)))
+        if m:
+            potential += (eta.T * _exact(body.K) * eta)[0, 0] / 2
+            D[us + nuj:us + nuj + m, us + nuj:us + nuj + m] = body.C
+    g = _exact(model.gravity)
+    M, C = sp.zeros(nu, nu), sp.zeros(nu, nu)
+    qdot = Gamma * p
+    for M_e, (R, r), com in elements:
+        mass = float(M_e[3, 3])
+        if mass:
+            potential -= mass * (g.T * (r + R * com))[0, 0]
+        if not np.any(M_e):
+            continue
+        J = _element_jacobian(R, r, q) * Gamma
+        if simplify:  # simplified per element, before the products grow
+            J = J.applyfunc(sp.simplify)
+        J_dot = sp.zeros(6, nu)
+        for k in range(nq):
+            J_dot += J.diff(q[k]) * qdot[k]
+        Me = _exact(M_e)
+        M += J.T * Me * J
+        V = J * p
+        C += J.T * (Me * J_dot + _skew_gyroscopic(Me, V) * J)
+    F = Gamma.T * sp.Matrix([potential]).jacobian(q).T if nq else sp.zeros(nu, 1)
+    if simplify:
+        M, C, F, Gamma = (X.applyfunc(sp.simplify) for X in (M, C, F, Gamma))
+    return SymbolicModel(model=model, q=q, p=p, M=M, C=C, F=F, D=sp.Matrix(D), Gamma=Gamma)
+
+
+def _modal(q: Any, model: Model, i: int) -> Any:
+    s = int(model.q_start[i] + model.nq_joint[i])
+    m = int(model.n_modes[i])
+    return sp.Matrix(q[s:s + m]) if m else sp.zeros(0, 1)
+
+
+def _element_jacobian(R: Any, r: Any, q: Any) -> Any:
+    """``[vee(Rᵀ ∂R/∂q_k); Rᵀ ∂r/∂q_k]`` (6 × nq): the element's twist in its own frame per
+    unit ``q̇``."""
+    J = sp.zeros(6, len(q))
+    for k, s in enumerate(q):
+        J[:3, k] = _vee(R.T * R.diff(s))
+        J[3:, k] = R.T * r.diff(s)
+    return J
+
+
+def _skew_gyroscopic(M: Any, V: Any) -> Any:
+    """``B(V)`` of :func:`flexdyn.coriolis.skew_gyroscopic` on sympy matrices."""
+    h = M * V
+    X = sp.zeros(6, 6)
+    X[:3, :3], X[:3, 3:], X[3:, :3] = _hat(h[:3, 0]), _hat(h[3:, 0]), _hat(h[3:, 0])
+    crm = sp.zeros(6, 6)
+    crm[:3, :3] = crm[3:, 3:] = _hat(V[:3, 0])
+    crm[3:, :3] = _hat(V[3:, 0])
+    return (-crm.T * M + M * crm - X) / 2
