@@ -328,59 +328,71 @@ def _symbols(model: Model) -> tuple[Any, Any]:
 
 def symbolic_model(model: Model, simplify: bool = False) -> SymbolicModel:
     """:class:`SymbolicModel` of ``model`` (module docstring); ``simplify`` runs
-    ``sympy.simplify`` on every entry (slow beyond a few bodies)."""
+    ``sympy.simplify`` on every entry of the results (slow beyond a few bodies; the local
+    twist maps are always simplified).
+
+    The element Jacobians follow the tree as the twists do (Eqs 11, 21): across the joint
+    ``J_i = Ad(T⁻¹) J_t + J_loc(T)``, at a node ``J_n = Ad(N⁻¹) J_i + J_loc(N)``, where ``T``
+    is the pose of ``F_i`` in its parent's attach-node frame, ``N`` a node's pose in ``F_i``
+    and ``J_loc`` the twist Jacobian of a local pose (``[vee(Rᵀ ∂R/∂q); Rᵀ ∂p/∂q] Γ``); the
+    gravity forces are ``−Σ_e J_eᵀ w_e`` with ``w_e`` the element's weight at its origin."""
     q, p = _symbols(model)
     nq, nu = model.nq, model.nu
     Gamma = sp.zeros(nq, nu)
-    poses: list[Pose] = []
-    elements: list[tuple[np.ndarray, Pose, Any]] = []  # (M_e, pose, com in the element)
-    potential = sp.Integer(0)
+    for i, joint in enumerate(model.joints):  # the joints' Γ first: the local maps need it
+        qs, us, m = int(model.q_start[i]), int(model.u_start[i]), int(model.n_modes[i])
+        Gamma[qs:qs + joint.nq, us:us + joint.nu] = _joint_pose(joint, list(
+            q[qs:qs + joint.nq]))[1]
+        s, t = qs + joint.nq, us + joint.nu
+        Gamma[s:s + m, t:t + m] = sp.eye(m)
+    J_body: list = []
+    R_body: list = []  # orientation of each body frame in the inertial frame
+    elements: list[tuple[np.ndarray, Any, Any, Any]] = []  # (M_e, J_e, R_e, com)
     D = np.zeros((nu, nu))
+    F = sp.zeros(nu, 1)
     for i, (body, joint) in enumerate(zip(model.bodies, model.joints, strict=True)):
         qs, us = int(model.q_start[i]), int(model.u_start[i])
         nqj, nuj, m = joint.nq, joint.nu, body.n_modes
-        q_joint = list(q[qs:qs + nqj])
-        eta = sp.Matrix(q[qs + nqj:qs + nqj + m]) if m else sp.zeros(0, 1)
-        T_joint, G_joint = _joint_pose(joint, q_joint)
-        Gamma[qs:qs + nqj, us:us + nuj] = G_joint
-        Gamma[qs + nqj:qs + nqj + m, us + nuj:us + nuj + m] = sp.eye(m)
+        eta = _modal(q, model, i)
+        T = _compose(_compose(_constant(model.placement[i]),
+                              _joint_pose(joint, list(q[qs:qs + nqj]))[0]),
+                     _compose(_constant(model.child_placement[i]),
+                              _inverse(_node_pose(body, model.child_node[i], eta))))
         par = int(model.parent[i])
-        T = _identity() if par < 0 else _compose(
-            poses[par], _node_pose(model.bodies[par], model.parent_node[i],
-                                   _modal(q, model, par)))
-        T = _compose(_compose(_compose(T, _constant(model.placement[i])), T_joint),
-                     _constant(model.child_placement[i]))
-        T = _compose(T, _inverse(_node_pose(body, model.child_node[i], eta)))
-        poses.append(T)
-        elements.append((body.M_rigid, T, _exact(body.com)))
+        if par < 0:
+            J_t, R_t = sp.zeros(6, nu), sp.eye(3)
+        else:  # the parent's attach node
+            N = _node_pose(model.bodies[par], model.parent_node[i], _modal(q, model, par))
+            J_t = _twist_map(N) * J_body[par] + _local_jacobian(N, q, Gamma)
+            R_t = R_body[par] * N[0]
+        J = _twist_map(T) * J_t + _local_jacobian(T, q, Gamma)
+        R = R_t * T[0]
+        J_body.append(J)
+        R_body.append(R)
+        elements.append((body.M_rigid, J, R, _exact(body.com)))
         for j in range(body.n_nodes):
-            elements.append((body.M_s[j], _compose(T, _node_pose(body, j, eta)),
-                             sp.zeros(3, 1)))
+            N = _node_pose(body, j, eta)
+            elements.append((body.M_s[j], _twist_map(N) * J + _local_jacobian(N, q, Gamma),
+                             R * N[0], sp.zeros(3, 1)))
         if m:
-            potential += (eta.T * _exact(body.K) * eta)[0, 0] / 2
+            F[us + nuj:us + nuj + m, 0] = _exact(body.K) * eta
             D[us + nuj:us + nuj + m, us + nuj:us + nuj + m] = body.C
     g = _exact(model.gravity)
     M, C = sp.zeros(nu, nu), sp.zeros(nu, nu)
     qdot = Gamma * p
-    for M_e, (R, r), com in elements:
-        mass = float(M_e[3, 3])
-        if mass:
-            potential -= mass * (g.T * (r + R * com))[0, 0]
+    for M_e, J, R, com in elements:
         if not np.any(M_e):
             continue
-        J = _element_jacobian(R, r, q) * Gamma
-        if simplify:  # simplified per element, before the products grow
-            J = J.applyfunc(sp.simplify)
+        Me = _exact(M_e)
+        weight = float(M_e[3, 3]) * (R.T * g)
+        F -= J.T * sp.Matrix.vstack(com.cross(weight), weight)
         J_dot = sp.zeros(6, nu)
         for k in range(nq):
             J_dot += J.diff(q[k]) * qdot[k]
-        Me = _exact(M_e)
         M += J.T * Me * J
-        V = J * p
-        C += J.T * (Me * J_dot + _skew_gyroscopic(Me, V) * J)
-    F = Gamma.T * sp.Matrix([potential]).jacobian(q).T if nq else sp.zeros(nu, 1)
+        C += J.T * (Me * J_dot + _skew_gyroscopic(Me, J * p) * J)
     if simplify:
-        M, C, F, Gamma = (X.applyfunc(sp.simplify) for X in (M, C, F, Gamma))
+        M, C, F = (X.applyfunc(sp.simplify) for X in (M, C, F))
     return SymbolicModel(model=model, q=q, p=p, M=M, C=C, F=F, D=sp.Matrix(D), Gamma=Gamma)
 
 
@@ -390,14 +402,27 @@ def _modal(q: Any, model: Model, i: int) -> Any:
     return sp.Matrix(q[s:s + m]) if m else sp.zeros(0, 1)
 
 
-def _element_jacobian(R: Any, r: Any, q: Any) -> Any:
-    """``[vee(Rᵀ ∂R/∂q_k); Rᵀ ∂r/∂q_k]`` (6 × nq): the element's twist in its own frame per
-    unit ``q̇``."""
+def _twist_map(T: Pose) -> Any:
+    """``Ad(T⁻¹)`` (6 × 6): a twist of the outer frame seen in the frame of pose ``T``,
+    ``[[Rᵀ, 0], [−Rᵀ p̃, Rᵀ]]``."""
+    R, r = T
+    X = sp.zeros(6, 6)
+    X[:3, :3] = X[3:, 3:] = R.T
+    X[3:, :3] = -R.T * _hat(r)
+    return X
+
+
+def _local_jacobian(T: Pose, q: Any, Gamma: Any) -> Any:
+    """``[vee(Rᵀ ∂R/∂q_k); Rᵀ ∂p/∂q_k] Γ`` (6 × nu), simplified: the twist of the frame of a
+    local pose ``T = (R, p)`` relative to its outer frame, in its own frame, per unit speed
+    (only the coordinates ``T`` depends on contribute)."""
+    R, r = T
     J = sp.zeros(6, len(q))
     for k, s in enumerate(q):
-        J[:3, k] = _vee(R.T * R.diff(s))
-        J[3:, k] = R.T * r.diff(s)
-    return J
+        if R.has(s) or r.has(s):
+            J[:3, k] = _vee(R.T * R.diff(s))
+            J[3:, k] = R.T * r.diff(s)
+    return (J * Gamma).applyfunc(sp.simplify)
 
 
 def _skew_gyroscopic(M: Any, V: Any) -> Any:

@@ -1,0 +1,179 @@
+"""Symbolic equations of motion in Poincaré's form (:mod:`flexdyn.symbolic`, sympy).
+
+Checked: Kwatny & Blankenship's thin disk on a simple spherical joint (Eqs 54a–b) and on the
+compound joint of its axes (Eqs 55a–b) as exact expressions; a flexible arm (a hub, a
+flexible link with rotating nodes, a payload on a universal joint at its tip) against the
+compiled engine's ``"full"`` model — mass matrix, bias, forward dynamics, ``Γ`` — at random
+states; ``Ṁ = 𝒞 + 𝒞ᵀ`` by complex step of the generated ``M``; the generated C source,
+compiled and called, against the numpy functions.  Models stay small: symbolic expressions
+grow fast with the number of bodies (``docs/symbolic.md``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import flexdyn as fd
+from flexdyn.beam import beam_modes
+from helpers import rel_err
+
+sp = pytest.importorskip("sympy")
+symbolic = pytest.importorskip("flexdyn.symbolic")
+
+DISK_H = np.vstack([np.eye(3), np.zeros((3, 3))])
+
+
+def _disk(joint: dict) -> fd.Model:
+    return (fd.ModelBuilder("thin disk", gravity=(0.0, 0.0, 0.0))
+            .add_body("disk", joint=joint,
+                      rigid={"mass": 5.0, "inertia": np.diag([5.0, 5.0, 10.0])}).build())
+
+
+def _zero(expr) -> bool:
+    return all(sp.simplify(e) == 0 for e in sp.Matrix(expr))
+
+
+def test_thin_disk_simple_spherical_joint_eqs_54():
+    """``Γ`` of Eq 54a, ``𝓜 = diag(5, 5, 10)`` and ``𝒞 p = ω × Iω`` (Euler's equations; K&B
+    print the right-hand side ``F = −𝒞 p``)."""
+    sm = symbolic.symbolic_model(_disk({"type": "map", "map": DISK_H.tolist()}), simplify=True)
+    t1, t2, _ = sm.q
+    w1, w2, w3 = sm.p
+    Gamma = sp.Matrix([[1, sp.sin(t1) * sp.tan(t2), sp.cos(t1) * sp.tan(t2)],
+                       [0, sp.cos(t1), -sp.sin(t1)],
+                       [0, sp.sin(t1) / sp.cos(t2), sp.cos(t1) / sp.cos(t2)]])
+    assert _zero(sm.Gamma - Gamma)
+    assert sm.M == sp.diag(5, 5, 10)
+    assert _zero(sm.C * sm.p + sp.Matrix([-5 * w2 * w3, 5 * w1 * w3, 0]))
+    assert _zero(sm.F)
+
+
+def test_thin_disk_compound_joint_eqs_55():
+    """Eq 55a (its last entry ``… + 5 sin² t₂``: the square is lost in print), ``Γ = I`` and
+    ``𝒞 u = −F`` of Eq 55b."""
+    model = _disk({"type": "compound", "factors": [DISK_H[:, [k]].tolist() for k in range(3)]})
+    sm = symbolic.symbolic_model(model, simplify=True)
+    t1, t2, _ = sm.q
+    u1, u2, u3 = sm.p
+    s1, c1, s2, c2 = sp.sin(t1), sp.cos(t1), sp.sin(t2), sp.cos(t2)
+    M = sp.Matrix([[5, 0, -5 * s2],
+                   [0, sp.Rational(5, 2) * (3 - sp.cos(2 * t1)), -sp.Rational(5, 2) * c2
+                    * sp.sin(2 * t1)],
+                   [-5 * s2, -sp.Rational(5, 2) * c2 * sp.sin(2 * t1),
+                    10 * c1**2 * c2**2 + 5 * c2**2 * s1**2 + 5 * s2**2]])
+    F = sp.Matrix([
+        u3 * (-5 * u2 * sp.cos(2 * t1) * c2 - 5 * u3 * c2**2 * sp.sin(2 * t1)) / 2
+        + u2 * (5 * u3 * c2 + (-5 * u3 * sp.cos(2 * t1) * c2 + 5 * u2 * sp.sin(2 * t1)) / 2),
+        u1 * (-5 * u3 * c2 / 2 + 5 * u3 * sp.cos(2 * t1) * c2 - 5 * u2 * sp.sin(2 * t1))
+        - 5 * u2 * u3 * sp.sin(2 * t1) * s2 / 4
+        + (u3 * (-5 * u1 * c2 + 5 * u2 * sp.sin(2 * t1) * s2 / 2
+                 - 5 * u3 * c1**2 * sp.sin(2 * t2))) / 2,
+        u1 * (5 * u2 * sp.cos(2 * t1) * c2 + 5 * u3 * c2**2 * sp.sin(2 * t1))
+        + u2 * (5 * u1 * c2 - 5 * u2 * sp.sin(2 * t1) * s2 / 2
+                + 5 * u3 * c1**2 * sp.sin(2 * t2))])
+    assert sm.Gamma == sp.eye(3)
+    assert _zero(sm.M - M)
+    assert _zero(sm.C * sm.p + F)
+
+
+@pytest.fixture(scope="module")
+def arm():
+    """A hub on a revolute joint, a flexible link (two bending modes in the x-y plane: its
+    nodes rotate, Euler 3-2-1 tip kinematics), a payload on a universal joint at the tip."""
+    link = beam_modes(1.0, 2.0, EI_z=40.0, n_elements=2, n_modes=2,
+                      damping_ratio=0.02).to_flex_dict()
+    model = (fd.ModelBuilder("flexible arm", gravity=(0.0, -9.81, 0.0),
+                             tip_kinematics="euler-321")
+             .add_body("hub", joint={"type": "revolute", "axis": [0, 0, 1]},
+                       rigid={"mass": 3.0, "inertia": np.diag([0.1, 0.1, 0.2])})
+             .add_body("link", "hub", joint={"type": "fixed"}, flex=link)
+             .add_body("payload", "link",
+                       joint={"type": "universal", "axes": [[0, 0, 1], [0, 1, 0]],
+                              "parent_node": 2},
+                       rigid={"mass": 0.5, "com": [0.1, 0.0, 0.0],
+                              "inertia": np.diag([1e-3, 2e-3, 2e-3])})
+             .build())
+    sm = symbolic.symbolic_model(model)
+    return model, sm, sm.functions()
+
+
+def _states(model, n=3):
+    rng = np.random.default_rng(1)
+    for _ in range(n):
+        yield 0.3 * rng.normal(size=model.nq), rng.normal(size=model.nu), \
+            rng.normal(size=model.nu)
+
+
+def test_arm_equals_the_engine(arm):
+    model, sm, f = arm
+    D = np.array(sm.D, dtype=float)
+    for q, u, tau in _states(model):
+        M = fd.mass_matrix(model, q, fidelity="full")
+        assert rel_err(f["M"](q), M) < 1e-10
+        assert rel_err(f["C"](q, u) @ u + f["F"](q) + D @ u,
+                       fd.bias_forces(model, q, u, fidelity="full")) < 1e-10
+        assert rel_err(f["forward_dynamics"](q, u, tau),
+                       fd.forward_dynamics(model, q, u, tau, fidelity="full")) < 1e-10
+        assert rel_err(f["Gamma"](q), model.Gamma(q)) < 1e-14
+        assert rel_err(f["C"](q, u), fd.coriolis_matrix(model, q, u, fidelity="full")) < 1e-10
+
+
+def test_arm_mass_matrix_rate_is_c_plus_c_transpose(arm):
+    model, _, f = arm
+    h = 1e-30
+    for q, u, _ in _states(model):
+        M_dot = f["M"](q + 1j * h * (f["Gamma"](q) @ u)).imag / h
+        C = f["C"](q, u)
+        assert np.max(np.abs(M_dot - C - C.T)) < 1e-12 * np.max(np.abs(M_dot))
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_generated_c_source_compiles_and_agrees(arm, tmp_path):
+    model, sm, f = arm
+    (tmp_path / "arm.c").write_text(sm.c_source("arm"))
+    lib = tmp_path / "arm.so"
+    subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "arm.c"),
+                    "-lm"], check=True)
+    so = ctypes.CDLL(str(lib))
+    ptr = ctypes.POINTER(ctypes.c_double)
+    q, u, _ = next(_states(model))
+    q, u = np.ascontiguousarray(q), np.ascontiguousarray(u)
+    outputs = {"M": (model.nu, model.nu), "C": (model.nu, model.nu), "F": (model.nu,),
+               "Gamma": (model.nq, model.nu)}
+    for name, shape in outputs.items():
+        out = np.zeros(shape)
+        args = [q.ctypes.data_as(ptr)] + ([u.ctypes.data_as(ptr)] if name == "C" else [])
+        getattr(so, f"arm_{name}")(*args, out.ctypes.data_as(ptr))
+        ref = f[name](q, u) if name == "C" else f[name](q)
+        assert rel_err(out, ref.reshape(shape)) < 1e-12, name
+
+
+def test_exponential_tip_kinematics_with_rotating_nodes_is_refused():
+    link = beam_modes(1.0, 2.0, EI_z=40.0, n_elements=2, n_modes=1).to_flex_dict()
+    model = (fd.ModelBuilder("arm").add_body("link", joint={"type": "revolute",
+                                                             "axis": [0, 0, 1]}, flex=link)
+             .build())
+    with pytest.raises(NotImplementedError, match="tip_kinematics 'euler-321'"):
+        symbolic.symbolic_model(model)
+
+
+def test_benchmark_quick():
+    """``benchmarks/bench_symbolic.py --quick``: the expressions grow with the chain."""
+    import sys
+    from pathlib import Path
+
+    benchmarks = str(Path(__file__).resolve().parent.parent / "benchmarks")
+    if benchmarks not in sys.path:  # the developer instruments are not installed
+        sys.path.insert(0, benchmarks)
+    import bench_symbolic
+
+    rows = bench_symbolic.main(["--quick"])
+    assert len(rows) == 4
+    for flexible in (False, True):
+        one, two = (r for r in rows if r["flexible"] is flexible)
+        assert two["ops_C"] > one["ops_C"] and two["c_chars"] > one["c_chars"]
