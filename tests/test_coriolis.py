@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import flexdyn as fd
 from helpers import rel_err
+from oracles import kwatny_disk
 from strategies import models_and_states
 
 SETTINGS = settings(max_examples=25, deadline=None,
@@ -95,23 +96,8 @@ def test_thin_disk_on_the_compound_joint_gives_lagranges_equations():
     """Eq 55a (its last entry ``… + 5 sin² t₂``: the square is lost in print) and Eq 55b
     (``F = −C u`` as above)."""
     model = _disk({"type": "compound", "factors": [DISK_H[:, [k]].tolist() for k in range(3)]})
-    t1, t2, _ = T_
-    u1, u2, u3 = W_
-    s1, c1, s2, c2 = np.sin(t1), np.cos(t1), np.sin(t2), np.cos(t2)
-    M = np.array([[5, 0, -5 * s2],
-                  [0, 2.5 * (3 - np.cos(2 * t1)), -2.5 * c2 * np.sin(2 * t1)],
-                  [-5 * s2, -2.5 * c2 * np.sin(2 * t1),
-                   10 * c1**2 * c2**2 + 5 * c2**2 * s1**2 + 5 * s2**2]])
-    F = np.array([
-        u3 * (-5 * u2 * np.cos(2 * t1) * c2 - 5 * u3 * c2**2 * np.sin(2 * t1)) / 2
-        + u2 * (5 * u3 * c2 + (-5 * u3 * np.cos(2 * t1) * c2 + 5 * u2 * np.sin(2 * t1)) / 2),
-        u1 * (-5 * u3 * c2 / 2 + 5 * u3 * np.cos(2 * t1) * c2 - 5 * u2 * np.sin(2 * t1))
-        - 5 * u2 * u3 * np.sin(2 * t1) * s2 / 4
-        + (u3 * (-5 * u1 * c2 + 5 * u2 * np.sin(2 * t1) * s2 / 2
-                 - 5 * u3 * c1**2 * np.sin(2 * t2))) / 2,
-        u1 * (5 * u2 * np.cos(2 * t1) * c2 + 5 * u3 * c2**2 * np.sin(2 * t1))
-        + u2 * (5 * u1 * c2 - 5 * u2 * np.sin(2 * t1) * s2 / 2
-                + 5 * u3 * c1**2 * np.sin(2 * t2))])
+    M = np.array(kwatny_disk.mass_matrix(T_, np), dtype=float)
+    F = np.array(kwatny_disk.right_hand_side(T_, W_, np))
     assert np.array_equal(model.Gamma(T_), np.eye(3))
     assert rel_err(fd.mass_matrix(model, T_), M) < 1e-14
     assert rel_err(fd.coriolis_matrix(model, T_, W_, fidelity="full") @ W_, -F) < 1e-13
