@@ -187,7 +187,7 @@ def nodal_terms(model: Model, q: np.ndarray, u: np.ndarray,
         E = np.zeros((f, 6, 6))
         E[:, :3, :3] = J
         E[:, 3:, 3:] = np.swapaxes(R, -1, -2)
-        fixed = [j for j in range(body.n_nodes) if j not in set(free.tolist())]
+        fixed = sorted(set(range(body.n_nodes)) - set(free.tolist()))
         X_fixed = {j: _node_transform(body, j).inverse().motion_to_parent() for j in fixed}
         M_F = body.M_rigid + sum((X_fixed[j].T @ body.M_s[j] @ X_fixed[j] for j in fixed),
                                  np.zeros((6, 6)))
