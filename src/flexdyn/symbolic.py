@@ -20,9 +20,11 @@ quasi-velocities), node frames ``(R(Π_r η), l0 + Π_t η)`` of the model's tip
 An element's twist (in its own frame) is ``V_e = J_e p`` with
 ``J_e = [vee(R_eᵀ ∂R_e/∂q); R_eᵀ ∂p_e/∂q] Γ(q)`` and ``J̇_e = Σ_k (∂J_e/∂q_k) (Γ p)_k``.
 
-Node rotations: the tip kinematics ``"euler-321"``, ``"euler-123"`` and ``"neglect"`` are
-supported; the default ``"exponential"`` only where no node rotates (``Π_r = 0``), since its
-``sin|θ|/|θ|`` has no derivative that code can evaluate at ``θ = 0``.  Geometric
+Node rotations: every tip kinematics.  The exponential map ``I + a(s) θ̃ + b(s) θ̃²``
+(``s = θ·θ``) is written with ``a = sin√s/√s`` and ``b = (1 − cos√s)/s`` as sympy functions
+whose derivatives are further functions, evaluated by their power series
+(:data:`SERIES_TERMS` terms: round-off for ``|θ| ≤ 2π``) in the numpy functions and the C
+source, so the expressions and their derivatives are regular at ``θ = 0``.  Geometric
 stiffening is not included (the ``"full"`` model).
 
 :class:`SymbolicModel` holds the expressions; :meth:`SymbolicModel.functions` returns numpy
@@ -33,6 +35,7 @@ functions of them (``sympy.lambdify`` with common subexpressions) and
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -219,13 +222,55 @@ def _euler(order: tuple[int, int, int]) -> Callable[[Any], Any]:
     return rotation
 
 
+#: terms of the power series of the exponential map's coefficient functions (entire functions
+#: of ``s = θ·θ``; 30 terms reach round-off for ``|θ| ≤ 2π``)
+SERIES_TERMS = 30
+#: derivatives of the coefficient functions the equations need (``J``: first, ``J̇``: second)
+SERIES_ORDERS = 4
+
+
+def _series_coefficients(offset: int, k: int) -> list[float]:
+    """Taylor coefficients in ``s`` of the ``k``-th derivative of
+    ``Σ_n (−s)^n / (2n + offset)!`` (``offset`` 1: ``sin√s/√s``, 2: ``(1 − cos√s)/s``)."""
+    return [(-1) ** (n + k) * math.factorial(n + k)
+            / (math.factorial(n) * math.factorial(2 * (n + k) + offset))
+            for n in range(SERIES_TERMS)]
+
+
+def _series_function(name: str, offset: int, k: int) -> type:
+    """A sympy function of ``s``: the ``k``-th derivative of the series of ``offset``, whose
+    own derivative is the next one."""
+    def fdiff(self, argindex=1):
+        return _SERIES[(offset, k + 1)](self.args[0])
+    return type(name, (sp.Function,), {"nargs": 1, "fdiff": fdiff, "offset": offset,
+                                        "order": k})
+
+
+#: ``(offset, k) → sympy function``: ``a_k`` (``a = sin√s/√s``) and ``b_k``
+#: (``b = (1 − cos√s)/s``) and their derivatives in ``s``
+_SERIES: dict[tuple[int, int], type] = {}
+for _k in range(SERIES_ORDERS + 1):
+    _SERIES[(1, _k)] = _series_function(f"expmap_a{_k}", 1, _k)
+    _SERIES[(2, _k)] = _series_function(f"expmap_b{_k}", 2, _k)
+
+
+def _horner(coefficients: list[float]) -> Callable:
+    def evaluate(s):
+        out = 0.0 * s
+        for c in reversed(coefficients):
+            out = out * s + c
+        return out
+    return evaluate
+
+
 def _exponential(theta: Any) -> Any:
-    if any(t != 0 for t in theta):
-        raise NotImplementedError(
-            "the 'exponential' tip kinematics has no symbolic form here (sin|θ|/|θ| has no "
-            "derivative code can evaluate at θ = 0): give the model tip_kinematics "
-            "'euler-321' (the same to first order) for a symbolic model with rotating nodes")
-    return sp.eye(3)
+    """``exp(θ̃) = I + a(s) θ̃ + b(s) θ̃²`` with ``s = θ·θ`` and the even coefficient
+    functions as series: analytic at ``θ = 0``, derivatives included."""
+    if all(t == 0 for t in theta):
+        return sp.eye(3)
+    s = (theta.T * theta)[0, 0]
+    K = _hat(theta)
+    return sp.eye(3) + _SERIES[(1, 0)](s) * K + _SERIES[(2, 0)](s) * K * K
 
 
 #: ``tip-kinematics name → R(θ)`` of the node rotation coordinates ``θ`` (3 × 1).
@@ -276,7 +321,9 @@ class SymbolicModel:
         ``Gamma(q)`` (arrays of the model's layout) and ``forward_dynamics(q, p, tau)``
         ``= 𝓜⁻¹ (τ − 𝒞 p − 𝓕 − D p)``."""
         args = (list(self.q), list(self.p))
-        fM, fC, fF, fG = (sp.lambdify(args, X, modules="numpy", cse=True)
+        series = {f.__name__: _horner(_series_coefficients(f.offset, f.order))
+                  for f in _SERIES.values()}
+        fM, fC, fF, fG = (sp.lambdify(args, X, modules=[series, "numpy"], cse=True)
                           for X in (self.M, self.C, self.F, self.Gamma))
         D = np.array(self.D, dtype=float)
 
@@ -306,6 +353,12 @@ class SymbolicModel:
         names = {s: f"q[{k}]" for k, s in enumerate(self.q)}
         names.update({s: f"p[{k}]" for k, s in enumerate(self.p)})
         out = ["#include <math.h>", ""]
+        series = {f.__name__: f.__name__ for f in _SERIES.values()}
+        for f in _SERIES.values():  # the exponential map's coefficient series, by Horner
+            terms = " + s * (".join(repr(c) for c in _series_coefficients(f.offset, f.order))
+            out += [f"static double {f.__name__}(double s) {{",
+                    f"    return {terms}{')' * (SERIES_TERMS - 1)};", "}"]
+        out.append("")
         for name, X, inputs in (("M", self.M, "const double *q"),
                                 ("C", self.C, "const double *q, const double *p"),
                                 ("F", self.F, "const double *q"),
@@ -314,8 +367,10 @@ class SymbolicModel:
             temps, (reduced,) = sp.cse([X], symbols=(sp.Symbol(f"t{k}")
                                                       for k in itertools.count()))
             out.append(f"void {prefix}_{name}({inputs}, double *out) {{")
-            out += [f"    const double {t} = {sp.ccode(e)};" for t, e in temps]
-            out += [f"    out[{k}] = {sp.ccode(e)};" for k, e in enumerate(reduced)]
+            out += [f"    const double {t} = {sp.ccode(e, user_functions=series)};"
+                    for t, e in temps]
+            out += [f"    out[{k}] = {sp.ccode(e, user_functions=series)};"
+                    for k, e in enumerate(reduced)]
             out += ["}", ""]
         return "\n".join(out)
 
