@@ -72,6 +72,7 @@ from .spatial import Transform, cross_force, cross_motion, twist_maps
 from .terms import DEFAULT_FIDELITY, deformed_nodes
 
 __all__ = [
+    "NodalConstants",
     "NodalFactors",
     "apply_nodal_innovations_factor",
     "apply_nodal_innovations_factor_inverse",
@@ -79,13 +80,14 @@ __all__ = [
     "apply_nodal_mass_matrix_inverse",
     "NodalTerms",
     "check_nodal_model",
+    "nodal_constants",
     "nodal_factors",
     "nodal_forward_dynamics",
     "nodal_terms",
 ]
 
-_STIFFNESS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_STIFFNESS_LOCK = threading.Lock()
+_CONSTANTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_CONSTANTS_LOCK = threading.Lock()
 
 
 def check_nodal_model(model: Model) -> Model:
@@ -98,20 +100,75 @@ def check_nodal_model(model: Model) -> Model:
     return model
 
 
-def _sparse_elastic(model: Model) -> list:
-    """Per body, ``(K, C)`` as CSR matrices (built once per model): a finite-element
-    stiffness is banded, so ``K u`` costs O(nodes)."""
-    with _STIFFNESS_LOCK:
-        if model not in _STIFFNESS:
-            _STIFFNESS[model] = [(scipy.sparse.csr_array(b.K), scipy.sparse.csr_array(b.C))
-                                 for b in model.bodies]
-        return _STIFFNESS[model]
-
-
 def _node_transform(body: Body, j: int | None) -> Transform:
     """Pose in ``F`` of a node that does not deform (the attach node, a rigid body's node; the
     body frame itself for None)."""
     return Transform.identity() if j is None else Transform(np.eye(3), body.nodes[j])
+
+
+@dataclass(frozen=True, eq=False)
+class NodalConstants:
+    """The configuration-independent data of the nodal recursion, per body ``k`` (built once
+    per model by :func:`nodal_constants`; the compiled engine packs the same).
+
+    Attributes
+    ----------
+    free_nodes : list of int (f,) — the free nodes (coordinate order).
+    M_F : list of (6, 6) — inertia fixed in ``F`` (rigid part and non-deforming nodes) about
+        ``F``'s origin.
+    T_Jc : list of Transform — pose of ``F`` in the joint's moving frame ``J_c`` (through the
+        body's own attach node, which does not deform);  X_joint : list of (6, 6) — twists
+        from ``J_c`` to ``F``.
+    slot : list of int — the parent's free-node index the body hangs from, −1 when it hangs
+        from a node fixed in the parent's frame (or the ground).
+    A : list of (6, 6) — ``X_nᵀ`` of that fixed node (identity for the frame or the ground).
+    K, C : list of CSR matrices (6f × 6f) — stiffness and damping, only their nonzeros (a
+        finite-element stiffness is banded, so ``K u`` costs O(nodes)).
+    """
+
+    free_nodes: list
+    M_F: list
+    T_Jc: list
+    X_joint: list
+    slot: list
+    A: list
+    K: list
+    C: list
+
+
+def nodal_constants(model: Model) -> NodalConstants:
+    """:class:`NodalConstants` of a model of rigid and nodal bodies (cached while the model
+    lives); ``ValueError`` naming a modal body."""
+    with _CONSTANTS_LOCK:
+        if model not in _CONSTANTS:
+            _CONSTANTS[model] = _build_constants(check_nodal_model(model))
+        return _CONSTANTS[model]
+
+
+def _build_constants(model: Model) -> NodalConstants:
+    c: dict[str, list] = {f.name: [] for f in fields(NodalConstants)}
+    for k, body in enumerate(model.bodies):
+        free = body.free_nodes
+        M_F = body.M_rigid.copy()
+        for j in sorted(set(range(body.n_nodes)) - set(free.tolist())):
+            X = _node_transform(body, j).inverse().motion_to_parent()
+            M_F += X.T @ body.M_s[j] @ X
+        T_Jc = model.child_placement[k].compose(
+            _node_transform(body, model.child_node[k]).inverse())
+        par, pn = int(model.parent[k]), model.parent_node[k]
+        slot, A = -1, np.eye(6)
+        if par >= 0:
+            parent_free = c["free_nodes"][par].tolist()
+            if pn in parent_free:
+                slot = parent_free.index(pn)
+            else:
+                A = _node_transform(model.bodies[par], pn).inverse().motion_to_parent().T
+        for key, value in (("free_nodes", free), ("M_F", M_F), ("T_Jc", T_Jc),
+                           ("X_joint", T_Jc.inverse().motion_to_parent()), ("slot", slot),
+                           ("A", A), ("K", scipy.sparse.csr_array(body.K)),
+                           ("C", scipy.sparse.csr_array(body.C))):
+            c[key].append(value)
+    return NodalConstants(**c)
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,15 +222,14 @@ def nodal_terms(model: Model, q: np.ndarray, u: np.ndarray,
                 fidelity: str = DEFAULT_FIDELITY) -> NodalTerms:
     """:class:`NodalTerms` at ``(q, u)`` (validated inputs), base to tip (Eqs 4.1–4.3)."""
     deformed = deformed_nodes(fidelity)
-    check_nodal_model(model)
+    const = nodal_constants(model)
     n = model.n_bodies
     t: dict[str, list] = {f.name: [None] * n for f in fields(NodalTerms)}
     V_s: list = [None] * n  # node twists (product rates), for the children
     V_F: list = [None] * n
-    elastic = _sparse_elastic(model)
     for k in range(n):
         body, joint = model.bodies[k], model.joints[k]
-        free = body.free_nodes
+        free = const.free_nodes[k]
         f = free.size
         ud = model.eta_dot(u, k).reshape(f, 6)
         ud_nl = ud if deformed else np.zeros_like(ud)
@@ -187,28 +243,17 @@ def nodal_terms(model: Model, q: np.ndarray, u: np.ndarray,
         E = np.zeros((f, 6, 6))
         E[:, :3, :3] = J
         E[:, 3:, 3:] = np.swapaxes(R, -1, -2)
-        fixed = sorted(set(range(body.n_nodes)) - set(free.tolist()))
-        X_fixed = {j: _node_transform(body, j).inverse().motion_to_parent() for j in fixed}
-        M_F = body.M_rigid + sum((X_fixed[j].T @ body.M_s[j] @ X_fixed[j] for j in fixed),
-                                 np.zeros((6, 6)))
-        # across the joint (the body's own attach node does not deform)
-        T_Jc = model.child_placement[k].compose(
-            _node_transform(body, model.child_node[k]).inverse())
+        M_F, X_joint, slot, A = const.M_F[k], const.X_joint[k], const.slot[k], const.A[k]
         qj, beta = model.q_joint(q, k), model.u_joint(u, k)
-        T_parent = model.placement[k].compose(joint.transform(qj)).compose(T_Jc)
-        X_joint = T_Jc.inverse().motion_to_parent()
+        T_parent = model.placement[k].compose(joint.transform(qj)).compose(const.T_Jc[k])
         H = (X_joint @ joint.motion_subspace(qj)).T
-        par, pn = int(model.parent[k]), model.parent_node[k]
-        slot, A = -1, np.eye(6)
-        V_t = np.zeros(6)
-        if par >= 0:
-            pfree = t["free_nodes"][par].tolist()
-            if pn in pfree:
-                slot = pfree.index(pn)
-                V_t = V_s[par][slot]
-            else:
-                A = _node_transform(model.bodies[par], pn).inverse().motion_to_parent().T
-                V_t = A.T @ V_F[par]
+        par = int(model.parent[k])
+        if par < 0:
+            V_t = np.zeros(6)
+        elif slot >= 0:
+            V_t = V_s[par][slot]
+        else:
+            V_t = A.T @ V_F[par]
         phi = T_parent.phi()
         V = phi.T @ V_t + H.T @ beta
         X = twist_maps(R, p)
@@ -221,14 +266,14 @@ def nodal_terms(model: Model, q: np.ndarray, u: np.ndarray,
         if not joint.constant_subspace:
             a_V = a_V + X_joint @ joint.motion_subspace_rate(qj, beta)
         M_s = body.M_s[free]
-        K, C = elastic[k]
         V_s[k], V_F[k] = Vs, V
         for key, value in (("free_nodes", free), ("E", E), ("X", X), ("M_s", M_s), ("M_F", M_F),
                            ("phi", phi), ("slot", slot), ("A", A), ("H", H), ("a_V", a_V),
                            ("kappa", Edot + cross_motion(Vs, w)),
                            ("b", cross_force(Vs, np.einsum("jab,jb->ja", M_s, Vs))),
                            ("b_F", cross_force(V, M_F @ V)),
-                           ("elastic", K @ model.eta(q, k) + C @ model.eta_dot(u, k))):
+                           ("elastic", const.K[k] @ model.eta(q, k)
+                            + const.C[k] @ model.eta_dot(u, k))):
             t[key][k] = value
     return NodalTerms(**t)
 

@@ -22,8 +22,7 @@ import scipy.sparse
 
 from ..chain import Model
 from ..linalg import SingularInertiaError
-from ..nodal import check_nodal_model, nodal_forward_dynamics, nodal_terms
-from ..spatial import Transform
+from ..nodal import nodal_constants, nodal_forward_dynamics, nodal_terms
 from ..terms import DEFAULT_FIDELITY, deformed_nodes
 from .kernels import (
     _PRODUCT,
@@ -85,56 +84,33 @@ class NodalPacked(NamedTuple):
     gravity: np.ndarray  #: (3,)
 
 
-def _fixed_point(model: Model, i: int, j: int | None) -> Transform:
-    """Pose in ``F_i`` of a point that does not deform: node ``j`` at rest (None: the frame)."""
-    return Transform.identity() if j is None else Transform(np.eye(3),
-                                                            model.bodies[i].nodes[j])
-
-
 def pack_nodal(model: Model) -> NodalPacked:
-    """Pack a model of rigid and nodal bodies (:func:`flexdyn.nodal.check_nodal_model`)."""
-    check_nodal_model(model)
+    """Pack a model of rigid and nodal bodies: its :func:`flexdyn.nodal.nodal_constants`,
+    joints and free nodes."""
+    const = nodal_constants(model)
     n = model.n_bodies
-    free = [b.free_nodes for b in model.bodies]
+    free = const.free_nodes
     starts = np.concatenate([[0], np.cumsum([f.size for f in free])]).astype(np.int64)
     ints = np.zeros((n, len(NODAL_INT_FIELDS)), dtype=np.int64)
     f = {k: np.zeros((n, *s)) for k, s in (("jparam", model.joints[0].engine_params().shape),
                                             ("place_R", (3, 3)), ("place_p", (3,)),
-                                            ("T_Jc_R", (3, 3)), ("T_Jc_p", (3,)),
-                                            ("X_joint", (6, 6)), ("A", (6, 6)),
-                                            ("M_F", (6, 6)))}
+                                            ("T_Jc_R", (3, 3)), ("T_Jc_p", (3,)))}
     for i, (body, joint) in enumerate(zip(model.bodies, model.joints, strict=True)):
-        p, pn = int(model.parent[i]), model.parent_node[i]
-        T_Jc = model.child_placement[i].compose(_fixed_point(model, i,
-                                                             model.child_node[i]).inverse())
+        p, slot = int(model.parent[i]), const.slot[i]
         f["jparam"][i] = joint.engine_params()
         f["place_R"][i], f["place_p"][i] = model.placement[i].R, model.placement[i].p
-        f["T_Jc_R"][i], f["T_Jc_p"][i] = T_Jc.R, T_Jc.p
-        f["X_joint"][i] = T_Jc.inverse().motion_to_parent()
-        slot = -1
-        f["A"][i] = np.eye(6)
-        if p >= 0:
-            pfree = free[p].tolist()
-            if pn in pfree:
-                slot = int(starts[p]) + pfree.index(pn)
-            else:
-                f["A"][i] = _fixed_point(model, p, pn).inverse().motion_to_parent().T
-        M_F = body.M_rigid.copy()
-        for j in sorted(set(range(body.n_nodes)) - set(free[i].tolist())):
-            X = _fixed_point(model, i, j).inverse().motion_to_parent()
-            M_F += X.T @ body.M_s[j] @ X
-        f["M_F"][i] = M_F
+        f["T_Jc_R"][i], f["T_Jc_p"][i] = const.T_Jc[i].R, const.T_Jc[i].p
         ints[i] = (p, joint.nu, joint.nq, model.q_start[i], model.u_start[i], joint.code,
-                   starts[i], free[i].size, slot, body.rotation.code)
+                   starts[i], free[i].size, starts[p] + slot if slot >= 0 else -1,
+                   body.rotation.code)
     q_index, u_index = (np.concatenate([np.zeros(0, dtype=np.int64)] + [
         start[i] + joint_size[i] + 6 * np.arange(free[i].size) for i in range(n)]).astype(
             np.int64) for start, joint_size in ((model.q_start, model.nq_joint),
                                                 (model.u_start, model.nu_joint)))
-    K, C = (scipy.sparse.block_diag([scipy.sparse.csr_array(getattr(b, name))
-                                     for b in model.bodies], format="csr")
-            for name in ("K", "C"))  # only the nonzeros: a banded K costs O(nodes)
+    K, C = (scipy.sparse.block_diag(blocks, format="csr") for blocks in (const.K, const.C))
     return NodalPacked(
-        ints=ints, **f,
+        ints=ints, **f, X_joint=np.array(const.X_joint), A=np.array(const.A),
+        M_F=np.array(const.M_F),
         l0=np.concatenate([np.zeros((0, 3))] + [b.nodes[fr] for b, fr in
                                                 zip(model.bodies, free, strict=True)]),
         M_s=np.concatenate([np.zeros((0, 6, 6))] + [b.M_s[fr] for b, fr in
