@@ -17,8 +17,10 @@ Independent checks:
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -150,6 +152,16 @@ def test_modal_engine_runs_nodal_bodies_as_modal_ones():
     q, u, tau, _ = nodal_state(model, 5)
     assert rel_err(fd.forward_dynamics(model, q, u, tau),
                    fd.forward_dynamics(model, q, u, tau, method="nodal")) < TOL
+
+
+def test_the_engine_cache_does_not_keep_the_model_alive():
+    model = fd.Model.from_dict(_one_body(_plain_beam()))
+    zero = np.zeros(model.nu)
+    fd.forward_dynamics(model, np.zeros(model.nq), zero, method="nodal")
+    ref = weakref.ref(model)
+    del model
+    gc.collect()
+    assert ref() is None
 
 
 def test_gains_and_factors_are_reusable_for_many_right_hand_sides():

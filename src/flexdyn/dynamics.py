@@ -353,27 +353,28 @@ class _CachedEngine(Engine):
         self._model = weakref.ref(model)
 
 
-def _cached_engine(model: Model, fidelity: str = DEFAULT_FIDELITY) -> Engine:
-    """The compiled engine of ``model`` for ``fidelity``: built once (under a lock, so that
-    threads asking at the same time share one) and cached while the model lives."""
-    check_fidelity(fidelity)
+def _cached(model: Model, key: Any, build: Callable[[], Any]) -> Any:
+    """``build()`` for ``(model, key)``: built once (under a lock, so that threads asking at
+    the same time share one) and cached while the model lives (what is cached must refer to
+    the model weakly)."""
     with _ENGINES_LOCK:
         per_model = _ENGINES.setdefault(model, {})
-        if fidelity not in per_model:
-            per_model[fidelity] = _CachedEngine(model, fidelity)
-        return per_model[fidelity]
+        if key not in per_model:
+            per_model[key] = build()
+        return per_model[key]
+
+
+def _cached_engine(model: Model, fidelity: str = DEFAULT_FIDELITY) -> Engine:
+    """The compiled engine of ``model`` for ``fidelity``, built once (:func:`_cached`)."""
+    check_fidelity(fidelity)
+    return _cached(model, fidelity, lambda: _CachedEngine(model, fidelity))
 
 
 def _cached_nodal_engine(model: Model, fidelity: str = DEFAULT_FIDELITY) -> NodalEngine:
     """The compiled filter and smoother of a model of rigid and nodal bodies
-    (:class:`flexdyn.engine.nodal.NodalEngine`), built once and cached while the model
-    lives."""
+    (:class:`flexdyn.engine.nodal.NodalEngine`), built once (:func:`_cached`)."""
     check_fidelity(fidelity)
-    with _ENGINES_LOCK:
-        per_model = _ENGINES.setdefault(model, {})
-        if ("nodal", fidelity) not in per_model:
-            per_model[("nodal", fidelity)] = NodalEngine(model, fidelity)
-        return per_model[("nodal", fidelity)]
+    return _cached(model, ("nodal", fidelity), lambda: NodalEngine(model, fidelity))
 
 
 #: The compiled engine of each forward-dynamics method it runs, by method (the modal engine

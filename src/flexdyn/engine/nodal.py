@@ -14,6 +14,7 @@ inertia (``d_j`` of a node, or ``D``) is singular.  Inputs are validated by the 
 
 from __future__ import annotations
 
+import weakref
 from typing import NamedTuple
 
 import numba
@@ -325,14 +326,20 @@ def nodal_forward(pk, deformed, q, u, tau, fext, udot):
 
 class NodalEngine:
     """The compiled :func:`nodal_forward` of a model of rigid and nodal bodies for one
-    fidelity (its node kinematics: :func:`flexdyn.terms.deformed_nodes`), packed once."""
+    fidelity (its node kinematics: :func:`flexdyn.terms.deformed_nodes`), packed once.  It
+    refers to its model weakly, so that a cache keyed by the model does not keep it alive."""
 
     def __init__(self, model: Model, fidelity: str = DEFAULT_FIDELITY):
-        self.model = model
+        self._model = weakref.ref(model)
         self.fidelity = fidelity
         self.deformed = deformed_nodes(fidelity)
         self.packed = pack_nodal(model)
         self._zero_wrenches = np.zeros((model.n_bodies, 6))
+
+    @property
+    def model(self) -> Model:
+        """The model (while it lives)."""
+        return self._model()
 
     def forward_dynamics(self, q, u, tau, f_ext=None, method: str = "nodal") -> np.ndarray:
         """``u̇`` (nu,) of validated real inputs (``q`` with unit quaternions)."""
