@@ -54,11 +54,12 @@ def element_jacobians(model: Model, pos: PositionTerms) -> list[tuple[np.ndarray
 
 
 def skew_gyroscopic(M: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """``B(V)`` (6 × 6) of the module docstring: skew-symmetric, ``B(V) V = V ×* M V``."""
+    """``B(V)`` (6 × 6) of the module docstring: skew-symmetric, ``B(V) V = V ×* M V``
+    (numpy arrays, or object arrays of sympy expressions: :mod:`flexdyn.symbolic`)."""
     h = M @ V
     X = np.zeros((6, 6), dtype=h.dtype)
     X[:3, :3], X[:3, 3:], X[3:, :3] = skew(h[:3]), skew(h[3:]), skew(h[3:])
-    return 0.5 * (crf(V) @ M + M @ crm(V) - X)
+    return (crf(V) @ M + M @ crm(V) - X) / 2  # exact halving: sympy object arrays too
 
 
 def coriolis_matrix(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str) -> np.ndarray:

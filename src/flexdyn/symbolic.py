@@ -50,6 +50,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from .body import Body
 from .chain import Model
+from .coriolis import skew_gyroscopic
 from .joints import (
     CylindricalJoint,
     FixedJoint,
@@ -62,7 +63,7 @@ from .joints import (
     SphericalJoint,
     UniversalJoint,
 )
-from .spatial import Transform
+from .spatial import Transform, skew, twist_maps
 
 __all__ = ["SYMBOLIC_JOINTS", "SYMBOLIC_TIP_KINEMATICS", "SymbolicModel", "symbolic_model"]
 
@@ -72,8 +73,17 @@ Pose = tuple[Any, Any]  # (R 3 × 3, p 3 × 1) sympy matrices
 # ---------------------------------------------------------------------------------------------
 # symbolic rotations and screw exponentials
 # ---------------------------------------------------------------------------------------------
+def _on_symbols(fn: Callable, *args: Any) -> Any:
+    """``fn`` of :mod:`flexdyn.spatial` or :mod:`flexdyn.coriolis` (numpy code) applied to
+    sympy matrices, as object arrays (vectors flattened), returned as a sympy matrix."""
+    arrays = [np.array(a, dtype=object).reshape(-1) if 1 in a.shape else
+              np.array(a, dtype=object) for a in args]
+    return sp.Matrix(fn(*arrays))
+
+
 def _hat(v) -> Any:
-    return sp.Matrix([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+    """``ṽ`` (3 × 3) of a sympy 3-vector (:func:`flexdyn.spatial.skew`)."""
+    return _on_symbols(skew, sp.Matrix(v))
 
 
 def _vee(S) -> Any:
@@ -354,7 +364,11 @@ class SymbolicModel:
         names.update({s: f"p[{k}]" for k, s in enumerate(self.p)})
         out = ["#include <math.h>", ""]
         series = {f.__name__: f.__name__ for f in _SERIES.values()}
+        used = set().union(*(X.atoms(sp.Function) for X in (self.M, self.C, self.F,
+                                                             self.Gamma)))
         for f in _SERIES.values():  # the exponential map's coefficient series, by Horner
+            if not any(isinstance(g, f) for g in used):
+                continue
             terms = " + s * (".join(repr(c) for c in _series_coefficients(f.offset, f.order))
             out += [f"static double {f.__name__}(double s) {{",
                     f"    return {terms}{')' * (SERIES_TERMS - 1)};", "}"]
@@ -445,7 +459,7 @@ def symbolic_model(model: Model, simplify: bool = False) -> SymbolicModel:
         for k in range(nq):
             J_dot += J.diff(q[k]) * qdot[k]
         M += J.T * Me * J
-        C += J.T * (Me * J_dot + _skew_gyroscopic(Me, J * p) * J)
+        C += J.T * (Me * J_dot + _on_symbols(skew_gyroscopic, Me, J * p) * J)
     if simplify:
         M, C, F = (X.applyfunc(sp.simplify) for X in (M, C, F))
     return SymbolicModel(model=model, q=q, p=p, M=M, C=C, F=F, D=sp.Matrix(D), Gamma=Gamma)
@@ -458,13 +472,9 @@ def _modal(q: Any, model: Model, i: int) -> Any:
 
 
 def _twist_map(T: Pose) -> Any:
-    """``Ad(T⁻¹)`` (6 × 6): a twist of the outer frame seen in the frame of pose ``T``,
-    ``[[Rᵀ, 0], [−Rᵀ p̃, Rᵀ]]``."""
-    R, r = T
-    X = sp.zeros(6, 6)
-    X[:3, :3] = X[3:, 3:] = R.T
-    X[3:, :3] = -R.T * _hat(r)
-    return X
+    """``Ad(T⁻¹)`` (6 × 6): a twist of the outer frame seen in the frame of pose ``T``
+    (:func:`flexdyn.spatial.twist_maps`)."""
+    return _on_symbols(twist_maps, *T)
 
 
 def _local_jacobian(T: Pose, q: Any, Gamma: Any) -> Any:
@@ -478,14 +488,3 @@ def _local_jacobian(T: Pose, q: Any, Gamma: Any) -> Any:
             J[:3, k] = _vee(R.T * R.diff(s))
             J[3:, k] = R.T * r.diff(s)
     return (J * Gamma).applyfunc(sp.simplify)
-
-
-def _skew_gyroscopic(M: Any, V: Any) -> Any:
-    """``B(V)`` of :func:`flexdyn.coriolis.skew_gyroscopic` on sympy matrices."""
-    h = M * V
-    X = sp.zeros(6, 6)
-    X[:3, :3], X[:3, 3:], X[3:, :3] = _hat(h[:3, 0]), _hat(h[3:, 0]), _hat(h[3:, 0])
-    crm = sp.zeros(6, 6)
-    crm[:3, :3] = crm[3:, 3:] = _hat(V[:3, 0])
-    crm[3:, :3] = _hat(V[3:, 0])
-    return (-crm.T * M + M * crm - X) / 2
