@@ -64,6 +64,16 @@ def test_info_tree(capsys):
     out = capsys.readouterr().out
     assert "free" in out and "array_neg" in out and "hub" in out
     assert out.count("array_pos:") == 1
+    # the assembled system beside the per-body frequencies: the free-floating spacecraft has
+    # six rigid-body modes; its lowest elastic mode (both arrays bending together, the hub
+    # recoiling) lies above the cantilever's, the locked one repeats it per array
+    free = next(ln for ln in out.splitlines() if "joints free" in ln)
+    locked = next(ln for ln in out.splitlines() if "joints locked" in ln)
+    assert "6 rigid-body modes" in free and "0 rigid-body modes" in locked
+    per_body = float(out.split("array_pos:")[1].split(",")[0])
+    lowest_free = float(free.split("modes;")[1].split(",")[0])
+    assert lowest_free > per_body
+    assert locked.count(f"{per_body:.6g}") == 2
 
 
 def test_module_entry_point():

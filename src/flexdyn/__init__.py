@@ -10,6 +10,7 @@ linearized body model.  See ``docs/architecture.md`` for the layers of the packa
 from . import models, speeds
 from .chain import Model, ModelBuilder, StateEntry, load_model, save_model, state_layout
 from .closure import ClosureError
+from .control import Equilibrium, Linearization, equilibrium, linearize, max_stable_step
 from .dynamics import (
     assemble,
     bias_forces,
@@ -24,8 +25,10 @@ from .dynamics import (
     mass_matrix_inverse,
 )
 from .energy import kinetic_energy, momentum, potential_energy, total_energy
+from .jacobians import frame_jacobian, frame_pose, jacobian_rate_product
+from .modal import ModalAnalysis, modal_analysis, tangent_stiffness
 from .results import SimulationError, SimulationResult
-from .simulate import pack_state, rhs, simulate, unpack_state
+from .simulate import StiffnessWarning, pack_state, rhs, simulate, unpack_state
 from .terms import (
     DEFAULT_FIDELITY,
     FIDELITIES,
@@ -42,14 +45,18 @@ __version__ = "0.1.0"
 __all__ = [
     "ClosureError",
     "DEFAULT_FIDELITY",
+    "Equilibrium",
     "FIDELITIES",
     "Kinematics",
+    "Linearization",
+    "ModalAnalysis",
     "Model",
     "ModelBuilder",
     "PositionTerms",
     "SimulationError",
     "SimulationResult",
     "StateEntry",
+    "StiffnessWarning",
     "Velocities",
     "VelocityTerms",
     "assemble",
@@ -59,14 +66,21 @@ __all__ = [
     "compute_velocities",
     "constraint_forces",
     "coriolis_matrix",
+    "equilibrium",
     "forward_dynamics",
+    "frame_jacobian",
+    "frame_pose",
     "hybrid_dynamics",
     "inverse_dynamics",
+    "jacobian_rate_product",
     "joint_wrenches",
     "kinetic_energy",
+    "linearize",
     "load_model",
     "mass_matrix",
     "mass_matrix_inverse",
+    "max_stable_step",
+    "modal_analysis",
     "models",
     "momentum",
     "pack_state",
@@ -76,6 +90,7 @@ __all__ = [
     "simulate",
     "speeds",
     "state_layout",
+    "tangent_stiffness",
     "total_energy",
     "unpack_state",
 ]

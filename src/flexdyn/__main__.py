@@ -19,6 +19,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,6 +28,7 @@ import numpy as np
 from .chain import Model, load_model
 from .closure import ClosureError
 from .dynamics import FORWARD_METHODS, assemble
+from .modal import FREE, LOCKED, modal_analysis
 from .models import BUILTIN_MODELS, builtin_model, modal_frequencies, slew_torque, spinup_torque
 from .results import SimulationError, SimulationResult
 from .simulate import simulate
@@ -169,6 +171,36 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``info`` analyses the assembled system up to this many speeds (one reference inverse
+#: dynamics per speed)
+INFO_MAX_SPEEDS = 300
+
+
+def _print_assembled_modes(model: Model) -> None:
+    """The assembled system's lowest frequencies at the neutral configuration, joints free
+    and locked (:func:`flexdyn.modal_analysis`), and RK4's stable step."""
+    if model.nu > INFO_MAX_SPEEDS:
+        print(f"assembled modes: skipped (nu = {model.nu} > {INFO_MAX_SPEEDS}; call "
+              "flexdyn.modal_analysis)")
+        return
+    print("assembled system at the neutral configuration (Hz; flexdyn.modal_analysis):")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        for joints in (FREE, LOCKED):
+            modes = modal_analysis(model, joints=joints)
+            elastic = modes.frequencies[~modes.rigid]
+            shown = ", ".join(f"{v:.6g}" for v in elastic[:8]) + (" ..." if elastic.size > 8
+                                                                  else "")
+            print(f"  joints {joints:<6}: {int(modes.rigid.sum())} rigid-body modes; {shown}")
+            if joints == FREE and elastic.size:
+                print(f"  highest {elastic[-1]:.6g} Hz: RK4 is stable below "
+                      f"h = {2 * np.sqrt(2) / (2 * np.pi * elastic[-1]):.3g} s "
+                      "(flexdyn.max_stable_step)")
+    if caught:
+        print("  note: the neutral configuration is not an equilibrium (gravity): these are the "
+              "modes of the symmetric part of the stiffness; see flexdyn.equilibrium")
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     model = _load(args.model)
     freqs = modal_frequencies(model)
@@ -192,6 +224,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
                   "cannot be used with this model")
     if not any(f.size for f in freqs):
         print("  (rigid model: no modes)")
+    else:
+        _print_assembled_modes(model)
     for c in model.constraints:
         other = ("the ground" if c.other_body < 0 else model.names[c.other_body])
         print(f"closure {c.name!r}: {c.kind} ({c.n_rows} rows) between "

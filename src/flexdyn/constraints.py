@@ -142,7 +142,7 @@ def point_rows(A: Endpoint, B: Endpoint, N: np.ndarray) -> ClosureRows:
     n = B.R @ N
     d, dd = A.p - B.p, A.v - B.v
     k = N.shape[1]
-    W_A, W_B = np.zeros((k, 6)), np.zeros((k, 6))
+    W_A, W_B = np.zeros((k, 6), dtype=d.dtype), np.zeros((k, 6), dtype=d.dtype)
     W_A[:, 3:] = n.T
     W_B[:, :3] = cross(n.T, d)
     W_B[:, 3:] = -n.T
@@ -161,7 +161,7 @@ def axis_rows(A: Endpoint, B: Endpoint, a_A: np.ndarray, P_B: np.ndarray) -> Clo
     b = (B.R @ P_B).T  # (2, 3)
     c = cross(a, b)
     dw = A.w - B.w
-    W_A, W_B = np.zeros((2, 6)), np.zeros((2, 6))
+    W_A, W_B = np.zeros((2, 6), dtype=c.dtype), np.zeros((2, 6), dtype=c.dtype)
     W_A[:, :3], W_B[:, :3] = c, -c
     rate = cross(cross(A.w, a), b) + cross(a, cross(B.w, b))
     return ClosureRows(b @ a, W_A, W_B, c @ (A.alpha - B.alpha) + rate @ dw)
@@ -173,7 +173,7 @@ def attitude_rows(A: Endpoint, B: Endpoint, R0: np.ndarray) -> ClosureRows:
     ``γ = R_Bᵀ (α_A − α_B + (ω_A − ω_B) × ω_B)``."""
     Rt = B.R.T
     g = Rotation.from_matrix(Rt @ A.R @ R0.T).as_rotvec()
-    W_A, W_B = np.zeros((3, 6)), np.zeros((3, 6))
+    W_A, W_B = np.zeros((3, 6), dtype=Rt.dtype), np.zeros((3, 6), dtype=Rt.dtype)
     W_A[:, :3], W_B[:, :3] = Rt, -Rt
     dw = A.w - B.w
     return ClosureRows(g, W_A, W_B, Rt @ (A.alpha - B.alpha + cross(dw, B.w)))

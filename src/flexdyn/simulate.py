@@ -54,6 +54,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -82,10 +83,13 @@ from .dynamics import (
 )
 from .engine import DERIVATIVE_METHODS, galpha, kernels
 from .engine.closure import SINGULAR
+from .modal import highest_frequency
 from .results import SimulationError, SimulationResult
+from .stability import STABILITY_TABLEAUX, step_limit
 from .terms import DEFAULT_FIDELITY, check_fidelity, modal_velocities, state_terms
 
-__all__ = ["pack_state", "rhs", "simulate", "unpack_state"]
+__all__ = ["PrescribedMotion", "StiffnessWarning", "pack_state", "rhs", "simulate",
+           "unpack_state"]
 
 _N_EXTRA = 3  # augmented state: W_τ, W_ext, D
 _INTEGRATORS = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
@@ -356,7 +360,7 @@ def _nodal_forcing(value: Any) -> Callable | None:
     return lambda t, q, u: loads
 
 
-class _Drive:
+class PrescribedMotion:
     """Prescribed joint motion of :func:`simulate`: ``{body: f}`` with ``f(t) -> (q_j, u_j,
     u̇_j)`` of that body's joint; :attr:`mask` (nu,) marks the prescribed speeds."""
 
@@ -459,7 +463,7 @@ class _Ode:
 
     def __init__(self, model: Model, fidelity: str, method: str, backend: str,
                  tau_fn: Callable | None, fext_fn: Callable | None, nodes_fn: Callable | None,
-                 drive: _Drive | None, closure_rate: float = CLOSURE_RATE):
+                 drive: PrescribedMotion | None, closure_rate: float = CLOSURE_RATE):
         self.model, self.fidelity, self.method, self.backend = model, fidelity, method, backend
         self.tau_fn, self.fext_fn, self.nodes_fn, self.drive = tau_fn, fext_fn, nodes_fn, drive
         self.closure_rate = closure_rate
@@ -793,7 +797,7 @@ def simulate(
     if model.constraints and integrator == GENERALIZED_ALPHA:
         raise ValueError(f"integrator={GENERALIZED_ALPHA!r}: not supported yet for a model with "
                          f"loop closures ({', '.join(c.name for c in model.constraints)})")
-    drive = None if prescribed is None else _Drive(model, prescribed)
+    drive = None if prescribed is None else PrescribedMotion(model, prescribed)
     if drive is not None:
         q0, u0, _ = drive.impose(t0, q0, u0, at_start=True)
         q0 = _normalized(model, q0)
@@ -871,6 +875,8 @@ def simulate(
                        **({} if watch is None else watch.results(model)))
 
     t_out, y_out = samples.arrays(nq + nu + _N_EXTRA)
+    if solver is not None and isinstance(integrator, str):
+        _warn_if_stiff(model, integrator, q0, fidelity, t0, float(solver.t), samples.steps)
     if failure is not None:
         t_fail, message, cause = failure
         raise SimulationError(f"simulation failed at t = {t_fail:.6g} s: {message}", t_fail,
@@ -904,6 +910,40 @@ _MAX_NEWTON = 8
 _CHUNK = 4096
 #: step tries per compiled call while a progress bar is shown
 _TRIES_PER_UPDATE = 256
+
+
+class StiffnessWarning(RuntimeWarning):
+    """An explicit integrator's steps were limited by the stability of the stiffest elastic
+    mode rather than by accuracy (:func:`simulate`)."""
+
+
+#: runs shorter than this many steps are not examined for stiffness
+STIFF_MIN_STEPS = 500
+#: mean steps above this fraction of the stability limit count as limited by it
+STIFF_FRACTION = 0.4
+
+
+def _warn_if_stiff(model: Model, integrator: str, q0: np.ndarray, fidelity: str, t0: float,
+                   t_end: float, steps: int) -> None:
+    """Warn (:class:`StiffnessWarning`) when an explicit integrator of
+    :data:`flexdyn.stability.STABILITY_TABLEAUX` took at least :data:`STIFF_MIN_STEPS`
+    accepted steps whose mean is above :data:`STIFF_FRACTION` of the stability limit of the
+    highest assembled frequency at ``q0`` (:func:`flexdyn.modal.highest_frequency`; one
+    eigenproblem, small beside such a run): steps that cannot grow past that limit,
+    whatever the tolerances."""
+    if integrator not in STABILITY_TABLEAUX or steps < STIFF_MIN_STEPS:
+        return
+    omega = highest_frequency(model, q0, fidelity)
+    h_mean = (t_end - t0) / steps
+    h_stable = step_limit(integrator, np.array([1j * omega]))
+    if omega > 0.0 and h_mean >= STIFF_FRACTION * h_stable:
+        warnings.warn(
+            f"{integrator} took {steps} steps of {h_mean:.2g} s on average: its steps are "
+            f"limited by the stability of the stiffest mode ({omega / (2 * np.pi):.4g} Hz; "
+            f"stable steps below about {h_stable:.2g} s), not by accuracy.  Use an implicit "
+            "integrator (integrator='Radau' or 'generalized-alpha'), fewer modes, or a softer "
+            "model; flexdyn.max_stable_step(model, integrator) gives the limit at a state",
+            StiffnessWarning, stacklevel=3)
 
 
 def _galpha_options(model: Model, t0: float, t1: float, h: Any, rho_inf: Any,
@@ -1237,6 +1277,7 @@ class _Samples:
             self.t.append(t0)
             self.y.append(x0)
         self.next = 0  # index of the next t_eval sample
+        self.steps = 0  # accepted steps
 
     def run(self, solver, watch: bool = True) -> str:
         """Step ``solver`` to its end, its failure or a terminal event, recording the samples
@@ -1245,6 +1286,7 @@ class _Samples:
             message = solver.step()
             if solver.status == "failed":
                 return str(message)
+            self.steps += 1
             stop = self.events.after_step(solver) if watch and self.events else None
             self.add(solver, stop)
             if stop is not None:

@@ -1,0 +1,319 @@
+"""Control-design interfaces: linearization, equilibria and steady spin, and the stable
+step of explicit integrators.
+
+Everything works in the tangent coordinates of :mod:`flexdyn.modal` (``δ`` (nu,) about a
+configuration ``q₀``: the coordinates themselves, or for quaternion joints the rotation
+vector and displacement in the joint's child frame), with exact derivatives by complex step
+through the reference tier: one reference evaluation per column.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+
+from .chain import Model, state_layout
+from .dynamics import closure_residuals, forward_dynamics, hybrid_dynamics, inverse_dynamics
+from .modal import TangentCoordinates, complex_step_jacobian, held_speeds
+from .simulate import PrescribedMotion
+from .stability import IMPLICIT, step_limit
+from .terms import DEFAULT_FIDELITY, check_fidelity, state_terms
+
+__all__ = ["Equilibrium", "Linearization", "equilibrium", "linearize", "max_stable_step"]
+
+
+# ---------------------------------------------------------------------------------------------
+# linearization
+# ---------------------------------------------------------------------------------------------
+class Linearization(NamedTuple):
+    """``ẋ = A x + B τ``, ``y = C x + D τ`` about an operating point (:func:`linearize`).
+
+    Attributes
+    ----------
+    A : (n, n); B : (n, nu); C : (ny, n); D : (ny, nu).
+    state_names : the ``n`` entries of ``x`` — ``δ`` then ``u`` (module docstring), less the
+        prescribed joints' entries; for a model with loop closures ``x`` are coordinates
+        along ``basis`` and the names those of the full tangent state.
+    input_names : the ``nu`` entries of ``τ`` (the state layout's speed names).
+    output_names : the ``ny`` outputs.
+    q : (nq,), u : (nu,) — the operating point (prescribed entries imposed).
+    basis : (2 nu', n) or None — for a model with loop closures, the orthonormal basis ``N``
+        of the closures' tangent space in the full tangent state ``x_full = N x``.
+    """
+
+    A: np.ndarray
+    B: np.ndarray
+    C: np.ndarray
+    D: np.ndarray
+    state_names: list[str]
+    input_names: list[str]
+    output_names: list[str]
+    q: np.ndarray
+    u: np.ndarray
+    basis: np.ndarray | None
+
+
+_NODE = re.compile(r"^(?P<body>.+?)\.(?:tip|node\[(?P<node>-?\d+)\])(?P<defl>\.deflection)?$")
+
+
+def _output(model: Model, fidelity: str, spec: str, state_names: list[str]
+            ) -> tuple[list[str], Callable[[np.ndarray, np.ndarray], np.ndarray]]:
+    """Names and ``y(q, x)`` of one output specification (see :func:`linearize`)."""
+    if not isinstance(spec, str):
+        raise ValueError(f"outputs: each output is a name (str), got {spec!r}")
+    if spec in state_names:
+        k = state_names.index(spec)
+        return [spec], lambda q, x: x[k:k + 1]
+    match = _NODE.match(spec)
+    if match is None or match["body"] not in model.names:
+        raise ValueError(f"outputs: unknown output {spec!r}; an output is a state name "
+                         "(Linearization.state_names), '<body>.tip', '<body>.node[j]' or "
+                         "either followed by '.deflection'")
+    i = model.body_index(match["body"])
+    body = model.bodies[i]
+    if body.n_nodes == 0:
+        raise ValueError(f"outputs: {spec!r}: body {body.name!r} has no nodes")
+    j = -1 if match["node"] is None else int(match["node"])
+    if not -body.n_nodes <= j < body.n_nodes:
+        raise ValueError(f"outputs: {spec!r}: node {j} out of range for body {body.name!r} "
+                         f"with {body.n_nodes} nodes")
+    j %= body.n_nodes
+    stem = f"{body.name}.node[{j}]" + (".deflection" if match["defl"] else "")
+
+    def y(q: np.ndarray, x: np.ndarray) -> np.ndarray:
+        pos = state_terms(model, q, None, fidelity)[0]
+        p = pos.frames[i].p[j]
+        return p - body.nodes[j] if match["defl"] else pos.pose[i].apply(p)
+
+    return [f"{stem}.{c}" for c in "xyz"], y
+
+
+def _closure_basis(model: Model, tangent: TangentCoordinates, x0: np.ndarray,
+                   fidelity: str) -> np.ndarray:
+    """The closures linearized in the tangent state ``x = [δ; u]`` (2 n_c × 2 nu): the
+    velocity rows ``∂(J u)/∂x`` by complex step, the position rows ``∂g/∂δ = J T⁻¹`` with
+    ``T = ∂δ̇/∂u`` (``ġ = J u`` and ``δ̇ = T u`` at ``δ = 0``)."""
+    nu = model.nu
+
+    def velocity(x: np.ndarray) -> np.ndarray:
+        return closure_residuals(model, tangent.configuration(x[:nu]), x[nu:], fidelity)[1]
+
+    G_v = complex_step_jacobian(velocity, x0)
+    T = complex_step_jacobian(lambda v: tangent.rates(tangent.q0, np.zeros(nu), v), x0[nu:])
+    G_p = np.hstack([np.linalg.solve(T.T, G_v[:, nu:].T).T, np.zeros_like(G_v[:, nu:])])
+    return np.vstack([G_p, G_v])
+
+
+def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
+              fidelity: str = DEFAULT_FIDELITY, prescribed: Mapping[str, Callable] | None = None,
+              t: float = 0.0, f_ext: Any = None, outputs: Sequence[str] = (),
+              method: str = "articulated") -> Linearization:
+    """Linearize ``ẋ = f(x, τ)`` about ``(q, u, τ)``: exact derivatives by complex step.
+
+    The state ``x = [δ; u]`` is the tangent state of the module docstring: ``δ`` (nu,)
+    about ``q`` (``δ = 0`` at the operating point) — the joint coordinates themselves, or
+    for quaternion joints the rotation vector (and displacement) in the joint's child frame
+    — then the speeds ``u`` of the state layout.  ``ẋ = [δ̇; u̇]`` with ``u̇`` the forward
+    dynamics of :func:`flexdyn.forward_dynamics` (fidelity, method, ``f_ext`` as there).
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) operating configuration; u : (nu,) or None (zero) speeds; tau : (nu,) or None
+        (zero) generalized forces at the operating point.
+    fidelity, method, f_ext : as for :func:`flexdyn.forward_dynamics` (``f_ext`` constant).
+    prescribed : ``{body: f(t) -> (q_j, u_j, u̇_j)}``, :func:`flexdyn.simulate`'s form: those
+        joints move as prescribed (their entries imposed on ``q``, ``u`` at time ``t``) and
+        their entries leave the state — a body spinning at a prescribed rate linearizes
+        about its relative equilibrium.
+    t : time at which ``prescribed`` is evaluated (s).
+    outputs : names of outputs ``y``: any of :attr:`Linearization.state_names`,
+        ``"<body>.tip"`` (the inertial position of the body's last node, m),
+        ``"<body>.node[j]"`` (node ``j``), and either followed by ``".deflection"`` (the
+        node's elastic displacement in the body frame, m); three rows ``.x .y .z`` each.
+
+    Returns
+    -------
+    :class:`Linearization` — a tuple ``(A, B, C, D, state_names, input_names,
+    output_names, q, u, basis)``: ``A`` (n, n), ``B`` (n, nu) over all ``nu`` entries of
+    ``τ`` (a prescribed joint's entries are columns of zeros), ``C`` (ny, n), ``D`` (ny,
+    nu) = 0.  For a model with loop closures the state is projected onto the closures'
+    tangent space (position and velocity closures linearized): ``x_full = N x`` with ``N``
+    = ``basis``; ``A = Nᵀ A_full N``, ``B = Nᵀ B_full``, ``C = C_full N`` (the closed
+    chain's flow keeps that space, so nothing is lost).
+    """
+    check_fidelity(fidelity)
+    u = np.zeros(model.nu) if u is None else u
+    tau = np.zeros(model.nu) if tau is None else tau
+    q, u, tau = (np.asarray(a, dtype=float) for a in
+                 model.check_state(q, u, tau=tau))
+    drive, known, mask = None, None, np.zeros(model.nu, dtype=bool)
+    if prescribed is not None:
+        drive = PrescribedMotion(model, prescribed)
+        q, u, known = drive.impose(float(t), q, u, at_start=True)
+        mask = drive.mask
+    tangent = TangentCoordinates(model, q)
+    nu = model.nu
+
+    def accelerations(qc: np.ndarray, uc: np.ndarray, tc: np.ndarray) -> np.ndarray:
+        if drive is None:
+            return forward_dynamics(model, qc, uc, tc, method=method, fidelity=fidelity,
+                                    f_ext=f_ext, backend="reference")
+        return hybrid_dynamics(model, qc, uc, tc, known, mask, fidelity=fidelity,
+                               f_ext=f_ext, backend="reference")[0]
+
+    def f(x: np.ndarray, tc: np.ndarray = tau) -> np.ndarray:
+        d, uc = x[:nu], x[nu:]
+        qc = tangent.configuration(d)
+        return np.concatenate([tangent.rates(qc, d, uc), accelerations(qc, uc, tc)])
+
+    keep = np.flatnonzero(~np.concatenate([mask, mask]))
+    x0 = np.concatenate([np.zeros(nu), u])
+    A = complex_step_jacobian(f, x0, keep)[keep]
+    B = complex_step_jacobian(lambda tc: f(x0.astype(complex), tc), tau)[keep]
+    all_names = tangent.names() + [e.name for e in state_layout(model)["u"]]
+    names = [all_names[k] for k in keep]
+    y_names, y_fns = [], []
+    for spec in outputs:
+        part, fn = _output(model, fidelity, spec, names)
+        y_names += part
+        y_fns.append(fn)
+
+    def y(x_kept: np.ndarray) -> np.ndarray:
+        x = x0.astype(x_kept.dtype)
+        x[keep] = x_kept
+        qc = tangent.configuration(x[:nu])
+        return np.concatenate([fn(qc, x_kept) for fn in y_fns])
+
+    C = (complex_step_jacobian(y, x0[keep]) if y_fns else np.zeros((0, keep.size)))
+    basis = None
+    if model.constraints:
+        basis = scipy.linalg.null_space(_closure_basis(model, tangent, x0, fidelity)[:, keep])
+        A, B, C = basis.T @ A @ basis, basis.T @ B, C @ basis
+    return Linearization(A, B, C, np.zeros((C.shape[0], nu)), names,
+                         [e.name for e in state_layout(model)["u"]], y_names, q, u, basis)
+
+
+# ---------------------------------------------------------------------------------------------
+# equilibrium and steady spin
+# ---------------------------------------------------------------------------------------------
+class Equilibrium(NamedTuple):
+    """A static equilibrium or a steady spin (:func:`equilibrium`).
+
+    Attributes
+    ----------
+    q : (nq,) coordinates; u : (nu,) speeds (zero but the spin rates).
+    tau : (nu,) generalized forces that hold it: the given ones at free speeds, the reactions
+        (torques, forces) at held ones.
+    residual : max |force imbalance| at the free speeds (N, N m, modal units).
+    iterations : evaluations of the residual.
+    """
+
+    q: np.ndarray
+    u: np.ndarray
+    tau: np.ndarray
+    residual: float
+    iterations: int
+
+
+def equilibrium(model: Model, q0: Any = None, *, tau: Any = None, f_ext: Any = None,
+                held: Collection[str] = (), spin: Mapping[str, Any] | None = None,
+                fidelity: str = DEFAULT_FIDELITY, tol: float = 1e-9) -> Equilibrium:
+    """Static equilibrium under gravity and constant loads, or the steady state of a body
+    spinning at a constant rate: the coordinates where the forces that hold ``(q, u)``
+    with ``u̇ = 0`` (:func:`flexdyn.inverse_dynamics`) equal ``τ`` at every free speed.
+
+    Solved by :func:`scipy.optimize.root` (MINPACK's hybrid method) in the tangent
+    coordinates of the module docstring about ``q0``, with the exact Jacobian (complex
+    step).
+
+    Parameters
+    ----------
+    q0 : (nq,) or None (neutral) — the starting guess; held joints stay at their values.
+    tau : (nu,) or None — constant generalized forces (read at the free speeds).
+    f_ext : (n_bodies, 6) or None — constant wrenches at the body frames, body coordinates.
+    held : body names whose joints are held at ``q0``.
+    spin : ``{body: rate}`` — those joints turn at the constant speeds ``rate`` (a number for
+        a one-speed joint, else (nu_j,)) and are held in angle: the steady spin of a rotating
+        body (its stretched state), for a joint whose axis keeps the loads steady.
+    tol : convergence on the force imbalance, relative to the largest force at ``q0``.
+
+    Returns
+    -------
+    :class:`Equilibrium`.  ``ValueError`` when no equilibrium is found (a free-floating body
+    under gravity has none: hold it).
+    """
+    check_fidelity(fidelity)
+    q0 = model.neutral_configuration() if q0 is None else q0
+    tau = np.zeros(model.nu) if tau is None else tau
+    q0, _, tau = (np.asarray(a, dtype=float) for a in
+                  model.check_state(q0, np.zeros(model.nu), tau=tau))
+    mask = held_speeds(model, held, "held")
+    u = np.zeros(model.nu)
+    for name, rate in (spin or {}).items():
+        mask |= held_speeds(model, [name], "spin")
+        i = model.body_index(name)
+        us, nuj = int(model.u_start[i]), int(model.nu_joint[i])
+        rate = np.atleast_1d(np.asarray(rate, dtype=float))
+        if rate.shape != (nuj,) or not np.all(np.isfinite(rate)):
+            raise ValueError(f"spin[{name!r}]: expected {nuj} finite joint speed(s), got "
+                             f"{rate.tolist()}")
+        u[us:us + nuj] = rate
+    free = np.flatnonzero(~mask)
+    tangent = TangentCoordinates(model, q0)
+    zero = np.zeros(model.nu)
+
+    def forces(x: np.ndarray) -> np.ndarray:
+        d = np.zeros(model.nu, dtype=x.dtype)
+        d[free] = x
+        return inverse_dynamics(model, tangent.configuration(d), u, zero, fidelity, f_ext,
+                                backend="reference") - tau
+
+    def residual(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return forces(x)[free], complex_step_jacobian(lambda y: forces(y)[free], x)
+
+    x0 = np.zeros(free.size)
+    scale = max(float(np.max(np.abs(forces(x0)), initial=0.0)), 1.0)
+    sol = scipy.optimize.root(residual, x0, jac=True, method="hybr",
+                              options={"xtol": 1e-13})
+    d = np.zeros(model.nu)
+    d[free] = sol.x
+    q = tangent.configuration(d)
+    held_forces = forces(sol.x) + tau
+    imbalance = float(np.max(np.abs(held_forces[free] - tau[free]), initial=0.0))
+    if not np.all(np.isfinite(sol.x)) or imbalance > tol * scale:
+        raise ValueError(f"no equilibrium found from q0 (force imbalance {imbalance:.3g} after "
+                         f"{sol.nfev} evaluations: {sol.message}); a body on a free or "
+                         "unsupported joint under steady loads has none — hold it with held=[…]")
+    out_tau = np.where(mask, held_forces, tau)
+    return Equilibrium(model.normalize_configuration(q), u, out_tau, imbalance, int(sol.nfev))
+
+
+# ---------------------------------------------------------------------------------------------
+# stiffness guidance
+# ---------------------------------------------------------------------------------------------
+def max_stable_step(model: Model, integrator: str = "rk4", q: Any = None, u: Any = None, *,
+                    fidelity: str = DEFAULT_FIDELITY) -> float:
+    """The largest step (s) of an explicit integrator that keeps the linearization about
+    ``(q, u)`` (default: neutral configuration, at rest) stable: the eigenvalues ``λ`` of
+    ``A`` (:func:`linearize`, damping included) against the integrator's stability
+    polynomial (:func:`flexdyn.stability.step_limit`).
+
+    ``integrator``: ``"euler"``, ``"rk4"``, ``"RK23"``, ``"RK45"``, ``"DOP853"``
+    (:data:`flexdyn.stability.STABILITY_TABLEAUX`); ``inf`` for ``"Radau"``, ``"BDF"``,
+    ``"LSODA"``, ``"generalized-alpha"``.  The highest assembled frequency sets it: for
+    ``"rk4"`` and an undamped mode of ``ω`` rad/s, ``h < 2√2 / ω``.  Away from
+    equilibrium the growing (statically unstable) modes limit nothing.
+    """
+    if integrator in IMPLICIT:
+        return math.inf
+    step_limit(integrator, np.zeros(0))  # validates the name before any work
+    q = model.neutral_configuration() if q is None else q
+    lin = linearize(model, q, u, fidelity=fidelity)
+    return step_limit(integrator, np.linalg.eigvals(lin.A))

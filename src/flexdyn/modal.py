@@ -1,0 +1,311 @@
+"""Tangent coordinates and the natural modes of the assembled system.
+
+**Tangent coordinates.**  The control interfaces (here and in
+:mod:`flexdyn.control`) work in *tangent coordinates*
+``δ`` (nu,) about a configuration ``q₀``, one entry per generalized speed, so that the
+state ``x = [δ; u]`` has ``2 nu`` entries and ``δ̇ = u`` wherever the speeds are the
+coordinates' rates.  Per joint (registry :data:`TANGENT_CHARTS`, keyed by joint type):
+
+- a joint whose coordinates are as many as its speeds (revolute, prismatic, universal,
+  joint maps, …) and every modal coordinate: ``q = q₀ + δ`` and ``δ̇ = Γ(q) u``;
+- ``spherical``: ``Q = Q₀ ⊗ [1, δ/2]`` normalised — ``δ`` is the rotation vector of
+  ``R₀ᵀ R`` in the joint's child frame to first order (a Gibbs vector ×2), and
+  ``δ̇ = ω + ½ δ × ω + O(δ²)``;
+- ``free``: the rotation as for ``spherical`` (entries ``rx, ry, rz``), the position
+  ``p = p₀ + R₀ δ_p`` (``δ_p`` the displacement in the child frame at ``q₀``, entries
+  ``px, py, pz``) with ``δ̇_p = R₀ᵀ R v = v + δ × v + O(δ²)``.
+
+The rates are exact to first order, which is all a linearization at ``δ = 0`` reads.  The
+names of the entries (:attr:`Linearization.state_names`) are the state layout's
+(``docs/model-format.md``) for ordinary coordinates and ``<body>.rx`` … ``<body>.pz`` for
+the quaternion joints' tangents.
+
+Derivatives are complex-step derivatives through the reference tier (exact to round-off,
+no step to choose): one reference evaluation per column.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import scipy.linalg
+
+from .chain import Model, state_layout
+from .dynamics import inverse_dynamics, mass_matrix
+from .joints import FreeJoint, Joint, SphericalJoint
+from .spatial import quat_multiply, quat_to_rot
+from .terms import DEFAULT_FIDELITY, check_fidelity
+
+__all__ = [
+    "COORDINATE_CHART",
+    "ModalAnalysis",
+    "TANGENT_CHARTS",
+    "TangentChart",
+    "TangentCoordinates",
+    "complex_step_jacobian",
+    "held_speeds",
+    "highest_frequency",
+    "modal_analysis",
+    "tangent_stiffness",
+]
+
+#: the settings of :func:`modal_analysis`'s ``joints``: every joint moves, or every one held
+FREE, LOCKED = "free", "locked"
+
+#: step of the complex-step derivatives (any tiny step: nothing is subtracted)
+COMPLEX_STEP = 1e-30
+
+
+# ---------------------------------------------------------------------------------------------
+# tangent coordinates
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TangentChart:
+    """Tangent coordinates of one joint kind (module docstring).
+
+    ``retract(joint, q0, d) -> q`` (nq_j,) and ``rate(joint, q, d, u) -> ḋ`` (nu_j,) with
+    ``d``, ``u`` (nu_j,); ``names`` the suffixes of the tangent entries (None: the joint's
+    own coordinate names)."""
+
+    retract: Callable[[Joint, np.ndarray, np.ndarray], np.ndarray]
+    rate: Callable[[Joint, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+    names: tuple[str, ...] | None = None
+
+
+def _rotation_retract(q0: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``Q₀ ⊗ [1, d/2]`` (4,), normalised by ``√(Q·Q)`` (analytic: complex steps pass)."""
+    Q = quat_multiply(q0[:4], np.concatenate([[1.0], d[:3] / 2]))
+    return Q / np.sqrt(Q @ Q)
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a × b`` for real or complex 3-vectors."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                     a[0] * b[1] - a[1] * b[0]])
+
+
+def _spherical_retract(joint: Joint, q0: np.ndarray, d: np.ndarray) -> np.ndarray:
+    return _rotation_retract(q0, d)
+
+
+def _spherical_rate(joint: Joint, q: np.ndarray, d: np.ndarray, u: np.ndarray) -> np.ndarray:
+    return u[:3] + _cross(d[:3], u[:3]) / 2
+
+
+def _free_retract(joint: Joint, q0: np.ndarray, d: np.ndarray) -> np.ndarray:
+    return np.concatenate([_rotation_retract(q0, d), q0[4:7] + quat_to_rot(q0[:4]) @ d[3:6]])
+
+
+def _free_rate(joint: Joint, q: np.ndarray, d: np.ndarray, u: np.ndarray) -> np.ndarray:
+    return np.concatenate([_spherical_rate(joint, q, d, u), u[3:6] + _cross(d[:3], u[3:6])])
+
+
+def _coordinate_retract(joint: Joint, q0: np.ndarray, d: np.ndarray) -> np.ndarray:
+    return q0 + d
+
+
+def _coordinate_rate(joint: Joint, q: np.ndarray, d: np.ndarray, u: np.ndarray) -> np.ndarray:
+    return joint.qdot(q, u)
+
+
+#: the tangent chart of a joint class (module docstring); a class not listed must have as many
+#: coordinates as speeds and takes :data:`COORDINATE_CHART`
+TANGENT_CHARTS: dict[type[Joint], TangentChart] = {
+    SphericalJoint: TangentChart(_spherical_retract, _spherical_rate, ("rx", "ry", "rz")),
+    FreeJoint: TangentChart(_free_retract, _free_rate, ("rx", "ry", "rz", "px", "py", "pz")),
+}
+COORDINATE_CHART = TangentChart(_coordinate_retract, _coordinate_rate)
+
+
+def _chart(joint: Joint, body: str) -> TangentChart:
+    chart = TANGENT_CHARTS.get(type(joint))
+    if chart is None:
+        if joint.nq != joint.nu:
+            raise ValueError(f"body {body!r}: joint type {joint.type!r} has {joint.nq} "
+                             f"coordinates and {joint.nu} speeds and no tangent chart in "
+                             "flexdyn.control.TANGENT_CHARTS")
+        return COORDINATE_CHART
+    return chart
+
+
+class TangentCoordinates:
+    """The tangent coordinates of ``model`` about ``q0`` (module docstring)."""
+
+    def __init__(self, model: Model, q0: np.ndarray):
+        self.model, self.q0 = model, q0
+        self.charts = [_chart(j, name) for j, name in zip(model.joints, model.names,
+                                                          strict=True)]
+
+    def configuration(self, d: np.ndarray) -> np.ndarray:
+        """``q(δ)`` (nq,), complex where ``δ`` is."""
+        model = self.model
+        q = self.q0.astype(np.result_type(d, float))
+        for i, (joint, chart) in enumerate(zip(model.joints, self.charts, strict=True)):
+            qs, us = int(model.q_start[i]), int(model.u_start[i])
+            nqj, nuj, m = int(model.nq_joint[i]), int(model.nu_joint[i]), int(model.n_modes[i])
+            q[qs:qs + nqj] = chart.retract(joint, self.q0[qs:qs + nqj], d[us:us + nuj])
+            q[qs + nqj:qs + nqj + m] = self.q0[qs + nqj:qs + nqj + m] + d[us + nuj:us + nuj + m]
+        return q
+
+    def rates(self, q: np.ndarray, d: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """``δ̇`` (nu,) at ``q = q(δ)`` with speeds ``u``."""
+        model = self.model
+        out = np.empty(model.nu, dtype=np.result_type(q, d, u))
+        for i, (joint, chart) in enumerate(zip(model.joints, self.charts, strict=True)):
+            qs, us = int(model.q_start[i]), int(model.u_start[i])
+            nqj, nuj, m = int(model.nq_joint[i]), int(model.nu_joint[i]), int(model.n_modes[i])
+            out[us:us + nuj] = chart.rate(joint, q[qs:qs + nqj], d[us:us + nuj], u[us:us + nuj])
+            out[us + nuj:us + nuj + m] = u[us + nuj:us + nuj + m]
+        return out
+
+    def names(self) -> list[str]:
+        """Names of the entries of ``δ``."""
+        model, lay = self.model, state_layout(self.model)
+        out = []
+        for i, chart in enumerate(self.charts):
+            qs, nqj = int(model.q_start[i]), int(model.nq_joint[i])
+            q_names = [e.name for e in lay["q"][qs:qs + nqj + int(model.n_modes[i])]]
+            joint_names = (q_names[:nqj] if chart.names is None
+                           else [f"{model.names[i]}.{s}" for s in chart.names])
+            out += joint_names + q_names[nqj:]
+        return out
+
+
+def complex_step_jacobian(f: Callable[[np.ndarray], np.ndarray], x0: np.ndarray,
+                  columns: Sequence[int] | None = None) -> np.ndarray:
+    """``∂f/∂x`` at real ``x0`` by complex steps, the columns ``columns`` (default all)."""
+    columns = range(x0.size) if columns is None else columns
+    out = []
+    for k in columns:
+        x = x0.astype(complex)
+        x[k] += 1j * COMPLEX_STEP
+        out.append(np.asarray(f(x)).imag / COMPLEX_STEP)
+    return np.array(out).T.reshape(-1, len(out))
+
+
+# ---------------------------------------------------------------------------------------------
+# the assembled system's modes
+# ---------------------------------------------------------------------------------------------
+class ModalAnalysis(NamedTuple):
+    """Natural modes of the assembled system at rest (:func:`modal_analysis`).
+
+    Attributes
+    ----------
+    frequencies : (k,) natural frequencies, Hz, ascending (0 for rigid-body modes and for
+        unstable ones, see ``omega_squared``).
+    omega_squared : (k,) the eigenvalues ``ω²`` of ``K φ = ω² M φ`` (rad²/s²; negative:
+        statically unstable).
+    shapes : (nu, k) mode shapes in the layout of ``u`` (``M``-normalised: ``φᵀ M φ = 1``;
+        zero at held speeds).
+    rigid : (k,) bool — rigid-body (zero-frequency) modes: ``|ω²| ≤ rtol · max |ω²|``.
+    free : (k,) indices of the speeds that move (the others held).
+    M, K : (k, k) mass and tangent stiffness over the free speeds.
+    speed_names : the names of the ``nu`` speeds.
+    """
+
+    frequencies: np.ndarray
+    omega_squared: np.ndarray
+    shapes: np.ndarray
+    rigid: np.ndarray
+    free: np.ndarray
+    M: np.ndarray
+    K: np.ndarray
+    speed_names: list[str]
+
+
+def held_speeds(model: Model, bodies: Collection[str], what: str) -> np.ndarray:
+    """(nu,) bool: the joint speeds of ``bodies`` (names, validated)."""
+    if isinstance(bodies, str):
+        bodies = [bodies]
+    held = np.zeros(model.nu, dtype=bool)
+    for name in bodies:
+        if name not in model.names:
+            raise ValueError(f"{what}: no body {name!r}; bodies are {list(model.names)}")
+        i = model.body_index(name)
+        us = int(model.u_start[i])
+        held[us:us + int(model.nu_joint[i])] = True
+    return held
+
+
+def tangent_stiffness(model: Model, q: np.ndarray, u: np.ndarray | None = None, *,
+                      fidelity: str = DEFAULT_FIDELITY, f_ext: Any = None) -> np.ndarray:
+    """``K = ∂τ/∂ξ`` (nu × nu): how the generalized forces that hold the state ``(q, u)``
+    with ``u̇ = 0`` (:func:`flexdyn.inverse_dynamics`: elastic, gravity, velocity terms,
+    ``f_ext`` constant in body coordinates) change with a displacement ``δ = T ξ`` along the
+    speeds (``T = ∂δ̇/∂u``: tangent coordinates, module docstring).  At an equilibrium of
+    conservative forces it is the symmetric Hessian of the potential energy."""
+    q, u = (np.asarray(a, dtype=float) for a in
+            model.check_state(q, np.zeros(model.nu) if u is None else u))
+    tangent = TangentCoordinates(model, q)
+    zero = np.zeros(model.nu)
+    K_d = complex_step_jacobian(lambda d: inverse_dynamics(model, tangent.configuration(d), u, zero,
+                                                   fidelity, f_ext, backend="reference"), zero)
+    T = complex_step_jacobian(lambda v: tangent.rates(q, zero, v), zero)
+    return K_d @ T
+
+
+def modal_analysis(model: Model, q: Any = None, *, joints: str | Collection[str] = "free",
+                   fidelity: str = DEFAULT_FIDELITY, rtol: float = 1e-9) -> ModalAnalysis:
+    """Natural frequencies and mode shapes of the assembled system about the configuration
+    ``q`` at rest: ``K φ = ω² M φ`` with ``M = M(q)`` (:func:`flexdyn.mass_matrix`) and the
+    tangent stiffness ``K`` (:func:`tangent_stiffness`: elastic and gravity stiffness),
+    undamped.
+
+    Parameters
+    ----------
+    q : (nq,) or None (the neutral configuration) — should be an equilibrium
+        (:func:`equilibrium`); elsewhere ``K`` is not symmetric, a ``RuntimeWarning`` says
+        so and its symmetric part is used.
+    joints : ``"free"`` (every joint moves), ``"locked"`` (every joint held: the modes of
+        the flexible bodies on locked joints) or a collection of body names whose joints
+        are held.
+    rtol : eigenvalues with ``|ω²| ≤ rtol · max |ω²|`` are rigid-body modes.
+
+    Returns
+    -------
+    :class:`ModalAnalysis`.
+    """
+    check_fidelity(fidelity)
+    q = model.neutral_configuration() if q is None else q
+    q = np.asarray(model.check_state(q)[0], dtype=float)
+    if isinstance(joints, str) and joints in (FREE, LOCKED):
+        held = held_speeds(model, model.names if joints == LOCKED else (), "joints")
+    elif isinstance(joints, str) or not isinstance(joints, Collection):
+        raise ValueError(f"joints must be 'free', 'locked' or a collection of body names, "
+                         f"got {joints!r}")
+    else:
+        held = held_speeds(model, joints, "joints")
+    free = np.flatnonzero(~held)
+    K = tangent_stiffness(model, q, fidelity=fidelity)[np.ix_(free, free)]
+    M = mass_matrix(model, q, fidelity=fidelity)[np.ix_(free, free)]
+    asym = np.max(np.abs(K - K.T), initial=0.0)
+    if asym > 1e-6 * max(np.max(np.abs(K), initial=0.0), 1e-300):
+        warnings.warn(f"the tangent stiffness is not symmetric (|K − Kᵀ| = {asym:.3g}): q is "
+                      "not an equilibrium or the loads are not conservative; the modes are "
+                      "those of its symmetric part (find an equilibrium with "
+                      "flexdyn.equilibrium)", RuntimeWarning, stacklevel=2)
+    lam, phi = scipy.linalg.eigh((K + K.T) / 2, M)
+    rigid = np.abs(lam) <= rtol * max(np.max(np.abs(lam), initial=0.0), 1e-300)
+    lam = np.where(rigid, 0.0, lam)
+    shapes = np.zeros((model.nu, free.size))
+    shapes[free] = phi
+    return ModalAnalysis(np.sqrt(np.clip(lam, 0.0, None)) / (2 * np.pi), lam, shapes, rigid,
+                         free, M, K, [e.name for e in state_layout(model)["u"]])
+
+
+
+
+def highest_frequency(model: Model, q: Any, fidelity: str = DEFAULT_FIDELITY) -> float:
+    """The highest natural frequency ``ω_max`` (rad/s) of the assembled system about ``q``
+    with every joint free: the largest eigenvalue of the symmetric part of the tangent
+    stiffness against ``M(q)``, whether or not ``q`` is an equilibrium (loop closures left
+    out) — what limits the step of explicit integrators."""
+    q = np.asarray(model.check_state(q)[0], dtype=float)
+    K = tangent_stiffness(model, q, fidelity=fidelity)
+    lam = scipy.linalg.eigh((K + K.T) / 2, mass_matrix(model, q, fidelity=fidelity),
+                            eigvals_only=True)
+    return float(np.sqrt(max(float(lam[-1]), 0.0))) if lam.size else 0.0
