@@ -22,7 +22,7 @@ import pytest
 import flexdyn as fd
 from flexdyn.beam import beam_modes
 from helpers import rel_err
-from oracles import kwatny_disk
+from oracles import kwatny_arm, kwatny_disk
 
 sp = pytest.importorskip("sympy")
 symbolic = pytest.importorskip("flexdyn.symbolic")
@@ -155,6 +155,54 @@ def test_other_tip_kinematics_equal_the_engine(tip):
         assert rel_err(f["M"](q), fd.mass_matrix(model, q, fidelity="full")) < 1e-10
         assert rel_err(f["C"](q, u) @ u + f["F"](q),
                        fd.bias_forces(model, q, u, fidelity="full")) < 1e-10
+
+
+_EX, _EY, _EZ = (np.eye(6)[:, [k]] for k in range(3))
+
+
+def kwatny_arm_model(simple_wrist: bool) -> fd.Model:
+    """Kwatny & Blankenship's six-dof arm (Sec IV): a two-axis shoulder (y then z), a y
+    elbow, a three-axis wrist (y, z, x) — compound (``Γ = I``) or simple (the joint map of
+    all three: the gripper's angular velocity as speeds).  The shoulder's two axes do not
+    span a subalgebra, so its simple form is not a joint of its own (a joint map's columns
+    must): it is the compound joint in both models."""
+    rod = {"mass": 1.0, "com": [0, 0, 1.5], "inertia": np.diag([0.75, 0.75, 0.0])}
+    m3, L3, R3 = 0.5, 0.7, 0.35
+    grip = {"mass": m3, "com": [0, 0, L3 / 2],
+            "inertia": np.diag([m3 * (L3**2 + 3 * R3**2) / 12] * 2 + [m3 * R3**2 / 12])}
+    wrist = ({"type": "map", "map": np.hstack([_EY, _EZ, _EX]).tolist()} if simple_wrist
+             else {"type": "compound", "factors": [c.tolist() for c in (_EY, _EZ, _EX)]})
+    at_tip = {"rotation": np.eye(3), "translation": [0, 0, 3.0]}
+    return (fd.ModelBuilder("six-dof arm", gravity=(0.0, 0.0, -9.81))
+            .add_body("upper", joint={"type": "compound",
+                                      "factors": [_EY.tolist(), _EZ.tolist()]}, rigid=rod)
+            .add_body("lower", "upper", joint={"type": "revolute", "axis": [0, 1, 0],
+                                               "placement": at_tip}, rigid=rod)
+            .add_body("gripper", "lower", joint={**wrist, "placement": at_tip}, rigid=grip)
+            .build())
+
+
+@pytest.mark.parametrize("simple_wrist", [False, True])
+def test_six_dof_arm_end_effector_and_wrist_inertia_sec_iv(simple_wrist):
+    """The printed end-effector configuration ``XEndEf`` (all 16 entries, to round-off: the
+    joint maps' factor order) and the wrist's entries of the printed last row of the inertia
+    matrix, compound (``−0.0969792 sin t₂``, ``−0.091875 cos t₁ cos t₂ sin t₁``, …) and
+    simple (``0, 0, 0.0969792``), from the generated ``M``.  (The printed shoulder and
+    elbow entries of those rows do not vanish at ``t = 0``, where the gripper's x axis is
+    perpendicular to both joints' motion of its centre of mass; we do not reproduce them —
+    see ``docs/symbolic.md``.)"""
+    model = kwatny_arm_model(simple_wrist)
+    M_of = symbolic.symbolic_model(model).functions()["M"]
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        q = rng.uniform(-2, 2, 6)
+        pos = fd.compute_kinematics(model, q)
+        X = kwatny_arm.end_effector(q)
+        assert np.max(np.abs(pos.pose[2].R - X[:3, :3])) < 1e-14
+        assert np.max(np.abs(pos.pose[2].apply(np.array([0, 0, 0.7])) - X[:3, 3])) < 1e-14
+        M = M_of(q)
+        assert rel_err(M, fd.mass_matrix(model, q, fidelity="full")) < 1e-12
+        assert np.max(np.abs(M[5, 3:] - kwatny_arm.last_row_wrist(q, not simple_wrist))) < 5e-7
 
 
 def test_benchmark_quick():
