@@ -332,3 +332,18 @@ def test_outputs_and_errors(arm):
         linearize(arm, q, outputs=["link9.tip"])
     with pytest.raises(ValueError, match="node 7 out of range for body 'link1'"):
         linearize(arm, q, outputs=["link1.node[7]"])
+
+
+def test_benchmark_quick():
+    """``benchmarks/bench_control.py --quick``: the hand-written central differences of
+    ``rhs`` agree with ``linearize`` to their own truncation error."""
+    import sys
+    from pathlib import Path
+
+    benchmarks = str(Path(__file__).resolve().parent.parent / "benchmarks")
+    if benchmarks not in sys.path:  # the developer instruments are not installed
+        sys.path.insert(0, benchmarks)
+    import bench_control
+
+    (row,) = bench_control.main(["--quick"])
+    assert row["nx"] == 18 and row["fd_error"] < 1e-6 and 0 < row["h_rk4"] < 0.01
