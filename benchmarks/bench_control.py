@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 
 import numpy as np
+from flexdyn_bench.timing import per_call
 
 import flexdyn as fd
 
@@ -36,15 +36,6 @@ def _arm(n_modes: int) -> fd.Model:
     return b.build()
 
 
-def _best(f, repeats: int) -> float:
-    best = math.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def _central(f, x0: np.ndarray) -> np.ndarray:
     """The hand-written linearization: central differences of ``rhs`` (step 1e-6)."""
     cols = []
@@ -55,7 +46,7 @@ def _central(f, x0: np.ndarray) -> np.ndarray:
     return np.array(cols).T
 
 
-def _row(n_modes: int, repeats: int) -> dict:
+def _row(n_modes: int, repeat: int) -> dict:
     model = _arm(n_modes)
     rng = np.random.default_rng(0)
     q = 0.3 * rng.standard_normal(model.nq)
@@ -67,11 +58,11 @@ def _row(n_modes: int, repeats: int) -> dict:
     links = ["link1", "link2", "link3"]
     return {
         "modes": n_modes, "nx": x0.size,
-        "linearize": _best(lambda: fd.linearize(model, q, u), repeats),
-        "central": _best(lambda: _central(f, x0), repeats),
+        "linearize": per_call(lambda: fd.linearize(model, q, u), 0.0, repeat),
+        "central": per_call(lambda: _central(f, x0), 0.0, repeat),
         "fd_error": float(np.max(np.abs(_central(f, x0) - A)) / np.max(np.abs(A))),
-        "modal": _best(lambda: fd.modal_analysis(model, joints="locked"), repeats),
-        "equilibrium": _best(lambda: fd.equilibrium(model, held=links), repeats),
+        "modal": per_call(lambda: fd.modal_analysis(model, joints="locked"), 0.0, repeat),
+        "equilibrium": per_call(lambda: fd.equilibrium(model, held=links), 0.0, repeat),
         "h_rk4": fd.max_stable_step(model, "rk4"),
     }
 
