@@ -16,9 +16,8 @@
 #
 # 1. loads a model file and reads the meaning of every state entry from
 #    `flexdyn.state_layout`,
-# 2. gets the derivative function `f(t, x, tau) -> ẋ` from `flexdyn.rhs`,
-# 3. advances `x = [q; u]` with a hand-written fixed-step Runge–Kutta 4 loop in which a
-#    digital controller computes the joint torques once per step (zero-order hold),
+# 2. advances the model with `flexdyn.Stepper` — fixed RK4 steps, the joint torques of a
+#    digital controller as inputs computed once per step (zero-order hold) —,
 #
 # and compares the result with `flexdyn.simulate`, which integrates the same closed loop
 # with an adaptive integrator and the controller evaluated continuously.
@@ -119,43 +118,36 @@ def controller(t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 # %% [markdown]
-# ## The simulator's own loop: fixed-step RK4 with a sampled controller
+# ## The simulator's own loop: a stepper with a sampled controller
 #
-# `fd.rhs(model)` returns `f(t, x, tau)`; `x = [q; u]` is packed with `fd.pack_state`
-# and split with `fd.unpack_state`. The controller runs once per step and its torque is
-# held over the step, as in a sampled-data system. The loop also accumulates the work
-# done by the torques, `∫ τ·u dt`, with the same RK4 weights, to check the energy
-# balance of the result.
+# `fd.Stepper(model, dt)` is the model as a co-simulation component: `tau` is its input,
+# held over each step (zero-order hold, as in a sampled-data system), `step()` advances
+# the state by `dt` with one classical RK4 step (the same solver as
+# `fd.simulate(..., integrator="rk4", h=dt)`), and `q`, `u`, `outputs()` and `work` (the
+# work of the torques, `∫ τ·u dt`, integrated with the state) are read after each step.
+# The controller runs once per step. (For a simulator that integrates `x = [q; u]` with
+# its own method, `fd.rhs(model)` gives the derivative `f(t, x, tau)`; the C entry at the
+# end is the same derivative for compiled simulators.)
 
 # %%
-f = fd.rhs(model)          # full fidelity, articulated-body forward dynamics
 dt = dt_max if QUICK else dt_max / 2
 t_end = T_move + (0.0 if QUICK else 2.0)
 n_steps = int(round(t_end / dt))
 
-x = fd.pack_state(model.neutral_configuration(), np.zeros(model.nu))
-times, states, work = [0.0], [x.copy()], [0.0]
+stepper = fd.Stepper(model, dt, outputs=["link2.tip"])
+times, states, work = [0.0], [np.concatenate([stepper.q, stepper.u])], [0.0]
 wall = time.perf_counter()
-for k in range(n_steps):
-    t = k * dt
-    q, u = fd.unpack_state(model, x)
-    tau = controller(t, q, u)                 # sampled once per step, held
-    k1 = f(t, x, tau)
-    k2 = f(t + dt / 2, x + dt / 2 * k1, tau)
-    k3 = f(t + dt / 2, x + dt / 2 * k2, tau)
-    k4 = f(t + dt, x + dt * k3, tau)
-    u_stages = [fd.unpack_state(model, y)[1]
-                for y in (x, x + dt / 2 * k1, x + dt / 2 * k2, x + dt * k3)]
-    power = [tau @ us for us in u_stages]
-    work.append(work[-1] + dt / 6 * (power[0] + 2 * power[1] + 2 * power[2] + power[3]))
-    x = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-    times.append((k + 1) * dt)
-    states.append(x.copy())
+for _ in range(n_steps):
+    stepper.tau = controller(stepper.t, stepper.q, stepper.u)  # sampled once per step, held
+    stepper.step()
+    times.append(stepper.t)
+    states.append(np.concatenate([stepper.q, stepper.u]))
+    work.append(stepper.work["tau"])
 wall_rk4 = time.perf_counter() - wall
 times, states, work = np.array(times), np.array(states), np.array(work)
 q_rk4, u_rk4 = states[:, :model.nq], states[:, model.nq:]
-print(f"RK4 loop: {n_steps} steps of {dt * 1e3:g} ms, {4 * n_steps} rhs calls, "
-      f"{wall_rk4:.1f} s")
+print(f"RK4 loop: {n_steps} steps of {dt * 1e3:g} ms, {wall_rk4:.1f} s; "
+      f"tip at {np.round(stepper.outputs(), 3).tolist()} m")
 
 energy = np.array([fd.total_energy(model, q, u) for q, u in zip(q_rk4, u_rk4, strict=True)])
 e_rk4 = 100 * (energy - energy[0] - work) / np.max(np.abs(energy))
@@ -226,7 +218,7 @@ x_c, tau_c = states[len(states) // 2], controller(0.5, q_rk4[0], u_rk4[0])
 f_ext_c, xdot_c = np.zeros((model.n_bodies, 6)), np.empty(model.nq + model.nu)
 status = entry.function(c_pointer(entry.ib, ctypes.c_int64), c_pointer(entry.fb), 0,
                         c_pointer(x_c), c_pointer(tau_c), c_pointer(f_ext_c), c_pointer(xdot_c))
-d_c = np.max(np.abs(xdot_c - f(0.0, x_c, tau_c)))
+d_c = np.max(np.abs(xdot_c - fd.rhs(model)(0.0, x_c, tau_c)))
 print(f"C entry at address {entry.address:#x}: status {status}, max |ẋ_C − rhs| = {d_c:.1e}")
 
 # %%

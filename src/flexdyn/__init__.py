@@ -25,10 +25,11 @@ from .dynamics import (
     mass_matrix_inverse,
 )
 from .energy import kinetic_energy, momentum, potential_energy, total_energy
+from .ensemble import EnsembleResult, simulate_many
 from .jacobians import frame_jacobian, frame_pose, jacobian_rate_product
 from .modal import ModalAnalysis, modal_analysis, tangent_stiffness
 from .results import SimulationError, SimulationResult
-from .simulate import StiffnessWarning, pack_state, rhs, simulate, unpack_state
+from .simulate import Stepper, StiffnessWarning, pack_state, rhs, simulate, unpack_state
 from .terms import (
     DEFAULT_FIDELITY,
     FIDELITIES,
@@ -45,6 +46,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ClosureError",
     "DEFAULT_FIDELITY",
+    "EnsembleResult",
     "Equilibrium",
     "FIDELITIES",
     "Kinematics",
@@ -56,6 +58,7 @@ __all__ = [
     "SimulationError",
     "SimulationResult",
     "StateEntry",
+    "Stepper",
     "StiffnessWarning",
     "Velocities",
     "VelocityTerms",
@@ -88,6 +91,7 @@ __all__ = [
     "rhs",
     "save_model",
     "simulate",
+    "simulate_many",
     "speeds",
     "state_layout",
     "tangent_stiffness",

@@ -10,7 +10,6 @@ through the reference tier: one reference evaluation per column.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -21,9 +20,10 @@ import scipy.optimize
 from .chain import Model, state_layout
 from .dynamics import closure_residuals, forward_dynamics, hybrid_dynamics, inverse_dynamics
 from .modal import TangentCoordinates, complex_step_jacobian, held_speeds
+from .outputs import Outputs
 from .simulate import PrescribedMotion
 from .stability import IMPLICIT, step_limit
-from .terms import DEFAULT_FIDELITY, check_fidelity, state_terms
+from .terms import DEFAULT_FIDELITY, check_fidelity
 
 __all__ = ["Equilibrium", "Linearization", "equilibrium", "linearize", "max_stable_step"]
 
@@ -57,41 +57,6 @@ class Linearization(NamedTuple):
     q: np.ndarray
     u: np.ndarray
     basis: np.ndarray | None
-
-
-_NODE = re.compile(r"^(?P<body>.+?)\.(?:tip|node\[(?P<node>-?\d+)\])(?P<defl>\.deflection)?$")
-
-
-def _output(model: Model, fidelity: str, spec: str, state_names: list[str]
-            ) -> tuple[list[str], Callable[[np.ndarray, np.ndarray], np.ndarray]]:
-    """Names and ``y(q, x)`` of one output specification (see :func:`linearize`)."""
-    if not isinstance(spec, str):
-        raise ValueError(f"outputs: each output is a name (str), got {spec!r}")
-    if spec in state_names:
-        k = state_names.index(spec)
-        return [spec], lambda q, x: x[k:k + 1]
-    match = _NODE.match(spec)
-    if match is None or match["body"] not in model.names:
-        raise ValueError(f"outputs: unknown output {spec!r}; an output is a state name "
-                         "(Linearization.state_names), '<body>.tip', '<body>.node[j]' or "
-                         "either followed by '.deflection'")
-    i = model.body_index(match["body"])
-    body = model.bodies[i]
-    if body.n_nodes == 0:
-        raise ValueError(f"outputs: {spec!r}: body {body.name!r} has no nodes")
-    j = -1 if match["node"] is None else int(match["node"])
-    if not -body.n_nodes <= j < body.n_nodes:
-        raise ValueError(f"outputs: {spec!r}: node {j} out of range for body {body.name!r} "
-                         f"with {body.n_nodes} nodes")
-    j %= body.n_nodes
-    stem = f"{body.name}.node[{j}]" + (".deflection" if match["defl"] else "")
-
-    def y(q: np.ndarray, x: np.ndarray) -> np.ndarray:
-        pos = state_terms(model, q, None, fidelity)[0]
-        p = pos.frames[i].p[j]
-        return p - body.nodes[j] if match["defl"] else pos.pose[i].apply(p)
-
-    return [f"{stem}.{c}" for c in "xyz"], y
 
 
 def _closure_basis(model: Model, tangent: TangentCoordinates, x0: np.ndarray,
@@ -133,10 +98,10 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
         their entries leave the state — a body spinning at a prescribed rate linearizes
         about its relative equilibrium.
     t : time at which ``prescribed`` is evaluated (s).
-    outputs : names of outputs ``y``: any of :attr:`Linearization.state_names`,
-        ``"<body>.tip"`` (the inertial position of the body's last node, m),
-        ``"<body>.node[j]"`` (node ``j``), and either followed by ``".deflection"`` (the
-        node's elastic displacement in the body frame, m); three rows ``.x .y .z`` each.
+    outputs : names of outputs ``y``: any of :attr:`Linearization.state_names` (one row),
+        or an output of :class:`flexdyn.outputs.Outputs` (a state-layout name, a body's
+        ``.position`` or ``.rotation``, ``"<body>.tip"``, ``"<body>.node[j]"``, either with
+        ``".deflection"``: node positions and elastic displacements, m).
 
     Returns
     -------
@@ -181,15 +146,20 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
     names = [all_names[k] for k in keep]
     y_names, y_fns = [], []
     for spec in outputs:
-        part, fn = _output(model, fidelity, spec, names)
-        y_names += part
-        y_fns.append(fn)
+        if isinstance(spec, str) and spec in names:
+            k = int(keep[names.index(spec)])
+            y_names.append(spec)
+            y_fns.append(lambda qc, x, k=k: x[k:k + 1])
+        else:
+            out = Outputs(model, [spec], fidelity)
+            y_names += out.names
+            y_fns.append(lambda qc, x, out=out: out(qc, x[nu:]))
 
     def y(x_kept: np.ndarray) -> np.ndarray:
         x = x0.astype(x_kept.dtype)
         x[keep] = x_kept
         qc = tangent.configuration(x[:nu])
-        return np.concatenate([fn(qc, x_kept) for fn in y_fns])
+        return np.concatenate([fn(qc, x) for fn in y_fns])
 
     C = (complex_step_jacobian(y, x0[keep]) if y_fns else np.zeros((0, keep.size)))
     basis = None

@@ -63,7 +63,7 @@ import scipy.integrate
 import scipy.optimize
 import threadpoolctl
 
-from .chain import Model
+from .chain import Model, state_layout
 from .closure import ClosureError
 from .dynamics import (
     BACKENDS,
@@ -73,6 +73,7 @@ from .dynamics import (
     _for_engine,
     _plain,
     _tree_forward_dynamics,
+    check_external_forces,
     closed_chain,
     closed_hybrid,
     closure_residuals,
@@ -83,12 +84,14 @@ from .dynamics import (
 )
 from .engine import DERIVATIVE_METHODS, galpha, kernels
 from .engine.closure import SINGULAR
+from .integrators import FIXED_STEP
 from .modal import highest_frequency
+from .outputs import Outputs
 from .results import SimulationError, SimulationResult
 from .stability import STABILITY_TABLEAUX, step_limit
 from .terms import DEFAULT_FIDELITY, check_fidelity, modal_velocities, state_terms
 
-__all__ = ["PrescribedMotion", "StiffnessWarning", "pack_state", "rhs", "simulate",
+__all__ = ["PrescribedMotion", "StiffnessWarning", "Stepper", "pack_state", "rhs", "simulate",
            "unpack_state"]
 
 _N_EXTRA = 3  # augmented state: W_τ, W_ext, D
@@ -680,7 +683,9 @@ def simulate(
     rtol, atol : solver tolerances (``atol`` also applies to the work integrals, in J).
     t_eval : times at which to store the solution (sorted, inside ``t_span``); default: the
         solver's steps.
-    integrator : a :func:`scipy.integrate.solve_ivp` method name (``"DOP853"``, ``"RK45"``,
+    integrator : ``"rk4"`` (classical Runge–Kutta with the fixed step ``h``,
+        :class:`flexdyn.integrators.RK4`: the integrator of :class:`flexdyn.Stepper`), a
+        :func:`scipy.integrate.solve_ivp` method name (``"DOP853"``, ``"RK45"``,
         ``"Radau"``, ``"BDF"``, ``"LSODA"``, …), an ``OdeSolver`` subclass, or
         ``"generalized-alpha"``: the compiled generalized-α method of
         :mod:`flexdyn.engine.galpha` (Chung & Hulbert 1993 in Arnold & Brüls' form), for
@@ -716,9 +721,10 @@ def simulate(
         ``f_nodes(t, q, u)`` returning one — wrenches ``[N m; N]`` at nodes of flexible
         bodies, in the node's frame (see :func:`flexdyn.dynamics.nodal_loads`); their work
         is included in ``external_work``.
-    h : ``"generalized-alpha"`` only: a fixed step (s; the span is cut into
+    h : ``"generalized-alpha"``: a fixed step (s; the span is cut into
         ``ceil((t1 − t0)/h)`` equal steps, no error control); default None: adaptive steps
-        controlled by ``rtol``, ``atol`` (and at most ``max_step``).
+        controlled by ``rtol``, ``atol`` (and at most ``max_step``).  ``"rk4"``: its step
+        (required; the span is cut the same way).
     rho_inf : ``"generalized-alpha"`` only: the spectral radius ``ρ∞`` at infinite
         ``ω h``, in [0, 1] (default 0.9, as Exudyn's; 1: no numerical damping).
     newton_tol : ``"generalized-alpha"`` only: the Newton iteration stops when its
@@ -784,12 +790,17 @@ def simulate(
             raise ValueError(f"t_eval must lie within t_span = ({t0}, {t1})")
     galpha_options = {"h": h, "rho_inf": rho_inf, "newton_tol": newton_tol}
     if isinstance(integrator, str):
-        _check_choice(integrator, (*_INTEGRATORS, GENERALIZED_ALPHA), "integrator")
+        _check_choice(integrator, (*_INTEGRATORS, *FIXED_STEP, GENERALIZED_ALPHA), "integrator")
     elif not (isinstance(integrator, type) and issubclass(integrator, scipy.integrate.OdeSolver)):
-        raise ValueError(f"integrator must be one of {(*_INTEGRATORS, GENERALIZED_ALPHA)} or a "
+        raise ValueError(f"integrator must be one of "
+                         f"{(*_INTEGRATORS, *FIXED_STEP, GENERALIZED_ALPHA)} or a "
                          f"scipy.integrate.OdeSolver subclass, got {integrator!r}")
+    fixed = integrator in FIXED_STEP
+    if fixed and h is None:
+        raise ValueError(f"integrator={integrator!r} needs the step h (s)")
     if integrator != GENERALIZED_ALPHA:
-        given = [k for k, v in galpha_options.items() if v is not None]
+        given = [k for k, v in galpha_options.items() if v is not None and not
+                 (fixed and k == "h")]
         if given:
             raise ValueError(f"{', '.join(given)}: options of integrator="
                              f"{GENERALIZED_ALPHA!r}, not of {integrator!r}")
@@ -836,14 +847,15 @@ def simulate(
         return out
 
     x0 = np.concatenate([q0, u0, np.zeros(_N_EXTRA)])
-    solver_cls = getattr(scipy.integrate, integrator) if isinstance(integrator, str) else integrator
+    solver_cls = (FIXED_STEP[integrator] if fixed else getattr(scipy.integrate, integrator)
+                  if isinstance(integrator, str) else integrator)
     wall = time.perf_counter()
     samples = _Samples(t0, x0, t_eval, watch)
     failure: tuple[float, str, BaseException | None] | None = None
     solver = None
     blas = _single_blas_thread()
     try:
-        options = {}
+        options = {"h": h} if fixed else {}
         if issubclass(solver_cls, _IMPLICIT):
             options["jac"] = _jacobian(ode)
         solver = solver_cls(f, t0, x0, t1, rtol=rtol, atol=atol, max_step=max_step, **options)
@@ -875,7 +887,7 @@ def simulate(
                        **({} if watch is None else watch.results(model)))
 
     t_out, y_out = samples.arrays(nq + nu + _N_EXTRA)
-    if solver is not None and isinstance(integrator, str):
+    if solver is not None and isinstance(integrator, str) and not fixed:
         _warn_if_stiff(model, integrator, q0, fidelity, t0, float(solver.t), samples.steps)
     if failure is not None:
         t_fail, message, cause = failure
@@ -1334,3 +1346,193 @@ def _progress_bar(t0: float, t1: float):
                 bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} s [{elapsed}<{remaining}]")
 
 
+
+
+# ----------------------------------------------------------------------------------------------
+# co-simulation: a stateful stepper
+# ----------------------------------------------------------------------------------------------
+class Stepper:
+    """A model as a co-simulation component: a state advanced by macro steps ``dt`` with
+    its inputs held over each step (zero-order hold), and named outputs — the shape of an FMI
+    co-simulation slave (:mod:`flexdyn.fmu`).
+
+    Each :meth:`step` integrates the equations of :func:`simulate` (the same augmented state
+    with the work integrals of the energy balance, the same prescribed motion) from ``t`` to
+    ``t + dt``: with ``integrator="rk4"`` in ``substeps`` classical Runge–Kutta steps
+    (:class:`flexdyn.integrators.RK4`, the solver ``simulate(..., integrator="rk4", h=dt /
+    substeps)`` runs, so both give the same states to round-off for the same inputs), or
+    with an adaptive :func:`scipy.integrate.solve_ivp` method restarted every macro step
+    (``"Radau"`` for stiff models).
+
+    Parameters
+    ----------
+    model : Model;  dt : macro step (s, > 0).
+    integrator : ``"rk4"`` (default) or a :func:`scipy.integrate.solve_ivp` method name.
+    substeps : RK4 steps per macro step (``"rk4"`` only).
+    q0, u0, t0 : the initial state (default: neutral, at rest, 0 s).
+    fidelity, method, backend, prescribed, closure_rate : as for :func:`simulate`.
+    rtol, atol : tolerances of an adaptive integrator.
+    outputs : output names (:class:`flexdyn.outputs.Outputs`): joint coordinates and speeds,
+        body positions and rotations, node positions and deflections.
+
+    Inputs (attributes, held until changed): ``tau`` (nu,) generalized forces in the layout
+    of ``u`` (:attr:`input_names` ``"tau.<speed name>"``, settable one by one with
+    :meth:`set_input`), ``f_ext`` (n_bodies, 6) or None body-frame wrenches, ``f_nodes``
+    ``{(body, node): wrench (6,)}`` or None node wrenches (node frames).
+    """
+
+    def __init__(self, model: Model, dt: float, *, integrator: str = "rk4", substeps: int = 1,
+                 q0: Any = None, u0: Any = None, t0: float = 0.0,
+                 fidelity: str = DEFAULT_FIDELITY, method: str = "articulated",
+                 backend: str = "engine", prescribed: Mapping[str, Callable] | None = None,
+                 closure_rate: float = CLOSURE_RATE, rtol: float = 1e-8, atol: float = 1e-10,
+                 outputs: Sequence[str] = ()):
+        check_fidelity(fidelity)
+        _check_choice(method, tuple(FORWARD_METHODS), "method")
+        _check_choice(backend, BACKENDS, "backend")
+        _check_choice(integrator, (*FIXED_STEP, *_INTEGRATORS), "integrator")
+        if not (isinstance(dt, (int, float, np.floating)) and not isinstance(dt, bool)
+                and dt > 0 and math.isfinite(dt)):
+            raise ValueError(f"dt must be a positive finite number (s), got {dt!r}")
+        if not (isinstance(substeps, (int, np.integer)) and substeps >= 1):
+            raise ValueError(f"substeps must be a positive integer, got {substeps!r}")
+        self.model, self.dt, self.fidelity = model, float(dt), fidelity
+        self.t = float(t0)
+        self._solver = (FIXED_STEP[integrator] if integrator in FIXED_STEP
+                        else getattr(scipy.integrate, integrator))
+        self._options: dict[str, Any] = ({"h": self.dt / substeps} if integrator in FIXED_STEP
+                                         else {"rtol": rtol, "atol": atol})
+        self._ode_args = (model, fidelity, method, backend)
+        self._rate = _closure_rate(closure_rate)
+        self._drive = None if prescribed is None else PrescribedMotion(model, prescribed)
+        self._odes: dict[tuple[bool, bool], _Ode] = {}
+        self._tau = np.zeros(model.nu)
+        self._f_ext: np.ndarray | None = None
+        self._f_nodes: dict | None = None
+        self.output_names: list[str] = []
+        self._outputs = Outputs(model, outputs, fidelity)
+        self.output_names = self._outputs.names
+        self.input_names = [f"tau.{e.name}" for e in state_layout(model)["u"]]
+        self._x = np.zeros(model.nq + model.nu + _N_EXTRA)
+        self.set_state(model.neutral_configuration() if q0 is None else q0,
+                       np.zeros(model.nu) if u0 is None else u0)
+
+    # -- inputs ----------------------------------------------------------------------------
+    @property
+    def tau(self) -> np.ndarray:
+        """Generalized forces (nu,), held over the steps (a copy)."""
+        return self._tau.copy()
+
+    @tau.setter
+    def tau(self, value: Any) -> None:
+        self._tau = _vector(value, self.model.nu, "tau")
+
+    def set_input(self, name: str, value: float) -> None:
+        """Set one entry of ``tau`` by its name in :attr:`input_names`."""
+        if name not in self.input_names:
+            raise ValueError(f"unknown input {name!r}; inputs are {self.input_names}")
+        if not math.isfinite(value):
+            raise ValueError(f"input {name!r} must be finite, got {value!r}")
+        self._tau[self.input_names.index(name)] = float(value)
+
+    @property
+    def f_ext(self) -> np.ndarray | None:
+        """Wrenches (n_bodies, 6) at the body frames, body coordinates, or None."""
+        return None if self._f_ext is None else self._f_ext.copy()
+
+    @f_ext.setter
+    def f_ext(self, value: Any) -> None:
+        f = check_external_forces(self.model, value)
+        self._f_ext = None if f is None else np.array(f, dtype=float)
+
+    @property
+    def f_nodes(self) -> dict | None:
+        """Node wrenches ``{(body, node): wrench (6,)}`` (node frames), or None."""
+        return None if self._f_nodes is None else dict(self._f_nodes)
+
+    @f_nodes.setter
+    def f_nodes(self, value: Mapping | None) -> None:
+        if value is not None:
+            _nodal_forcing(value)  # the form
+            pos, _ = state_terms(self.model, self.q, None, self.fidelity)
+            nodal_loads(self.model, pos, value)  # the keys and wrenches, named
+            value = dict(value)
+        self._f_nodes = value
+
+    # -- state -----------------------------------------------------------------------------
+    def set_state(self, q: Any, u: Any, t: float | None = None) -> None:
+        """Replace the state (validated; quaternions normalised) and, if given, the time;
+        the work integrals restart from zero."""
+        q, u = self.model.check_state(q, u)
+        q, u = np.asarray(q, dtype=float), np.asarray(u, dtype=float)
+        self._x = np.concatenate([_normalized(self.model, q), u, np.zeros(_N_EXTRA)])
+        if t is not None:
+            self.t = float(t)
+
+    def _state(self) -> tuple[np.ndarray, np.ndarray]:
+        nq, nu = self.model.nq, self.model.nu
+        q, u = self._x[:nq].copy(), self._x[nq:nq + nu].copy()
+        if self._drive is not None:
+            q, u, _ = self._drive.impose(self.t, q, u)
+        return _normalized(self.model, q), u
+
+    @property
+    def q(self) -> np.ndarray:
+        """Coordinates (nq,) at :attr:`t` (prescribed entries imposed)."""
+        return self._state()[0]
+
+    @property
+    def u(self) -> np.ndarray:
+        """Speeds (nu,) at :attr:`t` (prescribed entries imposed)."""
+        return self._state()[1]
+
+    @property
+    def work(self) -> dict[str, float]:
+        """Work integrals since the start or the last :meth:`set_state` (J): of ``tau``
+        (``"tau"``), of the external and node wrenches (``"external"``), dissipated by modal
+        damping (``"damping"``)."""
+        W_tau, W_ext, D = self._x[-_N_EXTRA:]
+        return {"tau": float(W_tau), "external": float(W_ext), "damping": float(D)}
+
+    def outputs(self) -> np.ndarray:
+        """The outputs (:attr:`output_names`) at the current state."""
+        return self._outputs(*self._state())
+
+    # -- stepping ----------------------------------------------------------------------------
+    def _ode(self) -> _Ode:
+        key = (self._f_ext is not None, self._f_nodes is not None)
+        if key not in self._odes:
+            self._odes[key] = _Ode(
+                *self._ode_args, lambda t, q, u: self._tau,
+                (lambda t, q, u: self._f_ext) if key[0] else None,
+                (lambda t, q, u: self._f_nodes) if key[1] else None, self._drive, self._rate)
+        return self._odes[key]
+
+    def step(self, n: int = 1) -> None:
+        """Advance ``n`` macro steps ``dt``.  :class:`SimulationError` if the dynamics fail
+        (the state stays at the start of the failed macro step)."""
+        for _ in range(int(n)):
+            self._advance(self.t + self.dt)
+
+    def advance(self, duration: float) -> None:
+        """Advance by ``duration`` (s, > 0) with the inputs held: RK4 in
+        ``ceil(duration / h)`` equal steps of at most ``h = dt / substeps`` (ending exactly
+        on ``t + duration``), or the adaptive integrator over the interval — what a
+        co-simulation master's communication step needs when it is not a multiple of
+        ``dt``."""
+        if not (isinstance(duration, (int, float, np.floating)) and duration > 0
+                and math.isfinite(duration)):
+            raise ValueError(f"duration must be a positive finite number (s), got {duration!r}")
+        self._advance(self.t + float(duration))
+
+    def _advance(self, t1: float) -> None:
+        try:
+            solver = self._solver(self._ode(), self.t, self._x, t1, **self._options)
+            while solver.status == "running":
+                message = solver.step()
+                if solver.status == "failed":
+                    raise _RhsFailure(float(solver.t), str(message))
+        except _RhsFailure as exc:
+            raise SimulationError(f"step from t = {self.t:.6g} s failed at t = {exc.t:.6g} s: "
+                                  f"{exc.message}", exc.t, exc.message) from exc.__cause__
+        self._x, self.t = np.array(solver.y), t1

@@ -1,0 +1,138 @@
+"""FMI 2.0 co-simulation FMUs of flexdyn models, built with ``pythonfmu`` (optional extra
+``fmu``).
+
+:func:`build_fmu` writes a model's file and the settings of a :class:`flexdyn.Stepper`
+into an FMU whose slave is a small Python class around the stepper: inputs are the
+generalized forces (``tau.<speed name>``, held over a communication step), outputs the
+stepper's outputs (by default every coordinate and speed), and each ``doStep`` advances
+the stepper by whole macro steps ``dt`` (:meth:`flexdyn.Stepper.advance` when the master's
+communication step is not a multiple of ``dt``).  The FMU runs in a Python with flexdyn
+and pythonfmu installed (the export library of pythonfmu embeds that interpreter), e.g.
+under ``fmpy``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .chain import Model, save_model, state_layout
+from .simulate import Stepper
+from .terms import DEFAULT_FIDELITY
+
+__all__ = ["SLAVE_SOURCE", "build_fmu"]
+
+#: the slave class of every flexdyn FMU (``{name}`` and ``{description}`` filled in)
+SLAVE_SOURCE = '''"""FMI 2.0 co-simulation slave of a flexdyn model (flexdyn.fmu.build_fmu)."""
+
+import json
+from pathlib import Path
+
+from pythonfmu import Fmi2Causality, Fmi2Initial, Fmi2Slave, Real
+
+import flexdyn as fd
+
+
+class {name}(Fmi2Slave):
+    author = "flexdyn"
+    description = {description!r}
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        folder = Path(self.resources)
+        self.settings = json.loads((folder / "settings.json").read_text(encoding="utf-8"))
+        self.model = fd.load_model(folder / "model.json")
+        self.stepper = self._stepper()
+        self.values = self.stepper.outputs()
+        for k, input_name in enumerate(self.stepper.input_names):
+            self.register_variable(Real(
+                input_name, start=0.0, causality=Fmi2Causality.input,
+                getter=lambda k=k: float(self.stepper.tau[k]),
+                setter=lambda v, n=input_name: self.stepper.set_input(n, v)), nested=False)
+        for k, output_name in enumerate(self.stepper.output_names):
+            self.register_variable(Real(  # initial values exact: the state is given
+                output_name, start=float(self.values[k]), causality=Fmi2Causality.output,
+                initial=Fmi2Initial.exact, getter=lambda k=k: float(self.values[k])),
+                nested=False)
+
+    def _stepper(self):
+        s = self.settings
+        return fd.Stepper(self.model, s["dt"], integrator=s["integrator"],
+                          substeps=s["substeps"], fidelity=s["fidelity"], q0=s["q0"],
+                          u0=s["u0"], outputs=s["outputs"])
+
+    def setup_experiment(self, start_time, stop_time, tolerance):
+        self.stepper.set_state(self.stepper.q, self.stepper.u, t=start_time)
+
+    def do_step(self, current_time, step_size):
+        n = step_size / self.stepper.dt
+        try:
+            if abs(n - round(n)) <= 1e-9 * max(1.0, n) and round(n) >= 1:
+                self.stepper.step(int(round(n)))  # whole macro steps
+            else:
+                self.stepper.advance(step_size)
+        except (ValueError, fd.SimulationError):
+            return False
+        self.values = self.stepper.outputs()
+        return True
+'''
+
+
+def _class_name(name: str) -> str:
+    words = re.findall(r"[A-Za-z0-9]+", name)
+    stem = "".join(w[:1].upper() + w[1:] for w in words) or "Model"
+    return stem if stem[0].isalpha() else "M" + stem
+
+
+def build_fmu(model: Model, path: str | Path, *, dt: float, outputs: Sequence[str] | None = None,
+              integrator: str = "rk4", substeps: int = 1,
+              fidelity: str = DEFAULT_FIDELITY, q0: Any = None, u0: Any = None) -> Path:
+    """Build an FMI 2.0 co-simulation FMU of ``model`` (module docstring).
+
+    Parameters
+    ----------
+    model : Model;  path : the ``.fmu`` file to write, or a folder for ``<Name>.fmu``.
+    dt, integrator, substeps, fidelity, q0, u0 : the :class:`flexdyn.Stepper` inside.
+    outputs : output names (:class:`flexdyn.outputs.Outputs`); default every coordinate and
+        speed of the state layout.
+
+    Returns
+    -------
+    The path of the FMU.  ``ImportError`` naming the ``fmu`` extra without pythonfmu;
+    ``ValueError`` for settings the stepper refuses (checked here, before building).
+    """
+    try:
+        from pythonfmu.builder import FmuBuilder
+    except ImportError as exc:
+        raise ImportError("building an FMU needs pythonfmu: pip install 'flexdyn[fmu]'") from exc
+    layout = state_layout(model)
+    if outputs is None:
+        outputs = [e.name for e in layout["q"] + layout["u"]]
+    stepper = Stepper(model, dt, integrator=integrator, substeps=substeps, fidelity=fidelity,
+                      q0=q0, u0=u0, outputs=outputs)  # validates every setting
+    settings = {"dt": float(dt), "integrator": integrator, "substeps": int(substeps),
+                "fidelity": fidelity, "q0": stepper.q.tolist(), "u0": stepper.u.tolist(),
+                "outputs": list(outputs)}
+    name = _class_name(model.name)
+    path = Path(path)
+    folder, target = (path, path / f"{name}.fmu") if path.suffix != ".fmu" else (path.parent,
+                                                                                 path)
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        script = tmp_path / f"{name}.py"
+        script.write_text(SLAVE_SOURCE.format(
+            name=name, description=f"flexdyn model {model.name!r}: {model.n_bodies} bodies, "
+                                   f"nq = {model.nq}, nu = {model.nu}"), encoding="utf-8")
+        save_model(model, tmp_path / "model.json")
+        (tmp_path / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+        built = FmuBuilder.build_FMU(script, dest=tmp_path / "out",
+                                     project_files=[tmp_path / "model.json",
+                                                    tmp_path / "settings.json"])
+        target.write_bytes(Path(built).read_bytes())
+    return target
+

@@ -1,0 +1,198 @@
+"""Co-simulation and ensembles: :class:`flexdyn.Stepper`, :func:`flexdyn.simulate_many`,
+and the FMU of :mod:`flexdyn.fmu`.
+
+Checked: the stepper against ``simulate`` with the same fixed-step method (to round-off,
+with torques, wrenches at bodies and nodes, prescribed motion, substeps), an adaptive
+stepper against the adaptive ``simulate``, inputs and outputs by name; ensembles in worker
+processes and on a local Dask cluster against the serial loop, a failing member reported
+with its inputs while the rest complete.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flexdyn as fd
+from helpers import rel_err
+
+
+@pytest.fixture(scope="module")
+def arm() -> fd.Model:
+    return fd.models.two_link_arm(gravity=(0.0, -9.81, 0.0))
+
+
+def _tau(model: fd.Model) -> np.ndarray:
+    tau = np.zeros(model.nu)
+    tau[0], tau[int(model.u_start[1])] = 2.0, -0.5
+    return tau
+
+
+def test_stepper_equals_simulate_rk4(arm):
+    """Constant inputs: the stepper's states equal ``simulate(integrator="rk4", h)`` at
+    every macro step to 1e-12, with one and with four RK4 steps per macro step."""
+    tau = _tau(arm)
+    f_ext = np.zeros((arm.n_bodies, 6))
+    f_ext[1, 4] = 0.3
+    for substeps in (1, 4):
+        st = fd.Stepper(arm, 0.01, substeps=substeps)
+        st.tau, st.f_ext = tau, f_ext
+        ref = fd.simulate(arm, t_span=(0.0, 0.5), integrator="rk4", h=0.01 / substeps,
+                          tau=tau, f_ext=f_ext, t_eval=np.linspace(0.0, 0.5, 51))
+        for k in range(1, 51):
+            st.step()
+            assert abs(st.t - ref.t[k]) < 1e-12
+            assert rel_err(np.concatenate([st.q, st.u]),
+                           np.concatenate([ref.q[k], ref.u[k]])) < 1e-12
+        assert abs(st.work["tau"] - ref.work[-1]) < 1e-12 * max(1.0, abs(st.work["tau"]))
+
+
+def test_stepper_advance_by_a_duration(arm):
+    """``advance(0.025)`` with ``dt = 0.01`` takes three equal RK4 steps, as ``simulate``
+    with ``h = 0.01`` over the same span does."""
+    st = fd.Stepper(arm, 0.01)
+    st.tau = _tau(arm)
+    st.advance(0.025)
+    ref = fd.simulate(arm, t_span=(0.0, 0.025), integrator="rk4", h=0.01, tau=_tau(arm))
+    assert len(ref.t) == 4 and st.t == 0.025
+    assert rel_err(st.q, ref.q[-1]) < 1e-12
+    with pytest.raises(ValueError, match="duration must be a positive"):
+        st.advance(0.0)
+
+
+def test_stepper_prescribed_and_node_loads(arm):
+    """Prescribed shoulder motion and a wrench at the last node of link 2, both through the
+    stepper and through ``simulate`` with the same steps."""
+    drive = {"link1": lambda t: (np.array([0.3 * t**2]), np.array([0.6 * t]),
+                                 np.array([0.6]))}
+    loads = {("link2", -1): np.array([0.0, 0.0, 0.1, 0.5, 0.0, 0.0])}
+    st = fd.Stepper(arm, 0.02, prescribed=drive)
+    st.f_nodes = loads
+    st.step(20)
+    ref = fd.simulate(arm, t_span=(0.0, 0.4), integrator="rk4", h=0.02, prescribed=drive,
+                      f_nodes=loads)
+    assert rel_err(st.q, ref.q[-1]) < 1e-12 and rel_err(st.u, ref.u[-1]) < 1e-12
+    assert abs(st.q[0] - 0.3 * 0.4**2) < 1e-14  # the prescribed angle, imposed
+
+
+def test_adaptive_stepper_and_io_by_name(arm):
+    """A Radau stepper (restarted every macro step) against the adaptive ``simulate``;
+    inputs set by name; outputs by name equal the result's accessors."""
+    st = fd.Stepper(arm, 0.05, integrator="Radau", rtol=1e-10, atol=1e-12,
+                    outputs=["link2.tip", "link1.theta", "link2.theta_dot"])
+    assert st.output_names[:3] == ["link2.node[6].x", "link2.node[6].y", "link2.node[6].z"]
+    for name, value in zip(st.input_names, _tau(arm), strict=True):
+        st.set_input(name, value)
+    st.step(10)
+    ref = fd.simulate(arm, t_span=(0.0, 0.5), tau=_tau(arm), rtol=1e-11, atol=1e-13)
+    assert rel_err(st.q, ref.q[-1]) < 1e-7
+    out = st.outputs()
+    assert rel_err(out[:3], ref.tip_position("link2")[-1]) < 1e-7
+    assert out[3] == st.q[0] and out[4] == st.u[int(arm.u_start[1])]
+    st.set_state(np.zeros(arm.nq), np.zeros(arm.nu), t=0.0)
+    assert st.t == 0.0 and st.work == {"tau": 0.0, "external": 0.0, "damping": 0.0}
+
+
+def test_stepper_errors(arm):
+    with pytest.raises(ValueError, match="dt must be a positive"):
+        fd.Stepper(arm, 0.0)
+    with pytest.raises(ValueError, match="unknown integrator 'generalized-alpha'"):
+        fd.Stepper(arm, 0.01, integrator="generalized-alpha")
+    st = fd.Stepper(arm, 0.01)
+    with pytest.raises(ValueError, match="unknown input 'tau.elbow'"):
+        st.set_input("tau.elbow", 1.0)
+    with pytest.raises(ValueError, match=r"tau has shape \(3,\)"):
+        st.tau = np.zeros(3)
+    with pytest.raises(ValueError, match="unknown output 'link3.tip'"):
+        fd.Stepper(arm, 0.01, outputs=["link3.tip"])
+    st.tau = np.full(arm.nu, 1e300)
+    with pytest.raises(fd.SimulationError, match="step from t = 0 s failed"):
+        st.step(5)
+
+
+def _cases() -> list[dict]:
+    """Six arms of different elbow stiffness and payload, one with a negative length."""
+    cases = [{"params": {"EI2": EI, "payload_mass": m}, "q0": np.array([0.1, 0.2, 0, 0])}
+             for EI in (100.0, 150.0, 300.0) for m in (0.5, 1.0)]
+    cases[3] = {"params": {"length1": -1.0}}
+    return cases
+
+
+def _serial(cases: list[dict], **common) -> list:
+    out = []
+    for case in cases:
+        try:
+            out.append(fd.simulate(fd.models.two_link_arm(**case["params"]),
+                                   **{k: v for k, v in case.items() if k != "params"},
+                                   **common))
+        except ValueError:
+            out.append(None)
+    return out
+
+
+COMMON = {"t_span": (0.0, 0.3), "tau": np.array([1.0, 0.0, 0.5, 0.0]), "rtol": 1e-9,
+          "atol": 1e-11}
+
+
+def _check_ensemble(ens: fd.EnsembleResult) -> None:
+    ref = _serial(_cases(), **COMMON)
+    assert list(ens.ok) == [True, True, True, False, True, True]
+    assert "length1=-1.0 must be" in ens.errors[3] and ens.results[3] is None
+    for got, want in zip(ens.results, ref, strict=True):
+        if want is not None:
+            assert rel_err(got.q, want.q) < 1e-12 and rel_err(got.u, want.u) < 1e-12
+    table = ens.table()
+    assert list(table["EI2"][:3]) == [100.0, 100.0, 150.0] and table["ok"][3] == False  # noqa: E712
+    assert np.isnan(table["q:link1.theta"][3])
+    assert table["q:link1.theta"][0] == ref[0].q[-1, 0]
+
+
+def test_simulate_many_in_processes():
+    ens = fd.simulate_many(_cases(), build=fd.models.two_link_arm, workers=2, **COMMON)
+    _check_ensemble(ens)
+    assert repr(ens) == "EnsembleResult(6 cases, 5 completed, 1 failed)"
+
+
+def test_simulate_many_on_a_local_dask_cluster():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        ens = fd.simulate_many(_cases(), build=fd.models.two_link_arm, client=client,
+                               **COMMON)
+    _check_ensemble(ens)
+
+
+def test_simulate_many_errors():
+    with pytest.raises(ValueError, match=r"cases\[1\] must be a mapping"):
+        fd.simulate_many([{}, 3])
+    ens = fd.simulate_many([{"t_span": (0, 0.1)}], workers=1)
+    assert "no model" in ens.errors[0]
+
+
+def test_fmu_reproduces_the_stepper(arm, tmp_path):
+    """The FMU of the arm passes fmpy's validation of its model description and, run by
+    fmpy's co-simulation master with a constant shoulder torque, gives the stepper's
+    outputs at every communication point."""
+    fmpy = pytest.importorskip("fmpy")
+    pytest.importorskip("pythonfmu")
+    from fmpy.validation import validate_fmu
+
+    from flexdyn.fmu import build_fmu
+
+    path = build_fmu(arm, tmp_path, dt=0.01, outputs=["link1.theta", "link2.tip"])
+    assert path.name == "TwoLinkArm.fmu"
+    assert validate_fmu(str(path)) == []
+    rows = fmpy.simulate_fmu(str(path), stop_time=0.3, step_size=0.02, output_interval=0.02,
+                             start_values={"tau.link1.theta_dot": 1.5},
+                             output=["link1.theta", "link2.node[6].x", "link2.node[6].y"])
+    st = fd.Stepper(arm, 0.01, outputs=["link1.theta", "link2.tip"])
+    st.set_input("tau.link1.theta_dot", 1.5)
+    for row in rows[1:]:
+        st.step(2)
+        assert abs(row["time"] - st.t) < 1e-12
+        out = st.outputs()
+        assert rel_err(np.array([row["link1.theta"], row["link2.node[6].x"],
+                                 row["link2.node[6].y"]]), out[:3]) < 1e-12
+    with pytest.raises(ValueError, match="dt must be a positive"):
+        build_fmu(arm, tmp_path, dt=-1.0)
