@@ -187,7 +187,11 @@ def _print_assembled_modes(model: Model) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         for joints in (FREE, LOCKED):
-            modes = modal_analysis(model, joints=joints)
+            try:
+                modes = modal_analysis(model, joints=joints)
+            except ValueError as exc:
+                print(f"  not available: {exc}")
+                return
             elastic = modes.frequencies[~modes.rigid]
             shown = ", ".join(f"{v:.6g}" for v in elastic[:8]) + (" ..." if elastic.size > 8
                                                                   else "")

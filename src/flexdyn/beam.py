@@ -46,8 +46,9 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-__all__ = ["BeamModes", "beam_modes", "frame_element_stiffness", "geometric_stiffness",
-           "nodal_beam"]
+__all__ = ["ALUMINIUM", "BeamModes", "Material", "STEEL", "Section", "beam_modes", "circle",
+           "frame_element_stiffness", "geometric_stiffness", "nodal_beam", "rectangle",
+           "section_properties", "tube"]
 
 _BOUNDARIES = ("cantilever", "free-free")
 
@@ -229,10 +230,99 @@ def frame_element_stiffness(
     return k
 
 
+@dataclass(frozen=True)
+class Material:
+    """An isotropic material: Young's modulus ``E`` (Pa), density ``rho`` (kg/m³) and the
+    shear modulus ``G`` (Pa; from Poisson's ratio ``nu`` as ``E / (2 (1 + nu))`` if not
+    given; None: no torsion from this material)."""
+
+    E: float
+    rho: float
+    G: float | None = None
+    nu: float | None = None
+
+    def __post_init__(self) -> None:
+        for key in ("E", "rho"):
+            _positive_float(getattr(self, key), key, "Material")
+        if self.G is None and self.nu is not None:
+            if not -1.0 < self.nu < 0.5:
+                raise ValueError(f"Material: nu={self.nu!r} must lie in (-1, 0.5)")
+            object.__setattr__(self, "G", self.E / (2.0 * (1.0 + self.nu)))
+        if self.G is not None:
+            _positive_float(self.G, "G", "Material")
+
+
+@dataclass(frozen=True)
+class Section:
+    """A beam cross-section in the body y–z plane: area ``A`` (m²), second moments
+    ``Iy = ∫ z² dA`` (bending with deflection along z) and ``Iz = ∫ y² dA`` (m⁴), and the
+    torsion constant ``J`` (m⁴; the polar moment for circular sections)."""
+
+    A: float
+    Iy: float
+    Iz: float
+    J: float
+
+    def __post_init__(self) -> None:
+        for key in ("A", "Iy", "Iz", "J"):
+            _positive_float(getattr(self, key), key, "Section")
+
+
+def tube(outer_radius: float, wall: float) -> Section:
+    """A circular tube of outer radius and wall thickness (m)."""
+    _positive_float(outer_radius, "outer_radius", "tube")
+    _positive_float(wall, "wall", "tube")
+    if wall > outer_radius:
+        raise ValueError(f"tube: wall={wall!r} is thicker than outer_radius={outer_radius!r}")
+    r_in = outer_radius - wall
+    inertia = np.pi / 4.0 * (outer_radius**4 - r_in**4)
+    return Section(np.pi * (outer_radius**2 - r_in**2), inertia, inertia, 2.0 * inertia)
+
+
+def circle(radius: float) -> Section:
+    """A solid circular section of radius (m)."""
+    return tube(radius, radius)
+
+
+def rectangle(width: float, height: float) -> Section:
+    """A solid rectangle, ``width`` along the body y axis and ``height`` along z (m); the
+    torsion constant is Roark's ``a b³ (1/3 − 0.21 (b/a)(1 − b⁴/12a⁴))`` (``a ≥ b`` the
+    sides; within 0.5 % of the exact series)."""
+    _positive_float(width, "width", "rectangle")
+    _positive_float(height, "height", "rectangle")
+    a, b = max(width, height), min(width, height)
+    J = a * b**3 * (1.0 / 3.0 - 0.21 * (b / a) * (1.0 - b**4 / (12.0 * a**4)))
+    return Section(width * height, width * height**3 / 12.0, height * width**3 / 12.0, J)
+
+
+def section_properties(material: Material, section: Section, *, bending: str = "both",
+                       axial: bool = False, torsion: bool = True) -> dict[str, float]:
+    """The keywords of :func:`beam_modes` for a beam of ``material`` and ``section``:
+    ``mass_per_length = ρ A``, ``EI_y = E Iy`` and ``EI_z = E Iz`` (``bending``: ``"both"``,
+    ``"y"`` — deflection along y only — ``"z"`` or ``"none"``), ``EA = E A`` if ``axial``,
+    ``GJ = G J`` and ``polar_inertia_per_length = ρ (Iy + Iz)`` if ``torsion`` and the
+    material has a shear modulus."""
+    if bending not in ("both", "y", "z", "none"):
+        raise ValueError(f"bending must be 'both', 'y', 'z' or 'none', got {bending!r}")
+    out: dict[str, float] = {"mass_per_length": material.rho * section.A}
+    if bending in ("both", "z"):
+        out["EI_y"] = material.E * section.Iy
+    if bending in ("both", "y"):
+        out["EI_z"] = material.E * section.Iz
+    if axial:
+        out["EA"] = material.E * section.A
+    if torsion and material.G is not None:
+        out["GJ"] = material.G * section.J
+        out["polar_inertia_per_length"] = material.rho * (section.Iy + section.Iz)
+    return out
+
+
 def beam_modes(
     length: float,
-    mass_per_length: float,
+    mass_per_length: float | None = None,
     *,
+    material: Material | None = None,
+    section: Section | None = None,
     EI_y: float | None = None,
     EI_z: float | None = None,
     EA: float | None = None,
@@ -257,7 +347,12 @@ def beam_modes(
     length : float
         Beam length L [m], > 0.
     mass_per_length : float
-        Mass per unit length mu [kg/m], > 0.
+        Mass per unit length mu [kg/m], > 0 (or from ``material`` and ``section``).
+    material, section : Material and Section, optional
+        Together, the defaults of ``mass_per_length``, ``EI_y``, ``EI_z``, ``GJ`` and
+        ``polar_inertia_per_length`` by :func:`section_properties` (bending both ways, torsion
+        if the material has a shear modulus, no stretch: give ``EA`` for it); the keywords
+        given explicitly win, and ``None`` … is not "given".
     EI_y : float or None, optional
         Bending stiffness for deflection along z (``tz``, rotation ``ry``)
         [N m^2].  None suppresses this deformation (``tz`` and ``ry`` are
@@ -352,6 +447,16 @@ def beam_modes(
       positive; torsional modes use the rotation rows instead.
     """
     name = "beam_modes"
+    if (material is None) != (section is None):
+        raise ValueError(f"{name}: give material and section together (or neither)")
+    if material is not None:
+        given = {"mass_per_length": mass_per_length, "EI_y": EI_y, "EI_z": EI_z, "GJ": GJ,
+                 "polar_inertia_per_length": polar_inertia_per_length}
+        derived = {**section_properties(material, section),
+                   **{k: v for k, v in given.items() if v is not None}}
+        mass_per_length, EI_y, EI_z = (derived.get(k) for k in ("mass_per_length", "EI_y",
+                                                                 "EI_z"))
+        GJ, polar_inertia_per_length = derived.get("GJ"), derived.get("polar_inertia_per_length")
     L = _positive_float(length, "length", name)
     mu = _positive_float(mass_per_length, "mass_per_length", name)
     ea = _optional_stiffness(EA, "EA", name)
@@ -1024,3 +1129,8 @@ def _damping_ratios(value: Any, n_modes: int, name: str) -> np.ndarray:
     if not np.all(np.isfinite(z)) or np.any(z < 0.0):
         raise ValueError(f"{name}: damping_ratio={value!r} must be finite and >= 0")
     return z
+
+
+#: 6061-T6-like aluminium and structural steel
+ALUMINIUM = Material(E=69e9, rho=2700.0, nu=0.33)
+STEEL = Material(E=210e9, rho=7850.0, nu=0.30)

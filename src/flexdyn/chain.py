@@ -147,33 +147,54 @@ class Model:
         return to_plain_dict(self._spec)
 
     # -- state layout ---------------------------------------------------------------------------
-    def q_slice(self, i: int) -> slice:
-        """Slice of body ``i``'s coordinates ``[q_joint; η]`` in ``q``."""
+    def index(self, body: int | str) -> int:
+        """The index of ``body``: a body name or an index (negative counts from the end);
+        ``ValueError`` naming the bodies otherwise."""
+        if isinstance(body, str):
+            if body not in self.names:
+                raise ValueError(f"no body named {body!r}; bodies are {list(self.names)}")
+            return self.names.index(body)
+        if isinstance(body, (int, np.integer)) and not isinstance(body, bool):
+            if not -self.n_bodies <= body < self.n_bodies:
+                raise ValueError(f"body index {body} out of range for {self.n_bodies} bodies "
+                                 f"{list(self.names)}")
+            return int(body) % self.n_bodies
+        raise ValueError(f"a body is a name or an index, got {body!r}")
+
+    def q_slice(self, i: int | str) -> slice:
+        """Slice of body ``i``'s coordinates ``[q_joint; η]`` in ``q`` (``i`` an index or a
+        body name, as for every per-body method)."""
+        i = self.index(i)
         s = int(self.q_start[i])
         return slice(s, s + int(self.nq_joint[i] + self.n_modes[i]))
 
-    def u_slice(self, i: int) -> slice:
+    def u_slice(self, i: int | str) -> slice:
         """Slice of ``χ(i) = [β; η̇]`` in ``u`` (and of ``τ(i)`` in ``τ``)."""
+        i = self.index(i)
         s = int(self.u_start[i])
         return slice(s, s + int(self.nu_joint[i] + self.n_modes[i]))
 
-    def q_joint(self, q: np.ndarray, i: int) -> np.ndarray:
+    def q_joint(self, q: np.ndarray, i: int | str) -> np.ndarray:
         """Body ``i``'s joint coordinates (nq_joint[i],), a view into ``q`` (nq,)."""
+        i = self.index(i)
         s = int(self.q_start[i])
         return q[s:s + int(self.nq_joint[i])]
 
-    def eta(self, q: np.ndarray, i: int) -> np.ndarray:
+    def eta(self, q: np.ndarray, i: int | str) -> np.ndarray:
         """Body ``i``'s modal coordinates ``η`` (n_modes[i],), a view into ``q`` (nq,)."""
+        i = self.index(i)
         s = int(self.q_start[i] + self.nq_joint[i])
         return q[s:s + int(self.n_modes[i])]
 
-    def u_joint(self, u: np.ndarray, i: int) -> np.ndarray:
+    def u_joint(self, u: np.ndarray, i: int | str) -> np.ndarray:
         """Body ``i``'s joint speeds ``β`` (nu_joint[i],), a view into ``u`` (nu,)."""
+        i = self.index(i)
         s = int(self.u_start[i])
         return u[s:s + int(self.nu_joint[i])]
 
-    def eta_dot(self, u: np.ndarray, i: int) -> np.ndarray:
+    def eta_dot(self, u: np.ndarray, i: int | str) -> np.ndarray:
         """Body ``i``'s modal rates ``η̇`` (n_modes[i],), a view into ``u`` (nu,)."""
+        i = self.index(i)
         s = int(self.u_start[i] + self.nu_joint[i])
         return u[s:s + int(self.n_modes[i])]
 
@@ -313,14 +334,65 @@ class ModelBuilder:
         """Append a body (parents before children); returns the builder for chaining.
 
         ``parent`` is a body name or None (ground); ``joint``, ``rigid`` and ``flex`` are the
-        blocks of the model-file format (SI units; arrays may be numpy arrays).
+        blocks of the model-file format (SI units; arrays may be numpy arrays); ``flex`` may
+        also be a :class:`~flexdyn.beam.BeamModes` (its ``to_flex_dict()``).  The joint's
+        ``parent_node`` may be ``"tip"``: the parent's last node.
         """
-        body: dict[str, Any] = {"name": name, "parent": parent, "joint": dict(joint)}
+        joint = dict(joint)
+        if isinstance(joint.get("parent_node"), str):
+            joint["parent_node"] = self._node(parent, joint["parent_node"],
+                                              f"body {name!r}: joint parent_node")
+        body: dict[str, Any] = {"name": name, "parent": parent, "joint": joint}
         if rigid is not None:
             body["rigid"] = dict(rigid)
         if flex is not None:
-            body["flex"] = dict(flex)
+            body["flex"] = dict(flex.to_flex_dict() if hasattr(flex, "to_flex_dict") else flex)
         self._d["bodies"].append(body)
+        return self
+
+    def _body(self, name: str | None, what: str) -> dict:
+        for body in self._d["bodies"]:
+            if body["name"] == name:
+                return body
+        raise ValueError(f"{what}: no body {name!r} added yet; bodies are "
+                         f"{[b['name'] for b in self._d['bodies']]}")
+
+    def _node(self, name: str | None, node: int | str, what: str) -> int:
+        """A node of an added body: an index (negative from the end) or ``"tip"``."""
+        nodes = self._body(name, what).get("flex", {}).get("nodes")
+        n = 0 if nodes is None else len(nodes)
+        if n == 0:
+            raise ValueError(f"{what}: body {name!r} has no nodes")
+        if isinstance(node, str):
+            if node != "tip":
+                raise ValueError(f"{what}: a node is an index or 'tip', got {node!r}")
+            return n - 1
+        if not (isinstance(node, (int, np.integer)) and -n <= node < n):
+            raise ValueError(f"{what}: node {node!r} out of range for body {name!r} with {n} "
+                             "nodes")
+        return int(node) % n
+
+    def add_payload(self, body: str, mass: float, inertia: Any = None,
+                    node: int | str = "tip") -> ModelBuilder:
+        """Add a payload — a point mass (kg) with a rotary inertia about the node (3 × 3,
+        kg m², default zero) — to node ``node`` (an index or ``"tip"``) of the flexible body
+        ``body`` already added: its node mass and inertia grow by them."""
+        what = f"add_payload({body!r})"
+        j = self._node(body, node, what)
+        if not (isinstance(mass, (int, float, np.floating)) and np.isfinite(mass)
+                and mass >= 0):
+            raise ValueError(f"{what}: mass must be a finite number ≥ 0 (kg), got {mass!r}")
+        J = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
+        if J.shape != (3, 3) or not np.all(np.isfinite(J)) or np.max(np.abs(J - J.T)) > 1e-12 * (
+                1 + np.max(np.abs(J))):
+            raise ValueError(f"{what}: inertia must be a finite symmetric 3 × 3 matrix (kg m²)")
+        flex = self._body(body, what)["flex"]
+        masses = np.array(flex["node_masses"], dtype=float)
+        inertias = (np.zeros((masses.size, 3, 3)) if flex.get("node_inertias") is None
+                    else np.array(flex["node_inertias"], dtype=float))
+        masses[j] += mass
+        inertias[j] += J
+        flex["node_masses"], flex["node_inertias"] = masses, inertias
         return self
 
     def add_constraint(self, name: str, type: str, body: str, other_body: str | None = None,

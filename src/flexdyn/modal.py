@@ -288,7 +288,7 @@ def modal_analysis(model: Model, q: Any = None, *, joints: str | Collection[str]
                       "not an equilibrium or the loads are not conservative; the modes are "
                       "those of its symmetric part (find an equilibrium with "
                       "flexdyn.equilibrium)", RuntimeWarning, stacklevel=2)
-    lam, phi = scipy.linalg.eigh((K + K.T) / 2, M)
+    lam, phi = _eigh(K, M)
     rigid = np.abs(lam) <= rtol * max(np.max(np.abs(lam), initial=0.0), 1e-300)
     lam = np.where(rigid, 0.0, lam)
     shapes = np.zeros((model.nu, free.size))
@@ -299,6 +299,17 @@ def modal_analysis(model: Model, q: Any = None, *, joints: str | Collection[str]
 
 
 
+def _eigh(K: np.ndarray, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``K φ = ω² M φ`` for the symmetric part of ``K``; ``ValueError`` when ``M`` is not
+    positive definite."""
+    try:
+        return scipy.linalg.eigh((K + K.T) / 2, M)
+    except np.linalg.LinAlgError:
+        raise ValueError("the mass matrix is not positive definite: a degree of freedom has no "
+                         "inertia (a repeated mode, modes that move only massless nodes, a "
+                         "massless body); the system has no modal analysis") from None
+
+
 def highest_frequency(model: Model, q: Any, fidelity: str = DEFAULT_FIDELITY) -> float:
     """The highest natural frequency ``ω_max`` (rad/s) of the assembled system about ``q``
     with every joint free: the largest eigenvalue of the symmetric part of the tangent
@@ -306,6 +317,5 @@ def highest_frequency(model: Model, q: Any, fidelity: str = DEFAULT_FIDELITY) ->
     out) — what limits the step of explicit integrators."""
     q = np.asarray(model.check_state(q)[0], dtype=float)
     K = tangent_stiffness(model, q, fidelity=fidelity)
-    lam = scipy.linalg.eigh((K + K.T) / 2, mass_matrix(model, q, fidelity=fidelity),
-                            eigvals_only=True)
+    lam, _ = _eigh(K, mass_matrix(model, q, fidelity=fidelity))
     return float(np.sqrt(max(float(lam[-1]), 0.0))) if lam.size else 0.0

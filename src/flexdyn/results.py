@@ -11,6 +11,7 @@ import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from .files import write_atomically
 from .spatial import Transform
 from .terms import DEFAULT_FIDELITY, check_fidelity, state_terms
 
-__all__ = ["SimulationError", "SimulationResult"]
+__all__ = ["BodyTrajectory", "SimulationError", "SimulationResult"]
 
 
 class SimulationError(RuntimeError):
@@ -46,6 +47,13 @@ class SimulationError(RuntimeError):
 
 #: the histories a result may lack (written to ``.npz`` when present)
 _OPTIONAL_HISTORIES = ("udot", "f_ext", "constraint_forces", "closure_drift")
+
+
+class BodyTrajectory(NamedTuple):
+    """Pose history of a body frame (:meth:`SimulationResult.body_trajectory`)."""
+
+    position: np.ndarray  #: (nt, 3) origin in the inertial frame, m
+    rotation: np.ndarray  #: (nt, 3, 3) orientation (columns: the body axes in inertial axes)
 
 
 @dataclass(eq=False)
@@ -135,6 +143,11 @@ class SimulationResult:
         d = self.closure_drift
         return 0.0 if d is None or not d.size else float(np.max(np.abs(d)))
 
+    def __repr__(self) -> str:
+        span = f"t = {self.t[0]:.6g} … {self.t[-1]:.6g} s" if len(self) else "no samples"
+        return (f"SimulationResult(model {self.model.name!r}, {len(self)} samples, {span}, "
+                f"fidelity {self.fidelity!r}, {self.nfev} rhs evaluations: {self.message})")
+
     def __len__(self) -> int:
         return int(self.t.size)
 
@@ -222,6 +235,14 @@ class SimulationResult:
         """Pose of body ``name``'s frame in the inertial frame at sample ``k``."""
         i = self.model.body_index(name)
         return state_terms(self.model, self.q[k], None, self.fidelity)[0].pose[i]
+
+    def body_trajectory(self, name: str) -> BodyTrajectory:
+        """Pose history of body ``name``'s frame in the inertial frame:
+        :class:`BodyTrajectory` ``(position (nt, 3) m, rotation (nt, 3, 3))``."""
+        i = self.model.index(name)
+        poses = [state_terms(self.model, q, None, self.fidelity)[0].pose[i] for q in self.q]
+        return BodyTrajectory(np.array([T.p for T in poses]).reshape(-1, 3),
+                              np.array([T.R for T in poses]).reshape(-1, 3, 3))
 
     def _node(self, name: str, node: int) -> tuple[int, int]:
         i = self.model.body_index(name)

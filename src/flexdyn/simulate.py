@@ -760,6 +760,11 @@ def simulate(
     _check_choice(method, tuple(FORWARD_METHODS), "method")
     _check_choice(backend, BACKENDS, "backend")
     nq, nu = model.nq, model.nu
+    if (isinstance(q0, tuple) and len(q0) == 2 and nq != 2
+            and all(isinstance(v, (int, float)) for v in q0)):
+        raise ValueError(f"q0 = {q0!r} has 2 entries, the model {nq}: did you mean "
+                         f"t_span={q0!r}? (simulate(model, q0, u0, t_span) — or pass it by "
+                         "keyword)")
     q0 = model.neutral_configuration() if q0 is None else _vector(q0, nq, "q0")
     for i, j in enumerate(model.joints):
         if j.quaternion:
@@ -945,7 +950,10 @@ def _warn_if_stiff(model: Model, integrator: str, q0: np.ndarray, fidelity: str,
     whatever the tolerances."""
     if integrator not in STABILITY_TABLEAUX or steps < STIFF_MIN_STEPS:
         return
-    omega = highest_frequency(model, q0, fidelity)
+    try:
+        omega = highest_frequency(model, q0, fidelity)
+    except ValueError:  # no modal analysis (a degree of freedom without inertia): no advice
+        return
     h_mean = (t_end - t0) / steps
     h_stable = step_limit(integrator, np.array([1j * omega]))
     if omega > 0.0 and h_mean >= STIFF_FRACTION * h_stable:
