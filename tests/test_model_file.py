@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import flexdyn as fd
 from flexdyn.model_file import (
     normalize_model_dict,
     read_model_dict,
@@ -367,7 +368,7 @@ TWO_MODES = [((*F0, "modes"), np.ones((18, 2)).tolist())]
 
 ERRORS = [
     # top level
-    ([(("extra",), 1)], r"model has unknown key 'extra'; allowed keys: format, version, name"),
+    ([(("extra",), 1)], r"model has unknown key 'extra'; allowed keys: \$schema, format, version, name"),
     ([(("format",), "other")], r"model: format must be 'flexdyn-model', got str 'other'"),
     ([(("version",), 2)], r"model: version must be 1, got int 2"),
     ([(("version",), True)], r"model: version must be 1, got bool True"),
@@ -532,3 +533,29 @@ def test_invalid_models_are_rejected(changes: list[tuple[tuple, Any]], match: st
 def test_top_level_must_be_a_mapping() -> None:
     with pytest.raises(ValueError, match=r"model must be an object \(dict\), got list"):
         normalize_model_dict([])  # type: ignore[arg-type]
+
+
+def test_every_problem_of_a_file_is_reported() -> None:
+    """Three mistakes in three places: one error listing all three, each named, with the
+    closest key or joint type suggested and a dropped node row blamed on ``nodes``."""
+    from flexdyn.model_file import ModelFileError
+
+    d = fd.models.two_link_arm().to_dict()
+    d["bodies"][0]["flex"]["nodes"] = d["bodies"][0]["flex"]["nodes"][:-1]
+    d["bodies"][1]["joint"]["type"] = "revolut"
+    d["bodies"][1]["rigid"]["mas"] = 1.0
+    with pytest.raises(ModelFileError) as info:
+        normalize_model_dict(d)
+    errors = info.value.errors
+    assert len(errors) == 3 and str(info.value).startswith("3 problems in the model:")
+    assert "flex.nodes describes 6 nodes, but flex.node_masses, flex.modes describe 7" in errors[0]
+    assert "unknown key 'mas' (did you mean 'mass'?)" in errors[1]
+    assert "got str 'revolut' (did you mean 'revolute'?)" in errors[2]
+
+
+def test_numbers_in_messages_are_plain() -> None:
+    d = example()
+    d["bodies"][0]["flex"]["node_masses"][1] = np.float64(-0.08)
+    with pytest.raises(ValueError, match=r"node_masses\[1\] is negative \(-0.08\)") as info:
+        normalize_model_dict(d)
+    assert "np.float64" not in str(info.value)

@@ -16,6 +16,7 @@ a failed integration exits with status 1.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -29,6 +30,7 @@ from .chain import Model, load_model
 from .closure import ClosureError
 from .dynamics import FORWARD_METHODS, assemble
 from .modal import FREE, LOCKED, modal_analysis
+from .model_file import json_schema
 from .models import BUILTIN_MODELS, builtin_model, modal_frequencies, slew_torque, spinup_torque
 from .results import SimulationError, SimulationResult
 from .simulate import simulate
@@ -303,7 +305,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model file, or the name of a built-in model: "
                         + ", ".join(sorted(BUILTIN_MODELS)))
     p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of the model-file format",
+                       description="Print the JSON Schema (draft 2020-12) of model files, "
+                                   "for editors that validate and complete JSON.")
+    p.set_defaults(func=_cmd_schema)
     return parser
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    print(json.dumps(json_schema(), indent=2))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -37,11 +37,13 @@ Normalised structure
 
 from __future__ import annotations
 
+import collections
+import difflib
 import itertools
 import json
 import numbers
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +53,12 @@ import scipy.linalg
 from .constraints import CONSTRAINT_KINDS
 from .files import read_text, write_atomically
 from .joints import EULER_SEQUENCES, JOINT_DIMENSIONS, JOINT_KINDS, is_subalgebra
-from .tip_kinematics import DEFAULT_TIP_KINEMATICS, check_tip_kinematics
+from .tip_kinematics import DEFAULT_TIP_KINEMATICS, TIP_KINEMATICS, check_tip_kinematics
 
 __all__ = [
     "JOINT_TYPES",
+    "ModelFileError",
+    "json_schema",
     "normalize_model_dict",
     "read_model_dict",
     "to_plain_dict",
@@ -73,7 +77,8 @@ _AXIS_TYPES, _AXES_TYPES, _PITCH_TYPES, _MAP_TYPES, _FACTORS_TYPES, _SEQUENCE_TY
     for key in ("axis", "axes", "pitch", "map", "factors", "sequence")
 )
 
-_TOP_KEYS = ("format", "version", "name", "gravity", "tip_kinematics", "bodies", "constraints")
+_TOP_KEYS = ("$schema", "format", "version", "name", "gravity", "tip_kinematics", "bodies",
+             "constraints")
 _BODY_KEYS = ("name", "parent", "joint", "rigid", "flex")
 _JOINT_KEYS = (
     "type",
@@ -124,7 +129,10 @@ _Shape = tuple[int | None, ...]
 
 
 def _describe(value: Any) -> str:
-    """Return a short description of ``value`` for error messages."""
+    """Return a short description of ``value`` for error messages (numpy scalars as plain
+    numbers)."""
+    if isinstance(value, np.generic):
+        value = value.item()
     text = repr(value)
     if len(text) > 40:
         text = text[:37] + "..."
@@ -143,8 +151,17 @@ def _mapping(path: str, value: Any, allowed: Sequence[str] | None = None) -> Map
         raise ValueError(f"{path} must be an object (dict), got {_describe(value)}")
     for key in value:
         if allowed is not None and key not in allowed:
-            raise ValueError(f"{path} has unknown key {key!r}; allowed keys: {', '.join(allowed)}")
+            raise ValueError(f"{path} has unknown key {key!r}{_suggest(key, allowed)}; allowed "
+                             f"keys: {', '.join(allowed)}")
     return value
+
+
+def _suggest(word: Any, choices: Sequence[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``choices`` to ``word``, or ``""``."""
+    if not isinstance(word, str):
+        return ""
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _required(path: str, mapping: Mapping, key: str) -> Any:
@@ -413,6 +430,7 @@ def _flex(where: str, value: Any) -> dict[str, np.ndarray]:
     """Parse the ``flex`` block of a body."""
     path = f"{where}: flex"
     value = _mapping(path, {} if value is None else value, _FLEX_KEYS)
+    _odd_node_count(path, value)
     if value:
         nodes = _array(f"{path}.nodes", _required(path, value, "nodes"), (None, 3))
         raw_masses = _required(path, value, "node_masses")
@@ -424,7 +442,7 @@ def _flex(where: str, value: Any) -> dict[str, np.ndarray]:
     if negative.size:
         j = int(negative[0])
         raise ValueError(
-            f"{path}.node_masses[{j}] is negative ({masses[j]!r}); masses must be >= 0"
+            f"{path}.node_masses[{j}] is negative ({float(masses[j]):.6g}); masses must be >= 0"
         )
     inertias = _optional_array(f"{path}.node_inertias", value.get("node_inertias"), (n, 3, 3))
     for j in range(n):
@@ -465,6 +483,28 @@ def _flex(where: str, value: Any) -> dict[str, np.ndarray]:
         "damping": damping,
         **_stiffening(path, value, m),
     }
+
+
+def _odd_node_count(path: str, value: Mapping) -> None:
+    """When ``nodes`` disagrees with the other per-node entries of a flex block and those
+    agree, blame ``nodes`` (a row dropped from it is not ``node_masses``'s fault)."""
+    counts: dict[str, int] = {}
+    for key, per_node in (("nodes", 1), ("node_masses", 1), ("node_inertias", 1),
+                          ("modes", 6), ("nodal_stiffness", 6)):
+        entry = value.get(key)
+        if isinstance(entry, (Sequence, np.ndarray)) and not isinstance(entry, str) and (
+                len(entry) % per_node == 0):
+            counts[key] = len(entry) // per_node
+    tally = collections.Counter(counts.values()).most_common()
+    if len(tally) < 2 or tally[0][1] == tally[1][1]:
+        return
+    n = tally[0][0]
+    if counts.get("nodes", n) == n:
+        return  # the others are measured against nodes, and their messages say so
+    odd = [f"flex.{key} describes {c} nodes" for key, c in counts.items() if c != n]
+    agree = [f"flex.{key}" for key, c in counts.items() if c == n]
+    raise ValueError(f"{path}: {'; '.join(odd)}, but {', '.join(agree)} describe {n} (one "
+                     "node too many or too few there?)")
 
 
 def _nodal(path: str, value: Mapping, masses: np.ndarray,
@@ -596,6 +636,7 @@ def _joint(
     if not isinstance(jtype, str) or jtype not in JOINT_TYPES:
         raise ValueError(
             f"{path}.type must be one of {', '.join(JOINT_TYPES)}, got {_describe(jtype)}"
+            f"{_suggest(jtype, JOINT_TYPES)}"
         )
     axis = axes = None
     if _typed_option(f"{path}.axis", value.get("axis"), jtype, _AXIS_TYPES):
@@ -732,6 +773,99 @@ def _header(d: Any) -> tuple[str, np.ndarray, str, Sequence[Any]]:
     return name, gravity, tip, bodies
 
 
+# ---------------------------------------------------------------------------------------------
+# JSON Schema
+# ---------------------------------------------------------------------------------------------
+#: where the published schema lives (package data) and its identifier
+SCHEMA_FILE = "model.schema.json"
+SCHEMA_ID = "https://flexdyn.org/schemas/model-1.schema.json"
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the model-file format, from the same key lists and
+    registries as the validator: every file the validator accepts passes it; it checks
+    structure (keys, types, shapes of small vectors, names of joint, closure and tip-kinematics
+    kinds) — sizes that depend on each other, symmetry and definiteness are the validator's.
+    ``format`` and ``version`` are optional.  Shipped as ``flexdyn/model.schema.json``."""
+    number = {"type": "number"}
+    vec = lambda n: {"type": "array", "items": number, "minItems": n, "maxItems": n}  # noqa: E731
+    matrix = {"type": "array", "items": {"type": "array", "items": number}}
+    mat33 = {"type": "array", "items": vec(3), "minItems": 3, "maxItems": 3}
+    node = {"type": ["integer", "null"]}
+    body_ref = {"type": ["string", "integer", "null"]}
+
+    def block(properties: dict, keys: Sequence[str], required: Sequence[str] = ()) -> dict:
+        assert set(properties) == set(keys), set(keys) ^ set(properties)
+        return {"type": "object", "properties": properties, "required": list(required),
+                "additionalProperties": False}
+
+    placement = block({"rotation": mat33, "axis_angle": vec(4), "quaternion": vec(4),
+                       "euler": {"type": "object", "properties": {
+                           "sequence": {"type": "string"}, "angles": vec(3)},
+                           "required": ["sequence", "angles"], "additionalProperties": False},
+                       "translation": vec(3)}, _PLACEMENT_KEYS)
+    joint = block({"type": {"enum": list(JOINT_TYPES)}, "axis": vec(3),
+                   "axes": {"type": "array", "items": vec(3), "minItems": 2, "maxItems": 2},
+                   "pitch": number, "map": matrix,
+                   "factors": {"type": "array", "items": matrix},
+                   "sequence": {"enum": list(EULER_SEQUENCES)}, "parent_node": node,
+                   "child_node": node, "placement": {"$ref": "#/$defs/placement"},
+                   "child_placement": {"$ref": "#/$defs/placement"}}, _JOINT_KEYS, ["type"])
+    rigid = block({"mass": {"type": "number", "minimum": 0}, "com": vec(3), "inertia": mat33},
+                  _RIGID_KEYS)
+    flex = block({"nodes": {"type": "array", "items": vec(3)},
+                  "node_masses": {"type": "array", "items": {"type": "number", "minimum": 0}},
+                  "node_inertias": {"type": ["array", "null"], "items": mat33},
+                  "modes": matrix, "stiffness": matrix, "damping": {"type": ["array", "null"]},
+                  "geometric_stiffness_1": {"type": ["array", "null"]},
+                  "geometric_stiffness_2": {"type": ["array", "null"]},
+                  "axial_modes": {"type": ["array", "null"], "items": {"type": "integer"}},
+                  "nodal": {"type": "boolean"}, "attach_node": {"type": "integer"},
+                  "nodal_stiffness": matrix, "nodal_damping": {"type": ["array", "null"]}},
+                 _FLEX_KEYS)
+    flex["anyOf"] = [{"maxProperties": 0}, {"required": ["nodes", "node_masses"]}]
+    body = block({"name": {"type": "string", "minLength": 1, "pattern": r"^[^.\x00-\x1f]*$"},
+                  "parent": body_ref, "joint": {"$ref": "#/$defs/joint"},
+                  "rigid": {"oneOf": [{"$ref": "#/$defs/rigid"}, {"type": "null"}]},
+                  "flex": {"oneOf": [{"$ref": "#/$defs/flex"}, {"type": "null"}]}},
+                 _BODY_KEYS, ["name", "joint"])
+    forms = {"unit": vec(3), "rotation": mat33}
+    kind_keys = {k: forms[form] for kind in CONSTRAINT_KINDS.values()
+                 for k, (form, _) in kind.keys.items()}
+    constraint = block({"name": {"type": "string"}, "type": {"enum": list(CONSTRAINT_KINDS)},
+                        "body": body_ref, "node": node,
+                        "point": {"oneOf": [vec(3), {"type": "null"}]}, "other_body": body_ref,
+                        "other_node": node, "other_point": {"oneOf": [vec(3), {"type": "null"}]},
+                        **kind_keys}, _CONSTRAINT_KEYS, ["name", "type", "body"])
+    top = block({"$schema": {"type": "string"}, "format": {"const": FORMAT_NAME}, "version": {"const": FORMAT_VERSION},
+                 "name": {"type": "string"}, "gravity": vec(3),
+                 "tip_kinematics": {"enum": list(TIP_KINEMATICS)},
+                 "bodies": {"type": "array", "items": {"$ref": "#/$defs/body"}, "minItems": 1},
+                 "constraints": {"type": "array", "items": {"$ref": "#/$defs/constraint"}}},
+                _TOP_KEYS, ["bodies"])
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
+            "title": "flexdyn model file",
+            "description": "A tree of rigid and flexible bodies (docs/model-format.md).",
+            **top, "$defs": {"placement": placement, "joint": joint, "rigid": rigid,
+                             "flex": flex, "body": body, "constraint": constraint}}
+
+
+#: the node count of a block that failed validation (any node index passes)
+_UNKNOWN_COUNT = 1 << 40
+
+
+class ModelFileError(ValueError):
+    """Every problem found in a model description: :attr:`errors`, one message each (naming
+    the body and key); the exception's message lists them all."""
+
+    def __init__(self, errors: Sequence[str]):
+        self.errors = list(errors)
+        text = (self.errors[0] if len(self.errors) == 1 else
+                f"{len(self.errors)} problems in the model:\n" + "\n".join(
+                    f"  - {e}" for e in self.errors))
+        super().__init__(text)
+
+
 def normalize_model_dict(d: Mapping) -> dict:
     """Validate a raw model description and return its normalised form.
 
@@ -751,40 +885,66 @@ def normalize_model_dict(d: Mapping) -> dict:
 
     Raises
     ------
-    ValueError
-        With one message naming the body (index and name) and key of the first problem found.
+    ModelFileError (a ValueError)
+        Naming the body (index and name) and key of every problem found: each body's
+        parent, rigid, flex and joint blocks are checked even when another has failed (a
+        body whose parent failed is checked once the parent is right).
     """
     name, gravity, tip, raw_bodies = _header(d)
     names = _body_names(raw_bodies)
     name_index = {n: i for i, n in enumerate(names)}
     labels = [f'bodies[{i}] "{n}"' for i, n in enumerate(names)]
     children = [0] * len(names)
-    bodies: list[dict[str, Any]] = []
+    bodies: list[dict[str, Any] | None] = []
+    errors: list[str] = []
+
+    def checked(parse: Callable[..., Any], *args: Any) -> Any:
+        """``parse(*args)``, or None with its message kept (every error of a file is
+        reported)."""
+        try:
+            return parse(*args)
+        except ValueError as exc:
+            errors.append(str(exc))
+            return None
+
+    def joint_of(i: int, raw: Mapping, parent: int, parent_nodes: int, own_nodes: int,
+                 parent_label: str) -> dict[str, Any]:
+        return _joint(labels[i], _required(labels[i] + ":", raw, "joint"), parent,
+                      parent_nodes, own_nodes, parent_label)
+
     for i, raw in enumerate(raw_bodies):
-        parent = _parent(labels[i], raw.get("parent"), i, name_index)
-        flex = _flex(labels[i], raw.get("flex"))
-        rigid = _rigid(labels[i], raw.get("rigid"))
-        if parent >= 0:
+        parent = checked(_parent, labels[i], raw.get("parent"), i, name_index)
+        flex = checked(_flex, labels[i], raw.get("flex"))
+        rigid = checked(_rigid, labels[i], raw.get("rigid"))
+        parent_body = bodies[parent] if parent is not None and parent >= 0 else None
+        if parent is not None and parent >= 0:
             children[parent] += 1
-            parent_nodes, parent_label = bodies[parent]["flex"]["nodes"].shape[0], labels[parent]
-        else:
+        # a parent or flex block that failed leaves its node count unknown: any node index
+        # passes here, and is checked once that block is right
+        if parent is None:  # unknown: checked as a body with any number of nodes
+            parent_nodes, parent_label = _UNKNOWN_COUNT, "its parent"
+        elif parent < 0:
             parent_nodes, parent_label = 0, "the ground"
-        joint = _joint(
-            labels[i],
-            _required(labels[i] + ":", raw, "joint"),
-            parent,
-            parent_nodes,
-            flex["nodes"].shape[0],
-            parent_label,
-        )
-        if flex.get("nodal") and joint["child_node"] not in (None, flex["attach_node"]):
-            raise ValueError(
+        else:
+            parent_nodes = (_UNKNOWN_COUNT if parent_body is None
+                            else parent_body["flex"]["nodes"].shape[0])
+            parent_label = labels[parent]
+        own_nodes = _UNKNOWN_COUNT if flex is None else flex["nodes"].shape[0]
+        joint = checked(joint_of, i, raw, 0 if parent is None else parent, parent_nodes,
+                        own_nodes, parent_label)
+        if joint is not None and flex is not None and flex.get("nodal") and joint[
+                "child_node"] not in (
+                None, flex["attach_node"]):
+            errors.append(
                 f"{labels[i]}: joint.child_node = {joint['child_node']} must be null or the "
                 f"nodal body's flex.attach_node = {flex['attach_node']} (the node rigidly fixed "
                 "to the joint)")
-        bodies.append(
-            {"name": names[i], "parent": parent, "joint": joint, "rigid": rigid, "flex": flex}
-        )
+            joint = None
+        ok = all(x is not None for x in (parent, flex, rigid, joint))
+        bodies.append({"name": names[i], "parent": parent, "joint": joint, "rigid": rigid,
+                       "flex": flex} if ok else None)
+    if errors:
+        raise ModelFileError(errors)
     for i, body in enumerate(bodies):
         total = body["rigid"]["mass"] + float(np.sum(body["flex"]["node_masses"]))
         inertia = float(np.sum(np.abs(body["rigid"]["inertia"]))
@@ -861,7 +1021,7 @@ def _constraints(raw: Any, names: Sequence[str], name_index: dict[str, int],
         kind = CONSTRAINT_KINDS.get(ctype) if isinstance(ctype, str) else None
         if kind is None:
             raise ValueError(f"{path}: type must be one of {', '.join(CONSTRAINT_KINDS)}, got "
-                             f"{_describe(ctype)}")
+                             f"{_describe(ctype)}{_suggest(ctype, list(CONSTRAINT_KINDS))}")
         body = _closure_body(f"{path}: body", _required(path, entry, "body"), name_index, False)
         other = _closure_body(f"{path}: other_body", entry.get("other_body"), name_index, True)
         if other == body:

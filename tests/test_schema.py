@@ -1,0 +1,102 @@
+"""The JSON Schema of the model-file format (``flexdyn/model.schema.json``) agrees with the
+validator: every model the validator accepts passes the schema (built-in files, the
+documentation's example, built-in and random models, nodal bodies, closed chains), and
+every structural mistake of the validator's test corpus (unknown keys, wrong types, names
+of kinds, missing keys) fails both.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from importlib import resources
+
+import numpy as np
+import pytest
+
+import flexdyn as fd
+from flexdyn.beam import nodal_beam
+from flexdyn.model_file import json_schema, normalize_model_dict
+from strategies import random_model_dict
+from test_model_file import ERRORS, apply, example
+
+jsonschema = pytest.importorskip("jsonschema")
+
+STRUCTURAL = ("unknown key", "must be a number", "must be one of", "missing the required key",
+              "must be an object", "must be a list", "must be a string", "format must be",
+              "version must be")
+
+
+@pytest.fixture(scope="module")
+def validator():
+    schema = json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _plain(d):
+    return json.loads(json.dumps(d, default=lambda a: np.asarray(a).tolist()))
+
+
+def test_shipped_schema_is_the_generated_one():
+    shipped = resources.files("flexdyn").joinpath("model.schema.json").read_text("utf-8")
+    assert json.loads(shipped) == json_schema()
+
+
+def _valid_corpus() -> list[dict]:
+    data = resources.files("flexdyn").joinpath("data")
+    corpus = [json.loads(p.read_text("utf-8")) for p in data.iterdir()
+              if p.name.endswith(".json")]
+    corpus.append(example())
+    corpus += [m.to_dict() for m in (fd.models.spacecraft(), fd.models.two_link_arm(),
+                                     fd.models.spinup_beam(), fd.models.spacecraft(
+                                         array_joint="revolute"))]
+    rng = np.random.default_rng(11)
+    for joints in (["revolute", "spherical"], ["free", "universal"], ["prismatic", "screw"]):
+        corpus.append(random_model_dict(rng, [-1, 0], joints, [3, 2], [2, 1], gravity=True,
+                                        damping=True))
+    boom = nodal_beam(2.0, 1.5, EI_y=30.0, EI_z=30.0, EA=1e5, GJ=20.0,
+                      polar_inertia_per_length=1e-3, n_elements=3)
+    corpus.append(fd.ModelBuilder("boom").add_body(
+        "boom", joint={"type": "revolute", "axis": [0, 0, 1]}, flex=boom).build().to_dict())
+    rev = {"type": "revolute", "axis": [0, 0, 1]}
+    rod = {"mass": 1.0, "com": [0, -0.5, 0], "inertia": np.diag([0.1, 0.0, 0.1])}
+    loop = (fd.ModelBuilder("four-bar", gravity=(0, -9.81, 0))
+            .add_body("a", joint=rev, rigid=rod)
+            .add_body("b", "a", joint={**rev, "placement": {"translation": [0, -1, 0]}},
+                      rigid=rod)
+            .add_body("c", joint={**rev, "placement": {"translation": [1, 0, 0]}}, rigid=rod)
+            .add_constraint("loop", "pin", "b", "c", point=[1, 0, 0], other_point=[0, -1, 0],
+                            axis=[0, 0, 1]))
+    corpus.append(loop.build().to_dict())
+    return [_plain(d) for d in corpus]
+
+
+def test_valid_models_pass_the_schema(validator):
+    for d in _valid_corpus():
+        normalize_model_dict(d)  # the validator accepts it ...
+        errors = [e.message for e in validator.iter_errors(d)]
+        assert not errors, (d.get("name"), errors[:3])  # ... and so does the schema
+
+
+@pytest.mark.parametrize("changes, match", ERRORS)
+def test_structural_mistakes_fail_both(validator, changes, match):
+    d = example()
+    for path, value in changes:
+        apply(d, path, value)
+    with pytest.raises(ValueError) as info:
+        normalize_model_dict(copy.deepcopy(d))
+    if any(word in str(info.value) for word in STRUCTURAL):
+        try:
+            plain = _plain(d)
+        except (TypeError, ValueError):
+            return  # not JSON at all (a NaN, an object): no file holds it
+        assert list(validator.iter_errors(plain)), str(info.value)
+
+
+def test_schema_command(capsys):
+    from flexdyn.__main__ import main
+
+    assert main(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out)["$id"] == json_schema()["$id"]
+
