@@ -160,3 +160,27 @@ def test_info_accepts_a_builtin_model_name(capsys):
     assert main(["info", "spacecraft"]) == 0
     out = capsys.readouterr().out
     assert "hub" in out and "Hz" in out
+
+
+def test_simulate_with_initial_state_loads_and_plot(tmp_path, capsys):
+    """``--set`` and ``--tau`` by state-layout names give the run of ``fd.simulate`` with that
+    initial state and constant torque; the ``.npz`` keeps the settings and versions; a
+    misspelt name is refused with the closest names."""
+    out, png = tmp_path / "run.npz", tmp_path / "run.png"
+    assert main(["simulate", data_file("two_link_arm"), "--t", "0.5", "--samples", "11",
+                 "--set", "link1.theta=0.3", "--set", "link2.theta_dot=1",
+                 "--tau", "link1.theta_dot=2", "--out", str(out), "--plot", str(png)]) == 0
+    assert png.stat().st_size > 0
+    res = fd.SimulationResult.from_npz(out)
+    arm = fd.load_model(data_file("two_link_arm"))
+    q0, u0, tau = np.zeros(arm.nq), np.zeros(arm.nu), np.zeros(arm.nu)
+    q0[0], u0[int(arm.u_start[1])], tau[0] = 0.3, 1.0, 2.0
+    ref = fd.simulate(arm, q0, u0, (0.0, 0.5), tau=tau, t_eval=np.linspace(0, 0.5, 11))
+    assert np.max(np.abs(res.q - ref.q)) < 1e-12
+    assert res.settings["integrator"] == "DOP853" and res.settings["tau"] == "constant"
+    assert res.settings["versions"]["numpy"] == np.__version__
+    capsys.readouterr()
+    assert main(["simulate", data_file("two_link_arm"), "--set", "link1.thta=0.3"]) == 2
+    assert "did you mean link1.theta" in capsys.readouterr().err
+    assert main(["simulate", data_file("two_link_arm"), "--tau", "link1.theta_dot=x"]) == 2
+    assert "expected NAME=NUMBER" in capsys.readouterr().err

@@ -368,7 +368,8 @@ TWO_MODES = [((*F0, "modes"), np.ones((18, 2)).tolist())]
 
 ERRORS = [
     # top level
-    ([(("extra",), 1)], r"model has unknown key 'extra'; allowed keys: \$schema, format, version, name"),
+    ([(("extra",), 1)],
+     r"model has unknown key 'extra'; allowed keys: \$schema, format, version, name"),
     ([(("format",), "other")], r"model: format must be 'flexdyn-model', got str 'other'"),
     ([(("version",), 2)], r"model: version must be 1, got int 2"),
     ([(("version",), True)], r"model: version must be 1, got bool True"),

@@ -16,7 +16,9 @@ a failed integration exits with status 1.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import math
 import os
 import sys
 import time
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .chain import Model, load_model
+from .chain import Model, load_model, state_layout
 from .closure import ClosureError
 from .dynamics import FORWARD_METHODS, assemble
 from .modal import FREE, LOCKED, modal_analysis
@@ -93,7 +95,7 @@ def _summary(res: SimulationResult, title: str) -> str:
 # ----------------------------------------------------------------------------------------------
 # commands
 # ----------------------------------------------------------------------------------------------
-def _cmd_demo(args: argparse.Namespace) -> int:
+def _check_plot(args: argparse.Namespace) -> None:
     _check_output(args.plot, (".png", ".pdf", ".svg"), args.force, "--plot")
     if args.plot:
         import importlib.util
@@ -101,6 +103,46 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         if importlib.util.find_spec("matplotlib") is None:
             raise _InputError("--plot needs matplotlib; install the 'plot' extra: "
                               "pip install 'flexdyn[plot]'")
+
+
+def _write_plot(res: SimulationResult, path: str | None) -> None:
+    if path:
+        try:
+            res.plot(path)
+        except OSError as exc:
+            raise _InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        print(f"  plot          {path}")
+
+
+def _assignments(model: Model, items: Sequence[str], kinds: Sequence[str], flag: str
+                 ) -> dict[int | str, dict[int, float]]:
+    """``NAME=VALUE`` arguments: per kind (``"q"``, ``"u"``) the indices and values of the
+    named entries of the state layout; ``_InputError`` naming the closest names."""
+    layout = state_layout(model)
+    index = {kind: {e.name: e.index for e in layout[kind]} for kind in kinds}
+    out: dict = {kind: {} for kind in kinds}
+    for item in items:
+        name, sep, text = item.partition("=")
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not sep or not math.isfinite(value):
+            raise _InputError(f"{flag} {item!r}: expected NAME=NUMBER")
+        kind = next((k for k in kinds if name in index[k]), None)
+        if kind is None:
+            names = [n for k in kinds for n in index[k]]
+            close = difflib.get_close_matches(name, names, n=3)
+            raise _InputError(f"{flag}: {name!r} is not a state-layout name of "
+                              + " or ".join(f"'{k}'" for k in kinds)
+                              + (f"; did you mean {', '.join(close)}?" if close else
+                                 f"; names: {', '.join(names)}"))
+        out[kind][index[kind][name]] = value
+    return out
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    _check_plot(args)
     model = builtin_model(args.model)
     if args.model == "spinup_beam":
         tau = spinup_torque(model)
@@ -120,12 +162,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                    t_eval=np.linspace(0.0, args.t, 501))
     text = _summary(res, f"flexdyn demo: {args.model}, {what}")
     print(text)
-    if args.plot:
-        try:
-            res.plot(args.plot)
-        except OSError as exc:
-            raise _InputError(f"{args.plot}: cannot write: {exc.strerror or exc}") from None
-        print(f"  plot          {args.plot}")
+    _write_plot(res, args.plot)
     print(f"  total time    {time.perf_counter() - wall:.2f} s")
     return 0
 
@@ -153,17 +190,35 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     model = _load(args.model)
     out = args.out
     _check_output(out, (".npz", ".csv"), args.force, "--out")
-    q0, start = model.neutral_configuration(), "neutral initial state"
+    _check_plot(args)
+    initial = _assignments(model, args.set, ("q", "u"), "--set")
+    loads = _assignments(model, args.tau, ("u",), "--tau")["u"]
+    q0, u0 = model.neutral_configuration(), np.zeros(model.nu)
+    for k, v in initial["q"].items():
+        q0[k] = v
+    for k, v in initial["u"].items():
+        u0[k] = v
+    start = "initial state set" if args.set else "neutral initial state"
     if model.constraints:
         try:
-            q0, _ = assemble(model, q0, fidelity=args.fidelity)
+            q0, u0 = assemble(model, q0, u0, fidelity=args.fidelity)
         except ClosureError as exc:
             raise _InputError(f"{args.model}: {exc}") from None
-        start = "closures assembled from the neutral configuration"
-    res = simulate(model, q0, t_span=(0.0, args.t), fidelity=args.fidelity, method=args.method,
-                   rtol=args.rtol, atol=args.atol,
+        start = "closures assembled from the " + start
+    tau = np.zeros(model.nu)
+    for k, v in loads.items():
+        tau[k] = v
+    try:
+        q0 = model.check_state(q0)[0]
+    except ValueError as exc:
+        raise _InputError(f"--set: {exc}") from None
+    res = simulate(model, q0, u0, t_span=(0.0, args.t), tau=tau, fidelity=args.fidelity,
+                   method=args.method, rtol=args.rtol, atol=args.atol,
                    t_eval=np.linspace(0.0, args.t, args.samples))
-    print(_summary(res, f"flexdyn simulate: {args.model} (zero torque, {start})"))
+    what = (", ".join(f"tau[{n}] = {v:g}" for n, v in zip(
+        [e.name for e in state_layout(model)["u"]], tau, strict=True) if v) or "zero torque")
+    print(_summary(res, f"flexdyn simulate: {args.model} ({what}, {start})"))
+    _write_plot(res, args.plot)
     if out is not None:
         try:
             (res.to_npz if out.lower().endswith(".npz") else res.to_csv)(out)
@@ -259,7 +314,7 @@ def _positive_float(text: str) -> float:
 
 def _add_common(p: argparse.ArgumentParser, rtol: float, atol: float) -> None:
     p.add_argument("--fidelity", choices=FIDELITIES, default=DEFAULT_FIDELITY,
-                   help="body model (default: full)")
+                   help=f"body model (default: {DEFAULT_FIDELITY})")
     p.add_argument("--method", choices=tuple(FORWARD_METHODS), default="articulated",
                    help="forward-dynamics algorithm (default: articulated)")
     p.add_argument("--rtol", type=_positive_float, default=rtol,
@@ -283,10 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p, rtol=1e-6, atol=1e-6)
     p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("simulate", help="simulate a model file from rest with zero torque",
+    p = sub.add_parser("simulate", help="simulate a model file",
                        description="Simulate MODEL.json from the neutral configuration at "
-                                   "rest with zero joint torques (loop closures assembled "
-                                   "first).")
+                                   "rest (or the entries given with --set) with constant "
+                                   "generalized forces (--tau; default zero); loop closures "
+                                   "are assembled first.")
     p.add_argument("model", metavar="MODEL.json",
                    help="model file, or the name of a built-in model: "
                         + ", ".join(sorted(BUILTIN_MODELS)))
@@ -295,6 +351,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite an existing --out file")
     p.add_argument("--samples", type=int, default=1001,
                    help=f"number of output samples (default 1001, at most {MAX_SAMPLES})")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="an entry of the initial state by its state-layout name, e.g. "
+                        "link1.theta=0.3 or link1.theta_dot=1 (repeatable; the rest neutral, "
+                        "at rest)")
+    p.add_argument("--tau", action="append", default=[], metavar="NAME=VALUE",
+                   help="a constant generalized force by its speed's name, e.g. "
+                        "link1.theta_dot=2.5 (N m or N; repeatable)")
+    p.add_argument("--plot", metavar="PNG", help="save a plot (needs matplotlib)")
     _add_common(p, rtol=1e-8, atol=1e-10)
     p.set_defaults(func=_cmd_simulate)
 

@@ -837,7 +837,8 @@ def json_schema() -> dict[str, Any]:
                         "point": {"oneOf": [vec(3), {"type": "null"}]}, "other_body": body_ref,
                         "other_node": node, "other_point": {"oneOf": [vec(3), {"type": "null"}]},
                         **kind_keys}, _CONSTRAINT_KEYS, ["name", "type", "body"])
-    top = block({"$schema": {"type": "string"}, "format": {"const": FORMAT_NAME}, "version": {"const": FORMAT_VERSION},
+    top = block({"$schema": {"type": "string"}, "format": {"const": FORMAT_NAME},
+                 "version": {"const": FORMAT_VERSION},
                  "name": {"type": "string"}, "gravity": vec(3),
                  "tip_kinematics": {"enum": list(TIP_KINEMATICS)},
                  "bodies": {"type": "array", "items": {"$ref": "#/$defs/body"}, "minItems": 1},

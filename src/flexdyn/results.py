@@ -49,6 +49,20 @@ class SimulationError(RuntimeError):
 _OPTIONAL_HISTORIES = ("udot", "f_ext", "constraint_forces", "closure_drift")
 
 
+def versions() -> dict[str, str]:
+    """The versions of flexdyn, Python and the numerical libraries (stored with results)."""
+    import platform
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for package in ("flexdyn", "numpy", "scipy", "numba"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            out[package] = "unknown"
+    return out
+
+
 class BodyTrajectory(NamedTuple):
     """Pose history of a body frame (:meth:`SimulationResult.body_trajectory`)."""
 
@@ -85,6 +99,9 @@ class SimulationResult:
         Sharf do).  Set ``"full"`` to measure a ruthless run against the exact energy.
     nfev, wall_time, message : solver statistics (right-hand-side evaluations, seconds,
         solver message).
+    settings : the settings of the run (integrator, tolerances, steps, method, fidelity, …;
+        :func:`flexdyn.simulate` fills it), stored by :meth:`to_npz` with the versions of
+        flexdyn, Python, numpy, scipy and numba (``settings["versions"]`` when read back).
     t_events, q_events, u_events : with ``simulate(..., events=...)``, per event function
         the times (s) of its zeros and the states there (lists of (n_k,), (n_k, nq),
         (n_k, nu)); None without events.
@@ -111,6 +128,7 @@ class SimulationResult:
     t_events: list | None = None
     q_events: list | None = None
     u_events: list | None = None
+    settings: dict | None = None
     _energy_cache: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -316,6 +334,7 @@ class SimulationResult:
             total_energy=self.total_energy, energy_balance_error=self.energy_balance_error,
             fidelity=np.array(self.fidelity), method=np.array(self.method),
             energy_fidelity=np.array(self.energy_fidelity), model=np.array(model_json),
+            settings=np.array(json.dumps({**(self.settings or {}), "versions": versions()})),
         ), binary=True)
 
     @classmethod
@@ -329,7 +348,8 @@ class SimulationResult:
                        tau=d["tau"],
                        **{name: d[name] if name in d else None
                           for name in _OPTIONAL_HISTORIES},
-                       energy_fidelity=str(d["energy_fidelity"]))
+                       energy_fidelity=str(d["energy_fidelity"]),
+                       settings=json.loads(str(d["settings"])) if "settings" in d else None)
 
     def plot(self, path: str | Path | None = None):
         """Plot joint coordinates (quaternions left out), modal coordinates and ``e_E``.

@@ -478,6 +478,8 @@ class _Ode:
                          and nodes_fn is None)
         self.damped = [i for i, b in enumerate(model.bodies) if b.n_modes and np.any(b.C)]
         self.zeros_tau = np.zeros(model.nu)
+        #: the solver settings recorded in the results (:attr:`SimulationResult.settings`)
+        self.settings: dict[str, Any] | None = None
 
     def loads(self, t: float, x: np.ndarray) -> _Loads:
         """The state (quaternions normalised, prescribed entries imposed) and the loads at
@@ -822,6 +824,14 @@ def simulate(
     ode = _Ode(model, fidelity, method, backend, _forcing(tau, (nu,), "tau"),
                _forcing(f_ext, (model.n_bodies, 6), "f_ext"), _nodal_forcing(f_nodes), drive,
                rate)
+    ode.settings = {
+        "integrator": integrator if isinstance(integrator, str) else integrator.__name__,
+        "t_span": [t0, t1], "rtol": rtol, "atol": atol,
+        "max_step": None if math.isinf(max_step) else max_step, "h": h, "rho_inf": rho_inf,
+        "newton_tol": newton_tol, "method": method, "fidelity": fidelity, "backend": backend,
+        "closure_rate": rate, "prescribed": sorted(prescribed) if prescribed else [],
+        "tau": "callable" if callable(tau) else "constant" if tau is not None else None,
+        "f_ext": "callable" if callable(f_ext) else "constant" if f_ext is not None else None}
     watch = _Events.of(events, model, t0, np.concatenate([q0, u0]))
     try:  # validate the callables' shapes before integrating
         ode.loads(t0, np.concatenate([q0, u0]))
@@ -915,7 +925,7 @@ def _result(ode: _Ode, t: np.ndarray, y: np.ndarray, partial: bool = False,
     return SimulationResult(
         t=t, model=ode.model, fidelity=ode.fidelity, method=ode.method,
         work=y[:, n].copy(), external_work=y[:, n + 1].copy(), dissipation=y[:, n + 2].copy(),
-        **histories, **stats)
+        settings=ode.settings, **histories, **stats)
 
 
 # ----------------------------------------------------------------------------------------------
