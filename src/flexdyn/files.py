@@ -17,13 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["MAX_FILE_BYTES", "read_text", "write_atomically"]
+__all__ = ["MAX_FILE_BYTES", "file_mode", "read_text", "write_atomically"]
 
 #: Largest model file read (bytes).
 MAX_FILE_BYTES = 256 * 2**20
 
 
-def _file_mode(path: Path) -> int:
+def file_mode(path: Path) -> int:
     """Permissions for ``path``: those of the file it replaces, else ``0o666`` less umask."""
     try:
         return stat.S_IMODE(path.stat().st_mode)
@@ -54,7 +54,7 @@ def write_atomically(path: str | os.PathLike, write: Callable[[IO[Any]], None], 
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, _file_mode(path))
+        os.chmod(tmp, file_mode(path))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

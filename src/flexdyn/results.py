@@ -11,10 +11,11 @@ import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from .animation import animate
 from .chain import Model, state_layout
 from .dynamics import joint_wrenches
 from .energy import energies, momentum
@@ -350,6 +351,12 @@ class SimulationResult:
                           for name in _OPTIONAL_HISTORIES},
                        energy_fidelity=str(d["energy_fidelity"]),
                        settings=json.loads(str(d["settings"])) if "settings" in d else None)
+
+    def animate(self, path: str | Path, **options: Any) -> Path:
+        """Write an animation of the deformed bodies to ``path`` (``.gif``, or ``.mp4``
+        with imageio-ffmpeg); :func:`flexdyn.animation.animate` for the ``options``
+        (``fps``, ``frames``, ``exaggerate``, view)."""
+        return animate(self, path, **options)
 
     def plot(self, path: str | Path | None = None):
         """Plot joint coordinates (quaternions left out), modal coordinates and ``e_E``.
