@@ -67,3 +67,13 @@ def test_readme_snippet_runs(tmp_path, monkeypatch, capsys):
     code = next(code for lang, code in _blocks(ROOT / "README.md") if lang == "python")
     exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
     assert float(capsys.readouterr().out.strip()) < 1e-4  # e_E in percent
+
+
+def test_api_summary_lists_every_top_level_name():
+    """The API reference opens with a table of every name ``import flexdyn`` gives."""
+    import flexdyn as fd
+
+    text = (ROOT / "docs/api.md").read_text(encoding="utf-8")
+    table = text[text.index("## Top-level names"):text.index("## Package")]
+    missing = [n for n in fd.__all__ if f"`fd.{n} <" not in table and f"`fd.{n}`" not in table]
+    assert not missing, f"docs/api.md's table lacks {missing}"

@@ -181,7 +181,7 @@ class Equilibrium(NamedTuple):
     q : (nq,) coordinates; u : (nu,) speeds (zero but the spin rates).
     tau : (nu,) generalized forces that hold it: the given ones at free speeds, the reactions
         (torques, forces) at held ones.
-    residual : max |force imbalance| at the free speeds (N, N m, modal units).
+    residual : the largest force imbalance at the free speeds (N, N m, modal units).
     iterations : evaluations of the residual.
     """
 
