@@ -33,7 +33,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import scipy.linalg
 
 import flexdyn as fd
 
@@ -54,32 +53,22 @@ def plot_path(stem: str) -> Path | None:
 # Each array's own modes are cantilever modes: their frequencies, with the hub held fixed,
 # follow from the array's modal stiffness `K` and the modal block `M_ff` of its
 # undeformed modal mass matrix (this is what `python -m flexdyn info` prints). On the
-# free-flying spacecraft the hub moves too. Linearized about rest, the equations of motion
-# are `M(q₀) u̇ + K_u q = 0`, with `K_u` the modal stiffnesses placed at the modal slots
-# of `u`; the generalized eigenvalues of `(K_u, M)` give six zero frequencies (the rigid
-# motions of the spacecraft) and the elastic frequencies of the whole vehicle.
+# free-flying spacecraft the hub moves too: `fd.modal_analysis` solves `K φ = ω² M φ` for
+# the whole vehicle at rest — the mass matrix `M(q₀)` and the tangent stiffness `K` (here
+# the arrays' modal stiffnesses) — and marks the rigid-body modes (zero frequency): six
+# for a free flyer.
 
 # %%
 sc = fd.models.spacecraft()
 print(sc)
-for body in sc.bodies:
-    m = body.n_modes
-    if m:
-        lam = scipy.linalg.eigh(body.K, body.M_m0[:m, :m], eigvals_only=True)
-        print(f"{body.name} cantilever frequencies (Hz): "
-              + ", ".join(f"{f:.4f}" for f in np.sqrt(lam) / (2 * np.pi)))
+for body, f in zip(sc.bodies, fd.models.modal_frequencies(sc), strict=True):
+    if f.size:
+        print(f"{body.name} cantilever frequencies (Hz): " + ", ".join(f"{v:.4f}" for v in f))
 
-q0 = sc.neutral_configuration()
-M = fd.mass_matrix(sc, q0)
-K = np.zeros_like(M)
-for i, body in enumerate(sc.bodies):
-    s = int(sc.u_start[i] + sc.nu_joint[i])
-    K[s:s + body.n_modes, s:s + body.n_modes] = body.K
-lam = scipy.linalg.eigh(K, M, eigvals_only=True)
-f_free = np.sqrt(np.clip(lam, 0.0, None)) / (2 * np.pi)
-n_rigid = int(np.sum(f_free < 1e-6))
+modes = fd.modal_analysis(sc)
+n_rigid = int(modes.rigid.sum())
 print(f"free-flying spacecraft: {n_rigid} rigid-body modes; elastic frequencies (Hz): "
-      + ", ".join(f"{f:.4f}" for f in f_free[n_rigid:]))
+      + ", ".join(f"{f:.4f}" for f in modes.frequencies[~modes.rigid]))
 
 # %% [markdown]
 # On the vehicle the hub is no clamp: it recoils, so no frequency is lower than on the

@@ -4,7 +4,7 @@
 :mod:`flexdyn.control`) work in *tangent coordinates*
 ``δ`` (nu,) about a configuration ``q₀``, one entry per generalized speed, so that the
 state ``x = [δ; u]`` has ``2 nu`` entries and ``δ̇ = u`` wherever the speeds are the
-coordinates' rates.  Per joint (registry :data:`TANGENT_CHARTS`, keyed by joint type):
+coordinates' rates.  Per joint (registry :data:`TANGENT_CHARTS`, keyed by joint class):
 
 - a joint whose coordinates are as many as its speeds (revolute, prismatic, universal,
   joint maps, …) and every modal coordinate: ``q = q₀ + δ`` and ``δ̇ = Γ(q) u``;
