@@ -204,7 +204,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             q0, u0 = assemble(model, q0, u0, fidelity=args.fidelity)
         except ClosureError as exc:
             raise _InputError(f"{args.model}: {exc}") from None
-        start = "closures assembled from the " + start
+        start = ("closures assembled from the "
+                 + ("initial state set" if args.set else "neutral configuration"))
     tau = np.zeros(model.nu)
     for k, v in loads.items():
         tau[k] = v
