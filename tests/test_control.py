@@ -84,6 +84,23 @@ def test_arm_A_B_equal_central_differences_of_rhs(arm):
     assert A is lin.A and B is lin.B
 
 
+def test_central_differences_on_the_engine(arm):
+    """``derivative="central"`` (the compiled engine) agrees with the exact complex steps to
+    its truncation and round-off, on the arm and on the free-flying spacecraft (quaternion
+    tangents); ``B`` (affine in τ) to round-off."""
+    rng = np.random.default_rng(5)
+    q = 0.3 * rng.standard_normal(arm.nq)
+    u, tau = rng.standard_normal(arm.nu), rng.standard_normal(arm.nu)
+    sc = fd.models.spacecraft()
+    for model, args in ((arm, (q, u, tau)),
+                        (sc, (sc.neutral_configuration(), np.linspace(-1, 1, sc.nu)))):
+        exact = linearize(model, *args)
+        fast = linearize(model, *args, derivative="central")
+        assert rel_err(fast.A, exact.A) < 1e-7 and rel_err(fast.B, exact.B) < 1e-10
+    with pytest.raises(ValueError, match="unknown derivative 'forward'"):
+        linearize(arm, q, derivative="forward")
+
+
 def test_spacecraft_rigid_modes_and_elastic_frequencies():
     """The free-floating spacecraft at rest: six rigid-body modes (twelve zero eigenvalues
     of ``A``) and elastic frequencies of ``A`` equal to the assembled eigenproblem."""

@@ -19,7 +19,7 @@ import scipy.optimize
 
 from .chain import Model, state_layout
 from .dynamics import closure_residuals, forward_dynamics, hybrid_dynamics, inverse_dynamics
-from .modal import TangentCoordinates, complex_step_jacobian, held_speeds
+from .modal import DERIVATIVES, TangentCoordinates, complex_step_jacobian, held_speeds
 from .outputs import Outputs
 from .simulate import PrescribedMotion
 from .stability import IMPLICIT, step_limit
@@ -78,8 +78,9 @@ def _closure_basis(model: Model, tangent: TangentCoordinates, x0: np.ndarray,
 def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
               fidelity: str = DEFAULT_FIDELITY, prescribed: Mapping[str, Callable] | None = None,
               t: float = 0.0, f_ext: Any = None, outputs: Sequence[str] = (),
-              method: str = "articulated") -> Linearization:
-    """Linearize ``ẋ = f(x, τ)`` about ``(q, u, τ)``: exact derivatives by complex step.
+              method: str = "articulated", derivative: str = "complex-step") -> Linearization:
+    """Linearize ``ẋ = f(x, τ)`` about ``(q, u, τ)``: exact derivatives by complex step
+    (default), or central differences on the compiled engine.
 
     The state ``x = [δ; u]`` is the tangent state of the module docstring: ``δ`` (nu,)
     about ``q`` (``δ = 0`` at the operating point) — the joint coordinates themselves, or
@@ -98,6 +99,12 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
         their entries leave the state — a body spinning at a prescribed rate linearizes
         about its relative equilibrium.
     t : time at which ``prescribed`` is evaluated (s).
+    derivative : ``"complex-step"`` (default: exact to round-off, through the numpy
+        reference tier; milliseconds per column) or ``"central"`` (central differences of the
+        compiled engine's accelerations, :func:`flexdyn.modal.central_difference_jacobian`:
+        about 1e-9 relative, tens of times faster — for repeated linearizations of large
+        models).  The output rows and the closures' tangent space are complex steps either
+        way.
     outputs : names of outputs ``y``: any of :attr:`Linearization.state_names` (one row),
         or an output of :class:`flexdyn.outputs.Outputs` (a state-layout name, a body's
         ``.position`` or ``.rotation``, ``"<body>.tip"``, ``"<body>.node[j]"``, either with
@@ -114,6 +121,11 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
     chain's flow keeps that space, so nothing is lost).
     """
     check_fidelity(fidelity)
+    if derivative not in DERIVATIVES:
+        raise ValueError(f"unknown derivative {derivative!r}; expected one of "
+                         f"{tuple(DERIVATIVES)}")
+    jacobian = DERIVATIVES[derivative]
+    backend = "reference" if derivative == "complex-step" else "engine"
     u = np.zeros(model.nu) if u is None else u
     tau = np.zeros(model.nu) if tau is None else tau
     q, u, tau = (np.asarray(a, dtype=float) for a in
@@ -129,9 +141,9 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
     def accelerations(qc: np.ndarray, uc: np.ndarray, tc: np.ndarray) -> np.ndarray:
         if drive is None:
             return forward_dynamics(model, qc, uc, tc, method=method, fidelity=fidelity,
-                                    f_ext=f_ext, backend="reference")
+                                    f_ext=f_ext, backend=backend)
         return hybrid_dynamics(model, qc, uc, tc, known, mask, fidelity=fidelity,
-                               f_ext=f_ext, backend="reference")[0]
+                               f_ext=f_ext, backend=backend)[0]
 
     def f(x: np.ndarray, tc: np.ndarray = tau) -> np.ndarray:
         d, uc = x[:nu], x[nu:]
@@ -140,8 +152,8 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
 
     keep = np.flatnonzero(~np.concatenate([mask, mask]))
     x0 = np.concatenate([np.zeros(nu), u])
-    A = complex_step_jacobian(f, x0, keep)[keep]
-    B = complex_step_jacobian(lambda tc: f(x0.astype(complex), tc), tau)[keep]
+    A = jacobian(f, x0, keep)[keep]
+    B = jacobian(lambda tc: f(x0, tc), tau, linear=True)[keep]  # u̇ is affine in τ
     all_names = tangent.names() + [e.name for e in state_layout(model)["u"]]
     names = [all_names[k] for k in keep]
     y_names, y_fns = [], []
