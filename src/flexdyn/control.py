@@ -229,9 +229,14 @@ def equilibrium(model: Model, q0: Any = None, *, tau: Any = None, f_ext: Any = N
     Returns
     -------
     :class:`Equilibrium`.  ``ValueError`` when no equilibrium is found (a free-floating body
-    under gravity has none: hold it).
+    under gravity has none: hold it) and for a model with loop closures (not handled yet).
     """
     check_fidelity(fidelity)
+    if model.constraints:
+        raise ValueError(f"equilibrium: the model has loop closures "
+                         f"({', '.join(c.name for c in model.constraints)}), which it does not "
+                         "handle yet (the closure forces would be left out); simulate with "
+                         "damping to rest, or hold joints to open the loop")
     q0 = model.neutral_configuration() if q0 is None else q0
     tau = np.zeros(model.nu) if tau is None else tau
     q0, _, tau = (np.asarray(a, dtype=float) for a in

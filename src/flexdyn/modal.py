@@ -299,9 +299,15 @@ def modal_analysis(model: Model, q: Any = None, *, joints: str | Collection[str]
 
     Returns
     -------
-    :class:`ModalAnalysis`.
+    :class:`ModalAnalysis`.  ``ValueError`` for a model with loop closures (not handled yet:
+    :func:`flexdyn.linearize` projects onto them).
     """
     check_fidelity(fidelity)
+    if model.constraints:
+        raise ValueError(f"modal_analysis: the model has loop closures "
+                         f"({', '.join(c.name for c in model.constraints)}), which it does not "
+                         "handle yet; the eigenvalues of flexdyn.linearize(model, q).A (projected "
+                         "onto the closures) are the closed chain's")
     q = model.neutral_configuration() if q is None else q
     q = np.asarray(model.check_state(q)[0], dtype=float)
     if isinstance(joints, str) and joints in (FREE, LOCKED):
