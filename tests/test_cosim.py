@@ -163,6 +163,18 @@ def test_simulate_many_on_a_local_dask_cluster():
     _check_ensemble(ens)
 
 
+def test_simulate_many_reports_members_that_cannot_travel():
+    """A case holding a lambda cannot be pickled to a worker process: that member is
+    reported, the others complete."""
+    cases = [{"q0": np.array([0.1, 0, 0, 0])},
+             {"tau": lambda t, q, u: np.zeros(4)},  # not picklable
+             {"q0": np.array([0.2, 0, 0, 0])}]
+    ens = fd.simulate_many(cases, model=fd.models.two_link_arm(), t_span=(0.0, 0.05),
+                           workers=2)
+    assert list(ens.ok) == [True, False, True]
+    assert "pickle" in ens.errors[1].lower()
+
+
 def test_simulate_many_errors():
     with pytest.raises(ValueError, match=r"cases\[1\] must be a mapping"):
         fd.simulate_many([{}, 3])

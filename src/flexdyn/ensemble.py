@@ -175,21 +175,29 @@ def simulate_many(cases: Sequence[Mapping[str, Any]], *, model: Model | None = N
             bar.update(1)
 
     args = [(i, model, build, case, common) for i, case in enumerate(cases)]
+
+    def gather(futures: dict, completed: Callable) -> None:
+        """Collect finished members; a member whose task itself failed (its inputs would not
+        pickle, its worker died) is reported like one that raised."""
+        for future in completed(list(futures)):
+            try:
+                collect(*future.result())
+            except Exception as exc:  # noqa: BLE001 — reported, the others go on
+                collect(futures[future], None, f"{type(exc).__name__}: {exc}")
+
     try:
         if client is not None:
             from distributed import as_completed as dask_completed
 
-            futures = [client.submit(_run_member, *a, pure=False) for a in args]
-            for future in dask_completed(futures):
-                collect(*future.result())
+            gather({client.submit(_run_member, *a, pure=False): a[0] for a in args},
+                   dask_completed)
         elif workers == 1 or len(cases) <= 1:
             for a in args:
                 collect(*_run_member(*a))
         else:
             n = min(workers or os.cpu_count() or 1, len(cases))
             with ProcessPoolExecutor(max_workers=max(1, n)) as pool:
-                for future in as_completed([pool.submit(_run_member, *a) for a in args]):
-                    collect(*future.result())
+                gather({pool.submit(_run_member, *a): a[0] for a in args}, as_completed)
     finally:
         if bar is not None:
             bar.close()
