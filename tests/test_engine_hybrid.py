@@ -37,8 +37,9 @@ FIDELITY = st.sampled_from(fd.FIDELITIES)
 MASKS = ("random", "all free", "all prescribed", "one dof per joint", "modes free",
          "joints free")
 #: relative tolerance of the engine against the reference (the same equations, other
-#: summation orders and factorizations)
-TOL = 1e-12
+#: summation orders and factorizations; a six-body random tree of Euler-angle and compound
+#: joints has reached 1.04e-12)
+TOL = 1e-11
 
 
 pytestmark = pytest.mark.usefixtures("quiet_numba")
