@@ -19,7 +19,13 @@ import scipy.optimize
 
 from .chain import Model, state_layout
 from .dynamics import closure_residuals, forward_dynamics, hybrid_dynamics, inverse_dynamics
-from .modal import DERIVATIVES, TangentCoordinates, complex_step_jacobian, held_speeds
+from .modal import (
+    DERIVATIVES,
+    TangentCoordinates,
+    complex_step_jacobian,
+    held_speeds,
+    refuse_closures,
+)
 from .outputs import Outputs
 from .simulate import PrescribedMotion
 from .stability import IMPLICIT, step_limit
@@ -232,11 +238,8 @@ def equilibrium(model: Model, q0: Any = None, *, tau: Any = None, f_ext: Any = N
     under gravity has none: hold it) and for a model with loop closures (not handled yet).
     """
     check_fidelity(fidelity)
-    if model.constraints:
-        raise ValueError(f"equilibrium: the model has loop closures "
-                         f"({', '.join(c.name for c in model.constraints)}), which it does not "
-                         "handle yet (the closure forces would be left out); simulate with "
-                         "damping to rest, or hold joints to open the loop")
+    refuse_closures(model, "equilibrium", "the closure forces would be left out: simulate "
+                    "with damping to rest")
     q0 = model.neutral_configuration() if q0 is None else q0
     tau = np.zeros(model.nu) if tau is None else tau
     q0, _, tau = (np.asarray(a, dtype=float) for a in

@@ -52,6 +52,7 @@ __all__ = [
     "held_speeds",
     "highest_frequency",
     "modal_analysis",
+    "refuse_closures",
     "tangent_stiffness",
 ]
 
@@ -249,6 +250,15 @@ class ModalAnalysis(NamedTuple):
     speed_names: list[str]
 
 
+def refuse_closures(model: Model, what: str, advice: str) -> None:
+    """``ValueError`` naming the closures when ``model`` has any: ``what`` does not handle
+    them yet (it would answer for the open tree); ``advice`` says what to do instead."""
+    if model.constraints:
+        raise ValueError(f"{what}: the model has loop closures "
+                         f"({', '.join(c.name for c in model.constraints)}), which it does not "
+                         f"handle yet; {advice}")
+
+
 def held_speeds(model: Model, bodies: Collection[str], what: str) -> np.ndarray:
     """(nu,) bool: the joint speeds of ``bodies`` (names, validated)."""
     if isinstance(bodies, str):
@@ -303,11 +313,8 @@ def modal_analysis(model: Model, q: Any = None, *, joints: str | Collection[str]
     :func:`flexdyn.linearize` projects onto them).
     """
     check_fidelity(fidelity)
-    if model.constraints:
-        raise ValueError(f"modal_analysis: the model has loop closures "
-                         f"({', '.join(c.name for c in model.constraints)}), which it does not "
-                         "handle yet; the eigenvalues of flexdyn.linearize(model, q).A (projected "
-                         "onto the closures) are the closed chain's")
+    refuse_closures(model, "modal_analysis", "the eigenvalues of flexdyn.linearize(model, q).A "
+                    "(projected onto the closures) are the closed chain's")
     q = model.neutral_configuration() if q is None else q
     q = np.asarray(model.check_state(q)[0], dtype=float)
     if isinstance(joints, str) and joints in (FREE, LOCKED):
