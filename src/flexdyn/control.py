@@ -76,7 +76,7 @@ def _closure_basis(model: Model, tangent: TangentCoordinates, x0: np.ndarray,
         return closure_residuals(model, tangent.configuration(x[:nu]), x[nu:], fidelity)[1]
 
     G_v = complex_step_jacobian(velocity, x0)
-    T = complex_step_jacobian(lambda v: tangent.rates(tangent.q0, np.zeros(nu), v), x0[nu:])
+    T = tangent.rate_map()
     G_p = np.hstack([np.linalg.solve(T.T, G_v[:, nu:].T).T, np.zeros_like(G_v[:, nu:])])
     return np.vstack([G_p, G_v])
 
@@ -160,7 +160,8 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
     x0 = np.concatenate([np.zeros(nu), u])
     A = jacobian(f, x0, keep)[keep]
     B = jacobian(lambda tc: f(x0, tc), tau, linear=True)[keep]  # u̇ is affine in τ
-    all_names = tangent.names() + [e.name for e in state_layout(model)["u"]]
+    speed_names = [e.name for e in state_layout(model)["u"]]
+    all_names = tangent.names() + speed_names
     names = [all_names[k] for k in keep]
     y_names, y_fns = [], []
     for spec in outputs:
@@ -184,8 +185,8 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
     if model.constraints:
         basis = scipy.linalg.null_space(_closure_basis(model, tangent, x0, fidelity)[:, keep])
         A, B, C = basis.T @ A @ basis, basis.T @ B, C @ basis
-    return Linearization(A, B, C, np.zeros((C.shape[0], nu)), names,
-                         [e.name for e in state_layout(model)["u"]], y_names, q, u, basis)
+    return Linearization(A, B, C, np.zeros((C.shape[0], nu)), names, speed_names, y_names,
+                         q, u, basis)
 
 
 # ---------------------------------------------------------------------------------------------

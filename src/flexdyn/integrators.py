@@ -8,7 +8,7 @@ steps to the last bit.
 ``k₃ = f(t + h/2, y + h k₂/2)``, ``k₄ = f(t + h, y + h k₃)``,
 ``y₁ = y + h (k₁ + 2k₂ + 2k₃ + k₄)/6``; no error control.  Its dense output is the cubic
 Hermite interpolant of ``y`` and ``f`` at both ends of the step (``f`` at the end is the next
-step's ``k₁``: no extra evaluation).
+step's ``k₁``: no extra evaluation; it is evaluated only when one of the two needs it).
 """
 
 from __future__ import annotations
@@ -65,9 +65,18 @@ class RK4(OdeSolver):
         self.n_steps = max(1, math.ceil(span / h * (1.0 - 1e-12))) if span else 0
         self.h_fixed = (t_bound - t0) / self.n_steps if span else 0.0
         self.steps_taken = 0
-        self.f = self.fun(self.t, self.y)
         self.y_old: np.ndarray | None = None
         self.f_old: np.ndarray | None = None
+        self._f: np.ndarray | None = None  # f(t, y), evaluated when first needed
+
+    @property
+    def f(self) -> np.ndarray:
+        """``f(t, y)`` at the current point: the next step's ``k₁`` and the end slope of the
+        last step's dense output, evaluated once, when first needed (a run that ends here,
+        such as one macro step of :class:`flexdyn.Stepper`, never pays for it)."""
+        if self._f is None:
+            self._f = self.fun(self.t, self.y)
+        return self._f
 
     def _step_impl(self) -> tuple[bool, str | None]:
         h, t, y, k1 = self.h_fixed, self.t, self.y, self.f
@@ -80,7 +89,7 @@ class RK4(OdeSolver):
         self.y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
         self.t = t_new
         self.steps_taken += 1
-        self.f = self.fun(self.t, self.y)
+        self._f = None
         return True, None
 
     def _dense_output_impl(self) -> DenseOutput:

@@ -132,7 +132,7 @@ def _chart(joint: Joint, body: str) -> TangentChart:
         if joint.nq != joint.nu:
             raise ValueError(f"body {body!r}: joint type {joint.type!r} has {joint.nq} "
                              f"coordinates and {joint.nu} speeds and no tangent chart in "
-                             "flexdyn.control.TANGENT_CHARTS")
+                             "flexdyn.modal.TANGENT_CHARTS")
         return COORDINATE_CHART
     return chart
 
@@ -166,6 +166,12 @@ class TangentCoordinates:
             out[us:us + nuj] = chart.rate(joint, q[qs:qs + nqj], d[us:us + nuj], u[us:us + nuj])
             out[us + nuj:us + nuj + m] = u[us + nuj:us + nuj + m]
         return out
+
+    def rate_map(self) -> np.ndarray:
+        """``T = ∂δ̇/∂u`` (nu × nu) at ``δ = 0`` (the rates are linear in ``u``): the
+        identity for quaternion tangents and modes, ``Γ(q₀)`` for the other joints."""
+        zero = np.zeros(self.model.nu)
+        return complex_step_jacobian(lambda v: self.rates(self.q0, zero, v), zero)
 
     def names(self) -> list[str]:
         """Names of the entries of ``δ``."""
@@ -284,10 +290,10 @@ def tangent_stiffness(model: Model, q: np.ndarray, u: np.ndarray | None = None, 
             model.check_state(q, np.zeros(model.nu) if u is None else u))
     tangent = TangentCoordinates(model, q)
     zero = np.zeros(model.nu)
-    K_d = complex_step_jacobian(lambda d: inverse_dynamics(model, tangent.configuration(d), u, zero,
-                                                   fidelity, f_ext, backend="reference"), zero)
-    T = complex_step_jacobian(lambda v: tangent.rates(q, zero, v), zero)
-    return K_d @ T
+    K_d = complex_step_jacobian(
+        lambda d: inverse_dynamics(model, tangent.configuration(d), u, zero, fidelity, f_ext,
+                                   backend="reference"), zero)
+    return K_d @ tangent.rate_map()
 
 
 def modal_analysis(model: Model, q: Any = None, *, joints: str | Collection[str] = "free",

@@ -862,8 +862,7 @@ def simulate(
         return out
 
     x0 = np.concatenate([q0, u0, np.zeros(_N_EXTRA)])
-    solver_cls = (FIXED_STEP[integrator] if fixed else getattr(scipy.integrate, integrator)
-                  if isinstance(integrator, str) else integrator)
+    solver_cls = _solver_class(integrator)
     wall = time.perf_counter()
     samples = _Samples(t0, x0, t_eval, watch)
     failure: tuple[float, str, BaseException | None] | None = None
@@ -974,6 +973,15 @@ def _warn_if_stiff(model: Model, integrator: str, q0: np.ndarray, fidelity: str,
             "integrator (integrator='Radau' or 'generalized-alpha'), fewer modes, or a softer "
             "model; flexdyn.max_stable_step(model, integrator) gives the limit at a state",
             StiffnessWarning, stacklevel=3)
+
+
+def _solver_class(integrator: str | type) -> type:
+    """The :class:`scipy.integrate.OdeSolver` of a checked ``integrator``: a fixed-step one
+    of :data:`flexdyn.integrators.FIXED_STEP`, a scipy method by name, or the class given."""
+    if not isinstance(integrator, str):
+        return integrator
+    return FIXED_STEP[integrator] if integrator in FIXED_STEP else getattr(scipy.integrate,
+                                                                           integrator)
 
 
 def _galpha_options(model: Model, t0: float, t1: float, h: Any, rho_inf: Any,
@@ -1364,8 +1372,6 @@ def _progress_bar(t0: float, t1: float):
                 bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} s [{elapsed}<{remaining}]")
 
 
-
-
 # ----------------------------------------------------------------------------------------------
 # co-simulation: a stateful stepper
 # ----------------------------------------------------------------------------------------------
@@ -1416,8 +1422,7 @@ class Stepper:
             raise ValueError(f"substeps must be a positive integer, got {substeps!r}")
         self.model, self.dt, self.fidelity = model, float(dt), fidelity
         self.t = float(t0)
-        self._solver = (FIXED_STEP[integrator] if integrator in FIXED_STEP
-                        else getattr(scipy.integrate, integrator))
+        self._solver = _solver_class(integrator)
         self._options: dict[str, Any] = ({"h": self.dt / substeps} if integrator in FIXED_STEP
                                          else {"rtol": rtol, "atol": atol})
         self._ode_args = (model, fidelity, method, backend)
@@ -1427,9 +1432,8 @@ class Stepper:
         self._tau = np.zeros(model.nu)
         self._f_ext: np.ndarray | None = None
         self._f_nodes: dict | None = None
-        self.output_names: list[str] = []
         self._outputs = Outputs(model, outputs, fidelity)
-        self.output_names = self._outputs.names
+        self.output_names: list[str] = self._outputs.names
         self.input_names = [f"tau.{e.name}" for e in state_layout(model)["u"]]
         self._x = np.zeros(model.nq + model.nu + _N_EXTRA)
         self.set_state(model.neutral_configuration() if q0 is None else q0,
