@@ -125,7 +125,9 @@ def test_filter_smoother_equals_modal_recursions(d, seed, fidelity):
     nodal = {backend: fd.forward_dynamics(model, q, u, tau, method="nodal", fidelity=fidelity,
                                           f_ext=f_ext, backend=backend)
              for backend in ("reference", "engine")}
-    assert rel_err(nodal["engine"], nodal["reference"]) < 1e-12
+    # the same equations in other summation orders: a random two-body tree with node
+    # accelerations of 3e3 reached 1.9e-12 in CI
+    assert rel_err(nodal["engine"], nodal["reference"]) < 1e-11
     for method in ("articulated", "composite"):
         ref = fd.forward_dynamics(model, q, u, tau, method=method, fidelity=fidelity,
                                   f_ext=f_ext, backend="reference")
