@@ -31,6 +31,7 @@ import numpy as np
 
 from .body import Body
 from .constraints import Closure
+from .joint_forces import force_table
 from .joints import Joint, make_joint
 from .model_file import normalize_model_dict, read_model_dict, to_plain_dict, write_model_dict
 from .spatial import Transform
@@ -96,6 +97,9 @@ class Model:
     constraints : tuple of :class:`~flexdyn.constraints.Closure` — the loop closures (the
         model file's ``constraints``; empty for a tree).
     n_constraints : int — their number of constraint rows ``n_c``.
+    joint_forces : tuple (n_bodies,) of arrays (nu_j, 11) or None — each joint's springs,
+        dampers, friction, limits and torque limit, a row per joint speed in the order of
+        :data:`flexdyn.joint_forces.FORCE_KEYS` (None: the joint has no ``forces`` block).
     """
 
     def __init__(self, spec: Mapping[str, Any]):
@@ -126,6 +130,7 @@ class Model:
         nqj = _frozen([j.nq for j in self.joints], int)
         nuj = _frozen([j.nu for j in self.joints], int)
         self.nq_joint, self.nu_joint = nqj, nuj
+        self.joint_forces = force_table([b["joint"]["forces"] for b in bspecs], nuj.tolist())
         self.q_start = _frozen(np.concatenate([[0], np.cumsum(nqj + self.n_modes)])[:-1], int)
         self.u_start = _frozen(np.concatenate([[0], np.cumsum(nuj + self.n_modes)])[:-1], int)
         self.nq = int(np.sum(nqj + self.n_modes))

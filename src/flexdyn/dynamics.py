@@ -58,6 +58,7 @@ from .coriolis import coriolis_matrix as _coriolis_matrix
 from .engine import Engine, kernels
 from .engine.nodal import NodalEngine
 from .hybrid import hybrid_dynamics as _hybrid
+from .joint_forces import applied_forces, motor_torques, passive_forces
 from .newton_euler import joint_wrenches as _joint_wrenches
 from .newton_euler import modal_forces, rnea
 from .nodal import nodal_method, nodal_state_terms
@@ -514,7 +515,8 @@ def _tree_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.n
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = FORWARD_TERMS[method](model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
-        return FORWARD_METHODS[method](model, pos, vel, tau + g, f_ext)
+        return FORWARD_METHODS[method](model, pos, vel, applied_forces(model, q, u, tau) + g,
+                                       f_ext)
 
 
 def closed_chain(model: Model, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarray,
@@ -680,7 +682,9 @@ def assemble(model: Model, q: np.ndarray | None = None, u: np.ndarray | None = N
 def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
                      fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
                      f_nodes=None, backend: str = "engine") -> np.ndarray:
-    """Generalized forces ``τ = M(q) u̇ + C(q, u)`` (nu,), Eqs 44–45.
+    """Generalized forces ``τ = M(q) u̇ + C(q, u)`` (nu,), Eqs 44–45: the motor forces, with
+    the joint forces ``τ_J`` of :mod:`flexdyn.joint_forces` (springs, dampers, friction,
+    limits) acting besides them (their torque limits are not applied).
 
     Parameters
     ----------
@@ -706,7 +710,8 @@ def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarra
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
-        return _finite(rnea(model, pos, vel, udot, f_ext) - g, "τ")
+        return _finite(rnea(model, pos, vel, udot, f_ext) - g - passive_forces(model, q, u),
+                       "τ")
 
 
 @batched("u", "tau", "udot_prescribed", engine_op=_hybrid_op)
@@ -773,9 +778,10 @@ def _tree_hybrid(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
-        udot, T = _hybrid(model, pos, vel, tau + g, udot_known, ~mask, f_ext)
-        T = T - g
-        T[~mask] = tau[~mask]
+        udot, T = _hybrid(model, pos, vel, applied_forces(model, q, u, tau) + g, udot_known,
+                          ~mask, f_ext)
+        T = T - g - passive_forces(model, q, u)  # the motor forces
+        T[~mask] = motor_torques(model, tau)[~mask]
         return udot, T
 
 
@@ -842,8 +848,9 @@ def joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
 def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
                 f_ext: np.ndarray | None = None, f_nodes=None,
                 backend: str = "engine") -> np.ndarray:
-    """Bias vector ``C(q, u)`` (nu,) of Eq 43 with gravity, stiffness, damping and external
-    forces: everything but ``M u̇``, so that ``M u̇ + C = τ`` (N, N m, or modal units).
+    """Bias vector ``C(q, u)`` (nu,) of Eq 43 with gravity, stiffness, damping, external
+    forces and less the joint forces ``τ_J`` (:mod:`flexdyn.joint_forces`): everything but
+    ``M u̇``, so that ``M u̇ + C = τ`` (N, N m, or modal units).
 
     ``q`` (nq,), ``u`` (nu,), ``fidelity``, ``f_ext`` (n_bodies, 6), ``f_nodes`` and
     ``backend`` as for :func:`inverse_dynamics` (which this is with ``u̇ = 0``)."""
@@ -855,7 +862,8 @@ def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = DEFA
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
-        return _finite(rnea(model, pos, vel, np.zeros(model.nu), f_ext) - g, "C")
+        return _finite(rnea(model, pos, vel, np.zeros(model.nu), f_ext) - g
+                       - passive_forces(model, q, u), "C")
 
 
 @batched("u")

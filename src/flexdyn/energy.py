@@ -17,6 +17,7 @@ import numpy as np
 from .chain import Model
 from .dynamics import _cached_engine, _check_backend, _for_engine, _plain_op, batched
 from .engine.extras import KINETIC, MOMENTUM, POTENTIAL
+from .joint_forces import joint_potential
 from .terms import DEFAULT_FIDELITY, PositionTerms, modal_velocities, state_terms
 
 __all__ = ["energies", "kinetic_energy", "momentum", "potential_energy", "total_energy"]
@@ -33,8 +34,9 @@ def _kinetic(model: Model, kin: PositionTerms, u: np.ndarray) -> float:
 
 def _potential(model: Model, kin: PositionTerms) -> float:
     """The strain energies of the body models (``½ Σ ηᵀ K η``, with the geometric terms
-    of the stiffened models) ``− Σ m g·x`` over rigid centres of mass and nodes."""
-    V = 0.0
+    of the stiffened models) ``− Σ m g·x`` over rigid centres of mass and nodes, plus the
+    joint springs' and limits' :func:`~flexdyn.joint_forces.joint_potential`."""
+    V = joint_potential(model, kin.q)
     g = model.gravity
     for i, body in enumerate(model.bodies):
         V = V + kin.body_models[i].strain_energy(kin.eta[i])

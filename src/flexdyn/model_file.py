@@ -52,6 +52,7 @@ import scipy.linalg
 
 from .constraints import CONSTRAINT_KINDS
 from .files import read_text, write_atomically
+from .joint_forces import FORCE_KEYS
 from .joints import EULER_SEQUENCES, JOINT_DIMENSIONS, JOINT_KINDS, is_subalgebra
 from .tip_kinematics import DEFAULT_TIP_KINEMATICS, TIP_KINEMATICS, check_tip_kinematics
 
@@ -92,6 +93,7 @@ _JOINT_KEYS = (
     "child_node",
     "placement",
     "child_placement",
+    "forces",
 )
 #: keys of a ``constraints`` entry: the endpoints, then every closure kind's own keys
 _ENDPOINT_KEYS = ("name", "type", "body", "node", "point", "other_body", "other_node",
@@ -669,7 +671,7 @@ def _joint(
             f"{path}.parent_node must be null for a body jointed to the ground, "
             f"got {_describe(value['parent_node'])}"
         )
-    return {
+    out = {
         "type": jtype,
         "axis": axis,
         "axes": axes,
@@ -683,7 +685,49 @@ def _joint(
         "child_node": _index(f"{path}.child_node", value.get("child_node"), own_nodes, "the body"),
         "placement": _placement(f"{path}.placement", value.get("placement")),
         "child_placement": _placement(f"{path}.child_placement", value.get("child_placement")),
+        "forces": None,
     }
+    if value.get("forces") is not None:
+        out["forces"] = _joint_forces(f"{path}.forces", value["forces"], out)
+    return out
+
+
+def _joint_forces(path: str, value: Any, joint: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Parse a joint's ``forces`` block (:mod:`flexdyn.joint_forces`): each key a number or
+    one per joint speed, returned as arrays (nu_j,) of the keys given."""
+    value = _mapping(path, value, FORCE_KEYS)
+    cls = JOINT_KINDS[joint["type"]]
+    j = cls(**{k: joint[k] for k in cls.file_keys})
+    if j.nu == 0 or not j.rates or j.nq != j.nu:
+        raise ValueError(
+            f"{path}: joint forces act on joints whose speeds are the rates of their "
+            f"coordinates (revolute, prismatic, screw, cylindrical, universal, ...); a "
+            f"{joint['type']} joint's are not")
+    out: dict[str, np.ndarray] = {}
+    for key in FORCE_KEYS:
+        raw = value.get(key)
+        if raw is None:
+            continue
+        arr = _array(f"{path}.{key}", [raw] * j.nu if _is_real(raw) else raw, (j.nu,),
+                     (f"the joint's number of speeds ({joint['type']})",))
+        if key in _NONNEGATIVE_FORCE_KEYS and np.any(arr < 0):
+            raise ValueError(f"{path}.{key} must be ≥ 0, got {_describe(raw)}")
+        if key in ("smoothing", "torque_limit") and np.any(arr <= 0):
+            raise ValueError(f"{path}.{key} must be > 0, got {_describe(raw)}")
+        out[key] = arr
+    lower, upper = out.get("lower"), out.get("upper")
+    if lower is not None and upper is not None and np.any(lower >= upper):
+        raise ValueError(f"{path}: lower must be below upper, got lower = "
+                         f"{_describe(lower.tolist())}, upper = {_describe(upper.tolist())}")
+    if (lower is not None or upper is not None) and not np.all(
+            out.get("limit_stiffness", np.zeros(1)) > 0):
+        raise ValueError(f"{path}: a joint limit (lower, upper) needs limit_stiffness > 0 "
+                         "(N m/rad or N/m)")
+    return out
+
+
+#: keys of a ``forces`` block that must not be negative
+_NONNEGATIVE_FORCE_KEYS = ("stiffness", "damping", "coulomb", "limit_stiffness", "limit_damping")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -810,7 +854,11 @@ def json_schema() -> dict[str, Any]:
                    "factors": {"type": "array", "items": matrix},
                    "sequence": {"enum": list(EULER_SEQUENCES)}, "parent_node": node,
                    "child_node": node, "placement": {"$ref": "#/$defs/placement"},
-                   "child_placement": {"$ref": "#/$defs/placement"}}, _JOINT_KEYS, ["type"])
+                   "child_placement": {"$ref": "#/$defs/placement"},
+                   "forces": {"oneOf": [{"$ref": "#/$defs/forces"}, {"type": "null"}]}},
+                  _JOINT_KEYS, ["type"])
+    per_speed = {"oneOf": [number, {"type": "array", "items": number, "minItems": 1}]}
+    forces = block(dict.fromkeys(FORCE_KEYS, per_speed), FORCE_KEYS)
     rigid = block({"mass": {"type": "number", "minimum": 0}, "com": vec(3), "inertia": mat33},
                   _RIGID_KEYS)
     flex = block({"nodes": {"type": "array", "items": vec(3)},
@@ -847,8 +895,9 @@ def json_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
             "title": "flexdyn model file",
             "description": "A tree of rigid and flexible bodies (docs/model-format.md).",
-            **top, "$defs": {"placement": placement, "joint": joint, "rigid": rigid,
-                             "flex": flex, "body": body, "constraint": constraint}}
+            **top, "$defs": {"placement": placement, "joint": joint, "forces": forces,
+                             "rigid": rigid, "flex": flex, "body": body,
+                             "constraint": constraint}}
 
 
 #: the node count of a block that failed validation (any node index passes)
@@ -1093,6 +1142,8 @@ def _plain_joint(joint: Mapping) -> dict[str, Any]:
         out["sequence"] = joint["sequence"]
     out["parent_node"] = joint["parent_node"]
     out["child_node"] = joint["child_node"]
+    if joint.get("forces") is not None:
+        out["forces"] = {k: v.tolist() for k, v in joint["forces"].items()}
     for key in ("placement", "child_placement"):
         p = joint[key]
         identity = _is_exactly(p["rotation"], np.eye(3))

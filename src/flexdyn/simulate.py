@@ -85,6 +85,7 @@ from .dynamics import (
 from .engine import DERIVATIVE_METHODS, galpha, kernels
 from .engine.closure import SINGULAR
 from .integrators import FIXED_STEP
+from .joint_forces import joint_dissipation, motor_torques
 from .modal import highest_frequency
 from .outputs import Outputs
 from .results import SimulationError, SimulationResult
@@ -538,12 +539,13 @@ class _Ode:
             out = np.empty(nq + nu + _N_EXTRA)
             out[:nq] = model.qdot(s.q, s.u)
             out[nq:nq + nu] = udot
-            out[nq + nu] = T @ s.u
+            out[nq + nu] = motor_torques(model, T) @ s.u
             out[nq + nu + 1] = (0.0 if s.f_ext is None else sum(
                 fi @ Vi for fi, Vi in zip(s.f_ext, _body_twists(model, s.q, s.u, self.fidelity),
                                           strict=True)))
             out[nq + nu + 2] = sum(model.eta_dot(s.u, i) @ model.bodies[i].C
-                                   @ model.eta_dot(s.u, i) for i in self.damped)
+                                   @ model.eta_dot(s.u, i) for i in self.damped
+                                   ) + joint_dissipation(model, s.q, s.u)
         if s.g is not None:  # the nodal loads' modal power is external work, not τ's
             p = s.g @ s.u
             out[nq + nu] -= p

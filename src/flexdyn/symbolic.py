@@ -404,7 +404,14 @@ def symbolic_model(model: Model, simplify: bool = False) -> SymbolicModel:
     ``J_i = Ad(T⁻¹) J_t + J_loc(T)``, at a node ``J_n = Ad(N⁻¹) J_i + J_loc(N)``, where ``T``
     is the pose of ``F_i`` in its parent's attach-node frame, ``N`` a node's pose in ``F_i``
     and ``J_loc`` the twist Jacobian of a local pose (``[vee(Rᵀ ∂R/∂q); Rᵀ ∂p/∂q] Γ``); the
-    gravity forces are ``−Σ_e J_eᵀ w_e`` with ``w_e`` the element's weight at its origin."""
+    gravity forces are ``−Σ_e J_eᵀ w_e`` with ``w_e`` the element's weight at its origin.
+
+    Joint forces (:mod:`flexdyn.joint_forces`) are not part of the symbolic model: a model
+    with a joint ``forces`` block raises ``ValueError``."""
+    forced = [model.names[i] for i, f in enumerate(model.joint_forces) if f is not None]
+    if forced:
+        raise ValueError(f"symbolic_model does not take joint forces yet; the joints of "
+                         f"{', '.join(map(repr, forced))} have a forces block")
     q, p = _symbols(model)
     nq, nu = model.nq, model.nu
     Gamma = sp.zeros(nq, nu)

@@ -28,7 +28,8 @@ _PACKAGE = _ENGINE.parent
 #: modules whose functions or constants the kernels use
 SOURCES: tuple[Path, ...] = (*sorted(_ENGINE.glob("*.py")),
                              *(_PACKAGE / name for name in ("scalar_kernels.py", "linalg.py",
-                                                            "chain.py", "joints.py")))
+                                                            "chain.py", "joints.py",
+                                                            "joint_forces.py")))
 
 
 def fingerprint(sources: tuple[Path, ...] = SOURCES) -> bytes:

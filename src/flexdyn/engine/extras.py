@@ -46,6 +46,7 @@ from .kernels import (
     _terms,
     _valid_state,
     articulated_inertias,
+    joint_potential,
     position_terms,
     rnea,
     strain_energy,
@@ -287,3 +288,4 @@ def _energy_momentum(pm, q, M_m, V_m, R, p, y, phi0, out):
         out[1] += elastic - gx
         _phi(R[i], p[i], phi0)
         _mv(phi0, yi[m:s], out[2:8], True)
+    out[1] += joint_potential(pm, q)

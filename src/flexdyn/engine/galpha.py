@@ -38,10 +38,12 @@ import math
 
 import numpy as np
 
+from ..joint_forces import DAMPING, STIFFNESS
 from ..linalg import MASS_MATRIX_RTOL
 from .kernels import (
     _E,
     _J,
+    _JF,
     _M,
     _NJ,
     _US,
@@ -52,6 +54,7 @@ from .kernels import (
     cholesky_factor,
     cholesky_substitute,
     crba,
+    motor_torques,
     unpack,
     workspace,
 )
@@ -113,16 +116,23 @@ def error_constant(rho_inf: float) -> float:
 # ----------------------------------------------------------------------------------------------
 @_J
 def _modal_blocks(pm, nu, Ku, Cu):
-    """The modal stiffness and damping of every body in the layout of ``u`` (nu × nu)."""
+    """The modal stiffness and damping of every body and the joint springs' and dampers'
+    (:mod:`flexdyn.joint_forces`; friction and limits left out) in the layout of ``u``
+    (nu × nu)."""
     Ku[:, :] = 0.0
     Cu[:, :] = 0.0
     ints = pm.ints
     for i in range(ints.shape[0]):
-        m, s = ints[i, _M], ints[i, _US] + ints[i, _NJ]
+        m, us, nj = ints[i, _M], ints[i, _US], ints[i, _NJ]
+        s = us + nj
         for r in range(m):
             for k in range(m):
                 Ku[s + r, s + k] = pm.K[i, r, k]
                 Cu[s + r, s + k] = pm.C[i, r, k]
+        if ints[i, _JF] != 0:
+            for k in range(nj):
+                Ku[us + k, us + k] = pm.jforce[i, k, STIFFNESS]
+                Cu[us + k, us + k] = pm.jforce[i, k, DAMPING]
 
 
 @_J
@@ -291,6 +301,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out
     nu = y.shape[1]
     Ku, Cu = np.empty((nu, nu)), np.empty((nu, nu))
     _modal_blocks(pm, nu, Ku, Cu)
+    tau_m = np.empty(nu)
+    motor_torques(pm, tau, tau_m)
     new, base = np.empty((4, nu)), np.empty((3, nu))
     r, dx = np.empty(nu), np.empty(nu)
     wq, power = np.empty((2, 3)), np.empty(3)
@@ -308,7 +320,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out
             break
         tries += 1
         t1, h = _next_step(c, ctl, s, cnt)
-        st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau, fext, Ku, Cu, Mk, S, s, new,
+        st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Ku, Cu, Mk, S, s, new,
                          base, r, dx, cnt)
         if st != _CONVERGED:
             if not adaptive or st == SINGULAR:
@@ -335,7 +347,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out
                     break
                 continue
         # accepted: the work integrals by the trapezoidal rule, the samples, the new state
-        _power(pm, w, new[1], tau, fext, power)
+        _power(pm, w, new[0], new[1], tau, fext, power)
         for k in range(3):
             wq[0, k] = s[W_TAU + k]
             wq[1, k] = s[W_TAU + k] + 0.5 * h * (s[P_TAU + k] + power[k])

@@ -31,6 +31,7 @@ import numba
 import numpy as np
 
 from ..chain import QUATERNION_TOL
+from ..joint_forces import N_FORCE_PARAMS, conservative_force, passive_force, potential, saturated
 from ..joints import JOINT_PARAMS, SINGULARITY_TOL
 from ..linalg import MASS_MATRIX_RTOL, PIVOT_FLOOR, PIVOT_RTOL
 from ..scalar_kernels import quat_rot
@@ -46,12 +47,12 @@ _J = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True)
 _JI = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, inline="always")
 _E = numba.njit(cache=True, nogil=True)
 # integer columns of the per-body table (pack.INT_FIELDS)
-_PARENT, _M, _NJ, _NQJ, _QS, _US, _JCODE, _KIND, _CN, _PN, _NN, _AT, _GS, _TK = range(14)
+_PARENT, _M, _NJ, _NQJ, _QS, _US, _JCODE, _KIND, _CN, _PN, _NN, _AT, _GS, _TK, _JF = range(15)
 _NI = len(INT_FIELDS)
 _NH = len(HEADER)
 (_FIXED, _REVOLUTE, _PRISMATIC, _SCREW, _CYLINDRICAL, _UNIVERSAL, _SPHERICAL, _FREE,
  _PRODUCT) = range(9)
-assert _NI == 14 and _NH == 6
+assert _NI == 15 and _NH == 6
 #: statuses of the entries besides −1 (done) and a body index (singular inertia)
 INVALID, OVERFLOW = -2, -3
 
@@ -93,6 +94,7 @@ def unpack(ib, fb):
         K1=fb[o[23]:o[24]].reshape((n, G, G, G)),
         K2=fb[o[24]:o[25]].reshape((n, G, G, G, G)),
         gs_rows=fb[o[25]:o[26]].reshape((n, G)),
+        jforce=fb[o[26]:o[27]].reshape((n, 6, N_FORCE_PARAMS)),
     )
 
 
@@ -137,6 +139,7 @@ class Work(NamedTuple):
     t_3: np.ndarray  # (3, 3)
     t_6: np.ndarray  # (8, 6)
     t_tip: np.ndarray  # (4, 3) scratch of the tip kinematics (_node_twist_rate)
+    tau_e: np.ndarray  # (nu,) the generalized force with the joint forces, sat(τ) + τ_J
     q_n: np.ndarray  # (nq,) q with unit quaternions
     flat: np.ndarray  # the whole buffer
 
@@ -150,7 +153,7 @@ def workspace(ib):
              n * s * s, n * 6 * M, n * 36, n * 9, n * 3, n * 36,
              n * s, n * s, n * s, n * s, nu,
              n * s * s, n * s * s, n * s, n * s, n * s, n * s,
-             s * s, s * s, s * s, s * s, s * s, s * s, s * 6, s, 72, 27, 9, 48, 12)
+             s * s, s * s, s * s, s * s, s * s, s * s, s * 6, s, 72, 27, 9, 48, 12, nu)
     total = 0
     for k in sizes:
         total += k
@@ -179,7 +182,7 @@ def workspace(ib):
         w[o[30]:o[31]].reshape((s, 6)), w[o[31]:o[32]],
         w[o[32]:o[33]].reshape((2, 6, 6)), w[o[33]:o[34]].reshape((3, 3, 3)),
         w[o[34]:o[35]].reshape((3, 3)), w[o[35]:o[36]].reshape((8, 6)),
-        w[o[36]:o[37]].reshape((4, 3)), q_n, w,
+        w[o[36]:o[37]].reshape((4, 3)), w[o[37]:o[38]], q_n, w,
     )
 
 
@@ -1756,6 +1759,60 @@ def prescribed_loads(pm, w, prescribed, udot_known, tau, T):
                 T[us + r] = x
 
 
+# ----------------------------------------------------------------------------------------------
+# joint forces (flexdyn.joint_forces): springs, dampers, friction, limits, torque limits
+# ----------------------------------------------------------------------------------------------
+_passive_force = _J(passive_force)
+_conservative_force = _J(conservative_force)
+_joint_potential = _J(potential)
+_saturated = _J(saturated)
+
+
+@_J
+def add_passive_forces(pm, q, u, sign, out):
+    """``out += sign · τ_J(q, u)`` (nu,) (:func:`flexdyn.joint_forces.passive_forces`)."""
+    ints = pm.ints
+    for i in range(ints.shape[0]):
+        if ints[i, _JF] != 0:
+            qs, us = ints[i, _QS], ints[i, _US]
+            for k in range(ints[i, _NJ]):
+                out[us + k] += sign * _passive_force(pm.jforce[i, k], q[qs + k], u[us + k])
+
+
+@_J
+def motor_torques(pm, tau, out):
+    """``sat(τ)`` into ``out`` (nu,): every joint's entries of ``τ`` within its torque limit
+    (:func:`flexdyn.joint_forces.motor_torques`)."""
+    ints = pm.ints
+    out[:] = tau
+    for i in range(ints.shape[0]):
+        if ints[i, _JF] != 0:
+            us = ints[i, _US]
+            for k in range(ints[i, _NJ]):
+                out[us + k] = _saturated(pm.jforce[i, k], tau[us + k])
+
+
+@_J
+def applied_forces(pm, w, q, u, tau):
+    """``sat(τ) + τ_J(q, u)`` into ``w.tau_e`` (returned): the generalized force of the
+    equations of motion (:func:`flexdyn.joint_forces.applied_forces`)."""
+    motor_torques(pm, tau, w.tau_e)
+    add_passive_forces(pm, q, u, 1.0, w.tau_e)
+    return w.tau_e
+
+
+@_J
+def joint_potential(pm, q):
+    """``Σ V_J`` (J) of the joint springs and limits
+    (:func:`flexdyn.joint_forces.joint_potential`)."""
+    V, ints = 0.0, pm.ints
+    for i in range(ints.shape[0]):
+        if ints[i, _JF] != 0:
+            for k in range(ints[i, _NJ]):
+                V += _joint_potential(pm.jforce[i, k], q[ints[i, _QS] + k])
+    return V
+
+
 @_J
 def _sub_mtv(a, x, out):
     """``out −= aᵀ x``."""
@@ -1789,7 +1846,8 @@ def _forward_articulated(pm, w, q, u, tau, fext, udot):
     """Terms, then Eqs 51/58 into ``udot``: −1, or the index of the body whose ``D`` is
     singular."""
     _terms(pm, w, q, u, fext)
-    status = articulated_inertias(pm, w, tau, tau[:0], tau[:0])
+    tau_e = applied_forces(pm, w, q, u, tau)
+    status = articulated_inertias(pm, w, tau_e, tau_e[:0], tau_e[:0])
     if status < 0:
         articulated_accelerations(pm, w, udot)
     return status
@@ -1805,14 +1863,15 @@ def _forward_composite(pm, w, q, u, tau, fext, udot):
     rnea(pm, w, np.zeros(nu), True, C)
     Mass = np.zeros((nu, nu))
     crba(pm, w, Mass)
-    return -1 if cholesky_solve(Mass, tau - C, udot) else 0
+    return -1 if cholesky_solve(Mass, applied_forces(pm, w, q, u, tau) - C, udot) else 0
 
 
 @_JI
 def _inverse(pm, w, q, u, udot, fext, tau):
-    """Terms, then Eq 44 into ``tau``."""
+    """Terms, then Eq 44 into ``tau``, less the joint forces ``τ_J`` (the motor forces)."""
     _terms(pm, w, q, u, fext)
     rnea(pm, w, udot, True, tau)
+    add_passive_forces(pm, q, u, -1.0, tau)
     return -1
 
 
@@ -1920,10 +1979,12 @@ def hybrid(ib, fb, t, n_threads, q, u, tau, udot_known, prescribed, fext, udot, 
             status[b] = INVALID
             continue
         _terms(pm, w, w.q_n, u[b], fext[b])
-        s = articulated_inertias(pm, w, tau[b], prescribed, udot_known[b])
+        tau_e = applied_forces(pm, w, w.q_n, u[b], tau[b])
+        s = articulated_inertias(pm, w, tau_e, prescribed, udot_known[b])
         if s < 0:
             articulated_accelerations(pm, w, udot[b])
-            prescribed_loads(pm, w, prescribed, udot_known[b], tau[b], T[b])
+            prescribed_loads(pm, w, prescribed, udot_known[b], tau_e, T[b])
+            add_passive_forces(pm, w.q_n, u[b], -1.0, T[b])  # sat(τ) free, motor prescribed
             s = _finite_result(udot[b])
             if s == -1:
                 s = _finite_result(T[b])
@@ -2002,9 +2063,10 @@ def _qdot(ints, jparam, q, u, out, R):
 
 
 @_J
-def _power(pm, w, u, tau, fext, out):
-    """The integrands of the energy balance (:mod:`flexdyn.simulate`): ``out[0] = τ·u``,
-    ``out[1] = Σ_i f_ext(i)·V(i)`` (the body twists of Eq 11), ``out[2] = Σ_i η̇ᵀ C η̇``."""
+def _power(pm, w, q, u, tau, fext, out):
+    """The integrands of the energy balance (:mod:`flexdyn.simulate`): ``out[0] = sat(τ)·u``,
+    ``out[1] = Σ_i f_ext(i)·V(i)`` (the body twists of Eq 11), ``out[2] = Σ_i η̇ᵀ C η̇`` plus
+    the joint forces' dissipation (:func:`flexdyn.joint_forces.joint_dissipation`)."""
     ints = pm.ints
     p_tau = 0.0
     for k in range(u.shape[0]):
@@ -2012,6 +2074,12 @@ def _power(pm, w, u, tau, fext, out):
     p_ext = 0.0
     p_d = 0.0
     for i in range(ints.shape[0]):
+        if ints[i, _JF] != 0:
+            qs, us = ints[i, _QS], ints[i, _US]
+            for k in range(ints[i, _NJ]):
+                c, x, v = pm.jforce[i, k], q[qs + k], u[us + k]
+                p_tau += (_saturated(c, tau[us + k]) - tau[us + k]) * v
+                p_d += (_conservative_force(c, x) - _passive_force(c, x, v)) * v
         m, s = ints[i, _M], ints[i, _US] + ints[i, _NJ]
         for r in range(6):
             p_ext += fext[i, r] * w.V_m[i, m + r]
@@ -2046,7 +2114,7 @@ def _derivative_outputs(pm, w, x, tau, fext, xdot, status):
     u = x[nq:nq + nu]
     _qdot(pm.ints, pm.jparam, w.q_n, u, xdot[:nq], w.t_33[0])
     if xdot.shape[0] >= nq + nu + 3:
-        _power(pm, w, u, tau, fext, xdot[nq + nu:nq + nu + 3])
+        _power(pm, w, w.q_n, u, tau, fext, xdot[nq + nu:nq + nu + 3])
     return _finite_result(xdot)
 
 

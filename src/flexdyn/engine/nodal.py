@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse
 
 from ..chain import Model
+from ..joint_forces import applied_forces
 from ..linalg import SingularInertiaError
 from ..nodal import nodal_constants, nodal_forward_dynamics, nodal_terms
 from ..terms import DEFAULT_FIDELITY, deformed_nodes
@@ -342,10 +343,12 @@ class NodalEngine:
         return self._model()
 
     def forward_dynamics(self, q, u, tau, f_ext=None, method: str = "nodal") -> np.ndarray:
-        """``u̇`` (nu,) of validated real inputs (``q`` with unit quaternions)."""
+        """``u̇`` (nu,) of validated real inputs (``q`` with unit quaternions), with the joint
+        forces (:func:`flexdyn.joint_forces.applied_forces`)."""
         udot = np.empty(self.model.nu)
-        status = nodal_forward(self.packed, self.deformed, np.asarray(q, dtype=float),
-                               np.asarray(u, dtype=float), np.asarray(tau, dtype=float),
+        q, u = np.asarray(q, dtype=float), np.asarray(u, dtype=float)
+        tau = applied_forces(self.model, q, u, np.asarray(tau, dtype=float))
+        status = nodal_forward(self.packed, self.deformed, q, u, tau,
                                self._zero_wrenches if f_ext is None
                                else np.ascontiguousarray(f_ext, dtype=float), udot)
         if status >= 0:  # the reference names the node or joint

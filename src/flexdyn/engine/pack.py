@@ -24,6 +24,7 @@ the end, per-body table]`` where the per-body table has the columns :data:`INT_F
                :data:`EXACT` (Damaren & Sharf Eq 20; :mod:`flexdyn.stiffening`)
 ``tk``         the model's tip kinematics, the code of its option
                (:data:`flexdyn.tip_kinematics.TIP_KINEMATICS`), the same for every body
+``jf``         1 when the joint has forces (:mod:`flexdyn.joint_forces`), in ``jforce``
 =============  ===============================================================
 
 The flexible/hinge split (Eqs 62–64) takes a second pair of buffers, :func:`pack_split`
@@ -39,6 +40,7 @@ import numpy as np
 
 from ..body import BodyModel, RigidBodyModel
 from ..chain import Model
+from ..joint_forces import N_FORCE_PARAMS
 from ..joints import JOINT_PARAMS
 from ..ruthless import RuthlessBodyModel
 from ..stiffening import ConsistentBodyModel, ExactBodyModel
@@ -81,9 +83,11 @@ FIELDS: dict[str, tuple[str, str]] = {
     "K1": ("(n, G, G, G)", "geometric stiffness, cubic (Eq 20; G = M when a body has it)"),
     "K2": ("(n, G, G, G, G)", "geometric stiffness, quartic"),
     "gs_rows": ("(n, G)", "1 for the modes the geometric force acts on, else 0"),
+    "jforce": (f"(n, 6, {N_FORCE_PARAMS})", "joint forces: a parameter row per joint speed "
+               "(flexdyn.joint_forces.FORCE_KEYS)"),
 }
 INT_FIELDS = ("parent", "m", "nj", "nqj", "qs", "us", "jcode", "kind", "cn", "pn", "nn", "at",
-              "gs", "tk")
+              "gs", "tk", "jf")
 #: entries of the header of ``ib`` before the field offsets
 HEADER = ("n", "M", "N", "nu", "nq", "G")
 #: the geometric elastic force of a body (column ``gs``): none, the consistent model's
@@ -122,6 +126,7 @@ class PackedModel(NamedTuple):
     K1: np.ndarray
     K2: np.ndarray
     gs_rows: np.ndarray
+    jforce: np.ndarray
 
 
 #: the body kernel of each body-model class
@@ -196,10 +201,13 @@ def pack(model: Model, models: tuple[BodyModel, ...]) -> Packed:
         if stiffened[i]:
             f["K1"][i, :m, :m, :m], f["K2"][i, :m, :m, :m, :m] = bm.K1, bm.K2
             f["gs_rows"][i, :m] = bm.rows
+        forces = model.joint_forces[i]
+        if forces is not None:
+            f["jforce"][i, :joint.nu] = forces
         ints[i] = (p, m, joint.nu, joint.nq, model.q_start[i], model.u_start[i], joint.code,
                    _kind(bm), -1 if cn is None else cn, -1 if pn is None else pn, nn,
                    trivial_A, STIFFENING[type(bm)] if stiffened[i] else NO_STIFFENING,
-                   body.rotation.code)
+                   body.rotation.code, forces is not None)
     sizes = [v.size for v in f.values()]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # len(FIELDS) + 1
     ib = np.concatenate([np.array([n, M, N, model.nu, model.nq, G], dtype=np.int64), offsets,

@@ -51,6 +51,7 @@ from .kernels import (
     _terms,
     _to_parent,
     _valid_state,
+    applied_forces,
     unpack,
     workspace,
 )
@@ -407,7 +408,7 @@ def _forward_split(pm, sm, w, sw, q, u, tau, fext, udot):
     _terms(pm, w, q, u, fext)
     status = split_inertias(pm, sm, w, sw)
     if status < 0:
-        split_filter(pm, w, sw, tau)
+        split_filter(pm, w, sw, applied_forces(pm, w, q, u, tau))
         split_smoother(pm, w, sw, udot)
     return status
 
