@@ -26,6 +26,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
+    "sphinx.ext.intersphinx",
     "myst_parser",
 ]
 
@@ -38,15 +39,82 @@ myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 3
 
 # autodoc / napoleon (numpy-style docstrings)
-autodoc_mock_imports = ["numba", "pinocchio", "matplotlib"]
+autodoc_mock_imports = ["pinocchio", "matplotlib"]
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"
-autodoc_default_options = {"members": True}
+# every public member with a docstring or a ``#:`` comment, so that constants and helpers
+# named in the docs resolve (``__all__`` lists what ``import`` re-exports, not what is documented)
+autodoc_default_options = {"members": True, "ignore-module-all": True}
 napoleon_google_docstring = False
 napoleon_numpy_docstring = True
 napoleon_use_param = False  # types as plain text, not cross-references
 napoleon_use_rtype = False
 napoleon_use_ivar = True
+
+# Every cross-reference must resolve (``-n``): references to numpy, scipy and the standard
+# library resolve through the small inventories written below (the build has no network).
+nitpicky = True
+# Types in numpy-style fields are shapes and prose ("(n, 6)", "n_m", "array"): napoleon
+# turns each word into a class reference; only dotted names are real targets.
+nitpick_ignore_regex = [("py:class", r"[^.]*"), ("py:class", r".*[ ()+,].*")]
+
+#: ``{project: (base URL, {object: (role, page#anchor)})}`` of the outside objects the
+#: docstrings name; written as Sphinx inventories into ``_build/inventories`` at startup
+_OUTSIDE = {
+    "python": ("https://docs.python.org/3/", {
+        "collections.abc.Mapping": ("py:class", "library/collections.abc.html"),
+        "collections.abc.Sequence": ("py:class", "library/collections.abc.html"),
+        "collections.abc.Callable": ("py:class", "library/collections.abc.html"),
+        "collections.abc.Iterable": ("py:class", "library/collections.abc.html"),
+        "typing.Any": ("py:data", "library/typing.html"),
+        "pathlib.Path": ("py:class", "library/pathlib.html"),
+        "concurrent.futures.ProcessPoolExecutor": ("py:class",
+                                                   "library/concurrent.futures.html"),
+    }),
+    "numpy": ("https://numpy.org/doc/stable/", {
+        "numpy.ndarray": ("py:class", "reference/generated/numpy.ndarray.html"),
+        "numpy.random.Generator": ("py:class",
+                                   "reference/random/generator.html"),
+        "numpy.dtype": ("py:class", "reference/generated/numpy.dtype.html"),
+    }),
+    "scipy": ("https://docs.scipy.org/doc/scipy/", {
+        "scipy.integrate.solve_ivp": ("py:function",
+                                      "reference/generated/scipy.integrate.solve_ivp.html"),
+        "scipy.integrate.OdeSolver": ("py:class",
+                                      "reference/generated/scipy.integrate.OdeSolver.html"),
+        "scipy.integrate.OdeSolution": (
+            "py:class", "reference/generated/scipy.integrate.OdeSolution.html"),
+        "scipy.optimize.root": ("py:function",
+                                "reference/generated/scipy.optimize.root.html"),
+    }),
+    "dask": ("https://distributed.dask.org/en/stable/", {
+        "dask.distributed.Client": ("py:class", "api.html"),
+    }),
+}
+
+
+def _write_inventories() -> dict[str, tuple[str, str]]:
+    """Write :data:`_OUTSIDE` as Sphinx (version 2) inventories; the intersphinx mapping."""
+    import zlib
+
+    folder = Path(__file__).resolve().parent / "_build" / "inventories"
+    folder.mkdir(parents=True, exist_ok=True)
+    mapping = {}
+    for name, (url, objects) in _OUTSIDE.items():
+        lines = "".join(f"{obj} {role} 1 {page}#{obj} -\n"
+                        for obj, (role, page) in objects.items())
+        path = folder / f"{name}.inv"
+        path.write_bytes(f"# Sphinx inventory version 2\n# Project: {name}\n# Version: \n"
+                         "# The remainder of this file is compressed using zlib.\n".encode()
+                         + zlib.compress(lines.encode()))
+        mapping[name] = (url, str(path))
+    return mapping
+
+
+intersphinx_mapping = _write_inventories()
+# A type word of a numpy-style field ("f", "k") may match attributes of several classes;
+# Sphinx then links the first, which is harmless in a type, so that warning is off.
+suppress_warnings = ["ref.python"]
 
 html_theme = "alabaster"
 html_title = f"flexdyn {release}"
@@ -171,6 +239,43 @@ def _process_docstring(app, what, name, obj, options, lines) -> None:
     lines[:] = _expand_fields(lines)
 
 
+def _resolve(app, env, node, contnode):
+    """Resolve what the Python domain does not:
+
+    * ``flexdyn.name[.member]``, a top-level name of ``import flexdyn``, to the module that
+      defines and documents it;
+    * an attribute listed in its class's ``Attributes`` section (rendered as a field, not as
+      an object of its own) to that class.
+    """
+    if node.get("refdomain") != "py":
+        return None
+    import flexdyn
+
+    domain = env.get_domain("py")
+    target = node.get("reftarget", "")
+    if target.startswith("flexdyn."):
+        head, _, rest = target[len("flexdyn."):].partition(".")
+        module = getattr(getattr(flexdyn, head, None), "__module__", None)
+        if module is not None and module != "flexdyn":
+            target = f"{module}.{head}" + (f".{rest}" if rest else "")
+    module, cls = node.get("py:module"), node.get("py:class")
+    names = [target] + [f"{p}.{target}" for p in (module, cls and f"{module}.{cls}") if p]
+    for name in names:
+        if name in domain.objects:
+            return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"],
+                                       name, node, contnode)
+    if node["reftype"] == "attr":
+        for name in names:
+            owner, _, attr = name.rpartition(".")
+            kind = domain.objects.get(owner, (None, None, None))[2]
+            if kind in ("class", "exception") and attr:
+                return domain.resolve_xref(env, node["refdoc"], app.builder, kind[:3]
+                                           if kind == "exception" else kind, owner, node,
+                                           contnode)
+    return None
+
+
 def setup(app) -> None:
     # before napoleon (priority 500) turns the numpy sections into field lists
     app.connect("autodoc-process-docstring", _process_docstring, priority=400)
+    app.connect("missing-reference", _resolve)

@@ -777,7 +777,7 @@ def _lobatto_points(n: int) -> np.ndarray:
 
 
 def _lobatto_weights(n: int) -> np.ndarray:
-    """The weights of :func:`_lobatto_points` on [0, 1]: ``1 / (n (n − 1) P_{n−1}(x)²)``."""
+    """The weights of ``_lobatto_points`` on [0, 1]: ``1 / (n (n − 1) P_{n−1}(x)²)``."""
     t = 2.0 * _lobatto_points(n) - 1.0
     P = np.polynomial.legendre.Legendre.basis(n - 1)(t)
     return 1.0 / (n * (n - 1) * P**2)

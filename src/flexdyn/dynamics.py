@@ -137,7 +137,7 @@ def batched(*state_args: str, engine_op: Callable[[dict], str | None] | None = N
 
     ``engine_op(arguments)`` names the operation of :meth:`flexdyn.engine.Engine.batch` that
     computes ``fn`` for these arguments (None: not on the engine).  Such a batch is validated
-    as a whole and computed in one call shared among the cores (:func:`_engine_batch`); a
+    as a whole and computed in one call shared among the cores (``_engine_batch``); a
     batch with an invalid state, complex numbers or a non-finite result runs the loop, which
     reports the state by index.  ``from_engine`` (optional) makes ``fn``'s batched result of
     the engine's (e.g. one column of ``"energy_momentum"``'s rows)."""
@@ -366,14 +366,14 @@ def _cached(model: Model, key: Any, build: Callable[[], Any]) -> Any:
 
 
 def _cached_engine(model: Model, fidelity: str = DEFAULT_FIDELITY) -> Engine:
-    """The compiled engine of ``model`` for ``fidelity``, built once (:func:`_cached`)."""
+    """The compiled engine of ``model`` for ``fidelity``, built once (``_cached``)."""
     check_fidelity(fidelity)
     return _cached(model, fidelity, lambda: _CachedEngine(model, fidelity))
 
 
 def _cached_nodal_engine(model: Model, fidelity: str = DEFAULT_FIDELITY) -> NodalEngine:
     """The compiled filter and smoother of a model of rigid and nodal bodies
-    (:class:`flexdyn.engine.nodal.NodalEngine`), built once (:func:`_cached`)."""
+    (:class:`flexdyn.engine.nodal.NodalEngine`), built once (``_cached``)."""
     check_fidelity(fidelity)
     return _cached(model, ("nodal", fidelity), lambda: NodalEngine(model, fidelity))
 
@@ -525,10 +525,10 @@ def closed_chain(model: Model, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarr
     """``(u̇, λ, terms)``: the closed chain's accelerations (nu,), closure forces (n_c,) and
     closure terms at a validated state, from the tree's accelerations ``u̇_f``
     (:func:`flexdyn.closure.closed_chain_accelerations`).  On the engine (real inputs, and a
-    fidelity whose kernels have the deformed node frames, :func:`deformed_geometry`) the
-    closure terms are one compiled call (:meth:`flexdyn.engine.Engine.closure_terms`) and
-    ``Y = M⁻¹ Jᵀ`` the engine's block sweeps; else the reference's (Lemma 4).  ``rate``:
-    Baumgarte's ``ω`` (1/s)."""
+    fidelity whose kernels have the deformed node frames,
+    :func:`~flexdyn.terms.deformed_geometry`) the closure terms are one compiled call
+    (:meth:`flexdyn.engine.Engine.closure_terms`) and ``Y = M⁻¹ Jᵀ`` the engine's block
+    sweeps; else the reference's (Lemma 4).  ``rate``: Baumgarte's ``ω`` (1/s)."""
     with np.errstate(over="ignore", invalid="ignore"):
         terms, mass_inverse = _closure_terms(model, q, u, fidelity, backend)
         udot, lam = closed_chain_accelerations(model, terms, udot_tree,

@@ -123,7 +123,7 @@ def frame_pose(model: Model, q: np.ndarray, body: str | int, node: int | None = 
     body : str or int — body name or index (0 to n_bodies − 1).
     node : int or None — node index of that body (negative counts from the last node); None
         (default) for the body frame.
-    fidelity : str — body model (:data:`flexdyn.FIDELITIES`): its node frames, and where it
+    fidelity : str — body model (:data:`flexdyn.terms.FIDELITIES`): its node frames, and where it
         attaches the children (deformed nodes, or undeformed ones for ``"ruthless"``).
 
     Returns
@@ -166,7 +166,7 @@ def frame_jacobian(model: Model, q: np.ndarray, body: str | int, node: int | Non
         velocity of its origin, both on its own axes: the twist of Eqs 11 and 21);
         ``"world"``: both on inertial axes, ``v = ṗ`` the inertial velocity of the frame's
         origin (``J_world = blkdiag(R, R) J_local``, ``R`` from :func:`frame_pose`).
-    fidelity : str — body model, one of :data:`flexdyn.FIDELITIES` (see the module
+    fidelity : str — body model, one of :data:`flexdyn.terms.FIDELITIES` (see the module
         docstring for ``"ruthless"``).
 
     Returns

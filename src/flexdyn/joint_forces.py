@@ -34,12 +34,9 @@ compiled engine compiles them (:mod:`flexdyn.engine.kernels`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from .chain import Model
 
 __all__ = ["DEFAULTS", "FORCE_KEYS", "N_FORCE_PARAMS", "applied_forces", "force_table",
            "joint_dissipation", "joint_potential", "motor_torques", "passive_forces"]
@@ -118,6 +115,16 @@ def saturated(c, tau):
 # ----------------------------------------------------------------------------------------------
 # a model (reference tier)
 # ----------------------------------------------------------------------------------------------
+class Model(Protocol):
+    """What these functions read of a :class:`flexdyn.chain.Model` (which imports this
+    module)."""
+
+    joint_forces: tuple[np.ndarray | None, ...]
+    q_start: np.ndarray
+    u_start: np.ndarray
+    nu: int
+
+
 def force_table(blocks: Sequence[Mapping[str, np.ndarray] | None], nu: Sequence[int]
                 ) -> tuple[np.ndarray | None, ...]:
     """Per body, the joint's parameter rows (nu_j, :data:`N_FORCE_PARAMS`) with the defaults

@@ -681,7 +681,7 @@ class PlanarJoint(ProductJoint):
     (``λ = exp(ẽ1 x) exp(ẽ2 y) exp(ñ θ)``, the planar group se(2)); speeds
     ``β = (v_x, v_y, θ̇)``, the velocity of ``J_c``'s origin along ``e1, e2`` in ``J_c`` and
     the rotation rate: ``H* = [[0, 0, n], [e1, e2, 0]]`` is constant and
-    ``(ẋ, ẏ) = R(θ) (v_x, v_y)``.  ``e1, e2``: :func:`_plane`."""
+    ``(ẋ, ẏ) = R(θ) (v_x, v_y)``.  ``e1, e2``: ``_plane``."""
 
     type, nq, nu = "planar", 3, 3
     file_keys = ("axis",)

@@ -16,7 +16,7 @@ coordinates' rates.  Per joint (registry :data:`TANGENT_CHARTS`, keyed by joint 
   ``px, py, pz``) with ``δ̇_p = R₀ᵀ R v = v + δ × v + O(δ²)``.
 
 The rates are exact to first order, which is all a linearization at ``δ = 0`` reads.  The
-names of the entries (:attr:`Linearization.state_names`) are the state layout's
+names of the entries (:attr:`~flexdyn.control.Linearization.state_names`) are the state layout's
 (``docs/model-format.md``) for ordinary coordinates and ``<body>.rx`` … ``<body>.pz`` for
 the quaternion joints' tangents.
 
@@ -123,6 +123,7 @@ TANGENT_CHARTS: dict[type[Joint], TangentChart] = {
     SphericalJoint: TangentChart(_spherical_retract, _spherical_rate, ("rx", "ry", "rz")),
     FreeJoint: TangentChart(_free_retract, _free_rate, ("rx", "ry", "rz", "px", "py", "pz")),
 }
+#: the chart of coordinates that are their own rates: ``q = q₀ + δ``
 COORDINATE_CHART = TangentChart(_coordinate_retract, _coordinate_rate)
 
 
@@ -306,8 +307,8 @@ def modal_analysis(model: Model, q: Any = None, *, joints: str | Collection[str]
     Parameters
     ----------
     q : (nq,) or None (the neutral configuration) — should be an equilibrium
-        (:func:`equilibrium`); elsewhere ``K`` is not symmetric, a ``RuntimeWarning`` says
-        so and its symmetric part is used.
+        (:func:`~flexdyn.control.equilibrium`); elsewhere ``K`` is not symmetric, a
+        ``RuntimeWarning`` says so and its symmetric part is used.
     joints : ``"free"`` (every joint moves), ``"locked"`` (every joint held: the modes of
         the flexible bodies on locked joints) or a collection of body names whose joints
         are held.

@@ -239,7 +239,7 @@ def _array(
 
 
 def _optional_array(path: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
-    """Like :func:`_array`, but ``None`` gives a read-only array of zeros."""
+    """Like ``_array``, but ``None`` gives a read-only array of zeros."""
     if value is None:
         arr = np.zeros(shape)
         arr.setflags(write=False)
@@ -905,8 +905,9 @@ _UNKNOWN_COUNT = 1 << 40
 
 
 class ModelFileError(ValueError):
-    """Every problem found in a model description: :attr:`errors`, one message each (naming
-    the body and key); the exception's message lists them all."""
+    """Every problem found in a model description, one message each (naming the body and
+    key) in :attr:`~flexdyn.model_file.ModelFileError.errors`; the exception's message lists
+    them all."""
 
     def __init__(self, errors: Sequence[str]):
         self.errors = list(errors)
@@ -935,9 +936,9 @@ def normalize_model_dict(d: Mapping) -> dict:
 
     Raises
     ------
-    ModelFileError (a ValueError)
-        Naming the body (index and name) and key of every problem found: each body's
-        parent, rigid, flex and joint blocks are checked even when another has failed (a
+    ModelFileError
+        A ``ValueError`` naming the body (index and name) and key of every problem found:
+        each body's parent, rigid, flex and joint blocks are checked even when another has failed (a
         body whose parent failed is checked once the parent is right).
     """
     name, gravity, tip, raw_bodies = _header(d)

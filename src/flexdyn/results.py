@@ -308,7 +308,8 @@ class SimulationResult:
 
     def to_csv(self, path: str | Path) -> None:
         """Write one row per sample: ``t``, ``q``, ``u``, ``τ``, work, energies and ``e_E``;
-        the header names the columns (``q:<body>.<component>``, see :func:`state_layout`).
+        the header names the columns (``q:<body>.<component>``, see
+        :func:`~flexdyn.chain.state_layout`).
 
         The file is replaced atomically: a failed write leaves an existing ``path`` intact."""
         names, data = self._columns()

@@ -2,7 +2,7 @@
 
 :func:`simulate` integrates ``M(q) u̇ + C(q, u) = τ`` together with the kinematic equation
 ``q̇ = Γ(q) u`` (``model.qdot``) with :func:`scipy.integrate.solve_ivp` on the state
-``x = [q; u]`` (layout of ``model-format.md``; see :func:`state_layout`).
+``x = [q; u]`` (layout of ``model-format.md``; see :func:`~flexdyn.chain.state_layout`).
 
 On the default ``backend="engine"`` each right-hand side is one call of the compiled state
 derivative (:func:`flexdyn.engine.kernels.derivative_articulated`, or ``_composite``):
@@ -22,15 +22,17 @@ solution.  The stored output ``SimulationResult.q`` is normalised the same way.
 Energy balance
 --------------
 The work of the applied forces is integrated with the motion: the ODE state is augmented
-with ``W_τ = ∫ τ·u dt``, the work of the external wrenches ``W_ext = ∫ Σ f_ext(i)·V(i) dt``
-and the energy dissipated by modal damping ``D = ∫ Σ η̇ᵀ C η̇ dt``, so these integrals are
-as accurate as the state itself.  :attr:`SimulationResult.energy_balance_error` is the
-percentage energy-balance error of Damaren & Sharf (1995), Eq 30,
+with ``W_τ = ∫ sat(τ)·u dt`` (``τ`` within the joints' torque limits), the work of the
+external wrenches ``W_ext = ∫ Σ f_ext(i)·V(i) dt`` and the energy dissipated by modal
+damping and the joint dampers, friction and limits, ``D = ∫ (Σ η̇ᵀ C η̇ + D_J) dt``
+(:mod:`flexdyn.joint_forces`), so these integrals are as accurate as the state itself.
+:attr:`~flexdyn.results.SimulationResult.energy_balance_error` is the percentage
+energy-balance error of Damaren & Sharf (1995), Eq 30,
 ``e_E(t) = 100 (E(t) − E(0) − W(t) + D(t)) / |E_peak|`` with ``W = W_τ + W_ext`` and
 ``E_peak`` the largest ``|E|`` over the run (energies of the simulated body model, see
 ``SimulationResult.energy_fidelity``), and
-:attr:`SimulationResult.energy_balance_rms` its RMS over the samples (Eq 32; sample on a
-uniform grid, e.g. ``t_eval=np.linspace(t0, t1, 1000)``, to match the paper).
+:attr:`~flexdyn.results.SimulationResult.energy_balance_rms` its RMS over the samples (Eq 32;
+sample on a uniform grid, e.g. ``t_eval=np.linspace(t0, t1, 1000)``, to match the paper).
 
 Closed chains
 -------------
@@ -225,7 +227,8 @@ def rhs(model: Model, fidelity: str = DEFAULT_FIDELITY, method: str = "articulat
 
     Returns
     -------
-    f : callable ``f(t, x, tau=None)`` with ``x = [q; u]`` (see :func:`state_layout`),
+    f : callable ``f(t, x, tau=None)`` with ``x = [q; u]``
+        (see :func:`~flexdyn.chain.state_layout`),
         ``tau`` None, an array (nu,) or a callable ``tau(t, q, u)``; returns
         ``ẋ = [Γ(q) u; u̇]`` (nq + nu,).  Quaternions in ``x`` are normalised before use.
     """
@@ -277,7 +280,7 @@ def _closed(model: Model, t: float, q: np.ndarray, u: np.ndarray, udot_tree: np.
             fidelity: str, backend: str, rate: float
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(u̇, λ, g)`` of a closed chain with Baumgarte's ``rate`` (:func:`closed_chain`), ``g``
-    the closure residuals; a singular closure at time ``t`` raises :class:`_RhsFailure`
+    the closure residuals; a singular closure at time ``t`` raises ``_RhsFailure``
     with its message."""
     try:
         udot, lam, terms = closed_chain(model, q, u, udot_tree, fidelity, backend, rate)
@@ -312,7 +315,7 @@ def _compiled_derivative(model: Model, fidelity: str, method: str, backend: str,
     ``n_extra`` (0 or 3) energy-balance integrands after ``[q̇; u̇]``, or None where the engine
     does not run this ``method``/``backend`` (a closed chain: the articulated method with a
     fidelity whose kernels have the deformed node frames).  A non-finite state or result
-    raises :class:`_RhsFailure` (so do redundant or locked closures, named), a singular
+    raises ``_RhsFailure`` (so do redundant or locked closures, named), a singular
     inertia ``SingularInertiaError``."""
     if backend != "engine" or method not in DERIVATIVE_METHODS:
         return None
@@ -399,7 +402,7 @@ class PrescribedMotion:
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(q, u, u̇_K)``: copies of ``q``, ``u`` with the prescribed entries of time ``t``,
         and the prescribed accelerations (nu,) (zero elsewhere).  A function that returns
-        the wrong shapes raises ``ValueError``, non-finite values :class:`_RhsFailure`
+        the wrong shapes raises ``ValueError``, non-finite values ``_RhsFailure``
         (``ValueError`` ``at_start``), naming the body."""
         q, u = np.array(q, dtype=float), np.array(u, dtype=float)
         udot = np.zeros(u.size)
@@ -463,7 +466,7 @@ class _Ode:
     (each ``(t, q, u) -> value`` or None) and the prescribed motion ``drive`` (or None).
 
     Without prescribed motion, on the engine each evaluation is one compiled call
-    (:func:`_compiled_derivative`); prescribed motion takes :func:`hybrid_dynamics`."""
+    (``_compiled_derivative``); prescribed motion takes :func:`hybrid_dynamics`."""
 
     def __init__(self, model: Model, fidelity: str, method: str, backend: str,
                  tau_fn: Callable | None, fext_fn: Callable | None, nodes_fn: Callable | None,
@@ -578,7 +581,7 @@ class _Ode:
     def closed(self, t: float, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(u̇, λ, g)`` of the closed chain from the tree's accelerations
-        (:func:`_closed`)."""
+        (``_closed``)."""
         return _closed(self.model, t, q, u, udot_tree, self.fidelity, self.backend,
                        self.closure_rate)
 
@@ -695,7 +698,7 @@ def simulate(
         :mod:`flexdyn.engine.galpha` (Chung & Hulbert 1993 in Arnold & Brüls' form), for
         models whose coordinates are their own rates (``q̇ = u``: every joint's
         :attr:`~flexdyn.joints.Joint.rates`; others raise ``ValueError``); see
-        :func:`_generalized_alpha` for its step control, forces and outputs.  It ignores
+        ``_generalized_alpha`` for its step control, forces and outputs.  It ignores
         ``method`` and needs ``backend="engine"``; ``events`` are not supported.
     max_step : largest step (s).
     progress : show a progress bar (needs ``tqdm``; silently off without it).
@@ -1025,7 +1028,7 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
     compiled entry :func:`flexdyn.engine.galpha.generalized_alpha`.
 
     * **Steps.** ``h`` given: ``ceil((t1 − t0)/h)`` equal steps, no error control (a Newton
-      iteration that does not converge in :data:`_MAX_NEWTON` iterations is an error).
+      iteration that does not converge in ``_MAX_NEWTON`` iterations is an error).
       ``h`` None: adaptive steps, the local error of ``q`` estimated from the change of the
       auxiliary acceleration and held to ``atol + rtol |q|`` per step (the method is second
       order, so ``rtol`` = 1e-8 takes many more steps than with DOP853; 1e-6 … 1e-4 are its
@@ -1206,7 +1209,7 @@ def _jacobian(ode: _Ode) -> Callable:
 
 def _failing(derivative: Callable, t: float, x: np.ndarray, tau: np.ndarray,
              f_ext: np.ndarray | None) -> np.ndarray:
-    """``derivative(t, x, tau, f_ext)``, a singular inertia reported as :class:`_RhsFailure`
+    """``derivative(t, x, tau, f_ext)``, a singular inertia reported as ``_RhsFailure``
     (as the reference path reports it)."""
     try:
         return derivative(t, x, tau, f_ext)

@@ -9,10 +9,11 @@ Sec 2.3.1, from the body's stiffening tensors ``K1`` (m, m, m) and ``K2`` (m, m,
   gradient of the strain energy ``U = ½ ηᵀK0η + K1·η³/3! + K2·η⁴/4!``: the model is
   Lagrangian and conserves energy;
 * ``"consistent"`` (CL): only the first-order geometric stiffness under the constant-axial-
-  load assumption — the axial load follows the stretch modes (:attr:`Body.axial_modes`)
-  linearly and stiffens the other modes, ``Ŝ_i = (K0 η)_i + ½ K1_ijk η_j η_k`` for every
-  mode ``i`` that is not a stretch mode, ``(K0 η)_i`` for the stretch modes.  With modes that
-  are either stretch or transverse (a straight beam's), the rows kept are exactly the terms
+  load assumption — the axial load follows the stretch modes
+  (:attr:`~flexdyn.body.Body.axial_modes`) linearly and stiffens the other modes,
+  ``Ŝ_i = (K0 η)_i + ½ K1_ijk η_j η_k`` for every mode ``i`` that is not a stretch mode,
+  ``(K0 η)_i`` for the stretch modes.  With modes that are either stretch or transverse (a
+  straight beam's), the rows kept are exactly the terms
   with one stretch coordinate: the transverse stiffness changes with the axial load, but
   the stretch modes do not feel the foreshortening.  The force is not the gradient of an
   energy; :meth:`ConsistentBodyModel.strain_energy` reports ``½ ηᵀK0η + K1·η³/3!``, and the

@@ -233,8 +233,8 @@ class Engine:
 
     @property
     def closure_buffers(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(ci, cf)``: the model's closures packed (:func:`~flexdyn.engine.closure.
-        pack_closures`) on first use."""
+        """``(ci, cf)``: the model's closures packed on first use
+        (:func:`~flexdyn.engine.closure.pack_closures`)."""
         if self._closures is None:
             self._closures = closure.pack_closures(self.model.constraints)
         return self._closures
@@ -402,7 +402,7 @@ class Engine:
 
     def _raise_for(self, status: np.ndarray, op: str) -> None:
         """Raise for the first state of a batch's ``status`` (B,) that is invalid or has a
-        singular inertia (:meth:`_single`), with the prefix ``"batch item b: "``."""
+        singular inertia (``_single``), with the prefix ``"batch item b: "``."""
         bad = np.flatnonzero((status >= 0) | (status == kernels.INVALID))
         if bad.size:
             b = int(bad[0])

@@ -33,7 +33,7 @@ from .pack import HEAD_OFFSETS, HEADER, INT_FIELDS
 __all__ = ["CTYPES_PROTOTYPE", "SIGNATURE", "flexdyn_state_derivative"]
 
 _I64P, _F64P = types.CPointer(types.int64), types.CPointer(types.float64)
-#: the C signature (numba types) of :func:`flexdyn_state_derivative`
+#: the C signature (numba types) of ``flexdyn_state_derivative``
 SIGNATURE = types.int64(_I64P, _F64P, types.int64, _F64P, _F64P, _F64P, _F64P)
 _HEAD = len(HEADER) + HEAD_OFFSETS  # the header and the field offsets of ib
 
@@ -50,7 +50,7 @@ def flexdyn_state_derivative(ib_p, fb_p, method, x_p, tau_p, fext_p, xdot_p):
         numba.carray(fext_p, (n, 6)), numba.carray(xdot_p, (nq + nu,)))
 
 
-#: the ctypes prototype of :func:`flexdyn_state_derivative`
+#: the ctypes prototype of ``flexdyn_state_derivative``
 CTYPES_PROTOTYPE = ctypes.CFUNCTYPE(
     ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_double),
     ctypes.c_int64, *(ctypes.POINTER(ctypes.c_double),) * 4)

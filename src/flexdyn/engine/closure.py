@@ -299,7 +299,7 @@ def closure_terms(ib, fb, ci, cf, q, u, g, J, gamma):
 @_E
 def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
     """:func:`~flexdyn.engine.kernels.derivative_articulated` of a closed chain: the tree's
-    ``u̇_f`` (Eqs 51/58), its closure terms (:func:`_closure_rows`, from the same terms),
+    ``u̇_f`` (Eqs 51/58), its closure terms (``_closure_rows``, from the same terms),
     ``Y = M⁻¹ Jᵀ`` from the same articulated factors (the block sweeps of Lemma 4),
     ``Λ λ = J u̇_f + γ + 2ω J u + ω² g`` by Cholesky and ``u̇ = u̇_f − Y λ``
     (:func:`flexdyn.closure.closed_chain_accelerations`, Baumgarte's ``ω = rate``).  Status

@@ -206,7 +206,7 @@ def energy_momentum(ib, fb, t, n_threads, q, u, out, status):
     """``[T, V, h, p]`` (:data:`ENERGY_MOMENTUM`) into ``out[s]`` for the states
     ``s = t, t + n_threads, …`` of ``q`` (B × nq), ``u`` (B × nu); ``status`` (B,).  Per
     state: the position terms, the twists of Eq 11 (the actual modal rates, for every body
-    model) and :func:`_energy_momentum`."""
+    model) and ``_energy_momentum``."""
     pm, w = unpack(ib, fb), workspace(ib)
     n = ib[0]
     R, p = np.empty((n, 3, 3)), np.empty((n, 3))

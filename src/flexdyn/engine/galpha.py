@@ -12,14 +12,16 @@ variable,
 
 with ``ID`` the engine's Newton–Euler inverse dynamics (Eq 44 of the theory: ``M q̈`` plus
 the velocity products, gravity, the modal stiffness ``K η`` and damping ``C η̇``, less the
-external wrenches).  ``a_n`` approximates ``q̈(t_n + (α_m − α_f) h)``, which is why the
+external wrenches and the joint forces ``τ_J``) and ``τ`` within the joints' torque limits
+(:mod:`flexdyn.joint_forces`).  ``a_n`` approximates ``q̈(t_n + (α_m − α_f) h)``, which is why the
 scheme is second-order accurate with ``γ = ½ + α_f − α_m``.
 
 The unknown ``q̈_{n+1}`` is found by a modified Newton iteration on the iteration matrix
 ``S = M(q) + (γ h (1 − α_f)/(1 − α_m)) C + (β h² (1 − α_f)/(1 − α_m)) K``: the composite
 mass matrix (Eqs 47/50) of the first iterate, and the constant modal damping and stiffness
-blocks; the tangents of the velocity products and of gravity are left out (they are of order
-``h ω`` and ``h² ω²`` beside ``M`` for the slow rigid-body motion).  ``S`` is factored by
+blocks with the joint springs' and dampers' diagonal (friction and limits left out); the
+tangents of the velocity products and of gravity are left out (they are of order ``h ω`` and
+``h² ω²`` beside ``M`` for the slow rigid-body motion).  ``S`` is factored by
 Cholesky and kept over the following steps while the iteration contracts fast.  It is formed
 again from the kept ``M`` when the step size changes; ``M`` itself is formed afresh at once
 when a correction is more than :data:`THETA_REFRESH` times the previous one (or the
@@ -64,20 +66,24 @@ __all__ = ["generalized_alpha"]
 #: slots of the float parameters ``c``
 (ALPHA_M, ALPHA_F, BETA, GAMMA, ERROR_CONSTANT, RTOL, ATOL, NEWTON_TOL, H_MIN, H_MAX, T_END,
  H_FIXED) = range(12)
+#: length of ``c``
 N_PARAMS = 12
 #: slots of the integer controls ``ctl``: adaptive steps (1) or fixed, the most Newton
 #: iterations per try, the most step tries in this call (−1: no limit), record every step (1)
 #: or the ``t_eval`` samples, the number of fixed steps
 ADAPTIVE, MAX_NEWTON, MAX_TRIES, RECORD_STEPS, N_FIXED = range(5)
+#: length of ``ctl``
 N_CONTROLS = 5
 #: slots of the integrator's scalars ``s``: time, next step size, step size of the factored
 #: iteration matrix (0: none), whether a mass matrix is kept (1) or not (0), start time, the
 #: work integrals ``W_τ, W_ext, D`` and their integrands at the current time
 T, H, H_FACTOR, M_KEPT, T_START, W_TAU, W_EXT, DISSIPATION, P_TAU, P_EXT, P_D = range(11)
+#: length of ``s``
 N_SCALARS = 11
 #: slots of the counters ``cnt``: samples stored, next ``t_eval`` sample, accepted steps,
 #: rejected tries, Newton iterations, factorizations of ``S``, inverse-dynamics calls
 N_OUT, NEXT_EVAL, STEPS, REJECTED, ITERATIONS, FACTORIZATIONS, RESIDUALS = range(7)
+#: length of ``cnt``
 N_COUNTERS = 7
 #: statuses of :func:`generalized_alpha`: the end time reached, the output buffer full, the
 #: allowed tries made; failures: the Newton iteration did not converge (fixed steps), the
@@ -148,7 +154,7 @@ def _amax(x):
 def _solve_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, S, s, new, base, r, dx, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, a, q̈`` at ``t_n``) into ``new``:
     the modified Newton iteration on ``q̈_{n+1}`` (module docstring), starting from
-    ``q̈_n``.  Returns :data:`_CONVERGED`, :data:`NEWTON_FAILED`,
+    ``q̈_n``.  Returns ``_CONVERGED``, :data:`NEWTON_FAILED`,
     :data:`SINGULAR` or :data:`~flexdyn.engine.kernels.INVALID`.  ``Mk`` holds the kept mass
     matrix (valid when ``s[M_KEPT]`` is 1), ``S`` the factor of the iteration matrix formed
     with it and ``s[H_FACTOR]`` its step size (0: none)."""
@@ -286,7 +292,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out
     (nu × nu: the kept mass matrix and the factor of the iteration matrix) and ``cnt``
     (:data:`N_COUNTERS`) carry the integrator from call to call; the samples go to
     ``out_t[cnt[N_OUT]:]`` and the rows of ``out_x`` (``[q; q̇; W_τ, W_ext, D]``);
-    ``pred`` (1 + 2 nu) receives the predictor of the next try (:func:`_predict`).  Returns
+    ``pred`` (1 + 2 nu) receives the predictor of the next try (``_predict``).  Returns
     :data:`FINISHED`, :data:`FULL`, :data:`PAUSED` or a failure (the state is that of the
     last accepted step).
 

@@ -510,7 +510,7 @@ def _tip_rate(code, theta, d, out, R):
 @_J
 def _node_frame(code, Pi_r, Pi_t, l0, eta, m, R, p, E, theta):
     """Node frame at ``η``: ``θ = Π_r η``, ``p = l0 + Π_t η``, ``R(θ)`` and
-    ``E = [J(θ) Π_r; Rᵀ Π_t]`` (6 × m) of the tip kinematics ``code`` (:func:`_tip_frame`)."""
+    ``E = [J(θ) Π_r; Rᵀ Π_t]`` (6 × m) of the tip kinematics ``code`` (``_tip_frame``)."""
     for r in range(3):
         th = 0.0
         pr = l0[r]
@@ -528,7 +528,7 @@ def _node_frame(code, Pi_r, Pi_t, l0, eta, m, R, p, E, theta):
 @_J
 def _node_twist_rate(code, theta, Pi_r, E, etad, m, out, w, t):
     """``out = Ė_j η̇ = [J̇(θ) θ̇; −(E_r η̇) × (E_t η̇)]`` with ``θ̇ = Π_r η̇``
-    (Body.node_twist_rate; :func:`_tip_rate`), and ``w = E_j η̇`` (6,); ``t`` (4, 3)
+    (Body.node_twist_rate; ``_tip_rate``), and ``w = E_j η̇`` (6,); ``t`` (4, 3)
     scratch."""
     d = t[0]
     d[0] = d[1] = d[2] = 0.0
@@ -818,7 +818,7 @@ def _product_qdot(jp, qj, uj, out):
 @_J
 def _joint_rate(code, jp, qj, beta, out, R2):
     """``out += Ḣ* β`` (6,) of the universal joint; ``R2`` scratch (product joints:
-    :func:`_product_rate`)."""
+    ``_product_rate``)."""
     if code == _UNIVERSAL:
         _axis_angle(jp[3:6], qj[1], R2)
         a0 = R2[0, 0] * jp[0] + R2[1, 0] * jp[1] + R2[2, 0] * jp[2]
@@ -1460,13 +1460,13 @@ def articulated_inertias(pm, w, tau, prescribed, udot_known):
     """Eq 51 and the filter, tip to base: ``P``, ``D⁻¹``, ``G``, ``ν = D⁻¹ ε`` into ``w``,
     each body's ``z⁺`` and ``τ̄ P`` passed to its parent; the index of the first body whose
     ``D`` is singular, or −1.  A rigid body on a one-dof joint takes a step with fixed
-    6 × 6 blocks (:func:`_rigid_one_dof_step`), any other body the general step
-    (:func:`_articulated_step`).
+    6 × 6 blocks (``_rigid_one_dof_step``), any other body the general step
+    (``_articulated_step``).
 
     Hybrid dynamics (:mod:`flexdyn.hybrid`): ``prescribed`` (nu,) is 1.0 where the
     acceleration is given by ``udot_known`` (nu,) and 0.0 where the force ``tau`` is; empty
     (length 0): every entry free (Eq 51).  A body with prescribed rows ``K`` takes
-    :func:`_prescribed_step`: the general step with its mask (the rows ``K`` of ``ℋ`` are
+    ``_prescribed_step``: the general step with its mask (the rows ``K`` of ``ℋ`` are
     kept out of ``D``, ``G`` and ``τ̄ P``), its known accelerations entering the filter as
     ``a_m + ℋ_K* χ̇_K`` (in ``w.alpha``, which the smoother overwrites), and ``ν`` holding
     ``χ̇_K`` on the rows ``K``: with ``G``'s columns ``K`` zero,
@@ -1507,8 +1507,8 @@ def articulated_inertias(pm, w, tau, prescribed, udot_known):
 @_J
 def _prescribed_step(P, H, m, nj, a_m, b, tau, z, G, innov, PH, D, L, Dinv, eps, zp, Pr,
                      known, udot, a):
-    """:func:`_articulated_step` of a body with prescribed rows ``K`` (``known[r] ≠ 0``,
-    accelerations ``udot`` (k,)): with ``a = a_m + ℋ_K* χ̇_K`` (:func:`_prescribed_acceleration`,
+    """``_articulated_step`` of a body with prescribed rows ``K`` (``known[r] ≠ 0``,
+    accelerations ``udot`` (k,)): with ``a = a_m + ℋ_K* χ̇_K`` (``_prescribed_acceleration``,
     into ``a`` (s,)) and the mask ``known``, then ``ν`` = ``χ̇_K`` on the rows ``K``."""
     _prescribed_acceleration(H, known, udot, a_m, a)
     if not _articulated_step(P, H, m, nj, a, b, tau, z, G, innov, PH, D, L, Dinv, eps, zp, Pr,
@@ -1548,12 +1548,12 @@ def _articulated_step(P, H, m, nj, a, b, tau, z, G, innov, PH, D, L, Dinv, eps, 
     (s,) the children's forces: ``D = ℋ P ℋ*``, ``G = P ℋ* D⁻¹``, ``z += P a + b``,
     ``ε = T − ℋ z``, ``ν = D⁻¹ ε`` into ``innov``; the rigid rows of ``z⁺ = z + G ε`` into
     ``zp`` and the rigid block of ``τ̄ P = P − G (P ℋ*)ᵀ``, symmetrized, into ``Pr``; False
-    when ``D`` is singular (:func:`_spd_inverse`).  ``PH``, ``D``, ``L``, ``Dinv``, ``eps``
+    when ``D`` is singular (``_spd_inverse``).  ``PH``, ``D``, ``L``, ``Dinv``, ``eps``
     scratch.
 
     ``known`` (k,) or empty: the rows ``r`` with ``known[r] ≠ 0`` are prescribed (hybrid
     dynamics) and kept out of the reduction by ``ℋ̃`` = ``ℋ`` with those rows zeroed:
-    ``P ℋ̃*`` has zero columns ``K`` and ``D̃ = ℋ̃ P ℋ̃* + d 1_K`` (:func:`_keep_out`) is
+    ``P ℋ̃*`` has zero columns ``K`` and ``D̃ = ℋ̃ P ℋ̃* + d 1_K`` (``_keep_out``) is
     ``D_F`` beside ``d`` on the rows ``K``, so ``G̃ = P ℋ̃* D̃⁻¹ = [G_F, 0]`` and
     ``τ̄ P = P − G_F (P ℋ_F*)ᵀ``: exactly the free rows' reduction, with the free rows'
     singularity test (the inertia scale over the free rows; ``d`` = the largest free
@@ -1596,7 +1596,7 @@ def _keep_out(D, known):
     """``D`` (k × k) with the rows and columns ``r`` of ``known[r] ≠ 0`` replaced by
     ``d`` on the diagonal, ``d`` the largest diagonal entry of the other rows (1 if there
     are none): block-diagonal up to the order of the rows, so its Cholesky factor is the
-    free block's and :func:`_spd_inverse`'s tolerance is the free block's."""
+    free block's and ``_spd_inverse``'s tolerance is the free block's."""
     k = D.shape[0]
     d = 0.0
     for r in range(k):
@@ -1614,7 +1614,7 @@ def _keep_out(D, known):
 
 @_J
 def _rigid_one_dof_step(P, h, a, b, tau, z, G, innov, PH, zp, Pr):
-    """:func:`_articulated_step` of a rigid body (``m = 0``, ``s = 6``) on a one-dof joint
+    """``_articulated_step`` of a rigid body (``m = 0``, ``s = 6``) on a one-dof joint
     (``ℋ = h``, one row; ``D`` a scalar), with fixed 6 × 6 loops; the same singularity test
     (a pivot at most ``max(PIVOT_RTOL · D, PIVOT_FLOOR · max|P| |h|²)``); ``PH`` (6,)
     scratch."""
@@ -1678,7 +1678,7 @@ def _P_Hcal_t(P, H, m, nj, out):
 @_J
 def _Hcal_X(H, X, m, nj, out):
     """``out = ℋ X`` ((k × c) from X (s × c)) using the structure of ℋ (see
-    :func:`_P_Hcal_t`)."""
+    ``_P_Hcal_t``)."""
     k = H.shape[0]
     for r in range(k):
         h0, h1, h2 = H[r, m], H[r, m + 1], H[r, m + 2]
@@ -1922,7 +1922,7 @@ def _finite_result(out):
 
 @_E
 def forward_articulated(ib, fb, q, u, tau, fext, udot):
-    """:func:`_forward_articulated` of one state, validated (:data:`INVALID`,
+    """``_forward_articulated`` of one state, validated (:data:`INVALID`,
     :data:`OVERFLOW`)."""
     pm, w = unpack(ib, fb), workspace(ib)
     if not _valid_state(pm, q, u, tau, fext, w.q_n):
@@ -1933,7 +1933,7 @@ def forward_articulated(ib, fb, q, u, tau, fext, udot):
 
 @_E
 def forward_composite(ib, fb, q, u, tau, fext, udot):
-    """:func:`_forward_composite` of one state, validated."""
+    """``_forward_composite`` of one state, validated."""
     pm, w = unpack(ib, fb), workspace(ib)
     if not _valid_state(pm, q, u, tau, fext, w.q_n):
         return INVALID
@@ -1943,7 +1943,7 @@ def forward_composite(ib, fb, q, u, tau, fext, udot):
 
 @_E
 def inverse(ib, fb, q, u, udot, fext, tau):
-    """:func:`_inverse` of one state, validated."""
+    """``_inverse`` of one state, validated."""
     pm, w = unpack(ib, fb), workspace(ib)
     if not _valid_state(pm, q, u, udot, fext, w.q_n):
         return INVALID
@@ -1953,7 +1953,7 @@ def inverse(ib, fb, q, u, udot, fext, tau):
 
 @_E
 def mass(ib, fb, q, Mass):
-    """:func:`_mass` of one state, validated."""
+    """``_mass`` of one state, validated."""
     pm, w = unpack(ib, fb), workspace(ib)
     none = np.zeros(0)
     if not _valid_state(pm, q, none, none, np.zeros((0, 6)), w.q_n):
@@ -2039,7 +2039,7 @@ def _qdot(ints, jparam, q, u, out, R):
     """The kinematic equation ``q̇ = Γ(q) u`` (nq,) (:meth:`flexdyn.chain.Model.qdot`):
     ``q̇ = β`` for joints whose coordinates are their speeds, ``q̇ = ½ q ⊗ [0; ω]`` for a
     quaternion, ``ṗ = R(q) v`` for a free joint's position, Eqs 19/25 for a product joint
-    (:func:`_product_qdot`), ``η̇`` for the modal coordinates; ``R`` (3 × 3) scratch."""
+    (``_product_qdot``), ``η̇`` for the modal coordinates; ``R`` (3 × 3) scratch."""
     for i in range(ints.shape[0]):
         code, qs, us = ints[i, _JCODE], ints[i, _QS], ints[i, _US]
         nqj, nj, m = ints[i, _NQJ], ints[i, _NJ], ints[i, _M]
@@ -2121,7 +2121,7 @@ def _derivative_outputs(pm, w, x, tau, fext, xdot, status):
 @_E
 def derivative_articulated(ib, fb, x, tau, fext, xdot):
     """``ẋ = [Γ(q) u; u̇]`` of ``x = [q; u]`` (nq + nu,) into ``xdot`` (nq + nu,), u̇ by
-    Eqs 51/58, with the energy-balance integrands (:func:`_power`) in
+    Eqs 51/58, with the energy-balance integrands (``_power``) in
     ``xdot[nq + nu:nq + nu + 3]`` when ``xdot`` has room for them.  Quaternions are scaled to
     unit length without a tolerance.  Status as the other entries: −1, :data:`INVALID` (a
     non-finite input or a zero quaternion), :data:`OVERFLOW` or the index of a body whose

@@ -86,6 +86,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "jforce": (f"(n, 6, {N_FORCE_PARAMS})", "joint forces: a parameter row per joint speed "
                "(flexdyn.joint_forces.FORCE_KEYS)"),
 }
+#: the columns of the per-body integer table (module docstring)
 INT_FIELDS = ("parent", "m", "nj", "nqj", "qs", "us", "jcode", "kind", "cn", "pn", "nn", "at",
               "gs", "tk", "jf")
 #: entries of the header of ``ib`` before the field offsets

@@ -415,7 +415,7 @@ def _forward_split(pm, sm, w, sw, q, u, tau, fext, udot):
 
 @_E
 def forward_split(ib, fb, sib, sfb, q, u, tau, fext, udot):
-    """:func:`_forward_split` of one state, validated: −1, :data:`~.kernels.INVALID`,
+    """``_forward_split`` of one state, validated: −1, :data:`~.kernels.INVALID`,
     :data:`~.kernels.OVERFLOW`, ``i`` (``D_f`` of body ``i`` singular) or ``n + i``
     (its ``D_R``)."""
     pm, sm = unpack(ib, fb), unpack_split(ib, sib, sfb)
@@ -442,7 +442,7 @@ def factors(ib, fb, sib, sfb, q):
 
 @_E
 def batch(ib, fb, sib, sfb, t, n_threads, q, u, tau, fext, out, status):
-    """:func:`_forward_split` on the states ``t, t + n_threads, …`` of the leading axis of
+    """``_forward_split`` on the states ``t, t + n_threads, …`` of the leading axis of
     ``q``, ``u``, ``tau``, ``fext`` into ``out`` (B, nu) and ``status`` (B,), in one
     workspace (as :func:`flexdyn.engine.kernels.batch`)."""
     pm, sm = unpack(ib, fb), unpack_split(ib, sib, sfb)
