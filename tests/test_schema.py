@@ -69,7 +69,30 @@ def _valid_corpus() -> list[dict]:
             .add_constraint("loop", "pin", "b", "c", point=[1, 0, 0], other_point=[0, -1, 0],
                             axis=[0, 0, 1]))
     corpus.append(loop.build().to_dict())
+    corpus.append(_forced())
     return [_plain(d) for d in corpus]
+
+
+def _forced() -> dict:
+    """A model with joint forces: every key, as numbers and as per-speed lists."""
+    forces = {"stiffness": 4.0, "rest": [0.1, 0.0], "preload": 0.5, "damping": [0.2, 0.1],
+              "coulomb": 0.3, "smoothing": 0.02, "lower": [-1.0, -0.2], "upper": 1.0,
+              "limit_stiffness": 1e3, "limit_damping": 5.0, "torque_limit": [8.0, 3.0]}
+    return (fd.ModelBuilder("forced")
+            .add_body("base", joint={"type": "cylindrical", "axis": [0, 0, 1],
+                                     "forces": forces},
+                      rigid={"mass": 1.0, "inertia": np.eye(3)})
+            .build().to_dict())
+
+
+@pytest.mark.parametrize("forces", [{"stifness": 1.0}, {"damping": "0.2"},
+                                    {"damping": [[0.1]]}, [1.0]])
+def test_forces_mistakes_fail_both(validator, forces):
+    d = _plain(_forced())
+    d["bodies"][0]["joint"]["forces"] = forces
+    with pytest.raises(ValueError):
+        normalize_model_dict(copy.deepcopy(d))
+    assert list(validator.iter_errors(d))
 
 
 def test_valid_models_pass_the_schema(validator):
