@@ -75,10 +75,15 @@ import flexdyn as fd  # noqa: E402
 from flexdyn.beam import beam_modes  # noqa: E402
 
 INTEGRATORS = ("DOP853", "Radau", "BDF", "LSODA")
-#: the compiled generalized-α runs (``integrator="generalized-alpha"``): label and options
-GALPHA = (("h = 1 ms", {"h": 1e-3}), ("h = 0.2 ms", {"h": 2e-4}),
-          ("adaptive, rtol 1e-8 (default)", {}),
-          ("adaptive, rtol 1e-6", {"rtol": 1e-6, "atol": 1e-8}))
+#: the runs of the compiled integrators: label, integrator and options
+GALPHA = (("generalized-alpha, h = 1 ms", "generalized-alpha", {"h": 1e-3}),
+          ("generalized-alpha, h = 0.2 ms", "generalized-alpha", {"h": 2e-4}),
+          ("generalized-alpha, adaptive, rtol 1e-8 (default)", "generalized-alpha", {}),
+          ("generalized-alpha, adaptive, rtol 1e-6", "generalized-alpha",
+           {"rtol": 1e-6, "atol": 1e-8}),
+          ("gauss-legendre, h = 4 ms", "gauss-legendre", {"h": 4e-3}),
+          ("gauss-legendre, h = 2 ms", "gauss-legendre", {"h": 2e-3}),
+          ("gauss-legendre, h = 1 ms", "gauss-legendre", {"h": 1e-3}))
 SETTINGS = (("default", 1e-8, 1e-10), ("loose", 1e-6, 1e-8))
 REFERENCE = ("DOP853", 1e-12, 1e-14)
 ANCHOR = Path(__file__).resolve().parents[2] / "shared" / "anchors" / "exudyn_bench.py"
@@ -242,17 +247,18 @@ def run(problem: Problem, integrator: str, label: str, rtol: float, atol: float)
 
 
 def galpha_table(problem: Problem, ref: Run) -> None:
-    """The compiled generalized-α method (ρ∞ = 0.9) at the settings of :data:`GALPHA`: wall
-    time, its counts (from ``result.message``) and the errors against the reference."""
+    """The compiled integrators (generalized-α with ρ∞ = 0.9, Gauss–Legendre) at the
+    settings of :data:`GALPHA`: wall time, their counts (from ``result.message``) and the
+    errors against the reference."""
     keys = list(ref.outputs)
-    print(f"\ngeneralized-alpha (compiled, rho_inf 0.9) on the {problem.name}:")
+    print(f"\ncompiled integrators on the {problem.name}:")
     print("| setting | wall (s) | steps | rejected | Newton iterations | factorizations | "
           + " | ".join(f"err {k.split(' (')[0]}" for k in keys) + " |")
     print("|" + "|".join(["---"] + ["---:"] * (5 + len(keys))) + "|")
-    for label, options in GALPHA:
+    for label, integrator, options in GALPHA:
         try:
             r = fd.simulate(problem.model, t_span=(0.0, problem.t1), tau=problem.tau,
-                            t_eval=problem.t_eval, integrator="generalized-alpha", **options)
+                            t_eval=problem.t_eval, integrator=integrator, **options)
         except fd.SimulationError as exc:
             print(f"| {label} | failed at t = {exc.t:.4g} s: {exc.solver_message} |")
             continue

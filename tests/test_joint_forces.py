@@ -51,6 +51,7 @@ THETA_EQ = REST + PRELOAD / K
 @pytest.mark.parametrize("integrator, options, tol", [
     ("DOP853", {"rtol": 1e-11, "atol": 1e-12}, 1e-8),
     ("generalized-alpha", {"h": 2e-4}, 2e-4),
+    ("gauss-legendre", {"h": 1e-2, "newton_tol": 1e-12}, 1e-6),
 ])
 def test_spring_damper_free_decay_is_the_closed_form(integrator, options, tol):
     """A preloaded spring–damper rotor released from rest decays about θ₀ + τ₀/k at the

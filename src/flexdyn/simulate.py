@@ -101,6 +101,9 @@ _N_EXTRA = 3  # augmented state: W_τ, W_ext, D
 _INTEGRATORS = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
 #: the compiled generalized-α integrator of :mod:`flexdyn.engine.galpha`
 GENERALIZED_ALPHA = "generalized-alpha"
+#: the compiled integrators (:data:`flexdyn.engine.galpha.SCHEMES`): generalized-α and the
+#: fourth-order Gauss–Legendre collocation, one compiled time loop each
+COMPILED_INTEGRATORS = tuple(galpha.SCHEMES)
 #: Baumgarte's rate ``ω`` (1/s) of the closure stabilization by default
 CLOSURE_RATE = 10.0
 #: the largest closure residual of an initial state: ``max |g|`` (m, rad) and ``max |J u|``
@@ -695,11 +698,13 @@ def simulate(
         :func:`scipy.integrate.solve_ivp` method name (``"DOP853"``, ``"RK45"``,
         ``"Radau"``, ``"BDF"``, ``"LSODA"``, …), an ``OdeSolver`` subclass, or
         ``"generalized-alpha"``: the compiled generalized-α method of
-        :mod:`flexdyn.engine.galpha` (Chung & Hulbert 1993 in Arnold & Brüls' form), for
+        :mod:`flexdyn.engine.galpha` (Chung & Hulbert 1993 in Arnold & Brüls' form), or
+        ``"gauss-legendre"``: the compiled two-stage Gauss–Legendre collocation (fourth
+        order, A-stable, no numerical damping; fixed steps ``h``), for
         models whose coordinates are their own rates (``q̇ = u``: every joint's
         :attr:`~flexdyn.joints.Joint.rates`; others raise ``ValueError``); see
-        ``_generalized_alpha`` for its step control, forces and outputs.  It ignores
-        ``method`` and needs ``backend="engine"``; ``events`` are not supported.
+        ``_generalized_alpha`` for their step control, forces and outputs.  They ignore
+        ``method`` and need ``backend="engine"``; ``events`` are not supported.
     max_step : largest step (s).
     progress : show a progress bar (needs ``tqdm``; silently off without it).
     f_ext : None, an array (n_bodies, 6) or a callable ``f_ext(t, q, u)`` — external wrenches
@@ -730,11 +735,11 @@ def simulate(
         is included in ``external_work``.
     h : ``"generalized-alpha"``: a fixed step (s; the span is cut into
         ``ceil((t1 − t0)/h)`` equal steps, no error control); default None: adaptive steps
-        controlled by ``rtol``, ``atol`` (and at most ``max_step``).  ``"rk4"``: its step
-        (required; the span is cut the same way).
+        controlled by ``rtol``, ``atol`` (and at most ``max_step``).  ``"rk4"`` and
+        ``"gauss-legendre"``: their step (required; the span is cut the same way).
     rho_inf : ``"generalized-alpha"`` only: the spectral radius ``ρ∞`` at infinite
         ``ω h``, in [0, 1] (default 0.9, as Exudyn's; 1: no numerical damping).
-    newton_tol : ``"generalized-alpha"`` only: the Newton iteration stops when its
+    newton_tol : the compiled integrators: the Newton iteration stops when its
         correction of the accelerations is at most ``newton_tol · max(1, max|u̇|)``
         (default 1e-6).
     closure_rate : for a model with loop closures, Baumgarte's rate ``ω`` (1/s, ≥ 0; 0: no
@@ -802,23 +807,25 @@ def simulate(
             raise ValueError(f"t_eval must lie within t_span = ({t0}, {t1})")
     galpha_options = {"h": h, "rho_inf": rho_inf, "newton_tol": newton_tol}
     if isinstance(integrator, str):
-        _check_choice(integrator, (*_INTEGRATORS, *FIXED_STEP, GENERALIZED_ALPHA), "integrator")
+        _check_choice(integrator, (*_INTEGRATORS, *FIXED_STEP, *COMPILED_INTEGRATORS),
+                      "integrator")
     elif not (isinstance(integrator, type) and issubclass(integrator, scipy.integrate.OdeSolver)):
         raise ValueError(f"integrator must be one of "
-                         f"{(*_INTEGRATORS, *FIXED_STEP, GENERALIZED_ALPHA)} or a "
+                         f"{(*_INTEGRATORS, *FIXED_STEP, *COMPILED_INTEGRATORS)} or a "
                          f"scipy.integrate.OdeSolver subclass, got {integrator!r}")
     fixed = integrator in FIXED_STEP
     if fixed and h is None:
         raise ValueError(f"integrator={integrator!r} needs the step h (s)")
-    if integrator != GENERALIZED_ALPHA:
+    compiled = integrator in COMPILED_INTEGRATORS
+    if not compiled:
         given = [k for k, v in galpha_options.items() if v is not None and not
                  (fixed and k == "h")]
         if given:
-            raise ValueError(f"{', '.join(given)}: options of integrator="
-                             f"{GENERALIZED_ALPHA!r}, not of {integrator!r}")
+            raise ValueError(f"{', '.join(given)}: options of the compiled integrators "
+                             f"{COMPILED_INTEGRATORS}, not of {integrator!r}")
     rate = _closure_rate(closure_rate)
-    if model.constraints and integrator == GENERALIZED_ALPHA:
-        raise ValueError(f"integrator={GENERALIZED_ALPHA!r}: not supported yet for a model with "
+    if model.constraints and compiled:
+        raise ValueError(f"integrator={integrator!r}: not supported yet for a model with "
                          f"loop closures ({', '.join(c.name for c in model.constraints)})")
     drive = None if prescribed is None else PrescribedMotion(model, prescribed)
     if drive is not None:
@@ -844,15 +851,15 @@ def simulate(
         raise SimulationError(f"simulation failed at t = {t0:.6g} s: {exc.message}",
                               t0, exc.message) from None
 
-    if integrator == GENERALIZED_ALPHA:
+    if compiled:
         unsupported = [name for name, value in (("events", events), ("prescribed", prescribed),
                                                 ("f_nodes", f_nodes)) if value is not None]
         if unsupported:
             raise ValueError(f"{', '.join(unsupported)}: not supported by "
-                             f"integrator={GENERALIZED_ALPHA!r}")
+                             f"integrator={integrator!r}")
         if backend != "engine":
-            raise ValueError(f"integrator={GENERALIZED_ALPHA!r} runs on backend='engine' only")
-        options = _galpha_options(model, t0, t1, **galpha_options)
+            raise ValueError(f"integrator={integrator!r} runs on backend='engine' only")
+        options = _galpha_options(model, integrator, **galpha_options)
         return _generalized_alpha(ode, q0, u0, t0, t1, tau, f_ext, rtol, atol, t_eval,
                                   max_step, progress, **options)
 
@@ -989,14 +996,14 @@ def _solver_class(integrator: str | type) -> type:
                                                                            integrator)
 
 
-def _galpha_options(model: Model, t0: float, t1: float, h: Any, rho_inf: Any,
+def _galpha_options(model: Model, integrator: str, h: Any, rho_inf: Any,
                     newton_tol: Any) -> dict:
-    """The checked options of ``integrator="generalized-alpha"`` (defaults filled in);
-    ``ValueError`` naming the option, or the quaternion joints of a model whose coordinates
-    are not their own rates."""
+    """The checked options of a compiled integrator (:data:`COMPILED_INTEGRATORS`; defaults
+    filled in, and its ``scheme``); ``ValueError`` naming the option, or the quaternion
+    joints of a model whose coordinates are not their own rates."""
     joints = [model.names[i] for i, j in enumerate(model.joints) if not j.rates]
     if joints:
-        raise ValueError(f"integrator={GENERALIZED_ALPHA!r} integrates models whose coordinates "
+        raise ValueError(f"integrator={integrator!r} integrates models whose coordinates "
                          f"are their own rates (q̇ = u); the joints of {joints} are not "
                          "(quaternions or quasi-velocities; use a scipy integrator, e.g. "
                          "'DOP853' or 'Radau')")
@@ -1011,21 +1018,32 @@ def _galpha_options(model: Model, t0: float, t1: float, h: Any, rho_inf: Any,
         h = number(h, "h")
         if not (math.isfinite(h) and h > 0.0):
             raise ValueError(f"h must be a positive step size (s), got {h!r}")
+    scheme = galpha.SCHEMES[integrator]
+    if scheme == galpha.GAUSS_LEGENDRE:
+        if h is None:
+            raise ValueError(f"integrator={integrator!r} takes fixed steps: give h (s)")
+        if rho_inf is not None:
+            raise ValueError(f"rho_inf: an option of integrator={GENERALIZED_ALPHA!r}; "
+                             f"{integrator!r} has no numerical damping")
     rho_inf = 0.9 if rho_inf is None else number(rho_inf, "rho_inf")
     if not 0.0 <= rho_inf <= 1.0:
         raise ValueError(f"rho_inf must lie in [0, 1], got {rho_inf!r}")
     newton_tol = 1e-6 if newton_tol is None else number(newton_tol, "newton_tol")
     if not 0.0 < newton_tol < 1.0:
         raise ValueError(f"newton_tol must lie in (0, 1), got {newton_tol!r}")
-    return {"h": h, "rho_inf": rho_inf, "newton_tol": newton_tol}
+    return {"h": h, "rho_inf": rho_inf, "newton_tol": newton_tol, "scheme": scheme}
 
 
 def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1: float,
                        tau: Any, f_ext: Any, rtol: float, atol: float,
                        t_eval: np.ndarray | None, max_step: float, progress: bool, *,
-                       h: float | None, rho_inf: float, newton_tol: float) -> SimulationResult:
-    """:func:`simulate` with ``integrator="generalized-alpha"``: the time loop runs in the
-    compiled entry :func:`flexdyn.engine.galpha.generalized_alpha`.
+                       h: float | None, rho_inf: float, newton_tol: float,
+                       scheme: int) -> SimulationResult:
+    """:func:`simulate` with a compiled integrator (``integrator="generalized-alpha"`` or
+    ``"gauss-legendre"``, ``scheme`` its code): the time loop runs in the compiled entry
+    :func:`flexdyn.engine.galpha.generalized_alpha`.  Gauss–Legendre takes fixed steps ``h``
+    and integrates the work integrals by its own quadrature at the stages (fourth order);
+    what follows holds for both.
 
     * **Steps.** ``h`` given: ``ceil((t1 − t0)/h)`` equal steps, no error control (a Newton
       iteration that does not converge in ``_MAX_NEWTON`` iterations is an error).
@@ -1039,7 +1057,9 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
       Python once per step try, at ``t_{n+1}`` and the predicted state
       ``q* = q + h u + ½ h² u̇``, ``u* = u + h u̇`` (exact for forces of ``t`` alone;
       second-order accurate for smooth state feedback), and held during the Newton
-      iteration; the compiled entry is then called once per try.
+      iteration; the compiled entry is then called once per try.  Gauss–Legendre
+      evaluates it at its two stage times ``t_n + c_i h`` and the states predicted there
+      the same way (fourth order for forces of ``t`` alone).
     * **Outputs.** The ``t_eval`` samples by cubic Hermite interpolation on the step
       (``q`` from ``q, u`` at both ends, ``u`` from ``u, u̇``), or every step; the work
       integrals by the trapezoidal rule over each step (linear within it).  ``nfev`` counts
@@ -1062,6 +1082,15 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
         error.__cause__ = cause
         return error
 
+    def stage_forces(t: float, y: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
+        """Gauss–Legendre's forces of the step from ``t``: at its two stage times
+        ``t + c_i h`` and the states predicted there from ``y``, stacked ((2 nu,),
+        (2 n_bodies, 6))."""
+        at = [forces(t + ci * h, y[0] + ci * h * y[1] + 0.5 * (ci * h) ** 2 * y[3],
+                     y[1] + ci * h * y[3]) for ci in galpha.GL_C]
+        return np.concatenate([a[0] for a in at]), np.concatenate([a[1] for a in at])
+
+    gauss = scheme == galpha.GAUSS_LEGENDRE
     tau_t, fe = forces(t0, q0, u0)
     try:  # the initial acceleration and the energy-balance integrands
         xdot0 = _failing(_compiled_derivative(model, fidelity, "articulated", "engine",
@@ -1084,6 +1113,7 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
     ctl[g.ADAPTIVE] = h is None
     ctl[g.MAX_NEWTON] = _MAX_NEWTON
     ctl[g.RECORD_STEPS] = t_eval is None
+    ctl[g.SCHEME] = scheme
     if h is not None:
         ctl[g.N_FIXED] = max(1, math.ceil((t1 - t0) / h * (1.0 - 1e-12)))
         c[g.H_FIXED] = (t1 - t0) / ctl[g.N_FIXED]
@@ -1091,6 +1121,9 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
     s[g.T] = s[g.T_START] = t0
     s[g.H] = min(max_step, (t1 - t0) / 100.0)
     s[g.P_TAU:g.P_TAU + 3] = xdot0[2 * nu:]
+    if gauss:
+        tau_t, fe = (stage_forces(t0, y, c[g.H_FIXED]) if forced
+                     else (np.concatenate([tau_t, tau_t]), np.concatenate([fe, fe])))
     Mk, S = np.zeros((nu, nu)), np.zeros((nu, nu))
     pred = np.empty(1 + 2 * nu)
     cnt = np.zeros(g.N_COUNTERS, dtype=np.int64)
@@ -1116,7 +1149,8 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
             elif status == g.PAUSED:
                 if forced:
                     ctl[g.MAX_TRIES] = 1
-                    tau_t, fe = forces(pred[0], pred[1:1 + nu], pred[1 + nu:])
+                    tau_t, fe = (stage_forces(s[g.T], y, c[g.H_FIXED]) if gauss
+                                 else forces(pred[0], pred[1:1 + nu], pred[1 + nu:]))
             else:
                 break
     except _RhsFailure as exc:
@@ -1130,14 +1164,15 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
             g.NEWTON_FAILED: f"the Newton iteration did not converge in {_MAX_NEWTON} "
                              "iterations (a smaller h, or adaptive steps: h=None)",
             g.STEP_TOO_SMALL: "the step size fell below the resolution of t",
-            g.SINGULAR: "the iteration matrix M + γ' C + β' K is not positive definite (a "
-                        "degree of freedom without inertia?)",
+            g.SINGULAR: "the iteration matrix (M + γ' C + β' K, or Gauss–Legendre's) is "
+                        "singular (a degree of freedom without inertia?)",
             kernels.INVALID: "the state became non-finite (a smaller h, or adaptive steps: "
                              "h=None)"}[status], None)
     chunks.append((out_t[:cnt[g.N_OUT]], out_x[:cnt[g.N_OUT]]))
     t_out = np.concatenate([t for t, _ in chunks])
     y_out = np.concatenate([x for _, x in chunks]).reshape(-1, 2 * nu + _N_EXTRA)
-    counts = (f"generalized-alpha: {cnt[g.STEPS]} steps, {cnt[g.REJECTED]} rejected tries, "
+    name = next(k for k, v in g.SCHEMES.items() if v == scheme)
+    counts = (f"{name}: {cnt[g.STEPS]} steps, {cnt[g.REJECTED]} rejected tries, "
               f"{cnt[g.ITERATIONS]} Newton iterations, {cnt[g.FACTORIZATIONS]} factorizations")
     partial = _result(ode, t_out, y_out, failure is not None, nfev=int(cnt[g.RESIDUALS]),
                       wall_time=wall, message=("failed" if failure else

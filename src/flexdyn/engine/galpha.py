@@ -1,4 +1,7 @@
-"""Generalized-α time integration compiled in one entry (:func:`generalized_alpha`).
+"""Generalized-α time integration compiled in one entry (:func:`generalized_alpha`), which
+also runs the two-stage Gauss–Legendre collocation (:func:`_gauss_step`, ``ctl[SCHEME]``):
+fourth order, A-stable and symplectic (it keeps the energy of an undamped linear system), on
+the same residual, iteration-matrix blocks, forces, samples and work integrals.
 
 The scheme is Chung & Hulbert's (1993) generalized-α method in the form of Arnold & Brüls
 (2007) for ``M(q) q̈ + c(q, q̇, t) = τ``: with ``a`` the auxiliary "acceleration-like"
@@ -56,6 +59,8 @@ from .kernels import (
     cholesky_factor,
     cholesky_substitute,
     crba,
+    lu_factor,
+    lu_substitute,
     motor_torques,
     unpack,
     workspace,
@@ -70,10 +75,24 @@ __all__ = ["generalized_alpha"]
 N_PARAMS = 12
 #: slots of the integer controls ``ctl``: adaptive steps (1) or fixed, the most Newton
 #: iterations per try, the most step tries in this call (−1: no limit), record every step (1)
-#: or the ``t_eval`` samples, the number of fixed steps
-ADAPTIVE, MAX_NEWTON, MAX_TRIES, RECORD_STEPS, N_FIXED = range(5)
+#: or the ``t_eval`` samples, the number of fixed steps, the scheme (:data:`SCHEMES`)
+ADAPTIVE, MAX_NEWTON, MAX_TRIES, RECORD_STEPS, N_FIXED, SCHEME = range(6)
 #: length of ``ctl``
-N_CONTROLS = 5
+N_CONTROLS = 6
+#: the schemes of the entry: generalized-α (second order, numerical damping ``ρ∞``, step
+#: control) and the two-stage Gauss–Legendre collocation (fourth order, A-stable and
+#: symplectic, no numerical damping; fixed steps)
+GENERALIZED_ALPHA, GAUSS_LEGENDRE = 0, 1
+SCHEMES = {"generalized-alpha": GENERALIZED_ALPHA, "gauss-legendre": GAUSS_LEGENDRE}
+#: the Butcher tableau of two-stage Gauss–Legendre: ``a_ij``, ``c_i = Σ_j a_ij``, the weights
+#: ``b_i = ½``; ``(a²)_ij`` and ``(b a)_j`` for ``Q_i = q + c_i h v + h² Σ_j (a²)_ij A_j`` and
+#: ``q_{n+1} = q + h v + h² Σ_j (b a)_j A_j``
+_S3 = math.sqrt(3.0)
+GL_A = ((0.25, 0.25 - _S3 / 6.0), (0.25 + _S3 / 6.0, 0.25))
+GL_C = (0.5 - _S3 / 6.0, 0.5 + _S3 / 6.0)
+GL_A2 = tuple(tuple(sum(GL_A[i][k] * GL_A[k][j] for k in range(2)) for j in range(2))
+              for i in range(2))
+GL_BA = tuple(0.5 * (GL_A[0][j] + GL_A[1][j]) for j in range(2))
 #: slots of the integrator's scalars ``s``: time, next step size, step size of the factored
 #: iteration matrix (0: none), whether a mass matrix is kept (1) or not (0), start time, the
 #: work integrals ``W_τ, W_ext, D`` and their integrands at the current time
@@ -234,6 +253,82 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, S, s, new, base
 
 
 @_J
+def _gauss_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, J, piv, stages, r, dx, p,
+                new, cnt):
+    """One step of size ``h`` from ``y`` (rows ``q, q̇, ·, q̈`` at ``t_n``) into ``new`` by
+    two-stage Gauss–Legendre collocation (order 4; Hairer & Wanner, Sec IV.5): the stage
+    accelerations ``A_i`` (``stages[0:2]``, (2, nu)) solve
+    ``ID(Q_i, V_i, A_i) − τ = 0`` with ``V_i = q̇ + h Σ_j a_ij A_j`` (``stages[2:4]``),
+    ``Q_i = q + c_i h q̇ + h² Σ_j (a²)_ij A_j`` (``stages[4:6]``), ``τ`` and ``f_ext`` at
+    stage ``i`` the rows ``i`` of ``tau`` (2 nu,) and ``fext`` (2 n, 6), by a simplified Newton
+    iteration on ``J = I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (2 nu × 2 nu, LU with partial
+    pivoting into ``J``, ``piv``; ``M`` at the first stage's first iterate, ``C`` and ``K``
+    the constant blocks of :func:`_modal_blocks`), starting from ``A_i = q̈_n``.  Then
+    ``q̇_{n+1} = q̇ + h Σ b_i A_i``, ``q_{n+1} = q + h q̇ + h² Σ_j (b a)_j A_j`` and
+    ``q̈_{n+1}`` extrapolated linearly from the stages (for the dense output); ``p`` (2, 3)
+    holds the energy-balance integrands (:func:`_power`) at the stages, from the last
+    iterate.  Returns :data:`_CONVERGED`, :data:`NEWTON_FAILED`, :data:`SINGULAR` or
+    :data:`~flexdyn.engine.kernels.INVALID`."""
+    tol = c[NEWTON_TOL]
+    nu, n = y.shape[1], pm.ints.shape[0]
+    A, Vs, Qs = stages[0:2], stages[2:4], stages[4:6]
+    q0, v0 = y[0], y[1]
+    for i in range(2):
+        A[i, :] = y[3]
+    factored = False
+    it = 0
+    while True:
+        for i in range(2):
+            for k in range(nu):
+                Vs[i, k] = v0[k] + h * (GL_A[i][0] * A[0, k] + GL_A[i][1] * A[1, k])
+                Qs[i, k] = q0[k] + GL_C[i] * h * v0[k] + h * h * (
+                    GL_A2[i][0] * A[0, k] + GL_A2[i][1] * A[1, k])
+            if not (_finite(Qs[i]) and _finite(Vs[i])):
+                return INVALID
+        for i in range(2):
+            ri, ti, fi = r[i * nu:(i + 1) * nu], tau[i * nu:(i + 1) * nu], fext[i * n:(i + 1) * n]
+            _inverse(pm, w, Qs[i], Vs[i], A[i], fi, ri)
+            cnt[RESIDUALS] += 1
+            for k in range(nu):
+                ri[k] -= ti[k]
+            _power(pm, w, Qs[i], Vs[i], ti, fi, p[i])
+            if not factored:  # M(Q_1) after the position terms of the first residual
+                crba(pm, w, Mk)
+                for a in range(2):
+                    for b in range(2):
+                        for m in range(nu):
+                            for k in range(nu):
+                                J[a * nu + m, b * nu + k] = (
+                                    (Mk[m, k] if a == b else 0.0) + h * GL_A[a][b] * Cu[m, k]
+                                    + h * h * GL_A2[a][b] * Ku[m, k])
+                if not lu_factor(J, piv):
+                    return SINGULAR
+                cnt[FACTORIZATIONS] += 1
+                factored = True
+        dx[:] = r
+        lu_substitute(J, piv, dx)
+        for i in range(2):
+            for k in range(nu):
+                A[i, k] -= dx[i * nu + k]
+        it += 1
+        cnt[ITERATIONS] += 1
+        step = _amax(dx)
+        if not math.isfinite(step):
+            return INVALID
+        if step <= tol * max(1.0, _amax(A[0]), _amax(A[1])):
+            break
+        if it >= max_iter:
+            return NEWTON_FAILED
+    slope = (1.0 - GL_C[0]) / (GL_C[1] - GL_C[0])
+    for k in range(nu):
+        new[0, k] = q0[k] + h * v0[k] + h * h * (GL_BA[0] * A[0, k] + GL_BA[1] * A[1, k])
+        new[1, k] = v0[k] + 0.5 * h * (A[0, k] + A[1, k])
+        new[3, k] = A[0, k] + slope * (A[1, k] - A[0, k])
+        new[2, k] = new[3, k]
+    return _CONVERGED
+
+
+@_J
 def _next_step(c, ctl, s, cnt):
     """``(t_{n+1}, h)`` of the next try: fixed steps ``t_start + (n + 1) h`` (the last one
     ending on ``T_END``); adaptive ones ``s[H]`` at most ``H_MAX``, stretched by up to 1 % or
@@ -282,7 +377,8 @@ def _predict(c, ctl, s, cnt, y, pred):
 @_E
 def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out_x, pred, cnt):
     """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,)
-    and the wrenches ``fext`` (n_bodies, 6) held, in one call: until the end, until
+    and the wrenches ``fext`` (n_bodies, 6) held (Gauss–Legendre: one of each per stage,
+    stacked, (2 nu,) and (2 n_bodies, 6)), in one call: until the end, until
     ``out_t`` is full (recording every step) or after ``ctl[MAX_TRIES]`` tries (a caller
     with forces that depend on the state evaluates them at ``pred`` between calls).
 
@@ -307,8 +403,13 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out
     nu = y.shape[1]
     Ku, Cu = np.empty((nu, nu)), np.empty((nu, nu))
     _modal_blocks(pm, nu, Ku, Cu)
-    tau_m = np.empty(nu)
-    motor_torques(pm, tau, tau_m)
+    gauss = ctl[SCHEME] == GAUSS_LEGENDRE
+    tau_m = np.empty(tau.shape[0])  # Gauss–Legendre: one force per stage, stacked
+    for i in range(tau.shape[0] // nu):
+        motor_torques(pm, tau[i * nu:(i + 1) * nu], tau_m[i * nu:(i + 1) * nu])
+    J = np.empty((2 * nu, 2 * nu) if gauss else (0, 0))
+    piv = np.empty(2 * nu, dtype=np.int64)
+    stages, r2, dx2, p2 = np.empty((6, nu)), np.empty(2 * nu), np.empty(2 * nu), np.empty((2, 3))
     new, base = np.empty((4, nu)), np.empty((3, nu))
     r, dx = np.empty(nu), np.empty(nu)
     wq, power = np.empty((2, 3)), np.empty(3)
@@ -326,8 +427,12 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out
             break
         tries += 1
         t1, h = _next_step(c, ctl, s, cnt)
-        st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Ku, Cu, Mk, S, s, new,
-                         base, r, dx, cnt)
+        if gauss:
+            st = _gauss_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Ku, Cu, Mk, J, piv,
+                             stages, r2, dx2, p2, new, cnt)
+        else:
+            st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Ku, Cu, Mk, S, s,
+                             new, base, r, dx, cnt)
         if st != _CONVERGED:
             if not adaptive or st == SINGULAR:
                 status = st
@@ -352,11 +457,18 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out
                     status = STEP_TOO_SMALL
                     break
                 continue
-        # accepted: the work integrals by the trapezoidal rule, the samples, the new state
-        _power(pm, w, new[0], new[1], tau, fext, power)
-        for k in range(3):
-            wq[0, k] = s[W_TAU + k]
-            wq[1, k] = s[W_TAU + k] + 0.5 * h * (s[P_TAU + k] + power[k])
+        # accepted: the work integrals by the trapezoidal rule (Gauss–Legendre: by its
+        # quadrature at the stages), the samples, the new state
+        if gauss:
+            for k in range(3):
+                power[k] = 0.0
+                wq[0, k] = s[W_TAU + k]
+                wq[1, k] = s[W_TAU + k] + 0.5 * h * (p2[0, k] + p2[1, k])
+        else:
+            _power(pm, w, new[0], new[1], tau, fext, power)
+            for k in range(3):
+                wq[0, k] = s[W_TAU + k]
+                wq[1, k] = s[W_TAU + k] + 0.5 * h * (s[P_TAU + k] + power[k])
         t0 = s[T]
         if ctl[RECORD_STEPS] != 0:
             out_t[cnt[N_OUT]] = t1

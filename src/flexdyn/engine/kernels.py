@@ -1387,6 +1387,50 @@ def cholesky_substitute(L, b, x):
 
 
 @_J
+def lu_factor(A, piv):
+    """``P A = L U`` in place by Gaussian elimination with partial pivoting (LAPACK
+    ``getrf``): ``L`` (unit diagonal) below and ``U`` on and above the diagonal of ``A``,
+    the row swaps in ``piv`` (int, k); False when a pivot is zero."""
+    k = A.shape[0]
+    for j in range(k):
+        p = j
+        for r in range(j + 1, k):
+            if abs(A[r, j]) > abs(A[p, j]):
+                p = r
+        piv[j] = p
+        if A[p, j] == 0.0:
+            return False
+        if p != j:
+            for c in range(k):
+                A[j, c], A[p, c] = A[p, c], A[j, c]
+        for r in range(j + 1, k):
+            f = A[r, j] / A[j, j]
+            A[r, j] = f
+            for c in range(j + 1, k):
+                A[r, c] -= f * A[j, c]
+    return True
+
+
+@_J
+def lu_substitute(A, piv, x):
+    """``x = A⁻¹ x`` in place with the factors of :func:`lu_factor`: the row swaps, then
+    ``L`` forward and ``U`` backward (LAPACK ``getrs``)."""
+    k = A.shape[0]
+    for j in range(k):
+        p = piv[j]
+        if p != j:
+            x[j], x[p] = x[p], x[j]
+    for j in range(k):
+        for r in range(j + 1, k):
+            x[r] -= A[r, j] * x[j]
+    for j in range(k - 1, -1, -1):
+        t = x[j]
+        for c in range(j + 1, k):
+            t -= A[j, c] * x[c]
+        x[j] = t / A[j, j]
+
+
+@_J
 def _inertia_scale(P, H, skip=None):
     """``max|P| · max_r ‖H_r‖²`` (:func:`flexdyn.linalg.inertia_scale`); 0 for an empty
     ``H``.  ``skip`` (optional, (rows,) or empty): rows ``r`` with ``skip[r] ≠ 0`` are left

@@ -52,6 +52,8 @@ from .kernels import (
     _to_parent,
     _valid_state,
     applied_forces,
+    lu_factor,
+    lu_substitute,
     unpack,
     workspace,
 )
@@ -167,31 +169,12 @@ def _sym_difference(A, B, out):
 @_J
 def _lu_solve(A, B):
     """``A X = B`` in place (``X`` into ``B``, ``A`` overwritten by its factors) by Gaussian
-    elimination with partial pivoting (LAPACK ``gesv``, which ``np.linalg.solve`` calls)."""
-    k = A.shape[0]
-    for j in range(k):
-        p = j
-        for r in range(j + 1, k):
-            if abs(A[r, j]) > abs(A[p, j]):
-                p = r
-        if p != j:
-            for c in range(k):
-                A[j, c], A[p, c] = A[p, c], A[j, c]
-            for c in range(B.shape[1]):
-                B[j, c], B[p, c] = B[p, c], B[j, c]
-        for r in range(j + 1, k):
-            f = A[r, j] / A[j, j]
-            A[r, j] = f
-            for c in range(j + 1, k):
-                A[r, c] -= f * A[j, c]
-            for c in range(B.shape[1]):
-                B[r, c] -= f * B[j, c]
-    for j in range(k - 1, -1, -1):
-        for c in range(B.shape[1]):
-            s = B[j, c]
-            for t in range(j + 1, k):
-                s -= A[j, t] * B[t, c]
-            B[j, c] = s / A[j, j]
+    elimination with partial pivoting (:func:`~flexdyn.engine.kernels.lu_factor`; LAPACK
+    ``gesv``, which ``np.linalg.solve`` calls)."""
+    piv = np.empty(A.shape[0], dtype=np.int64)
+    lu_factor(A, piv)
+    for c in range(B.shape[1]):
+        lu_substitute(A, piv, B[:, c])
 
 
 # ----------------------------------------------------------------------------------------------
