@@ -297,11 +297,11 @@ def test_batch_equals_the_loop_and_names_equal_indices():
 
 def test_errors_name_the_bad_argument():
     model, q, u = _sample(CASES[0])  # b0: 3 nodes, b2: none
-    with pytest.raises(ValueError, match=r"no body 'elbow'; bodies are \['b0', 'b1', 'b2'\]"):
+    with pytest.raises(ValueError, match=r"no body named 'elbow'; bodies are \['b0', 'b1', 'b2'\]"):
         frame_jacobian(model, q, "elbow")
-    with pytest.raises(ValueError, match=r"no body 3; .*0 to 2"):
+    with pytest.raises(ValueError, match=r"body index 3 out of range for 3 bodies"):
         jacobian_rate_product(model, q, u, 3)
-    with pytest.raises(ValueError, match=r"no body True"):
+    with pytest.raises(ValueError, match=r"a body is a name or an index, got True"):
         frame_jacobian(model, q, True)
     with pytest.raises(ValueError, match=r"node 3 out of range for body 'b0' with 3 nodes: "
                                          r"valid nodes are -3 to 2"):

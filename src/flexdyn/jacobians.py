@@ -54,17 +54,9 @@ FRAMES: tuple[str, ...] = ("local", "world")
 # argument checks
 # ----------------------------------------------------------------------------------------------
 def _target(model: Model, body, node) -> tuple[int, int | None]:
-    """``(body index, node index or None)`` of the arguments, or ``ValueError`` naming them."""
-    n_bodies = model.n_bodies
-    if isinstance(body, str):
-        i = model.names.index(body) if body in model.names else None
-    elif isinstance(body, (int, np.integer)) and not isinstance(body, bool):
-        i = int(body) if 0 <= body < n_bodies else None
-    else:
-        i = None
-    if i is None:
-        raise ValueError(f"no body {body!r}; bodies are {list(model.names)} (or their indices "
-                         f"0 to {n_bodies - 1})")
+    """``(body index, node index or None)`` of the arguments (a body by name or index,
+    :meth:`flexdyn.chain.Model.index`), or ``ValueError`` naming them."""
+    i = model.index(body)
     if node is None:
         return i, None
     n = model.bodies[i].n_nodes
