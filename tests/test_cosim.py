@@ -47,6 +47,61 @@ def test_stepper_equals_simulate_rk4(arm):
         assert abs(st.work["tau"] - ref.work[-1]) < 1e-12 * max(1.0, abs(st.work["tau"]))
 
 
+def test_stepper_with_gauss_legendre_follows_the_reference(arm):
+    """Constant inputs: macro steps of the compiled Gauss–Legendre loop (restarted each macro
+    step: a one-step method loses nothing) follow a tight DOP853 run to its Newton
+    tolerance (1e-6 of the accelerations), and the work integrals go on across macro
+    steps."""
+    tau = _tau(arm)
+    st = fd.Stepper(arm, 0.01, integrator="gauss-legendre", substeps=4)
+    st.tau = tau
+    ref = fd.simulate(arm, t_span=(0.0, 0.5), tau=tau, t_eval=np.linspace(0.0, 0.5, 51),
+                      rtol=1e-11, atol=1e-13)
+    tol = 5e-6
+    for k in range(1, 51):
+        st.step()
+        assert rel_err(np.concatenate([st.q, st.u]),
+                       np.concatenate([ref.q[k], ref.u[k]])) < tol, k
+    assert abs(st.work["tau"] - ref.work[-1]) < tol * abs(ref.work[-1])
+
+
+def test_stepper_gauss_legendre_takes_stiff_macro_steps():
+    """A steel beam whose highest mode makes RK4 unstable at the macro step: RK4 blows up,
+    Gauss–Legendre (A-stable) follows the reference at one step per macro step."""
+    from flexdyn.beam import beam_modes
+
+    beam = beam_modes(0.5, 7850.0 * 4e-4, EI_y=210e9 * 1.33e-8, EI_z=210e9 * 1.33e-8,
+                      n_elements=6, n_modes=4, damping_ratio=0.005)
+    model = (fd.ModelBuilder("stiff", gravity=(0.0, -9.81, 0.0))
+             .add_body("beam", joint={"type": "revolute", "axis": [0, 0, 1]}, flex=beam)
+             .build())
+    dt = 2e-3
+    assert fd.max_stable_step(model, "rk4") < dt / 2
+    ref = fd.simulate(model, t_span=(0.0, 0.2), t_eval=[0.2], rtol=1e-11, atol=1e-13)
+    gl = fd.Stepper(model, dt, integrator="gauss-legendre")
+    gl.step(100)
+    assert np.max(np.abs(gl.q - ref.q[-1])) < 1e-4 * np.max(np.abs(ref.q[-1]))
+    rk4 = fd.Stepper(model, dt)
+    try:
+        rk4.step(100)
+        diverged = not np.all(np.isfinite(rk4.q)) or np.max(np.abs(rk4.q - ref.q[-1])) > 1.0
+    except fd.SimulationError:
+        diverged = True
+    assert diverged
+
+
+def test_stepper_compiled_integrator_refusals(arm):
+    with pytest.raises(ValueError, match="not supported with prescribed motion"):
+        fd.Stepper(arm, 0.01, integrator="gauss-legendre",
+                   prescribed={"link1": lambda t: (0.0, 0.0, 0.0)})
+    with pytest.raises(ValueError, match="own rates"):
+        fd.Stepper(fd.models.spacecraft(n_modes=1), 0.01, integrator="gauss-legendre")
+    st = fd.Stepper(arm, 0.01, integrator="gauss-legendre")
+    st.f_nodes = {("link1", 6): np.ones(6)}
+    with pytest.raises(ValueError, match="f_nodes"):
+        st.step()
+
+
 def test_stepper_advance_by_a_duration(arm):
     """``advance(0.025)`` with ``dt = 0.01`` takes three equal RK4 steps, as ``simulate``
     with ``h = 0.01`` over the same span does."""

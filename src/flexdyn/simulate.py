@@ -104,6 +104,10 @@ GENERALIZED_ALPHA = "generalized-alpha"
 #: the compiled integrators (:data:`flexdyn.engine.galpha.SCHEMES`): generalized-α and the
 #: fourth-order Gauss–Legendre collocation, one compiled time loop each
 COMPILED_INTEGRATORS = tuple(galpha.SCHEMES)
+#: the compiled integrator of :class:`Stepper`: Gauss–Legendre is a one-step method, so
+#: restarting it every macro step (the inputs change there) costs no accuracy, unlike
+#: generalized-α's auxiliary acceleration
+GAUSS_LEGENDRE = "gauss-legendre"
 #: Baumgarte's rate ``ω`` (1/s) of the closure stabilization by default
 CLOSURE_RATE = 10.0
 #: the largest closure residual of an initial state: ``max |g|`` (m, rad) and ``max |J u|``
@@ -1034,6 +1038,69 @@ def _galpha_options(model: Model, integrator: str, h: Any, rho_inf: Any,
     return {"h": h, "rho_inf": rho_inf, "newton_tol": newton_tol, "scheme": scheme}
 
 
+#: what a failure status of the compiled integrators means
+_LOOP_FAILURES = {
+    galpha.NEWTON_FAILED: f"the Newton iteration did not converge in {_MAX_NEWTON} iterations "
+                          "(a smaller h, or adaptive steps: h=None)",
+    galpha.STEP_TOO_SMALL: "the step size fell below the resolution of t",
+    galpha.SINGULAR: "the iteration matrix (M + γ' C + β' K, or Gauss–Legendre's) is singular "
+                     "(a degree of freedom without inertia?)",
+    kernels.INVALID: "the state became non-finite (a smaller h, or adaptive steps: h=None)"}
+
+
+class _CompiledLoop:
+    """The arrays that carry a compiled integrator (:func:`flexdyn.engine.galpha.
+    generalized_alpha`) from call to call, set up at ``(q0, u0)`` at ``t0`` for a run to
+    ``t1`` with the forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) at ``t0`` (the initial
+    acceleration and energy-balance integrands come from the compiled state derivative;
+    ``_RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈``),
+    ``Mk``, ``S``, ``pred`` and ``cnt`` in the layouts of :mod:`flexdyn.engine.galpha`.
+    ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps."""
+
+    def __init__(self, model: Model, fidelity: str, q0: np.ndarray, u0: np.ndarray, t0: float,
+                 t1: float, tau: np.ndarray, f_ext: np.ndarray, *, scheme: int,
+                 h: float | None, rho_inf: float, newton_tol: float, rtol: float, atol: float,
+                 max_step: float, record_steps: bool):
+        g, nu = galpha, model.nu
+        self.engine = _cached_engine(model, fidelity)
+        xdot0 = _failing(_compiled_derivative(model, fidelity, "articulated", "engine",
+                                              _N_EXTRA), t0, np.concatenate([q0, u0]), tau,
+                         f_ext)
+        self.y = np.empty((4, nu))
+        self.y[0], self.y[1] = q0, u0
+        self.y[2] = self.y[3] = xdot0[nu:2 * nu]
+        self.c = c = np.zeros(g.N_PARAMS)
+        c[[g.ALPHA_M, g.ALPHA_F, g.BETA, g.GAMMA]] = g.coefficients(rho_inf)
+        c[g.ERROR_CONSTANT] = g.error_constant(rho_inf)
+        c[g.RTOL], c[g.ATOL], c[g.NEWTON_TOL] = rtol, atol, newton_tol
+        c[g.H_MIN] = 64.0 * np.finfo(float).eps * max(abs(t0), abs(t1))
+        c[g.H_MAX], c[g.T_END] = max_step, t1
+        self.ctl = ctl = np.zeros(g.N_CONTROLS, dtype=np.int64)
+        ctl[g.ADAPTIVE] = h is None
+        ctl[g.MAX_NEWTON] = _MAX_NEWTON
+        ctl[g.RECORD_STEPS] = record_steps
+        ctl[g.SCHEME] = scheme
+        ctl[g.MAX_TRIES] = -1
+        if h is not None:
+            ctl[g.N_FIXED] = max(1, math.ceil((t1 - t0) / h * (1.0 - 1e-12)))
+            c[g.H_FIXED] = (t1 - t0) / ctl[g.N_FIXED]
+        self.s = s = np.zeros(g.N_SCALARS)
+        s[g.T] = s[g.T_START] = t0
+        s[g.H] = min(max_step, (t1 - t0) / 100.0)
+        s[g.P_TAU:g.P_TAU + 3] = xdot0[2 * nu:]
+        self.Mk, self.S = np.zeros((nu, nu)), np.zeros((nu, nu))
+        self.pred = np.empty(1 + 2 * nu)
+        self.cnt = np.zeros(g.N_COUNTERS, dtype=np.int64)
+
+    def run(self, times: np.ndarray, tau: np.ndarray, f_ext: np.ndarray, out_t: np.ndarray,
+            out_x: np.ndarray) -> int:
+        """One call of the compiled entry (its status); Gauss–Legendre takes ``tau`` and
+        ``f_ext`` stacked per stage."""
+        return galpha.generalized_alpha(*self.engine.packed, self.c, self.ctl, times, tau,
+                                        f_ext, self.y, self.s, self.Mk, self.S, out_t, out_x,
+                                        self.pred, self.cnt)
+
+
 def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1: float,
                        tau: Any, f_ext: Any, rtol: float, atol: float,
                        t_eval: np.ndarray | None, max_step: float, progress: bool, *,
@@ -1067,7 +1134,6 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
       iterations and factorizations of the iteration matrix."""
     model, fidelity, tau_fn, fext_fn = ode.model, ode.fidelity, ode.tau_fn, ode.fext_fn
     nu = model.nu
-    engine = _cached_engine(model, fidelity)
     forced = callable(tau) or callable(f_ext)
     zeros_tau, no_wrenches = np.zeros(nu), np.zeros((model.n_bodies, 6))
 
@@ -1092,41 +1158,17 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
 
     gauss = scheme == galpha.GAUSS_LEGENDRE
     tau_t, fe = forces(t0, q0, u0)
-    try:  # the initial acceleration and the energy-balance integrands
-        xdot0 = _failing(_compiled_derivative(model, fidelity, "articulated", "engine",
-                                              _N_EXTRA), t0, np.concatenate([q0, u0]), tau_t,
-                         fe)
+    try:
+        loop = _CompiledLoop(model, fidelity, q0, u0, t0, t1, tau_t, fe, scheme=scheme, h=h,
+                             rho_inf=rho_inf, newton_tol=newton_tol, rtol=rtol, atol=atol,
+                             max_step=max_step, record_steps=t_eval is None)
     except _RhsFailure as exc:
         raise failed(t0, exc.message, cause=exc.__cause__) from exc.__cause__
-    y = np.empty((4, nu))
-    y[0], y[1] = q0, u0
-    y[2] = y[3] = xdot0[nu:2 * nu]
-
     g = galpha
-    c = np.zeros(g.N_PARAMS)
-    c[[g.ALPHA_M, g.ALPHA_F, g.BETA, g.GAMMA]] = g.coefficients(rho_inf)
-    c[g.ERROR_CONSTANT] = g.error_constant(rho_inf)
-    c[g.RTOL], c[g.ATOL], c[g.NEWTON_TOL] = rtol, atol, newton_tol
-    c[g.H_MIN] = 64.0 * np.finfo(float).eps * max(abs(t0), abs(t1))
-    c[g.H_MAX], c[g.T_END] = max_step, t1
-    ctl = np.zeros(g.N_CONTROLS, dtype=np.int64)
-    ctl[g.ADAPTIVE] = h is None
-    ctl[g.MAX_NEWTON] = _MAX_NEWTON
-    ctl[g.RECORD_STEPS] = t_eval is None
-    ctl[g.SCHEME] = scheme
-    if h is not None:
-        ctl[g.N_FIXED] = max(1, math.ceil((t1 - t0) / h * (1.0 - 1e-12)))
-        c[g.H_FIXED] = (t1 - t0) / ctl[g.N_FIXED]
-    s = np.zeros(g.N_SCALARS)
-    s[g.T] = s[g.T_START] = t0
-    s[g.H] = min(max_step, (t1 - t0) / 100.0)
-    s[g.P_TAU:g.P_TAU + 3] = xdot0[2 * nu:]
+    c, ctl, s, y, cnt, pred = loop.c, loop.ctl, loop.s, loop.y, loop.cnt, loop.pred
     if gauss:
         tau_t, fe = (stage_forces(t0, y, c[g.H_FIXED]) if forced
                      else (np.concatenate([tau_t, tau_t]), np.concatenate([fe, fe])))
-    Mk, S = np.zeros((nu, nu)), np.zeros((nu, nu))
-    pred = np.empty(1 + 2 * nu)
-    cnt = np.zeros(g.N_COUNTERS, dtype=np.int64)
     times = np.zeros(0) if t_eval is None else np.ascontiguousarray(t_eval)
     n_out = times.size if t_eval is not None else (
         int(ctl[g.N_FIXED]) if h is not None else _CHUNK)
@@ -1139,8 +1181,7 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
     wall = time.perf_counter()
     try:
         while True:
-            status = g.generalized_alpha(*engine.packed, c, ctl, times, tau_t, fe, y, s, Mk, S,
-                                         out_t, out_x, pred, cnt)
+            status = loop.run(times, tau_t, fe, out_t, out_x)
             if bar is not None:
                 bar.update(s[g.T] - t0 - bar.n)
             if status == g.FULL:
@@ -1160,14 +1201,7 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
             bar.close()
     wall = time.perf_counter() - wall
     if failure is None and status != g.FINISHED:
-        failure = (float(s[g.T]), {
-            g.NEWTON_FAILED: f"the Newton iteration did not converge in {_MAX_NEWTON} "
-                             "iterations (a smaller h, or adaptive steps: h=None)",
-            g.STEP_TOO_SMALL: "the step size fell below the resolution of t",
-            g.SINGULAR: "the iteration matrix (M + γ' C + β' K, or Gauss–Legendre's) is "
-                        "singular (a degree of freedom without inertia?)",
-            kernels.INVALID: "the state became non-finite (a smaller h, or adaptive steps: "
-                             "h=None)"}[status], None)
+        failure = (float(s[g.T]), _LOOP_FAILURES[status], None)
     chunks.append((out_t[:cnt[g.N_OUT]], out_x[:cnt[g.N_OUT]]))
     t_out = np.concatenate([t for t, _ in chunks])
     y_out = np.concatenate([x for _, x in chunks]).reshape(-1, 2 * nu + _N_EXTRA)
@@ -1424,15 +1458,20 @@ class Stepper:
     with the work integrals of the energy balance, the same prescribed motion) from ``t`` to
     ``t + dt``: with ``integrator="rk4"`` in ``substeps`` classical Runge–Kutta steps
     (:class:`flexdyn.integrators.RK4`, the solver ``simulate(..., integrator="rk4", h=dt /
-    substeps)`` runs, so both give the same states to round-off for the same inputs), or
-    with an adaptive :func:`scipy.integrate.solve_ivp` method restarted every macro step
-    (``"Radau"`` for stiff models).
+    substeps)`` runs, so both give the same states to round-off for the same inputs), with
+    the compiled ``"gauss-legendre"`` in ``substeps`` fixed steps (fourth order and A-stable:
+    for stiff models, at any macro step; models whose coordinates are their own rates,
+    without prescribed motion, closures or node wrenches; its Newton iteration stops at
+    ``newton_tol`` = 1e-6 relative to the accelerations), or with an adaptive
+    :func:`scipy.integrate.solve_ivp` method restarted every macro step (``"Radau"`` for
+    stiff models).
 
     Parameters
     ----------
     model : Model;  dt : macro step (s, > 0).
-    integrator : ``"rk4"`` (default) or a :func:`scipy.integrate.solve_ivp` method name.
-    substeps : RK4 steps per macro step (``"rk4"`` only).
+    integrator : ``"rk4"`` (default), ``"gauss-legendre"`` or a
+        :func:`scipy.integrate.solve_ivp` method name.
+    substeps : fixed steps per macro step (``"rk4"`` and ``"gauss-legendre"``).
     q0, u0, t0 : the initial state (default: neutral, at rest, 0 s).
     fidelity, method, backend, prescribed, closure_rate : as for :func:`simulate`.
     rtol, atol : tolerances of an adaptive integrator.
@@ -1454,7 +1493,7 @@ class Stepper:
         check_fidelity(fidelity)
         _check_choice(method, tuple(FORWARD_METHODS), "method")
         _check_choice(backend, BACKENDS, "backend")
-        _check_choice(integrator, (*FIXED_STEP, *_INTEGRATORS), "integrator")
+        _check_choice(integrator, (*FIXED_STEP, *_INTEGRATORS, GAUSS_LEGENDRE), "integrator")
         if not (isinstance(dt, (int, float, np.floating)) and not isinstance(dt, bool)
                 and dt > 0 and math.isfinite(dt)):
             raise ValueError(f"dt must be a positive finite number (s), got {dt!r}")
@@ -1462,7 +1501,17 @@ class Stepper:
             raise ValueError(f"substeps must be a positive integer, got {substeps!r}")
         self.model, self.dt, self.fidelity = model, float(dt), fidelity
         self.t = float(t0)
-        self._solver = _solver_class(integrator)
+        self._compiled: dict[str, Any] | None = None
+        if integrator == GAUSS_LEGENDRE:
+            refused = [what for what, value in (
+                ("prescribed motion", prescribed), ("loop closures", model.constraints),
+                ("backend='reference'", backend != "engine")) if value]
+            if refused:
+                raise ValueError(f"integrator={integrator!r} in a Stepper: not supported with "
+                                 f"{', '.join(refused)}")
+            self._compiled = _galpha_options(model, integrator, self.dt / substeps, None, None)
+        else:
+            self._solver = _solver_class(integrator)
         self._options: dict[str, Any] = ({"h": self.dt / substeps} if integrator in FIXED_STEP
                                          else {"rtol": rtol, "atol": atol})
         self._ode_args = (model, fidelity, method, backend)
@@ -1588,6 +1637,9 @@ class Stepper:
         self._advance(self.t + float(duration))
 
     def _advance(self, t1: float) -> None:
+        if self._compiled is not None:
+            self._advance_compiled(t1)
+            return
         try:
             solver = self._solver(self._ode(), self.t, self._x, t1, **self._options)
             while solver.status == "running":
@@ -1598,3 +1650,33 @@ class Stepper:
             raise SimulationError(f"step from t = {self.t:.6g} s failed at t = {exc.t:.6g} s: "
                                   f"{exc.message}", exc.t, exc.message) from exc.__cause__
         self._x, self.t = np.array(solver.y), t1
+
+    def _advance_compiled(self, t1: float) -> None:
+        """:meth:`_advance` by the compiled loop, started afresh at the current state and
+        inputs (the accelerations from the compiled state derivative) and run to ``t1`` in
+        ``ceil((t1 − t)/h)`` equal steps; the work integrals go on."""
+        if self._f_nodes is not None:
+            raise ValueError("f_nodes: not supported by the compiled integrators in a Stepper "
+                             "(use f_ext, or an adaptive integrator)")
+        model, nq, nu = self.model, self.model.nq, self.model.nu
+        tau = self._tau
+        fe = np.zeros((model.n_bodies, 6)) if self._f_ext is None else self._f_ext
+        try:
+            loop = _CompiledLoop(model, self.fidelity, self._x[:nq], self._x[nq:nq + nu],
+                                 self.t, t1, tau, fe, **self._compiled,
+                                 rtol=self._options["rtol"], atol=self._options["atol"],
+                                 max_step=math.inf, record_steps=False)
+        except _RhsFailure as exc:
+            raise SimulationError(f"step from t = {self.t:.6g} s failed: {exc.message}",
+                                  exc.t, exc.message) from exc.__cause__
+        if self._compiled["scheme"] == galpha.GAUSS_LEGENDRE:
+            tau, fe = np.concatenate([tau, tau]), np.concatenate([fe, fe])
+        out_t, out_x = np.empty(1), np.empty((1, 2 * nu + _N_EXTRA))
+        status = loop.run(np.array([t1]), tau, fe, out_t, out_x)
+        if status != galpha.FINISHED:
+            t = float(loop.s[galpha.T])
+            raise SimulationError(f"step from t = {self.t:.6g} s failed at t = {t:.6g} s: "
+                                  f"{_LOOP_FAILURES[status]}", t, _LOOP_FAILURES[status])
+        self._x = np.concatenate([loop.y[0], loop.y[1], self._x[nq + nu:]
+                                  + loop.s[galpha.W_TAU:galpha.W_TAU + _N_EXTRA]])
+        self.t = t1
