@@ -59,6 +59,21 @@ def test_info_prints_frequencies(capsys):
     assert "0.60" in out  # first bending frequency, Hz
 
 
+def test_info_prints_joint_forces_and_their_frequencies(tmp_path, capsys):
+    """A rigid body on a universal joint with springs 20 and 10 N m/rad (unit inertia): the
+    forces block is listed and the assembled frequencies are √k / 2π."""
+    path = tmp_path / "springs.json"
+    path.write_text(json.dumps({"name": "springs", "bodies": [{
+        "name": "disc", "joint": {"type": "universal", "axes": [[1, 0, 0], [0, 1, 0]],
+                                  "forces": {"stiffness": [20, 10], "damping": 0.5}},
+        "rigid": {"mass": 1.0, "inertia": np.eye(3).tolist()}}]}))
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "joint forces of disc (flexdyn.joint_forces): stiffness [20, 10], damping 0.5" in out
+    expected = sorted(np.sqrt([20.0, 10.0]) / (2 * np.pi))
+    assert f"joints free  : 0 rigid-body modes; {expected[0]:.6g}, {expected[1]:.6g}" in out
+
+
 def test_info_tree(capsys):
     assert main(["info", data_file("spacecraft")]) == 0
     out = capsys.readouterr().out

@@ -31,6 +31,7 @@ import numpy as np
 from .chain import Model, load_model, state_layout
 from .closure import ClosureError
 from .dynamics import FORWARD_METHODS, assemble
+from .joint_forces import DEFAULTS, FORCE_KEYS, STIFFNESS
 from .modal import FREE, LOCKED, modal_analysis
 from .model_file import json_schema
 from .models import BUILTIN_MODELS, builtin_model, modal_frequencies, slew_torque, spinup_torque
@@ -251,8 +252,8 @@ def _print_assembled_modes(model: Model) -> None:
                 print(f"  not available: {exc}")
                 return
             elastic = modes.frequencies[~modes.rigid]
-            shown = ", ".join(f"{v:.6g}" for v in elastic[:8]) + (" ..." if elastic.size > 8
-                                                                  else "")
+            shown = (", ".join(f"{v:.6g}" for v in elastic[:8]) + (" ..." if elastic.size > 8
+                                                                   else "")) or "none"
             print(f"  joints {joints:<6}: {int(modes.rigid.sum())} rigid-body modes; {shown}")
             if joints == FREE and elastic.size:
                 print(f"  highest {elastic[-1]:.6g} Hz: RK4 is stable below "
@@ -261,6 +262,19 @@ def _print_assembled_modes(model: Model) -> None:
     if caught:
         print("  note: the neutral configuration is not an equilibrium (gravity): these are the "
               "modes of the symmetric part of the stiffness; see flexdyn.equilibrium")
+
+
+def _describe_forces(rows: np.ndarray) -> str:
+    """The keys of a joint's forces block that differ from their defaults, one value for all
+    speeds or one per speed."""
+    parts = []
+    for k, key in enumerate(FORCE_KEYS):
+        values = rows[:, k]
+        if np.all(values == DEFAULTS[key]):
+            continue
+        shown = [f"{v:.6g}" for v in values]
+        parts.append(f"{key} {shown[0] if len(set(shown)) == 1 else '[' + ', '.join(shown) + ']'}")
+    return ", ".join(parts) or "none beyond the defaults"
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -284,14 +298,20 @@ def _cmd_info(args: argparse.Namespace) -> int:
             print(f"  note: {body.name} has modes without inertia of their own (inf): they "
                   "move only massless nodes or repeat another mode; fidelity 'ruthless' "
                   "cannot be used with this model")
+    springs = any(rows is not None and np.any(rows[:, STIFFNESS] > 0)
+                  for rows in model.joint_forces)
     if not any(f.size for f in freqs):
         print("  (rigid model: no modes)")
-    else:
+    if springs or any(f.size for f in freqs):
         _print_assembled_modes(model)
     for c in model.constraints:
         other = ("the ground" if c.other_body < 0 else model.names[c.other_body])
         print(f"closure {c.name!r}: {c.kind} ({c.n_rows} rows) between "
               f"{model.names[c.body]} and {other}")
+    for i, rows in enumerate(model.joint_forces):
+        if rows is not None:
+            print(f"joint forces of {model.names[i]} (flexdyn.joint_forces): "
+                  + _describe_forces(rows))
     stiffened = [b.name for b in model.bodies if b.K1 is not None]
     if any(b.n_modes for b in model.bodies):
         print("geometric stiffening data (fidelities 'consistent', 'exact'): "
