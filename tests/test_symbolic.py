@@ -111,6 +111,37 @@ def test_arm_equals_the_engine(arm):
         assert rel_err(f["C"](q, u), fd.coriolis_matrix(model, q, u, fidelity="full")) < 1e-10
 
 
+def test_joint_springs_and_dampers_are_in_f_and_d():
+    """Springs with preload and dampers on a revolute and a universal joint: ``𝓕`` gains
+    ``k (q − q₀) − τ₀`` and ``D`` the dampers, so the symbolic equations equal the engine's
+    with its joint forces; friction, limits and torque limits are refused by name."""
+    forces = {"stiffness": [3.0, 5.0], "rest": [0.2, -0.1], "preload": [0.5, 0.0],
+              "damping": [0.3, 0.7]}
+    model = (fd.ModelBuilder("springs", gravity=(0.0, -9.81, 0.0))
+             .add_body("hub", joint={"type": "revolute", "axis": [0, 0, 1],
+                                     "forces": {"stiffness": 2.0, "preload": 0.4,
+                                                "damping": 0.1}},
+                       rigid={"mass": 3.0, "com": [0.2, 0, 0], "inertia": np.diag([0.1, 0.1, 0.2])})
+             .add_body("payload", "hub",
+                       joint={"type": "universal", "axes": [[0, 0, 1], [0, 1, 0]],
+                              "placement": {"translation": [0.5, 0, 0]}, "forces": forces},
+                       rigid={"mass": 0.5, "com": [0.1, 0.0, 0.0],
+                              "inertia": np.diag([1e-3, 2e-3, 2e-3])})
+             .build())
+    sm = symbolic.symbolic_model(model)
+    f = sm.functions()
+    D = np.array(sm.D, dtype=float)
+    assert np.array_equal(D, np.diag([0.1, 0.3, 0.7]))
+    for q, u, tau in _states(model):
+        assert rel_err(f["C"](q, u) @ u + f["F"](q) + D @ u, fd.bias_forces(model, q, u)) < 1e-10
+        assert rel_err(f["forward_dynamics"](q, u, tau), fd.forward_dynamics(model, q, u, tau)
+                       ) < 1e-10
+    rough = model.to_dict()
+    rough["bodies"][1]["joint"]["forces"] = {**forces, "coulomb": 0.1}
+    with pytest.raises(ValueError, match="'payload' have friction, limits or a torque limit"):
+        symbolic.symbolic_model(fd.Model.from_dict(rough))
+
+
 def test_arm_mass_matrix_rate_is_c_plus_c_transpose(arm):
     model, _, f = arm
     h = 1e-30

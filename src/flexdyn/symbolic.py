@@ -51,6 +51,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 from .body import Body
 from .chain import Model
 from .coriolis import skew_gyroscopic
+from .joint_forces import COULOMB, DAMPING, LOWER, PRELOAD, REST, STIFFNESS, TORQUE_LIMIT, UPPER
 from .joints import (
     CylindricalJoint,
     FixedJoint,
@@ -406,12 +407,17 @@ def symbolic_model(model: Model, simplify: bool = False) -> SymbolicModel:
     and ``J_loc`` the twist Jacobian of a local pose (``[vee(Rᵀ ∂R/∂q); Rᵀ ∂p/∂q] Γ``); the
     gravity forces are ``−Σ_e J_eᵀ w_e`` with ``w_e`` the element's weight at its origin.
 
-    Joint forces (:mod:`flexdyn.joint_forces`) are not part of the symbolic model: a model
-    with a joint ``forces`` block raises ``ValueError``."""
-    forced = [model.names[i] for i, f in enumerate(model.joint_forces) if f is not None]
-    if forced:
-        raise ValueError(f"symbolic_model does not take joint forces yet; the joints of "
-                         f"{', '.join(map(repr, forced))} have a forces block")
+    Joint springs, preloads and dampers (:mod:`flexdyn.joint_forces`) enter ``𝓕`` (the
+    spring's ``k (q − q₀) − τ₀``: the gradient of its potential) and ``D`` (``c``); the
+    non-smooth joint forces — friction, limits and torque limits — have no place in these
+    equations, and a model with them raises ``ValueError`` naming the joints."""
+    rough = [model.names[i] for i, rows in enumerate(model.joint_forces) if rows is not None
+             and (np.any(rows[:, COULOMB] != 0) or np.any(np.isfinite(rows[:, [LOWER, UPPER]]))
+                  or np.any(np.isfinite(rows[:, TORQUE_LIMIT])))]
+    if rough:
+        raise ValueError("symbolic_model takes joint springs, preloads and dampers; the joints "
+                         f"of {', '.join(map(repr, rough))} have friction, limits or a torque "
+                         "limit, which are not smooth")
     q, p = _symbols(model)
     nq, nu = model.nq, model.nu
     Gamma = sp.zeros(nq, nu)
@@ -453,6 +459,13 @@ def symbolic_model(model: Model, simplify: bool = False) -> SymbolicModel:
         if m:
             F[us + nuj:us + nuj + m, 0] = _exact(body.K) * eta
             D[us + nuj:us + nuj + m, us + nuj:us + nuj + m] = body.C
+        forces = model.joint_forces[i]
+        if forces is not None:  # joint coordinates are their speeds' rates here
+            for k, (stiffness, rest, preload, damping) in enumerate(
+                    forces[:, [STIFFNESS, REST, PRELOAD, DAMPING]]):
+                F[us + k, 0] += (_exact([stiffness])[0] * (q[qs + k] - _exact([rest])[0])
+                                 - _exact([preload])[0])
+                D[us + k, us + k] += damping
     g = _exact(model.gravity)
     M, C = sp.zeros(nu, nu), sp.zeros(nu, nu)
     qdot = Gamma * p
