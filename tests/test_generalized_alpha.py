@@ -124,13 +124,19 @@ def test_flexible_arm_against_radau(arm_reference):
     assert np.max(np.abs(fixed.q[:, joints] - arm_reference.q[:, joints])) < 1e-6  # rad
 
 
-def test_second_order_convergence(arm_reference):
+@pytest.mark.parametrize("integrator, newton_tol, lo, hi, finest", [
+    (GA, 1e-10, 3.3, 4.7, 1e-3),  # second order: halving h divides the error by 4
+    (GL, 1e-12, 12.0, 20.0, 1e-7),  # Gauss–Legendre, fourth order (torques of t at the stages)
+])
+def test_order_of_convergence(arm_reference, integrator, newton_tol, lo, hi, finest):
     model, tau, t_eval = arm_case()
     errors = [arm_error(fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
-                                   integrator=GA, h=h, newton_tol=1e-10), arm_reference)
+                                   integrator=integrator, h=h, newton_tol=newton_tol),
+                        arm_reference)
               for h in (2e-3, 1e-3, 5e-4)]
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
-    assert np.all((ratios > 3.3) & (ratios < 4.7)), (errors, ratios)
+    assert np.all((ratios > lo) & (ratios < hi)), (errors, ratios)
+    assert errors[-1] < finest
 
 
 def test_adaptive_steps_follow_the_tolerance(arm_reference):
@@ -204,18 +210,6 @@ def test_work_integrals_close_the_energy_balance():
 # ----------------------------------------------------------------------------------------------
 # Gauss–Legendre (order 4, symplectic) in the same compiled loop
 # ----------------------------------------------------------------------------------------------
-def test_gauss_legendre_fourth_order_convergence(arm_reference):
-    """Halving the step divides the error by 2⁴ (torques of ``t`` evaluated at the stage
-    times)."""
-    model, tau, t_eval = arm_case()
-    errors = [arm_error(fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
-                                   integrator=GL, h=h, newton_tol=1e-12), arm_reference)
-              for h in (2e-3, 1e-3, 5e-4)]
-    ratios = np.array(errors[:-1]) / np.array(errors[1:])
-    assert np.all((ratios > 12.0) & (ratios < 20.0)), (errors, ratios)
-    assert errors[-1] < 1e-7
-
-
 def test_gauss_legendre_keeps_the_energy_of_a_mode():
     """An undamped cantilever mode's energy is a quadratic invariant, which Gauss methods
     keep exactly: to round-off at the steps, even at ω h = 3 (no numerical damping)."""

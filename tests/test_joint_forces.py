@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import flexdyn as fd
 from flexdyn.joint_forces import FORCE_KEYS
-from strategies import random_model_dict
+from strategies import random_model_dict, random_state
 from test_nodal import random_nodal_dict
 
 I_ROTOR = 0.8  # kg m², about the joint axis
@@ -204,19 +204,11 @@ def forced_pair(seed: int) -> tuple[fd.Model, fd.Model, dict]:
 
 
 def state(model: fd.Model, rng: np.random.Generator):
-    """``(q, u, τ)``: joint coordinates in ±0.8 (some beyond the limits), unit quaternions,
-    modal coordinates in ±0.05."""
-    q = model.neutral_configuration()
-    for i, j in enumerate(model.joints):
-        s = int(model.q_start[i])
-        if j.quaternion:
-            quat = rng.normal(size=4)
-            q[s:s + 4] = quat / np.linalg.norm(quat)
-        else:
-            q[s:s + j.nq] = rng.uniform(-0.8, 0.8, j.nq)
-        m = int(model.n_modes[i])
-        q[s + j.nq:s + j.nq + m] = rng.uniform(-0.05, 0.05, m)
-    return q, rng.uniform(-1.5, 1.5, model.nu), rng.uniform(-4, 4, model.nu)
+    """``(q, u, τ)``: :func:`strategies.random_state` (joint angles over a whole turn, far
+    beyond the limits of :func:`random_forces` too) with modal coordinates in ±0.05, and
+    torques in ±4."""
+    q, u, _ = random_state(model, rng, eta_scale=0.05)
+    return q, u, rng.uniform(-4, 4, model.nu)
 
 
 def documented_loads(model, blocks, q, u, tau):
@@ -234,13 +226,18 @@ SEEDS = st.integers(0, 2**31 - 1)
 FAST = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+def forced_case(seed: int):
+    """:func:`forced_pair` of ``seed``, a :func:`state` of it, and the documented
+    ``(sat(τ), τ_J)`` there: ``(forced, plain, blocks, q, u, τ, sat(τ), τ_J)``."""
+    forced, plain, blocks = forced_pair(seed)
+    q, u, tau = state(forced, np.random.default_rng(seed + 1))
+    return (forced, plain, blocks, q, u, tau, *documented_loads(forced, blocks, q, u, tau))
+
+
 @FAST
 @given(seed=SEEDS)
 def test_forward_dynamics_every_method_and_tier(seed):
-    forced, plain, blocks = forced_pair(seed)
-    rng = np.random.default_rng(seed + 1)
-    q, u, tau = state(forced, rng)
-    sat, tj = documented_loads(forced, blocks, q, u, tau)
+    forced, plain, _, q, u, tau, sat, tj = forced_case(seed)
     expected = fd.forward_dynamics(plain, q, u, sat + tj, backend="reference")
     scale = max(1.0, np.max(np.abs(expected)))
     for backend in ("engine", "reference"):
@@ -252,14 +249,12 @@ def test_forward_dynamics_every_method_and_tier(seed):
 @FAST
 @given(seed=SEEDS)
 def test_inverse_bias_hybrid_and_energy(seed):
-    forced, plain, blocks = forced_pair(seed)
-    rng = np.random.default_rng(seed + 2)
-    q, u, udot = state(forced, rng)
-    _, tj = documented_loads(forced, blocks, q, u, np.zeros(forced.nu))
+    forced, plain, blocks, q, u, tau, sat, tj = forced_case(seed)
+    udot = np.random.default_rng(seed + 2).normal(size=forced.nu)
     for backend in ("engine", "reference"):
-        tau = fd.inverse_dynamics(forced, q, u, udot, backend=backend)
+        motor = fd.inverse_dynamics(forced, q, u, udot, backend=backend)
         ref = fd.inverse_dynamics(plain, q, u, udot, backend="reference") - tj
-        assert np.max(np.abs(tau - ref)) < 1e-10 * max(1.0, np.max(np.abs(ref))), backend
+        assert np.max(np.abs(motor - ref)) < 1e-10 * max(1.0, np.max(np.abs(ref))), backend
         b = fd.bias_forces(forced, q, u, backend=backend)
         ref = fd.bias_forces(plain, q, u, backend="reference") - tj
         assert np.max(np.abs(b - ref)) < 1e-10 * max(1.0, np.max(np.abs(ref))), backend
@@ -271,8 +266,6 @@ def test_inverse_bias_hybrid_and_energy(seed):
     # hybrid: the prescribed joints' loads are the motor forces, the free rows sat(τ)
     mask = np.zeros(forced.nu, dtype=bool)
     mask[forced.u_start[0]:forced.u_start[0] + forced.joints[0].nu] = True
-    tau = rng.uniform(-4, 4, forced.nu)
-    sat, tj = documented_loads(forced, blocks, q, u, tau)
     for backend in ("engine", "reference"):
         ud, T = fd.hybrid_dynamics(forced, q, u, tau, udot, mask, backend=backend)
         ud_p, T_p = fd.hybrid_dynamics(plain, q, u, sat + tj, udot, mask, backend="reference")
