@@ -1,5 +1,5 @@
 """Generalized-α time integration compiled in one entry (:func:`generalized_alpha`), which
-also runs the two-stage Gauss–Legendre collocation (:func:`_gauss_step`, ``ctl[SCHEME]``):
+also runs the two-stage Gauss–Legendre collocation (``_gauss_step``, ``ctl[SCHEME]``):
 fourth order, A-stable and symplectic (it keeps the energy of an undamped linear system), on
 the same residual, iteration-matrix blocks, forces, samples and work integrals.
 
@@ -83,6 +83,7 @@ N_CONTROLS = 6
 #: control) and the two-stage Gauss–Legendre collocation (fourth order, A-stable and
 #: symplectic, no numerical damping; fixed steps)
 GENERALIZED_ALPHA, GAUSS_LEGENDRE = 0, 1
+#: the schemes by their ``integrator`` names in :func:`flexdyn.simulate`
 SCHEMES = {"generalized-alpha": GENERALIZED_ALPHA, "gauss-legendre": GAUSS_LEGENDRE}
 #: the Butcher tableau of two-stage Gauss–Legendre: ``a_ij``, ``c_i = Σ_j a_ij``, the weights
 #: ``b_i = ½``; ``(a²)_ij`` and ``(b a)_j`` for ``Q_i = q + c_i h v + h² Σ_j (a²)_ij A_j`` and
