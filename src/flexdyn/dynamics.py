@@ -778,10 +778,10 @@ def _tree_hybrid(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
-        udot, T = _hybrid(model, pos, vel, applied_forces(model, q, u, tau) + g, udot_known,
-                          ~mask, f_ext)
-        T = T - g - passive_forces(model, q, u)  # the motor forces
-        T[~mask] = motor_torques(model, tau)[~mask]
+        motor, passive = motor_torques(model, tau), passive_forces(model, q, u)
+        udot, T = _hybrid(model, pos, vel, motor + passive + g, udot_known, ~mask, f_ext)
+        T = T - g - passive  # the motor forces
+        T[~mask] = motor[~mask]
         return udot, T
 
 

@@ -1042,11 +1042,12 @@ def _galpha_options(model: Model, integrator: str, h: Any, rho_inf: Any,
 #: what a failure status of the compiled integrators means
 _LOOP_FAILURES = {
     galpha.NEWTON_FAILED: f"the Newton iteration did not converge in {_MAX_NEWTON} iterations "
-                          "(a smaller h, or adaptive steps: h=None)",
+                          "(a smaller h; generalized-alpha also takes adaptive steps: h=None)",
     galpha.STEP_TOO_SMALL: "the step size fell below the resolution of t",
     galpha.SINGULAR: "the iteration matrix (M + γ' C + β' K, or Gauss–Legendre's) is singular "
                      "(a degree of freedom without inertia?)",
-    kernels.INVALID: "the state became non-finite (a smaller h, or adaptive steps: h=None)"}
+    kernels.INVALID: "the state became non-finite (a smaller h; generalized-alpha also takes "
+                     "adaptive steps: h=None)"}
 
 
 class _CompiledLoop:
@@ -1092,6 +1093,13 @@ class _CompiledLoop:
         self.Mk, self.S = np.zeros((nu, nu)), np.zeros((nu, nu))
         self.pred = np.empty(1 + 2 * nu)
         self.cnt = np.zeros(g.N_COUNTERS, dtype=np.int64)
+
+    def held(self, tau: np.ndarray, f_ext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) held over a step, in the layout
+        :meth:`run` takes: as they are, or once per stage for Gauss–Legendre."""
+        if self.ctl[galpha.SCHEME] != galpha.GAUSS_LEGENDRE:
+            return tau, f_ext
+        return np.concatenate([tau, tau]), np.concatenate([f_ext, f_ext])
 
     def run(self, times: np.ndarray, tau: np.ndarray, f_ext: np.ndarray, out_t: np.ndarray,
             out_x: np.ndarray) -> int:
@@ -1168,8 +1176,7 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
     g = galpha
     c, ctl, s, y, cnt, pred = loop.c, loop.ctl, loop.s, loop.y, loop.cnt, loop.pred
     if gauss:
-        tau_t, fe = (stage_forces(t0, y, c[g.H_FIXED]) if forced
-                     else (np.concatenate([tau_t, tau_t]), np.concatenate([fe, fe])))
+        tau_t, fe = stage_forces(t0, y, c[g.H_FIXED]) if forced else loop.held(tau_t, fe)
     times = np.zeros(0) if t_eval is None else np.ascontiguousarray(t_eval)
     n_out = times.size if t_eval is not None else (
         int(ctl[g.N_FIXED]) if h is not None else _CHUNK)
@@ -1670,10 +1677,8 @@ class Stepper:
         except _RhsFailure as exc:
             raise SimulationError(f"step from t = {self.t:.6g} s failed: {exc.message}",
                                   exc.t, exc.message) from exc.__cause__
-        if self._compiled["scheme"] == galpha.GAUSS_LEGENDRE:
-            tau, fe = np.concatenate([tau, tau]), np.concatenate([fe, fe])
         out_t, out_x = np.empty(1), np.empty((1, 2 * nu + _N_EXTRA))
-        status = loop.run(np.array([t1]), tau, fe, out_t, out_x)
+        status = loop.run(np.array([t1]), *loop.held(tau, fe), out_t, out_x)
         if status != galpha.FINISHED:
             t = float(loop.s[galpha.T])
             raise SimulationError(f"step from t = {self.t:.6g} s failed at t = {t:.6g} s: "

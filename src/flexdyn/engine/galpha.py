@@ -307,7 +307,7 @@ def _gauss_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, J, piv, stages,
                 cnt[FACTORIZATIONS] += 1
                 factored = True
         dx[:] = r
-        lu_substitute(J, piv, dx)
+        lu_substitute(J, piv, dx.reshape((dx.shape[0], 1)))
         for i in range(2):
             for k in range(nu):
                 A[i, k] -= dx[i * nu + k]

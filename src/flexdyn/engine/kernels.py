@@ -1412,22 +1412,29 @@ def lu_factor(A, piv):
 
 
 @_J
-def lu_substitute(A, piv, x):
-    """``x = A⁻¹ x`` in place with the factors of :func:`lu_factor`: the row swaps, then
-    ``L`` forward and ``U`` backward (LAPACK ``getrs``)."""
-    k = A.shape[0]
+def lu_substitute(A, piv, B):
+    """``B = A⁻¹ B`` (k × r right-hand sides) in place with the factors of
+    :func:`lu_factor`: the row swaps, then ``L`` forward and ``U`` backward (LAPACK
+    ``getrs``), row by row."""
+    k, n = A.shape[0], B.shape[1]
     for j in range(k):
         p = piv[j]
         if p != j:
-            x[j], x[p] = x[p], x[j]
+            for c in range(n):
+                B[j, c], B[p, c] = B[p, c], B[j, c]
     for j in range(k):
         for r in range(j + 1, k):
-            x[r] -= A[r, j] * x[j]
+            f = A[r, j]
+            for c in range(n):
+                B[r, c] -= f * B[j, c]
     for j in range(k - 1, -1, -1):
-        t = x[j]
-        for c in range(j + 1, k):
-            t -= A[j, c] * x[c]
-        x[j] = t / A[j, j]
+        for t in range(j + 1, k):
+            f = A[j, t]
+            for c in range(n):
+                B[j, c] -= f * B[t, c]
+        d = A[j, j]
+        for c in range(n):
+            B[j, c] /= d
 
 
 @_J

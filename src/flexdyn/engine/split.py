@@ -173,8 +173,7 @@ def _lu_solve(A, B):
     ``gesv``, which ``np.linalg.solve`` calls)."""
     piv = np.empty(A.shape[0], dtype=np.int64)
     lu_factor(A, piv)
-    for c in range(B.shape[1]):
-        lu_substitute(A, piv, B[:, c])
+    lu_substitute(A, piv, B)
 
 
 # ----------------------------------------------------------------------------------------------
