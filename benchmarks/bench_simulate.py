@@ -8,7 +8,8 @@ For each problem the script runs, in one process and one after the other,
   ``atol = 1e-8``),
 * the compiled ``integrator="generalized-alpha"`` (ρ∞ = 0.9) at fixed steps of 1 ms (Exudyn's)
   and 0.2 ms and with adaptive steps at the default and the looser tolerances, and the
-  compiled ``integrator="gauss-legendre"`` at 4, 2 and 1 ms (their own table: wall time,
+  compiled ``integrator="gauss-legendre"`` at 4, 2 and 1 ms and the compiled
+  ``integrator="radau-iia"`` with adaptive steps at both tolerances (their own table: wall time,
   steps, rejected tries, Newton iterations, factorizations, errors),
 
 and prints one table per problem: wall time (``SimulationResult.wall_time``: the integration
@@ -84,7 +85,9 @@ GALPHA = (("generalized-alpha, h = 1 ms", "generalized-alpha", {"h": 1e-3}),
            {"rtol": 1e-6, "atol": 1e-8}),
           ("gauss-legendre, h = 4 ms", "gauss-legendre", {"h": 4e-3}),
           ("gauss-legendre, h = 2 ms", "gauss-legendre", {"h": 2e-3}),
-          ("gauss-legendre, h = 1 ms", "gauss-legendre", {"h": 1e-3}))
+          ("gauss-legendre, h = 1 ms", "gauss-legendre", {"h": 1e-3}),
+          ("radau-iia, adaptive, rtol 1e-8", "radau-iia", {}),
+          ("radau-iia, adaptive, rtol 1e-6", "radau-iia", {"rtol": 1e-6, "atol": 1e-8}))
 SETTINGS = (("default", 1e-8, 1e-10), ("loose", 1e-6, 1e-8))
 REFERENCE = ("DOP853", 1e-12, 1e-14)
 ANCHOR = Path(__file__).resolve().parents[2] / "shared" / "anchors" / "exudyn_bench.py"

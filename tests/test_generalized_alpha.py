@@ -6,9 +6,11 @@ unresolved modes, forces, outputs and argument checks."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
+import scipy.integrate
 
 import flexdyn as fd
 from flexdyn import models
@@ -18,6 +20,7 @@ from helpers import pendulum, pendulum_period
 
 GA = "generalized-alpha"
 GL = "gauss-legendre"
+RADAU = "radau-iia"
 
 
 def cantilever(damping_ratio: float = 0.0) -> fd.Model:
@@ -127,13 +130,14 @@ def test_flexible_arm_against_radau(arm_reference):
 @pytest.mark.parametrize("integrator, newton_tol, lo, hi, finest", [
     (GA, 1e-10, 3.3, 4.7, 1e-3),  # second order: halving h divides the error by 4
     (GL, 1e-12, 12.0, 20.0, 1e-7),  # Gauss–Legendre, fourth order (torques of t at the stages)
+    (RADAU, 1e-6, 24.0, 40.0, 1e-7),  # Radau IIA, fifth order (its Newton tolerance is scaled)
 ])
 def test_order_of_convergence(arm_reference, integrator, newton_tol, lo, hi, finest):
     model, tau, t_eval = arm_case()
     errors = [arm_error(fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
                                    integrator=integrator, h=h, newton_tol=newton_tol),
                         arm_reference)
-              for h in (2e-3, 1e-3, 5e-4)]
+              for h in ((2e-3, 1e-3, 5e-4) if integrator != RADAU else (2e-3, 1e-3))]
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
     assert np.all((ratios > lo) & (ratios < hi)), (errors, ratios)
     assert errors[-1] < finest
@@ -238,6 +242,83 @@ def test_gauss_legendre_work_integrals_close_the_energy_balance(arm_reference):
 
 
 # ----------------------------------------------------------------------------------------------
+# Radau IIA (order 5, L-stable, step control) in the same compiled loop
+# ----------------------------------------------------------------------------------------------
+class CountingRadau(scipy.integrate.Radau):
+    """scipy's Radau IIA, counting its step tries."""
+
+    tries = 0
+
+    def step(self):
+        type(self).tries += 1
+        return super().step()
+
+
+@pytest.mark.parametrize("rtol", [1e-5, 1e-7, 1e-9])
+def test_radau_iia_steps_like_scipys_radau(arm_reference, rtol):
+    """The same method and error estimate as scipy's Radau: about as many step tries (within
+    25 %) and errors of the same size (within a factor of 3), each near the tolerance."""
+    model, tau, t_eval = arm_case()
+    kw = {"t_span": (0.0, t_eval[-1]), "tau": tau, "t_eval": t_eval, "rtol": rtol,
+          "atol": rtol * 1e-2}
+    CountingRadau.tries = 0
+    peer = fd.simulate(model, integrator=CountingRadau, **kw)
+    res = fd.simulate(model, integrator=RADAU, **kw)
+    steps, rejected = (int(v) for v in re.findall(r"(\d+) (?:steps|rejected)", res.message))
+    assert abs((steps + rejected) / CountingRadau.tries - 1.0) < 0.25
+    errors = arm_error(res, arm_reference), arm_error(peer, arm_reference)
+    assert errors[1] / 3 < errors[0] < 3 * errors[1]
+    assert errors[0] < 100 * rtol
+
+
+def test_radau_iia_annihilates_an_unresolved_mode():
+    """L-stability: a cantilever mode at ω h = 1000 falls by the factor
+    ``|R(iωh)| → 3/(ω h)`` per step (Radau IIA's stability function
+    ``(1 + 2z/5 + z²/20)/(1 − 3z/5 + 3z²/20 − z³/60)``), where Gauss–Legendre keeps its
+    energy."""
+    model = cantilever()
+    h = 1000.0 / omega(model)
+    res = fd.simulate(model, q0=[1e-3], t_span=(0.0, 4 * h), integrator=RADAU, h=h)
+    amplitude = np.sqrt(res.total_energy)
+    np.testing.assert_allclose(amplitude[1:] / amplitude[:-1], 3.0 / 1000.0, rtol=0.02)
+    kept = fd.simulate(model, q0=[1e-3], t_span=(0.0, 4 * h), integrator=GL, h=h,
+                       newton_tol=1e-13)
+    np.testing.assert_allclose(kept.total_energy, kept.total_energy[0], rtol=1e-9)
+
+
+def test_radau_iia_adaptive_steps_pass_over_stiff_damped_modes():
+    """A damped mode (ζ = 0.5) decays from 1 mm; once it is below ``atol`` the steps grow
+    far beyond an explicit method's stability limit (a few ``1/ω``), and the decay agrees
+    with DOP853 at rtol 1e-12."""
+    model = cantilever(damping_ratio=0.5)
+    w = omega(model)
+    t_eval = np.array([5.0, 10.0, 200.0]) / w
+    ref = fd.simulate(model, q0=[1e-3], t_span=(0.0, t_eval[-1]), t_eval=t_eval, rtol=1e-12,
+                      atol=1e-16)
+    res = fd.simulate(model, q0=[1e-3], t_span=(0.0, t_eval[-1]), integrator=RADAU,
+                      rtol=1e-6, atol=1e-12)
+    assert res.t[-1] - res.t[-2] > 50.0 / w
+    sampled = fd.simulate(model, q0=[1e-3], t_span=(0.0, t_eval[-1]), t_eval=t_eval,
+                          integrator=RADAU, rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(sampled.q[:, 0], ref.q[:, 0], rtol=0, atol=1e-9)
+    assert abs(ref.q[0, 0]) > 1e-5  # still moving at the first sample
+
+
+def test_radau_iia_work_integrals_close_the_energy_balance(arm_reference):
+    """Adaptive steps with a torque of ``t`` at the stages: the work and dissipation by the
+    stage quadrature (fifth order) agree with scipy's Radau at 1e-11 and close the balance."""
+    model, tau, t_eval = arm_case()
+    ref = fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
+                      integrator="Radau", rtol=1e-11, atol=1e-13)
+    res = fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
+                      integrator=RADAU, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(res.work, ref.work, atol=1e-7 * np.max(np.abs(ref.work)))
+    np.testing.assert_allclose(res.dissipation, ref.dissipation,
+                               atol=1e-6 * np.max(ref.dissipation))
+    assert np.max(np.abs(res.energy_balance_error)) < 1e-6  # percent
+
+
+# ----------------------------------------------------------------------------------------------
 # forces
 # ----------------------------------------------------------------------------------------------
 def test_state_feedback_and_constant_torques_against_dop853():
@@ -310,7 +391,8 @@ def test_failure_keeps_the_samples_before_it():
 @pytest.mark.parametrize("kwargs, match", [
     ({"h": 1e-3}, "options of the compiled integrators"),
     ({"integrator": GL}, "takes fixed steps: give h"),
-    ({"integrator": GL, "h": 1e-3, "rho_inf": 0.5}, "no numerical damping"),
+    ({"integrator": GL, "h": 1e-3, "rho_inf": 0.5}, "an option of integrator=.generalized-alpha"),
+    ({"integrator": "radau-iia", "rho_inf": 0.5}, "an option of integrator=.generalized-alpha"),
     ({"rho_inf": 0.5, "integrator": "Radau"}, "rho_inf"),
     ({"integrator": GA, "h": -1.0}, "h must be a positive"),
     ({"integrator": GA, "h": "1e-3"}, "h must be a number"),

@@ -52,6 +52,7 @@ THETA_EQ = REST + PRELOAD / K
     ("DOP853", {"rtol": 1e-11, "atol": 1e-12}, 1e-8),
     ("generalized-alpha", {"h": 2e-4}, 2e-4),
     ("gauss-legendre", {"h": 1e-2, "newton_tol": 1e-12}, 1e-6),
+    ("radau-iia", {"rtol": 1e-10, "atol": 1e-12}, 1e-8),
 ])
 def test_spring_damper_free_decay_is_the_closed_form(integrator, options, tol):
     """A preloaded spring–damper rotor released from rest decays about θ₀ + τ₀/k at the

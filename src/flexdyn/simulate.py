@@ -101,9 +101,11 @@ _N_EXTRA = 3  # augmented state: W_τ, W_ext, D
 _INTEGRATORS = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
 #: the compiled generalized-α integrator of :mod:`flexdyn.engine.galpha`
 GENERALIZED_ALPHA = "generalized-alpha"
-#: the compiled integrators (:data:`flexdyn.engine.galpha.SCHEMES`): generalized-α and the
-#: fourth-order Gauss–Legendre collocation, one compiled time loop each
+#: the compiled integrators (:data:`flexdyn.engine.galpha.SCHEMES`): generalized-α, the
+#: fourth-order Gauss–Legendre and the fifth-order Radau IIA collocation, each a compiled
+#: time loop
 COMPILED_INTEGRATORS = tuple(galpha.SCHEMES)
+
 #: the compiled integrator of :class:`Stepper`: Gauss–Legendre is a one-step method, so
 #: restarting it every macro step (the inputs change there) costs no accuracy, unlike
 #: generalized-α's auxiliary acceleration
@@ -704,7 +706,10 @@ def simulate(
         ``"generalized-alpha"``: the compiled generalized-α method of
         :mod:`flexdyn.engine.galpha` (Chung & Hulbert 1993 in Arnold & Brüls' form), or
         ``"gauss-legendre"``: the compiled two-stage Gauss–Legendre collocation (fourth
-        order, A-stable, no numerical damping; fixed steps ``h``), for
+        order, A-stable, no numerical damping; fixed steps ``h``), or ``"radau-iia"``: the
+        compiled three-stage Radau IIA collocation (fifth order, L-stable: unresolved
+        stiff modes are damped; the method, error estimate and step control of scipy's
+        ``"Radau"``, adaptive or with a fixed ``h``), for
         models whose coordinates are their own rates (``q̇ = u``: every joint's
         :attr:`~flexdyn.joints.Joint.rates`; others raise ``ValueError``); see
         ``_generalized_alpha`` for their step control, forces and outputs.  They ignore
@@ -739,13 +744,16 @@ def simulate(
         is included in ``external_work``.
     h : ``"generalized-alpha"``: a fixed step (s; the span is cut into
         ``ceil((t1 − t0)/h)`` equal steps, no error control); default None: adaptive steps
-        controlled by ``rtol``, ``atol`` (and at most ``max_step``).  ``"rk4"`` and
-        ``"gauss-legendre"``: their step (required; the span is cut the same way).
+        controlled by ``rtol``, ``atol`` (and at most ``max_step``); the same for
+        ``"radau-iia"``.  ``"rk4"`` and ``"gauss-legendre"``: their step (required; the span
+        is cut the same way).
     rho_inf : ``"generalized-alpha"`` only: the spectral radius ``ρ∞`` at infinite
         ``ω h``, in [0, 1] (default 0.9, as Exudyn's; 1: no numerical damping).
     newton_tol : the compiled integrators: the Newton iteration stops when its
         correction of the accelerations is at most ``newton_tol · max(1, max|u̇|)``
-        (default 1e-6).
+        (default 1e-6); ``"radau-iia"``: when its estimated distance to the solution, in
+        the stage states scaled by ``atol + rtol |x|``, is below ``newton_tol`` (default
+        ``min(0.03, √rtol)``, at least ``10 ε/rtol``; RADAU5's).
     closure_rate : for a model with loop closures, Baumgarte's rate ``ω`` (1/s, ≥ 0; 0: no
         stabilization) with which a drift of the closures decays (module notes).  The
         initial state must satisfy the closures to ``CLOSURE_TOL`` (else ``ValueError``
@@ -1024,30 +1032,42 @@ def _galpha_options(model: Model, integrator: str, h: Any, rho_inf: Any,
         if not (math.isfinite(h) and h > 0.0):
             raise ValueError(f"h must be a positive step size (s), got {h!r}")
     scheme = galpha.SCHEMES[integrator]
-    if scheme == galpha.GAUSS_LEGENDRE:
-        if h is None:
-            raise ValueError(f"integrator={integrator!r} takes fixed steps: give h (s)")
-        if rho_inf is not None:
-            raise ValueError(f"rho_inf: an option of integrator={GENERALIZED_ALPHA!r}; "
-                             f"{integrator!r} has no numerical damping")
+    if scheme == galpha.GAUSS_LEGENDRE and h is None:
+        raise ValueError(f"integrator={integrator!r} takes fixed steps: give h (s)")
+    if scheme != galpha.GENERALIZED_ALPHA and rho_inf is not None:
+        raise ValueError(f"rho_inf: an option of integrator={GENERALIZED_ALPHA!r}, not of "
+                         f"{integrator!r}")
     rho_inf = 0.9 if rho_inf is None else number(rho_inf, "rho_inf")
     if not 0.0 <= rho_inf <= 1.0:
         raise ValueError(f"rho_inf must lie in [0, 1], got {rho_inf!r}")
-    newton_tol = 1e-6 if newton_tol is None else number(newton_tol, "newton_tol")
-    if not 0.0 < newton_tol < 1.0:
-        raise ValueError(f"newton_tol must lie in (0, 1), got {newton_tol!r}")
+    if newton_tol is not None:
+        newton_tol = number(newton_tol, "newton_tol")
+        if not 0.0 < newton_tol < 1.0:
+            raise ValueError(f"newton_tol must lie in (0, 1), got {newton_tol!r}")
     return {"h": h, "rho_inf": rho_inf, "newton_tol": newton_tol, "scheme": scheme}
+
+
+def _newton_tol(scheme: int, rtol: float, newton_tol: float | None) -> float:
+    """The ``newton_tol`` of a compiled scheme: the one given, else 1e-6 (of the
+    accelerations); for Radau IIA, whose iteration stops on the stage states scaled by
+    ``atol + rtol |x|``, RADAU5's ``min(0.03, √rtol)`` by default (Hairer & Wanner,
+    Sec IV.8), and never below ``10 ε/rtol``, where round-off would stall it."""
+    if scheme == galpha.RADAU_IIA:
+        return max(10.0 * np.finfo(float).eps / rtol,
+                   min(0.03, math.sqrt(rtol)) if newton_tol is None else newton_tol)
+    return 1e-6 if newton_tol is None else newton_tol
 
 
 #: what a failure status of the compiled integrators means
 _LOOP_FAILURES = {
     galpha.NEWTON_FAILED: f"the Newton iteration did not converge in {_MAX_NEWTON} iterations "
-                          "(a smaller h; generalized-alpha also takes adaptive steps: h=None)",
+                          "(a smaller h; generalized-alpha and radau-iia also take adaptive "
+                          "steps: h=None)",
     galpha.STEP_TOO_SMALL: "the step size fell below the resolution of t",
-    galpha.SINGULAR: "the iteration matrix (M + γ' C + β' K, or Gauss–Legendre's) is singular "
-                     "(a degree of freedom without inertia?)",
-    kernels.INVALID: "the state became non-finite (a smaller h; generalized-alpha also takes "
-                     "adaptive steps: h=None)"}
+    galpha.SINGULAR: "the iteration matrix (M + γ' C + β' K, or a collocation scheme's) is "
+                     "singular (a degree of freedom without inertia?)",
+    kernels.INVALID: "the state became non-finite (a smaller h; generalized-alpha and "
+                     "radau-iia also take adaptive steps: h=None)"}
 
 
 class _CompiledLoop:
@@ -1055,13 +1075,16 @@ class _CompiledLoop:
     generalized_alpha`) from call to call, set up at ``(q0, u0)`` at ``t0`` for a run to
     ``t1`` with the forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) at ``t0`` (the initial
     acceleration and energy-balance integrands come from the compiled state derivative;
-    ``_RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈``),
-    ``Mk``, ``S``, ``pred`` and ``cnt`` in the layouts of :mod:`flexdyn.engine.galpha`.
+    ``_RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈``; ``a`` is
+    ``q⃛`` for the collocation schemes),
+    ``Mk``, ``S``, ``J``, ``piv``, ``pred`` and ``cnt`` in the layouts of
+    :mod:`flexdyn.engine.galpha`.
     ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps."""
 
     def __init__(self, model: Model, fidelity: str, q0: np.ndarray, u0: np.ndarray, t0: float,
                  t1: float, tau: np.ndarray, f_ext: np.ndarray, *, scheme: int,
-                 h: float | None, rho_inf: float, newton_tol: float, rtol: float, atol: float,
+                 h: float | None, rho_inf: float, newton_tol: float | None, rtol: float,
+                 atol: float,
                  max_step: float, record_steps: bool):
         g, nu = galpha, model.nu
         self.engine = _cached_engine(model, fidelity)
@@ -1070,11 +1093,14 @@ class _CompiledLoop:
                          f_ext)
         self.y = np.empty((4, nu))
         self.y[0], self.y[1] = q0, u0
-        self.y[2] = self.y[3] = xdot0[nu:2 * nu]
+        self.y[3] = xdot0[nu:2 * nu]
+        # generalized-α's auxiliary acceleration, or the collocation schemes' rate of q̈
+        self.y[2] = self.y[3] if scheme == g.GENERALIZED_ALPHA else 0.0
         self.c = c = np.zeros(g.N_PARAMS)
         c[[g.ALPHA_M, g.ALPHA_F, g.BETA, g.GAMMA]] = g.coefficients(rho_inf)
         c[g.ERROR_CONSTANT] = g.error_constant(rho_inf)
-        c[g.RTOL], c[g.ATOL], c[g.NEWTON_TOL] = rtol, atol, newton_tol
+        c[g.RTOL], c[g.ATOL] = rtol, atol
+        c[g.NEWTON_TOL] = _newton_tol(scheme, rtol, newton_tol)
         c[g.H_MIN] = 64.0 * np.finfo(float).eps * max(abs(t0), abs(t1))
         c[g.H_MAX], c[g.T_END] = max_step, t1
         self.ctl = ctl = np.zeros(g.N_CONTROLS, dtype=np.int64)
@@ -1091,23 +1117,24 @@ class _CompiledLoop:
         s[g.H] = min(max_step, (t1 - t0) / 100.0)
         s[g.P_TAU:g.P_TAU + 3] = xdot0[2 * nu:]
         self.Mk, self.S = np.zeros((nu, nu)), np.zeros((nu, nu))
+        k = nu * (galpha.nodes(scheme).size if scheme != g.GENERALIZED_ALPHA else 0)
+        self.J, self.piv = np.zeros((k, k)), np.zeros(k, dtype=np.int64)
         self.pred = np.empty(1 + 2 * nu)
         self.cnt = np.zeros(g.N_COUNTERS, dtype=np.int64)
 
     def held(self, tau: np.ndarray, f_ext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) held over a step, in the layout
-        :meth:`run` takes: as they are, or once per stage for Gauss–Legendre."""
-        if self.ctl[galpha.SCHEME] != galpha.GAUSS_LEGENDRE:
-            return tau, f_ext
-        return np.concatenate([tau, tau]), np.concatenate([f_ext, f_ext])
+        :meth:`run` takes: once per stage (:func:`flexdyn.engine.galpha.nodes`)."""
+        k = galpha.nodes(int(self.ctl[galpha.SCHEME])).size
+        return np.tile(tau, k), np.tile(f_ext, (k, 1))
 
     def run(self, times: np.ndarray, tau: np.ndarray, f_ext: np.ndarray, out_t: np.ndarray,
             out_x: np.ndarray) -> int:
-        """One call of the compiled entry (its status); Gauss–Legendre takes ``tau`` and
-        ``f_ext`` stacked per stage."""
+        """One call of the compiled entry (its status); the collocation schemes take
+        ``tau`` and ``f_ext`` stacked per stage."""
         return galpha.generalized_alpha(*self.engine.packed, self.c, self.ctl, times, tau,
-                                        f_ext, self.y, self.s, self.Mk, self.S, out_t, out_x,
-                                        self.pred, self.cnt)
+                                        f_ext, self.y, self.s, self.Mk, self.S, self.J,
+                                        self.piv, out_t, out_x, self.pred, self.cnt)
 
 
 def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1: float,
@@ -1115,30 +1142,33 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
                        t_eval: np.ndarray | None, max_step: float, progress: bool, *,
                        h: float | None, rho_inf: float, newton_tol: float,
                        scheme: int) -> SimulationResult:
-    """:func:`simulate` with a compiled integrator (``integrator="generalized-alpha"`` or
-    ``"gauss-legendre"``, ``scheme`` its code): the time loop runs in the compiled entry
-    :func:`flexdyn.engine.galpha.generalized_alpha`.  Gauss–Legendre takes fixed steps ``h``
-    and integrates the work integrals by its own quadrature at the stages (fourth order);
-    what follows holds for both.
+    """:func:`simulate` with a compiled integrator (``integrator="generalized-alpha"``,
+    ``"gauss-legendre"`` or ``"radau-iia"``, ``scheme`` its code): the time loop runs in the
+    compiled entry :func:`flexdyn.engine.galpha.generalized_alpha`.  The collocation schemes
+    integrate the work integrals by their own quadrature at the stages (fourth and fifth
+    order).
 
     * **Steps.** ``h`` given: ``ceil((t1 − t0)/h)`` equal steps, no error control (a Newton
       iteration that does not converge in ``_MAX_NEWTON`` iterations is an error).
-      ``h`` None: adaptive steps, the local error of ``q`` estimated from the change of the
-      auxiliary acceleration and held to ``atol + rtol |q|`` per step (the method is second
-      order, so ``rtol`` = 1e-8 takes many more steps than with DOP853; 1e-6 … 1e-4 are its
-      range), at most ``max_step``; a try whose Newton iteration fails is retried with a
-      quarter of the step.
+      ``h`` None (generalized-α, Radau IIA): adaptive steps, at most ``max_step``.
+      Generalized-α estimates the local error of ``q`` from the change of the auxiliary
+      acceleration and holds it to ``atol + rtol |q|`` per step (the method is second order,
+      so ``rtol`` = 1e-8 takes many more steps than with DOP853; 1e-6 … 1e-4 are its range);
+      a try whose Newton iteration fails is retried with a quarter of the step.  Radau IIA
+      uses RADAU5's estimate and controller on ``q`` and ``u`` (those of scipy's
+      ``"Radau"``: about as many steps at the same tolerances) and halves a step whose
+      iteration fails.
     * **Forces.** ``tau`` and ``f_ext`` None or constant arrays: the whole integration is one
       compiled call.  A callable ``tau(t, q, u)`` or ``f_ext(t, q, u)`` is evaluated in
       Python once per step try, at ``t_{n+1}`` and the predicted state
       ``q* = q + h u + ½ h² u̇``, ``u* = u + h u̇`` (exact for forces of ``t`` alone;
       second-order accurate for smooth state feedback), and held during the Newton
-      iteration; the compiled entry is then called once per try.  Gauss–Legendre
-      evaluates it at its two stage times ``t_n + c_i h`` and the states predicted there
-      the same way (fourth order for forces of ``t`` alone).
+      iteration; the compiled entry is then called once per try.  The collocation schemes
+      evaluate it at their stage times ``t_n + c_i h`` and the states predicted there
+      the same way (their full order for forces of ``t`` alone).
     * **Outputs.** The ``t_eval`` samples by cubic Hermite interpolation on the step
-      (``q`` from ``q, u`` at both ends, ``u`` from ``u, u̇``), or every step; the work
-      integrals by the trapezoidal rule over each step (linear within it).  ``nfev`` counts
+      (``q`` from ``q, u`` at both ends, ``u`` from ``u, u̇``, the work integrals from their
+      integrands at both ends; Gauss–Legendre's linearly), or every step.  ``nfev`` counts
       the inverse-dynamics evaluations; the message gives the steps, rejected tries, Newton
       iterations and factorizations of the iteration matrix."""
     model, fidelity, tau_fn, fext_fn = ode.model, ode.fidelity, ode.tau_fn, ode.fext_fn
@@ -1158,14 +1188,14 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
         return error
 
     def stage_forces(t: float, y: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
-        """Gauss–Legendre's forces of the step from ``t``: at its two stage times
-        ``t + c_i h`` and the states predicted there from ``y``, stacked ((2 nu,),
-        (2 n_bodies, 6))."""
+        """A collocation scheme's forces of the step ``h`` from ``t``: at its stage times
+        ``t + c_i h`` and the states predicted there from ``y``, stacked ((s nu,),
+        (s n_bodies, 6))."""
         at = [forces(t + ci * h, y[0] + ci * h * y[1] + 0.5 * (ci * h) ** 2 * y[3],
-                     y[1] + ci * h * y[3]) for ci in galpha.GL_C]
+                     y[1] + ci * h * y[3]) for ci in galpha.nodes(scheme)]
         return np.concatenate([a[0] for a in at]), np.concatenate([a[1] for a in at])
 
-    gauss = scheme == galpha.GAUSS_LEGENDRE
+    collocation = scheme != galpha.GENERALIZED_ALPHA
     tau_t, fe = forces(t0, q0, u0)
     try:
         loop = _CompiledLoop(model, fidelity, q0, u0, t0, t1, tau_t, fe, scheme=scheme, h=h,
@@ -1174,9 +1204,9 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
     except _RhsFailure as exc:
         raise failed(t0, exc.message, cause=exc.__cause__) from exc.__cause__
     g = galpha
-    c, ctl, s, y, cnt, pred = loop.c, loop.ctl, loop.s, loop.y, loop.cnt, loop.pred
-    if gauss:
-        tau_t, fe = stage_forces(t0, y, c[g.H_FIXED]) if forced else loop.held(tau_t, fe)
+    ctl, s, y, cnt, pred = loop.ctl, loop.s, loop.y, loop.cnt, loop.pred
+    if collocation:
+        tau_t, fe = loop.held(tau_t, fe)  # forces that vary are evaluated once paused
     times = np.zeros(0) if t_eval is None else np.ascontiguousarray(t_eval)
     n_out = times.size if t_eval is not None else (
         int(ctl[g.N_FIXED]) if h is not None else _CHUNK)
@@ -1198,7 +1228,7 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
             elif status == g.PAUSED:
                 if forced:
                     ctl[g.MAX_TRIES] = 1
-                    tau_t, fe = (stage_forces(s[g.T], y, c[g.H_FIXED]) if gauss
+                    tau_t, fe = (stage_forces(s[g.T], y, pred[0] - s[g.T]) if collocation
                                  else forces(pred[0], pred[1:1 + nu], pred[1 + nu:]))
             else:
                 break

@@ -1,7 +1,10 @@
 """Generalized-α time integration compiled in one entry (:func:`generalized_alpha`), which
-also runs the two-stage Gauss–Legendre collocation (``_gauss_step``, ``ctl[SCHEME]``):
-fourth order, A-stable and symplectic (it keeps the energy of an undamped linear system), on
-the same residual, iteration-matrix blocks, forces, samples and work integrals.
+also runs two collocation methods (``_collocation_step``, ``ctl[SCHEME]``) on the same
+residual, iteration-matrix blocks, forces, samples and work integrals: the two-stage
+Gauss–Legendre method (fourth order, A-stable and symplectic: it keeps the energy of an
+undamped linear system) and the three-stage Radau IIA method (fifth order, L-stable: it
+damps the modes its step does not resolve), the latter with the step control of Hairer &
+Wanner's RADAU5 (Sec IV.8).
 
 The scheme is Chung & Hulbert's (1993) generalized-α method in the form of Arnold & Brüls
 (2007) for ``M(q) q̈ + c(q, q̇, t) = τ``: with ``a`` the auxiliary "acceleration-like"
@@ -80,20 +83,51 @@ ADAPTIVE, MAX_NEWTON, MAX_TRIES, RECORD_STEPS, N_FIXED, SCHEME = range(6)
 #: length of ``ctl``
 N_CONTROLS = 6
 #: the schemes of the entry: generalized-α (second order, numerical damping ``ρ∞``, step
-#: control) and the two-stage Gauss–Legendre collocation (fourth order, A-stable and
-#: symplectic, no numerical damping; fixed steps)
-GENERALIZED_ALPHA, GAUSS_LEGENDRE = 0, 1
+#: control), the two-stage Gauss–Legendre collocation (fourth order, A-stable and
+#: symplectic, no numerical damping; fixed steps) and the three-stage Radau IIA collocation
+#: (fifth order, L-stable and stiffly accurate; fixed steps or step control)
+GENERALIZED_ALPHA, GAUSS_LEGENDRE, RADAU_IIA = 0, 1, 2
 #: the schemes by their ``integrator`` names in :func:`flexdyn.simulate`
-SCHEMES = {"generalized-alpha": GENERALIZED_ALPHA, "gauss-legendre": GAUSS_LEGENDRE}
-#: the Butcher tableau of two-stage Gauss–Legendre: ``a_ij``, ``c_i = Σ_j a_ij``, the weights
-#: ``b_i = ½``; ``(a²)_ij`` and ``(b a)_j`` for ``Q_i = q + c_i h v + h² Σ_j (a²)_ij A_j`` and
-#: ``q_{n+1} = q + h v + h² Σ_j (b a)_j A_j``
-_S3 = math.sqrt(3.0)
-GL_A = ((0.25, 0.25 - _S3 / 6.0), (0.25 + _S3 / 6.0, 0.25))
-GL_C = (0.5 - _S3 / 6.0, 0.5 + _S3 / 6.0)
-GL_A2 = tuple(tuple(sum(GL_A[i][k] * GL_A[k][j] for k in range(2)) for j in range(2))
-              for i in range(2))
-GL_BA = tuple(0.5 * (GL_A[0][j] + GL_A[1][j]) for j in range(2))
+SCHEMES = {"generalized-alpha": GENERALIZED_ALPHA, "gauss-legendre": GAUSS_LEGENDRE,
+           "radau-iia": RADAU_IIA}
+
+
+def tableau(a: tuple, b: tuple) -> np.ndarray:
+    """A collocation method's Butcher tableau ``a_ij`` (s × s) and weights ``b`` (s,) in the
+    layout the step takes: the columns ``[a | a² | c | b | b a]`` (s × (2 s + 3)), with the
+    nodes ``c_i = Σ_j a_ij``.  In second-order form ``V_i = q̇ + h Σ_j a_ij A_j``,
+    ``Q_i = q + c_i h q̇ + h² Σ_j (a²)_ij A_j``, ``q̇_{n+1} = q̇ + h Σ_j b_j A_j`` and
+    ``q_{n+1} = q + h q̇ + h² Σ_j (b a)_j A_j`` (Hairer, Nørsett & Wanner, Sec II.14)."""
+    a, b = np.array(a, dtype=float), np.array(b, dtype=float)
+    return np.column_stack([a, a @ a, a.sum(axis=1), b, b @ a])
+
+
+_S3, _S6 = math.sqrt(3.0), math.sqrt(6.0)
+#: two-stage Gauss–Legendre (Hairer & Wanner, Sec IV.5) in the layout of :func:`tableau`
+GL_TABLE = tableau(((0.25, 0.25 - _S3 / 6.0), (0.25 + _S3 / 6.0, 0.25)), (0.5, 0.5))
+#: three-stage Radau IIA (Hairer & Wanner, Sec IV.5; ``b`` is its last row) in the layout
+#: of :func:`tableau`
+RADAU_TABLE = tableau((((88.0 - 7.0 * _S6) / 360.0, (296.0 - 169.0 * _S6) / 1800.0,
+                        (-2.0 + 3.0 * _S6) / 225.0),
+                       ((296.0 + 169.0 * _S6) / 1800.0, (88.0 + 7.0 * _S6) / 360.0,
+                        (-2.0 - 3.0 * _S6) / 225.0),
+                       ((16.0 - _S6) / 36.0, (16.0 + _S6) / 36.0, 1.0 / 9.0)),
+                      ((16.0 - _S6) / 36.0, (16.0 + _S6) / 36.0, 1.0 / 9.0))
+#: the tableau of each collocation scheme
+TABLES = {GAUSS_LEGENDRE: GL_TABLE, RADAU_IIA: RADAU_TABLE}
+
+
+def nodes(scheme: int) -> np.ndarray:
+    """The stage times ``c_i`` (fractions of the step) at which ``scheme`` takes its
+    forces: the collocation nodes, or ``[1]`` for generalized-α (forces at ``t_{n+1}``)."""
+    return TABLES[scheme][:, 2 * TABLES[scheme].shape[0]] if scheme in TABLES else np.ones(1)
+
+
+#: Radau IIA's error estimate (Hairer & Wanner, Sec IV.8, with ``γ₀⁻¹`` the real eigenvalue
+#: of ``a``): ``err = (γ₀/h − J)⁻¹ (f(y_n) + Σ_i e_i Z_i / h)`` with the stage
+#: increments ``Z_i = Y_i − y_n``; ``RADAU_MU`` is ``γ₀⁻¹``, ``RADAU_E`` the ``e_i``
+RADAU_MU = 3.0 + 3.0 ** (2.0 / 3.0) - 3.0 ** (1.0 / 3.0)
+RADAU_E = np.array([-13.0 - 7.0 * _S6, -13.0 + 7.0 * _S6, -1.0]) / 3.0
 #: slots of the integrator's scalars ``s``: time, next step size, step size of the factored
 #: iteration matrix (0: none), whether a mass matrix is kept (1) or not (0), start time, the
 #: work integrals ``W_τ, W_ext, D`` and their integrands at the current time
@@ -254,39 +288,60 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, S, s, new, base
 
 
 @_J
-def _gauss_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, J, piv, stages, r, dx, p,
-                new, cnt):
-    """One step of size ``h`` from ``y`` (rows ``q, q̇, ·, q̈`` at ``t_n``) into ``new`` by
-    two-stage Gauss–Legendre collocation (order 4; Hairer & Wanner, Sec IV.5): the stage
-    accelerations ``A_i`` (``stages[0:2]``, (2, nu)) solve
-    ``ID(Q_i, V_i, A_i) − τ = 0`` with ``V_i = q̇ + h Σ_j a_ij A_j`` (``stages[2:4]``),
-    ``Q_i = q + c_i h q̇ + h² Σ_j (a²)_ij A_j`` (``stages[4:6]``), ``τ`` and ``f_ext`` at
-    stage ``i`` the rows ``i`` of ``tau`` (2 nu,) and ``fext`` (2 n, 6), by a simplified Newton
-    iteration on ``J = I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (2 nu × 2 nu, LU with partial
+def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, scaled, J, piv, s,
+                      stages, r, dx, p, new, cnt):
+    """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈`` at ``t_n``) into ``new`` by
+    the s-stage collocation method of ``tab`` (:func:`tableau`; Hairer & Wanner, Sec IV.5):
+    the stage accelerations ``A_i`` (``stages[0:s]``, (s, nu)) solve
+    ``ID(Q_i, V_i, A_i) − τ = 0`` with ``V_i = q̇ + h Σ_j a_ij A_j`` (``stages[s:2s]``),
+    ``Q_i = q + c_i h q̇ + h² Σ_j (a²)_ij A_j`` (``stages[2s:3s]``), ``τ`` and ``f_ext`` at
+    stage ``i`` the rows ``i`` of ``tau`` (s nu,) and ``fext`` (s n, 6), by a simplified Newton
+    iteration on ``J = I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (s nu × s nu, LU with partial
     pivoting into ``J``, ``piv``; ``M`` at the first stage's first iterate, ``C`` and ``K``
-    the constant blocks of :func:`_modal_blocks`), starting from ``A_i = q̈_n``.  Then
+    the constant blocks of :func:`_modal_blocks`), starting from ``A_i = q̈_n + c_i h q⃛_n``
+    (``q⃛_n`` from the last two stages of the previous step, 0 at the start).  The factor
+    of ``J`` (and ``M`` in ``Mk``) is kept for the next step of the same size
+    (``s[H_FACTOR]``, ``s[M_KEPT]``) unless the iteration contracted by more than
+    :data:`THETA_KEEP`; an iteration that fails with a kept factor starts again with a
+    fresh one.  The iteration stops when a
+    correction is at most ``newton_tol · max(1, max|A|)`` or, ``scaled``, as Hairer &
+    Wanner's RADAU5 stops (Sec IV.8): when the distance to the solution, ``θ/(1 − θ)`` times
+    the root-mean-square of the corrections of the stage states ``(Q_i, V_i)`` over
+    ``ATOL + RTOL |x_n|`` (``θ`` the ratio of the last two), is below ``newton_tol``, and
+    fails when ``θ ≥ 1``.  Then
     ``q̇_{n+1} = q̇ + h Σ b_i A_i``, ``q_{n+1} = q + h q̇ + h² Σ_j (b a)_j A_j`` and
-    ``q̈_{n+1}`` extrapolated linearly from the stages (for the dense output); ``p`` (2, 3)
+    ``q̈_{n+1}`` and its rate ``q⃛_{n+1}`` extrapolated linearly from the last two stages
+    (``q̈_{n+1}`` is the last stage itself for Radau IIA, whose ``c_s = 1``); ``p`` (s, 3)
     holds the energy-balance integrands (:func:`_power`) at the stages, from the last
     iterate.  Returns :data:`_CONVERGED`, :data:`NEWTON_FAILED`, :data:`SINGULAR` or
     :data:`~flexdyn.engine.kernels.INVALID`."""
     tol = c[NEWTON_TOL]
+    ns = tab.shape[0]
+    a, a2, cn, b, ba = tab[:, :ns], tab[:, ns:2 * ns], tab[:, 2 * ns], tab[:, 2 * ns + 1], \
+        tab[:, 2 * ns + 2]
     nu, n = y.shape[1], pm.ints.shape[0]
-    A, Vs, Qs = stages[0:2], stages[2:4], stages[4:6]
+    A, Vs, Qs = stages[0:ns], stages[ns:2 * ns], stages[2 * ns:3 * ns]
     q0, v0 = y[0], y[1]
-    for i in range(2):
-        A[i, :] = y[3]
-    factored = False
+    for i in range(ns):
+        for k in range(nu):
+            A[i, k] = y[3, k] + cn[i] * h * y[2, k]
+    factored = s[M_KEPT] != 0.0 and s[H_FACTOR] == h  # the kept factor of J
+    fresh = not factored
     it = 0
+    previous = math.inf
+    theta_max = 0.0
     while True:
-        for i in range(2):
+        for i in range(ns):
             for k in range(nu):
-                Vs[i, k] = v0[k] + h * (GL_A[i][0] * A[0, k] + GL_A[i][1] * A[1, k])
-                Qs[i, k] = q0[k] + GL_C[i] * h * v0[k] + h * h * (
-                    GL_A2[i][0] * A[0, k] + GL_A2[i][1] * A[1, k])
+                vi, qi = 0.0, 0.0
+                for j in range(ns):
+                    vi += a[i, j] * A[j, k]
+                    qi += a2[i, j] * A[j, k]
+                Vs[i, k] = v0[k] + h * vi
+                Qs[i, k] = q0[k] + cn[i] * h * v0[k] + h * h * qi
             if not (_finite(Qs[i]) and _finite(Vs[i])):
                 return INVALID
-        for i in range(2):
+        for i in range(ns):
             ri, ti, fi = r[i * nu:(i + 1) * nu], tau[i * nu:(i + 1) * nu], fext[i * n:(i + 1) * n]
             _inverse(pm, w, Qs[i], Vs[i], A[i], fi, ri)
             cnt[RESIDUALS] += 1
@@ -295,38 +350,119 @@ def _gauss_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, J, piv, stages,
             _power(pm, w, Qs[i], Vs[i], ti, fi, p[i])
             if not factored:  # M(Q_1) after the position terms of the first residual
                 crba(pm, w, Mk)
-                for a in range(2):
-                    for b in range(2):
+                s[M_KEPT], s[H_FACTOR] = 1.0, 0.0
+                for e in range(ns):
+                    for f in range(ns):
                         for m in range(nu):
                             for k in range(nu):
-                                J[a * nu + m, b * nu + k] = (
-                                    (Mk[m, k] if a == b else 0.0) + h * GL_A[a][b] * Cu[m, k]
-                                    + h * h * GL_A2[a][b] * Ku[m, k])
+                                J[e * nu + m, f * nu + k] = (
+                                    (Mk[m, k] if e == f else 0.0) + h * a[e, f] * Cu[m, k]
+                                    + h * h * a2[e, f] * Ku[m, k])
                 if not lu_factor(J, piv):
                     return SINGULAR
+                s[H_FACTOR] = h
                 cnt[FACTORIZATIONS] += 1
                 factored = True
         dx[:] = r
         lu_substitute(J, piv, dx.reshape((dx.shape[0], 1)))
-        for i in range(2):
+        for i in range(ns):
             for k in range(nu):
                 A[i, k] -= dx[i * nu + k]
         it += 1
         cnt[ITERATIONS] += 1
-        step = _amax(dx)
+        step = _stage_norm(c, h, y, a, a2, dx) if scaled else _amax(dx)
         if not math.isfinite(step):
             return INVALID
-        if step <= tol * max(1.0, _amax(A[0]), _amax(A[1])):
+        theta = step / previous  # the contraction, 0 on the first correction
+        if scaled:
+            converged = step == 0.0 or (it > 1 and theta < 1.0
+                                        and theta / (1.0 - theta) * step < tol)
+        else:
+            converged = step <= tol * max(1.0, _amax(A.ravel()))
+        if converged:
             break
-        if it >= max_iter:
-            return NEWTON_FAILED
-    slope = (1.0 - GL_C[0]) / (GL_C[1] - GL_C[0])
+        theta_max = max(theta_max, theta)
+        if it >= max_iter or (scaled and theta >= 1.0):
+            if fresh:
+                return NEWTON_FAILED
+            # slow with the kept factor: start again with M and J at this step
+            for i in range(ns):
+                for k in range(nu):
+                    A[i, k] = y[3, k] + cn[i] * h * y[2, k]
+            factored, fresh, it, previous, theta_max = False, True, 0, math.inf, 0.0
+            continue
+        previous = step
+    if theta_max > THETA_KEEP:
+        s[M_KEPT] = 0.0  # form M and J afresh at the next step
+    slope = (1.0 - cn[ns - 2]) / (cn[ns - 1] - cn[ns - 2])
     for k in range(nu):
-        new[0, k] = q0[k] + h * v0[k] + h * h * (GL_BA[0] * A[0, k] + GL_BA[1] * A[1, k])
-        new[1, k] = v0[k] + 0.5 * h * (A[0, k] + A[1, k])
-        new[3, k] = A[0, k] + slope * (A[1, k] - A[0, k])
-        new[2, k] = new[3, k]
+        qa, va = 0.0, 0.0
+        for j in range(ns):
+            qa += ba[j] * A[j, k]
+            va += b[j] * A[j, k]
+        new[0, k] = q0[k] + h * v0[k] + h * h * qa
+        new[1, k] = v0[k] + h * va
+        new[3, k] = A[ns - 2, k] + slope * (A[ns - 1, k] - A[ns - 2, k])
+        new[2, k] = (A[ns - 1, k] - A[ns - 2, k]) / ((cn[ns - 1] - cn[ns - 2]) * h)
     return _CONVERGED
+
+
+@_J
+def _stage_norm(c, h, y, a, a2, dA):
+    """The root mean square of the stage-state changes ``δQ_i = h² Σ_j (a²)_ij δA_j`` and
+    ``δV_i = h Σ_j a_ij δA_j`` of the correction ``δA`` (s nu,) over
+    ``ATOL + RTOL |q_n|`` and ``ATOL + RTOL |q̇_n|``."""
+    nu, ns = y.shape[1], a.shape[0]
+    total = 0.0
+    for i in range(ns):
+        for k in range(nu):
+            dq, dv = 0.0, 0.0
+            for j in range(ns):
+                dq += a2[i, j] * dA[j * nu + k]
+                dv += a[i, j] * dA[j * nu + k]
+            total += ((h * h * dq / (c[ATOL] + c[RTOL] * abs(y[0, k]))) ** 2
+                      + (h * dv / (c[ATOL] + c[RTOL] * abs(y[1, k]))) ** 2)
+    return math.sqrt(total / (2 * ns * nu))
+
+
+@_J
+def _radau_error(c, h, y, new, stages, Mk, Cu, Ku, S, rq, ru, e):
+    """The scaled norm of Radau IIA's local error estimate of the step ``y → new``
+    (:data:`RADAU_E`; Hairer & Wanner, Sec IV.8) for ``ẋ = f(x)``, ``x = (q, q̇)``:
+    ``err = (μ/h − J)⁻¹ (f(x_n) + Σ_i e_i Z_i / h)`` with ``μ`` = :data:`RADAU_MU` and the
+    stage increments ``Z_i = (Q_i − q, V_i − q̇)``, whose filter ``(μ/h − J)⁻¹`` keeps the
+    unresolved stiff modes from dominating it.  With the Jacobian of the iteration,
+    ``J = [[0, I], [−M⁻¹K, −M⁻¹C]]``, the system reduces to
+    ``(M + C/γ + K/γ²) e_q = (M r_u + (γ M + C) r_q)/γ²``, ``e_u = γ e_q − r_q``
+    (``γ = μ/h``; Cholesky into ``S``).  The norm is the root mean square of
+    ``e_k / (ATOL + RTOL max(|x_n,k|, |x_{n+1},k|))`` over ``q`` and ``q̇``; ``inf`` when
+    the matrix is not positive definite."""
+    nu, ns = y.shape[1], RADAU_E.shape[0]
+    Vs, Qs = stages[ns:2 * ns], stages[2 * ns:3 * ns]
+    g = RADAU_MU / h
+    for k in range(nu):
+        zq, zv = 0.0, 0.0
+        for i in range(ns):
+            zq += RADAU_E[i] * (Qs[i, k] - y[0, k])
+            zv += RADAU_E[i] * (Vs[i, k] - y[1, k])
+        rq[k] = y[1, k] + zq / h
+        ru[k] = y[3, k] + zv / h
+    for m in range(nu):
+        v = 0.0
+        for k in range(nu):
+            v += Mk[m, k] * (ru[k] + g * rq[k]) + Cu[m, k] * rq[k]
+            S[m, k] = Mk[m, k] + Cu[m, k] / g + Ku[m, k] / (g * g)
+        e[m] = v / (g * g)
+    if not cholesky_factor(S, MASS_MATRIX_RTOL):
+        return math.inf
+    cholesky_substitute(S, e, e)
+    total = 0.0
+    for k in range(nu):
+        eu = g * e[k] - rq[k]
+        sq = c[ATOL] + c[RTOL] * max(abs(y[0, k]), abs(new[0, k]))
+        su = c[ATOL] + c[RTOL] * max(abs(y[1, k]), abs(new[1, k]))
+        total += (e[k] / sq) ** 2 + (eu / su) ** 2
+    return math.sqrt(total / (2 * nu))
 
 
 @_J
@@ -346,10 +482,10 @@ def _next_step(c, ctl, s, cnt):
 
 
 @_J
-def _sample(y, new, wq, h, theta, out):
+def _sample(y, new, wq, pw, h, theta, out):
     """The state at ``t_n + θ h`` by cubic Hermite interpolation on the step (``q`` from
-    ``q, q̇`` at both ends, ``q̇`` from ``q̇, q̈``; third order) and the work integrals
-    ``wq`` (2, 3) linearly, into ``out = [q; q̇; W_τ, W_ext, D]``."""
+    ``q, q̇`` at both ends, ``q̇`` from ``q̇, q̈``, the work integrals from ``wq`` (2, 3) and
+    their integrands ``pw`` (2, 3); third order), into ``out = [q; q̇; W_τ, W_ext, D]``."""
     nu = y.shape[1]
     t2, t3 = theta * theta, theta * theta * theta
     h00, h10, h01, h11 = 2 * t3 - 3 * t2 + 1.0, t3 - 2 * t2 + theta, 3 * t2 - 2 * t3, t3 - t2
@@ -357,7 +493,8 @@ def _sample(y, new, wq, h, theta, out):
         out[k] = h00 * y[0, k] + h10 * h * y[1, k] + h01 * new[0, k] + h11 * h * new[1, k]
         out[nu + k] = h00 * y[1, k] + h10 * h * y[3, k] + h01 * new[1, k] + h11 * h * new[3, k]
     for k in range(3):
-        out[2 * nu + k] = (1.0 - theta) * wq[0, k] + theta * wq[1, k]
+        out[2 * nu + k] = (h00 * wq[0, k] + h10 * h * pw[0, k] + h01 * wq[1, k]
+                           + h11 * h * pw[1, k])
 
 
 @_J
@@ -376,20 +513,23 @@ def _predict(c, ctl, s, cnt, y, pred):
 # the entry
 # ----------------------------------------------------------------------------------------------
 @_E
-def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out_x, pred, cnt):
+def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, J, piv, out_t, out_x,
+                      pred, cnt):
     """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,)
-    and the wrenches ``fext`` (n_bodies, 6) held (Gauss–Legendre: one of each per stage,
-    stacked, (2 nu,) and (2 n_bodies, 6)), in one call: until the end, until
+    and the wrenches ``fext`` (n_bodies, 6) held (the collocation schemes: one of each per
+    stage, stacked, (s nu,) and (s n_bodies, 6)), in one call: until the end, until
     ``out_t`` is full (recording every step) or after ``ctl[MAX_TRIES]`` tries (a caller
     with forces that depend on the state evaluates them at ``pred`` between calls).
 
     ``c`` (:data:`N_PARAMS`): the coefficients and tolerances; ``ctl`` (:data:`N_CONTROLS`);
     ``t_eval``: the sample times (with ``ctl[RECORD_STEPS] == 0``); ``y`` (4, nu): ``q, q̇,
-    a, q̈`` at ``s[T]``, advanced in place; ``s`` (:data:`N_SCALARS`), ``Mk`` and ``S``
-    (nu × nu: the kept mass matrix and the factor of the iteration matrix) and ``cnt``
+    a, q̈`` at ``s[T]`` (row 2 is ``q⃛`` for the collocation schemes), advanced in place;
+    ``s`` (:data:`N_SCALARS`), ``Mk`` and ``S`` (nu × nu: the kept mass matrix and the
+    factor of generalized-α's iteration matrix), ``J`` and ``piv`` (s nu × s nu and s nu:
+    the factor of a collocation scheme's; empty for generalized-α) and ``cnt``
     (:data:`N_COUNTERS`) carry the integrator from call to call; the samples go to
-    ``out_t[cnt[N_OUT]:]`` and the rows of ``out_x`` (``[q; q̇; W_τ, W_ext, D]``);
-    ``pred`` (1 + 2 nu) receives the predictor of the next try (``_predict``).  Returns
+    ``out_t[cnt[N_OUT]:]`` and the rows of ``out_x`` (``[q; q̇; W_τ, W_ext, D]``); ``pred``
+    (1 + 2 nu) receives the predictor of the next try (``_predict``).  Returns
     :data:`FINISHED`, :data:`FULL`, :data:`PAUSED` or a failure (the state is that of the
     last accepted step).
 
@@ -399,21 +539,28 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out
     rejected and one whose Newton iteration fails is retried with a quarter of the step; the
     next step is ``h · min(2, max(0.2, 0.9 norm^(−1/3)))``, kept at ``h`` when that factor
     lies in [0.85, 1.3] (so the iteration matrix can be kept).  On a change ``a`` is shifted to
-    the new step (``a ≈ q̈(t + (α_m − α_f) h)``)."""
+    the new step (``a ≈ q̈(t + (α_m − α_f) h)``).  Radau IIA measures its own estimate
+    (:func:`_radau_error`, a root-mean-square norm over ``q`` and ``q̇``) and follows Hairer &
+    Wanner's controller: the next step is ``h · min(10, max(0.2, σ norm^(−1/4)))`` with the
+    safety factor ``σ = 0.9 (2 k_max + 1)/(2 k_max + k)`` (``k`` Newton iterations of the
+    step, ``k_max`` = ``ctl[MAX_NEWTON]``), kept at ``h`` when that factor lies in [1, 1.2],
+    and a failed Newton iteration halves the step."""
     pm, w = unpack(ib, fb), workspace(ib)
     nu = y.shape[1]
     Ku, Cu = np.empty((nu, nu)), np.empty((nu, nu))
     _modal_blocks(pm, nu, Ku, Cu)
-    gauss = ctl[SCHEME] == GAUSS_LEGENDRE
-    tau_m = np.empty(tau.shape[0])  # Gauss–Legendre: one force per stage, stacked
+    collocation = ctl[SCHEME] != GENERALIZED_ALPHA
+    radau = ctl[SCHEME] == RADAU_IIA
+    tab = RADAU_TABLE if radau else GL_TABLE
+    ns = tab.shape[0] if collocation else 0
+    tau_m = np.empty(tau.shape[0])  # collocation: one force per stage, stacked
     for i in range(tau.shape[0] // nu):
         motor_torques(pm, tau[i * nu:(i + 1) * nu], tau_m[i * nu:(i + 1) * nu])
-    J = np.empty((2 * nu, 2 * nu) if gauss else (0, 0))
-    piv = np.empty(2 * nu, dtype=np.int64)
-    stages, r2, dx2, p2 = np.empty((6, nu)), np.empty(2 * nu), np.empty(2 * nu), np.empty((2, 3))
+    stages, rs, dxs, ps = (np.empty((3 * ns, nu)), np.empty(ns * nu), np.empty(ns * nu),
+                           np.empty((ns, 3)))
     new, base = np.empty((4, nu)), np.empty((3, nu))
-    r, dx = np.empty(nu), np.empty(nu)
-    wq, power = np.empty((2, 3)), np.empty(3)
+    r, dx, e = np.empty(nu), np.empty(nu), np.empty(nu)
+    wq, pw, power = np.empty((2, 3)), np.empty((2, 3)), np.empty(3)
     adaptive = ctl[ADAPTIVE] != 0
     delta = c[ALPHA_M] - c[ALPHA_F]
     err_c = c[ERROR_CONSTANT]
@@ -428,9 +575,10 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out
             break
         tries += 1
         t1, h = _next_step(c, ctl, s, cnt)
-        if gauss:
-            st = _gauss_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Ku, Cu, Mk, J, piv,
-                             stages, r2, dx2, p2, new, cnt)
+        iterations = cnt[ITERATIONS]
+        if collocation:
+            st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Ku, Cu, Mk,
+                                   tab, radau, J, piv, s, stages, rs, dxs, ps, new, cnt)
         else:
             st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Ku, Cu, Mk, S, s,
                              new, base, r, dx, cnt)
@@ -439,18 +587,25 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out
                 status = st
                 break
             cnt[REJECTED] += 1
-            s[H] = 0.25 * h
+            s[H] = (0.5 if radau else 0.25) * h
             if s[H] < c[H_MIN]:
                 status = STEP_TOO_SMALL
                 break
             continue
         factor = 1.0
-        if adaptive:
+        if adaptive and radau:
+            err = _radau_error(c, h, y, new, stages, Mk, Cu, Ku, S, r, dx, e)
+            # Hairer & Wanner's safety factor, smaller after slow Newton iterations
+            its = cnt[ITERATIONS] - iterations
+            safety = 0.9 * (2 * ctl[MAX_NEWTON] + 1) / (2 * ctl[MAX_NEWTON] + its)
+            factor = min(10.0, max(0.2, safety * err ** -0.25)) if err > 0.0 else 10.0
+        elif adaptive:
             err = 0.0
             for k in range(nu):
                 scale = c[ATOL] + c[RTOL] * max(abs(y[0, k]), abs(new[0, k]))
                 err = max(err, abs(err_c * h * h * (new[2, k] - y[2, k])) / scale)
             factor = min(2.0, max(0.2, 0.9 * err ** (-1.0 / 3.0))) if err > 0.0 else 2.0
+        if adaptive:
             if err > 1.0:
                 cnt[REJECTED] += 1
                 s[H] = h * factor
@@ -458,28 +613,37 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out
                     status = STEP_TOO_SMALL
                     break
                 continue
-        # accepted: the work integrals by the trapezoidal rule (Gauss–Legendre: by its
-        # quadrature at the stages), the samples, the new state
-        if gauss:
+        # accepted: the work integrals by the trapezoidal rule (the collocation schemes: by
+        # their quadrature at the stages) and their integrands at both ends (Radau IIA's
+        # last stage is the end; Gauss–Legendre's are not known there: the mean), the
+        # samples, the new state
+        if collocation:
             for k in range(3):
-                power[k] = 0.0
                 wq[0, k] = s[W_TAU + k]
-                wq[1, k] = s[W_TAU + k] + 0.5 * h * (p2[0, k] + p2[1, k])
+                wq[1, k] = s[W_TAU + k]
+                for i in range(ns):
+                    wq[1, k] += h * tab[i, 2 * ns + 1] * ps[i, k]
+                if radau:
+                    power[k] = ps[ns - 1, k]
+                    pw[0, k], pw[1, k] = s[P_TAU + k], power[k]
+                else:
+                    power[k] = pw[0, k] = pw[1, k] = (wq[1, k] - wq[0, k]) / h
         else:
             _power(pm, w, new[0], new[1], tau, fext, power)
             for k in range(3):
                 wq[0, k] = s[W_TAU + k]
                 wq[1, k] = s[W_TAU + k] + 0.5 * h * (s[P_TAU + k] + power[k])
+                pw[0, k], pw[1, k] = s[P_TAU + k], power[k]
         t0 = s[T]
         if ctl[RECORD_STEPS] != 0:
             out_t[cnt[N_OUT]] = t1
-            _sample(y, new, wq, h, 1.0, out_x[cnt[N_OUT]])
+            _sample(y, new, wq, pw, h, 1.0, out_x[cnt[N_OUT]])
             cnt[N_OUT] += 1
         else:
             while cnt[NEXT_EVAL] < t_eval.shape[0] and t_eval[cnt[NEXT_EVAL]] <= t1:
                 te = t_eval[cnt[NEXT_EVAL]]
                 out_t[cnt[N_OUT]] = te
-                _sample(y, new, wq, h, 1.0 if te >= t1 else (te - t0) / h,
+                _sample(y, new, wq, pw, h, 1.0 if te >= t1 else (te - t0) / h,
                         out_x[cnt[N_OUT]])
                 cnt[N_OUT] += 1
                 cnt[NEXT_EVAL] += 1
@@ -487,8 +651,10 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, out_t, out
             s[W_TAU + k] = wq[1, k]
             s[P_TAU + k] = power[k]
         if adaptive:
-            h_next = h if 0.85 <= factor <= 1.3 else h * factor
-            if h_next != h:  # a_{n+1} ≈ q̈(t_{n+1} + δ h) → q̈(t_{n+1} + δ h_next)
+            keep = (1.0 <= factor <= 1.2) if radau else (0.85 <= factor <= 1.3)
+            h_next = h if keep else h * factor
+            # a_{n+1} ≈ q̈(t_{n+1} + δ h) → q̈(t_{n+1} + δ h_next)
+            if h_next != h and not collocation:
                 shift = delta * (h_next - h) / h
                 for k in range(nu):
                     new[2, k] += shift * (new[2, k] - y[2, k])
