@@ -105,7 +105,6 @@ GENERALIZED_ALPHA = "generalized-alpha"
 #: fourth-order Gauss–Legendre and the fifth-order Radau IIA collocation, each a compiled
 #: time loop
 COMPILED_INTEGRATORS = tuple(galpha.SCHEMES)
-
 #: the compiled integrator of :class:`Stepper`: Gauss–Legendre is a one-step method, so
 #: restarting it every macro step (the inputs change there) costs no accuracy, unlike
 #: generalized-α's auxiliary acceleration
@@ -1076,16 +1075,14 @@ class _CompiledLoop:
     ``t1`` with the forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) at ``t0`` (the initial
     acceleration and energy-balance integrands come from the compiled state derivative;
     ``_RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈``; ``a`` is
-    ``q⃛`` for the collocation schemes),
-    ``Mk``, ``S``, ``J``, ``piv``, ``pred`` and ``cnt`` in the layouts of
-    :mod:`flexdyn.engine.galpha`.
+    ``q⃛`` for the collocation schemes), ``Mk``, ``S``, ``J``, ``piv``, ``pred`` and ``cnt``
+    in the layouts of :mod:`flexdyn.engine.galpha`.
     ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps."""
 
     def __init__(self, model: Model, fidelity: str, q0: np.ndarray, u0: np.ndarray, t0: float,
                  t1: float, tau: np.ndarray, f_ext: np.ndarray, *, scheme: int,
                  h: float | None, rho_inf: float, newton_tol: float | None, rtol: float,
-                 atol: float,
-                 max_step: float, record_steps: bool):
+                 atol: float, max_step: float, record_steps: bool):
         g, nu = galpha, model.nu
         self.engine = _cached_engine(model, fidelity)
         xdot0 = _failing(_compiled_derivative(model, fidelity, "articulated", "engine",
