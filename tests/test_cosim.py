@@ -67,7 +67,8 @@ def test_stepper_with_gauss_legendre_follows_the_reference(arm):
 
 def test_stepper_gauss_legendre_takes_stiff_macro_steps():
     """A steel beam whose highest mode makes RK4 unstable at the macro step: RK4 blows up,
-    Gauss–Legendre (A-stable) follows the reference at one step per macro step."""
+    Gauss–Legendre (A-stable) follows the reference at one step per macro step, and so does
+    Radau IIA with adaptive steps inside each macro step."""
     from flexdyn.beam import beam_modes
 
     beam = beam_modes(0.5, 7850.0 * 4e-4, EI_y=210e9 * 1.33e-8, EI_z=210e9 * 1.33e-8,
@@ -81,6 +82,9 @@ def test_stepper_gauss_legendre_takes_stiff_macro_steps():
     gl = fd.Stepper(model, dt, integrator="gauss-legendre")
     gl.step(100)
     assert np.max(np.abs(gl.q - ref.q[-1])) < 1e-4 * np.max(np.abs(ref.q[-1]))
+    radau = fd.Stepper(model, dt, integrator="radau-iia", rtol=1e-8, atol=1e-10)
+    radau.step(100)
+    assert np.max(np.abs(radau.q - ref.q[-1])) < 1e-6 * np.max(np.abs(ref.q[-1]))
     rk4 = fd.Stepper(model, dt)
     try:
         rk4.step(100)

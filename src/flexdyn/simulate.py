@@ -105,10 +105,10 @@ GENERALIZED_ALPHA = "generalized-alpha"
 #: fourth-order Gauss–Legendre and the fifth-order Radau IIA collocation, each a compiled
 #: time loop
 COMPILED_INTEGRATORS = tuple(galpha.SCHEMES)
-#: the compiled integrator of :class:`Stepper`: Gauss–Legendre is a one-step method, so
-#: restarting it every macro step (the inputs change there) costs no accuracy, unlike
-#: generalized-α's auxiliary acceleration
-GAUSS_LEGENDRE = "gauss-legendre"
+#: the compiled integrators of :class:`Stepper`: the collocation methods are one-step
+#: methods, so restarting them every macro step (the inputs change there) costs no
+#: accuracy, unlike generalized-α's auxiliary acceleration
+GAUSS_LEGENDRE, RADAU_IIA = "gauss-legendre", "radau-iia"
 #: Baumgarte's rate ``ω`` (1/s) of the closure stabilization by default
 CLOSURE_RATE = 10.0
 #: the largest closure residual of an initial state: ``max |g|`` (m, rad) and ``max |J u|``
@@ -712,7 +712,8 @@ def simulate(
         models whose coordinates are their own rates (``q̇ = u``: every joint's
         :attr:`~flexdyn.joints.Joint.rates`; others raise ``ValueError``); see
         ``_generalized_alpha`` for their step control, forces and outputs.  They ignore
-        ``method`` and need ``backend="engine"``; ``events`` are not supported.
+        ``method`` and need ``backend="engine"``; with ``events`` they are called once per
+        step, and the zeros are located on their steps' cubic Hermite interpolation.
     max_step : largest step (s).
     progress : show a progress bar (needs ``tqdm``; silently off without it).
     f_ext : None, an array (n_bodies, 6) or a callable ``f_ext(t, q, u)`` — external wrenches
@@ -863,7 +864,7 @@ def simulate(
                               t0, exc.message) from None
 
     if compiled:
-        unsupported = [name for name, value in (("events", events), ("prescribed", prescribed),
+        unsupported = [name for name, value in (("prescribed", prescribed),
                                                 ("f_nodes", f_nodes)) if value is not None]
         if unsupported:
             raise ValueError(f"{', '.join(unsupported)}: not supported by "
@@ -872,7 +873,7 @@ def simulate(
             raise ValueError(f"integrator={integrator!r} runs on backend='engine' only")
         options = _galpha_options(model, integrator, **galpha_options)
         return _generalized_alpha(ode, q0, u0, t0, t1, tau, f_ext, rtol, atol, t_eval,
-                                  max_step, progress, **options)
+                                  max_step, progress, events=watch, **options)
 
     bar = _progress_bar(t0, t1) if progress else None
     t_last = [t0]
@@ -993,8 +994,8 @@ def _warn_if_stiff(model: Model, integrator: str, q0: np.ndarray, fidelity: str,
             f"{integrator} took {steps} steps of {h_mean:.2g} s on average: its steps are "
             f"limited by the stability of the stiffest mode ({omega / (2 * np.pi):.4g} Hz; "
             f"stable steps below about {h_stable:.2g} s), not by accuracy.  Use an implicit "
-            "integrator (integrator='Radau', 'generalized-alpha', or 'gauss-legendre' with a "
-            "step h), fewer modes, or a softer model; flexdyn.max_stable_step(model, "
+            "integrator (integrator='radau-iia', 'generalized-alpha', or 'gauss-legendre' "
+            "with a step h), fewer modes, or a softer model; flexdyn.max_stable_step(model, "
             "integrator) gives the limit at a state",
             StiffnessWarning, stacklevel=3)
 
@@ -1125,6 +1126,25 @@ class _CompiledLoop:
         k = galpha.nodes(int(self.ctl[galpha.SCHEME])).size
         return np.tile(tau, k), np.tile(f_ext, (k, 1))
 
+    def next_forces(self, forces: Callable) -> tuple[np.ndarray, np.ndarray]:
+        """The forces of the next try (its step ``h`` from :attr:`pred`), in the layout
+        :meth:`run` takes: ``forces(t, q, u) -> (tau, f_ext)`` at the scheme's stage times
+        ``t + c_i h`` (:func:`flexdyn.engine.galpha.nodes`; generalized-α: the step's end)
+        and the states predicted there, ``q + c_i h u + ½ (c_i h)² u̇``, ``u + c_i h u̇``."""
+        y, t = self.y, self.s[galpha.T]
+        h = self.pred[0] - t
+        at = [forces(t + ci * h, y[0] + ci * h * y[1] + 0.5 * (ci * h) ** 2 * y[3],
+                     y[1] + ci * h * y[3]) for ci in galpha.nodes(int(self.ctl[galpha.SCHEME]))]
+        return np.concatenate([a[0] for a in at]), np.concatenate([a[1] for a in at])
+
+    def summary(self) -> str:
+        """The counts of the run so far, for the result's message."""
+        g, cnt = galpha, self.cnt
+        name = next(k for k, v in g.SCHEMES.items() if v == self.ctl[g.SCHEME])
+        return (f"{name}: {cnt[g.STEPS]} steps, {cnt[g.REJECTED]} rejected tries, "
+                f"{cnt[g.ITERATIONS]} Newton iterations, {cnt[g.FACTORIZATIONS]} "
+                "factorizations")
+
     def run(self, times: np.ndarray, tau: np.ndarray, f_ext: np.ndarray, out_t: np.ndarray,
             out_x: np.ndarray) -> int:
         """One call of the compiled entry (its status); the collocation schemes take
@@ -1138,7 +1158,7 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
                        tau: Any, f_ext: Any, rtol: float, atol: float,
                        t_eval: np.ndarray | None, max_step: float, progress: bool, *,
                        h: float | None, rho_inf: float, newton_tol: float,
-                       scheme: int) -> SimulationResult:
+                       scheme: int, events: _Events | None = None) -> SimulationResult:
     """:func:`simulate` with a compiled integrator (``integrator="generalized-alpha"``,
     ``"gauss-legendre"`` or ``"radau-iia"``, ``scheme`` its code): the time loop runs in the
     compiled entry :func:`flexdyn.engine.galpha.generalized_alpha`.  The collocation schemes
@@ -1167,7 +1187,10 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
       (``q`` from ``q, u`` at both ends, ``u`` from ``u, u̇``, the work integrals from their
       integrands at both ends; Gauss–Legendre's linearly), or every step.  ``nfev`` counts
       the inverse-dynamics evaluations; the message gives the steps, rejected tries, Newton
-      iterations and factorizations of the iteration matrix."""
+      iterations and factorizations of the iteration matrix.
+    * **Events.** With ``events`` the compiled entry is called once per accepted step
+      (:class:`_CompiledSteps`), and the events are located on that interpolation as with
+      the scipy integrators (``_Events``)."""
     model, fidelity, tau_fn, fext_fn = ode.model, ode.fidelity, ode.tau_fn, ode.fext_fn
     nu = model.nu
     forced = callable(tau) or callable(f_ext)
@@ -1184,15 +1207,6 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
         error.__cause__ = cause
         return error
 
-    def stage_forces(t: float, y: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
-        """A collocation scheme's forces of the step ``h`` from ``t``: at its stage times
-        ``t + c_i h`` and the states predicted there from ``y``, stacked ((s nu,),
-        (s n_bodies, 6))."""
-        at = [forces(t + ci * h, y[0] + ci * h * y[1] + 0.5 * (ci * h) ** 2 * y[3],
-                     y[1] + ci * h * y[3]) for ci in galpha.nodes(scheme)]
-        return np.concatenate([a[0] for a in at]), np.concatenate([a[1] for a in at])
-
-    collocation = scheme != galpha.GENERALIZED_ALPHA
     tau_t, fe = forces(t0, q0, u0)
     try:
         loop = _CompiledLoop(model, fidelity, q0, u0, t0, t1, tau_t, fe, scheme=scheme, h=h,
@@ -1201,9 +1215,11 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
     except _RhsFailure as exc:
         raise failed(t0, exc.message, cause=exc.__cause__) from exc.__cause__
     g = galpha
-    ctl, s, y, cnt, pred = loop.ctl, loop.s, loop.y, loop.cnt, loop.pred
-    if collocation:
-        tau_t, fe = loop.held(tau_t, fe)  # forces that vary are evaluated once paused
+    ctl, s, cnt = loop.ctl, loop.s, loop.cnt
+    tau_t, fe = loop.held(tau_t, fe)  # forces that vary are evaluated once paused
+    if events is not None:
+        return _compiled_with_events(ode, loop, events, t_eval, tau_t, fe,
+                                     forces if forced else None, failed, progress)
     times = np.zeros(0) if t_eval is None else np.ascontiguousarray(t_eval)
     n_out = times.size if t_eval is not None else (
         int(ctl[g.N_FIXED]) if h is not None else _CHUNK)
@@ -1225,8 +1241,7 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
             elif status == g.PAUSED:
                 if forced:
                     ctl[g.MAX_TRIES] = 1
-                    tau_t, fe = (stage_forces(s[g.T], y, pred[0] - s[g.T]) if collocation
-                                 else forces(pred[0], pred[1:1 + nu], pred[1 + nu:]))
+                    tau_t, fe = loop.next_forces(forces)
             else:
                 break
     except _RhsFailure as exc:
@@ -1240,15 +1255,127 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
     chunks.append((out_t[:cnt[g.N_OUT]], out_x[:cnt[g.N_OUT]]))
     t_out = np.concatenate([t for t, _ in chunks])
     y_out = np.concatenate([x for _, x in chunks]).reshape(-1, 2 * nu + _N_EXTRA)
-    name = next(k for k, v in g.SCHEMES.items() if v == scheme)
-    counts = (f"{name}: {cnt[g.STEPS]} steps, {cnt[g.REJECTED]} rejected tries, "
-              f"{cnt[g.ITERATIONS]} Newton iterations, {cnt[g.FACTORIZATIONS]} factorizations")
     partial = _result(ode, t_out, y_out, failure is not None, nfev=int(cnt[g.RESIDUALS]),
                       wall_time=wall, message=("failed" if failure else
-                                               "the integration reached t1") + f" ({counts})")
+                                               "the integration reached t1")
+                      + f" ({loop.summary()})")
     if failure is not None:
         raise failed(failure[0], failure[1], partial, failure[2]) from failure[2]
     return partial
+
+
+class _CompiledSteps(scipy.integrate.OdeSolver):
+    """A compiled integrator (:class:`_CompiledLoop`) behind scipy's ``OdeSolver``
+    interface, one accepted step per :meth:`step` (its tries inside), so that
+    :func:`simulate`'s samples and events (``_Samples``, ``_Events``) apply to it.  The state
+    is ``x = [q; u; W_τ, W_ext, D]`` (the loop's ``q, q̇`` and work integrals), the dense
+    output is the loop's interpolation on the step
+    (:func:`flexdyn.engine.galpha.sample`).  ``forces(t, q, u) -> (tau, f_ext)``: forces
+    evaluated before each try (:meth:`_CompiledLoop.next_forces`), or None when the loop's
+    are held; ``bar``: a progress bar or None."""
+
+    def __init__(self, loop: _CompiledLoop, x0: np.ndarray, t0: float, t1: float,
+                 tau: np.ndarray, f_ext: np.ndarray, forces: Callable | None, bar: Any):
+        super().__init__(_no_derivative, t0, x0, t1, vectorized=False)
+        g = galpha
+        self.loop, self.forces, self.bar = loop, forces, bar
+        self.tau, self.f_ext = tau, f_ext
+        self.out_t, self.out_x = np.empty(1), np.empty((1, x0.size))
+        self.times = np.zeros(0)
+        loop.ctl[g.RECORD_STEPS] = 1
+        loop.ctl[g.MAX_TRIES] = 0
+        loop.run(self.times, tau, f_ext, self.out_t, self.out_x)  # the first predictor
+        loop.ctl[g.MAX_TRIES] = 1 if forces is not None else -1
+        self.ends = (loop.y.copy(), loop.s.copy(), loop.y.copy(), loop.s.copy())
+
+    def _step_impl(self) -> tuple[bool, str | None]:
+        g, loop = galpha, self.loop
+        y0, s0 = loop.y.copy(), loop.s.copy()
+        steps = loop.cnt[g.STEPS]
+        while loop.cnt[g.STEPS] == steps:
+            loop.cnt[g.N_OUT] = 0
+            if self.forces is not None:
+                self.tau, self.f_ext = loop.next_forces(self.forces)
+            status = loop.run(self.times, self.tau, self.f_ext, self.out_t, self.out_x)
+            if status not in (g.FULL, g.PAUSED, g.FINISHED):
+                return False, _LOOP_FAILURES[status]
+        self.t, self.y = float(loop.s[g.T]), self.out_x[0].copy()
+        self.nfev = int(loop.cnt[g.RESIDUALS])
+        self.ends = (y0, s0, loop.y.copy(), loop.s.copy())
+        if self.bar is not None:
+            self.bar.update(self.t - self.t_old)
+        return True, None
+
+    def _dense_output_impl(self) -> scipy.integrate.DenseOutput:
+        g = galpha
+        y0, s0, y1, s1 = self.ends
+        w = slice(g.W_TAU, g.W_TAU + 3)
+        p = slice(g.P_TAU, g.P_TAU + 3)
+        wq = np.array([s0[w], s1[w]])
+        # Gauss–Legendre's integrands at the ends are not known: the step's mean at both
+        start = s1 if self.loop.ctl[g.SCHEME] == g.GAUSS_LEGENDRE else s0
+        pw = np.array([start[p], s1[p]])
+        return _StepOutput(self.t_old, self.t, y0, y1, wq, pw)
+
+
+class _StepOutput(scipy.integrate.DenseOutput):
+    """The dense output of one step of :class:`_CompiledSteps`."""
+
+    def __init__(self, t_old: float, t: float, y0: np.ndarray, y1: np.ndarray,
+                 wq: np.ndarray, pw: np.ndarray):
+        super().__init__(t_old, t)
+        self.y0, self.y1, self.wq, self.pw = y0, y1, wq, pw
+
+    def _call_impl(self, t: np.ndarray) -> np.ndarray:
+        h = self.t - self.t_old
+        theta = np.atleast_1d((t - self.t_old) / h).astype(float)
+        out = np.empty((theta.size, 2 * self.y0.shape[1] + _N_EXTRA))
+        galpha.sample(self.y0, self.y1, self.wq, self.pw, h, theta, out)
+        return out[0] if np.ndim(t) == 0 else out.T
+
+
+def _no_derivative(t: float, x: np.ndarray) -> np.ndarray:
+    """The right-hand side :class:`_CompiledSteps` hands scipy's ``OdeSolver``, which never
+    calls it (the compiled loop evaluates its own)."""
+    raise NotImplementedError("the compiled integrators evaluate their own residuals")
+
+
+def _compiled_with_events(ode: _Ode, loop: _CompiledLoop, events: _Events,
+                          t_eval: np.ndarray | None, tau: np.ndarray, f_ext: np.ndarray,
+                          forces: Callable | None, failed: Callable,
+                          progress: bool) -> SimulationResult:
+    """:func:`_generalized_alpha` with ``events``: the loop stepped by
+    :class:`_CompiledSteps` through ``_Samples``, which records the samples and locates the
+    events as for the scipy integrators; ``tau``, ``f_ext`` and ``forces`` as
+    :class:`_CompiledSteps` takes them, ``failed(t, message, partial, cause)`` the error to
+    raise."""
+    g = galpha
+    t0, t1 = float(loop.s[g.T]), float(loop.c[g.T_END])
+    x0 = np.concatenate([loop.y[0], loop.y[1], np.zeros(_N_EXTRA)])
+    bar = _progress_bar(t0, t1) if progress else None
+    samples = _Samples(t0, x0, t_eval, events)
+    failure = None
+    wall = time.perf_counter()
+    try:
+        solver = _CompiledSteps(loop, x0, t0, t1, tau, f_ext, forces, bar)
+        message = samples.run(solver)
+        if solver.status == "failed":
+            failure = (float(solver.t), message, None)
+    except _RhsFailure as exc:
+        failure = (exc.t, exc.message, exc.__cause__)
+    finally:
+        if bar is not None:
+            bar.close()
+    wall = time.perf_counter() - wall
+    t_out, y_out = samples.arrays(x0.size)
+    outcome = ("failed" if failure else "a terminal event occurred" if samples.stopped
+               else "the integration reached t1")
+    result = _result(ode, t_out, y_out, failure is not None, nfev=int(loop.cnt[g.RESIDUALS]),
+                     wall_time=wall, message=f"{outcome} ({loop.summary()})",
+                     **events.results(ode.model))
+    if failure is not None:
+        raise failed(failure[0], failure[1], result, failure[2]) from failure[2]
+    return result
 
 
 @functools.cache
@@ -1497,14 +1624,15 @@ class Stepper:
     the compiled ``"gauss-legendre"`` in ``substeps`` fixed steps (fourth order and A-stable:
     for stiff models, at any macro step; models whose coordinates are their own rates,
     without prescribed motion, closures or node wrenches; its Newton iteration stops at
-    ``newton_tol`` = 1e-6 relative to the accelerations), or with an adaptive
-    :func:`scipy.integrate.solve_ivp` method restarted every macro step (``"Radau"`` for
-    stiff models).
+    ``newton_tol`` = 1e-6 relative to the accelerations), with the compiled ``"radau-iia"``
+    (the same models; L-stable, adaptive steps at ``rtol``, ``atol`` restarted every macro
+    step), or with an adaptive :func:`scipy.integrate.solve_ivp` method restarted every
+    macro step.
 
     Parameters
     ----------
     model : Model;  dt : macro step (s, > 0).
-    integrator : ``"rk4"`` (default), ``"gauss-legendre"`` or a
+    integrator : ``"rk4"`` (default), ``"gauss-legendre"``, ``"radau-iia"`` or a
         :func:`scipy.integrate.solve_ivp` method name.
     substeps : fixed steps per macro step (``"rk4"`` and ``"gauss-legendre"``).
     q0, u0, t0 : the initial state (default: neutral, at rest, 0 s).
@@ -1528,7 +1656,8 @@ class Stepper:
         check_fidelity(fidelity)
         _check_choice(method, tuple(FORWARD_METHODS), "method")
         _check_choice(backend, BACKENDS, "backend")
-        _check_choice(integrator, (*FIXED_STEP, *_INTEGRATORS, GAUSS_LEGENDRE), "integrator")
+        _check_choice(integrator, (*FIXED_STEP, *_INTEGRATORS, GAUSS_LEGENDRE, RADAU_IIA),
+                      "integrator")
         if not (isinstance(dt, (int, float, np.floating)) and not isinstance(dt, bool)
                 and dt > 0 and math.isfinite(dt)):
             raise ValueError(f"dt must be a positive finite number (s), got {dt!r}")
@@ -1537,14 +1666,16 @@ class Stepper:
         self.model, self.dt, self.fidelity = model, float(dt), fidelity
         self.t = float(t0)
         self._compiled: dict[str, Any] | None = None
-        if integrator == GAUSS_LEGENDRE:
+        if integrator in (GAUSS_LEGENDRE, RADAU_IIA):
             refused = [what for what, value in (
                 ("prescribed motion", prescribed), ("loop closures", model.constraints),
                 ("backend='reference'", backend != "engine")) if value]
             if refused:
                 raise ValueError(f"integrator={integrator!r} in a Stepper: not supported with "
                                  f"{', '.join(refused)}")
-            self._compiled = _galpha_options(model, integrator, self.dt / substeps, None, None)
+            self._compiled = _galpha_options(
+                model, integrator, self.dt / substeps if integrator == GAUSS_LEGENDRE else None,
+                None, None)
         else:
             self._solver = _solver_class(integrator)
         self._options: dict[str, Any] = ({"h": self.dt / substeps} if integrator in FIXED_STEP
@@ -1689,7 +1820,8 @@ class Stepper:
     def _advance_compiled(self, t1: float) -> None:
         """:meth:`_advance` by the compiled loop, started afresh at the current state and
         inputs (the accelerations from the compiled state derivative) and run to ``t1`` in
-        ``ceil((t1 − t)/h)`` equal steps; the work integrals go on."""
+        ``ceil((t1 − t)/h)`` equal steps (Radau IIA: adaptive ones); the work integrals go
+        on."""
         if self._f_nodes is not None:
             raise ValueError("f_nodes: not supported by the compiled integrators in a Stepper "
                              "(use f_ext, or an adaptive integrator)")

@@ -69,7 +69,7 @@ from .kernels import (
     workspace,
 )
 
-__all__ = ["generalized_alpha"]
+__all__ = ["generalized_alpha", "sample"]
 
 #: slots of the float parameters ``c``
 (ALPHA_M, ALPHA_F, BETA, GAMMA, ERROR_CONSTANT, RTOL, ATOL, NEWTON_TOL, H_MIN, H_MAX, T_END,
@@ -495,6 +495,15 @@ def _sample(y, new, wq, pw, h, theta, out):
     for k in range(3):
         out[2 * nu + k] = (h00 * wq[0, k] + h10 * h * pw[0, k] + h01 * wq[1, k]
                            + h11 * h * pw[1, k])
+
+
+@_E
+def sample(y, new, wq, pw, h, theta, out):
+    """The states at ``t_n + θ_k h`` (``theta`` (m,)) into the rows of ``out`` (m, 2 nu + 3)
+    by ``_sample``'s interpolation on the step ``y → new``: the dense output of one step
+    for a caller that steps the entry one accepted step at a time."""
+    for k in range(theta.shape[0]):
+        _sample(y, new, wq, pw, h, theta[k], out[k])
 
 
 @_J
