@@ -549,7 +549,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, J, piv, ou
     next step is ``h · min(2, max(0.2, 0.9 norm^(−1/3)))``, kept at ``h`` when that factor
     lies in [0.85, 1.3] (so the iteration matrix can be kept).  On a change ``a`` is shifted to
     the new step (``a ≈ q̈(t + (α_m − α_f) h)``).  Radau IIA measures its own estimate
-    (:func:`_radau_error`, a root-mean-square norm over ``q`` and ``q̇``) and follows Hairer &
+    (``_radau_error``, a root-mean-square norm over ``q`` and ``q̇``) and follows Hairer &
     Wanner's controller: the next step is ``h · min(10, max(0.2, σ norm^(−1/4)))`` with the
     safety factor ``σ = 0.9 (2 k_max + 1)/(2 k_max + k)`` (``k`` Newton iterations of the
     step, ``k_max`` = ``ctl[MAX_NEWTON]``), kept at ``h`` when that factor lies in [1, 1.2],
