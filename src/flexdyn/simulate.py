@@ -1228,9 +1228,8 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
                                              np.concatenate([q0, u0, np.zeros(_N_EXTRA)])[None])]
     bar = _progress_bar(t0, t1) if progress else None
     ctl[g.MAX_TRIES] = 0 if forced else _TRIES_PER_UPDATE if bar is not None else -1
-    failure = None
     wall = time.perf_counter()
-    try:
+    with _Attempt(bar) as attempt:
         while True:
             status = loop.run(times, tau_t, fe, out_t, out_x)
             if bar is not None:
@@ -1244,12 +1243,8 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
                     tau_t, fe = loop.next_forces(forces)
             else:
                 break
-    except _RhsFailure as exc:
-        failure = (exc.t, exc.message, exc.__cause__)
-    finally:
-        if bar is not None:
-            bar.close()
     wall = time.perf_counter() - wall
+    failure = attempt.failure
     if failure is None and status != g.FINISHED:
         failure = (float(s[g.T]), _LOOP_FAILURES[status], None)
     chunks.append((out_t[:cnt[g.N_OUT]], out_x[:cnt[g.N_OUT]]))
@@ -1262,6 +1257,27 @@ def _generalized_alpha(ode: _Ode, q0: np.ndarray, u0: np.ndarray, t0: float, t1:
     if failure is not None:
         raise failed(failure[0], failure[1], partial, failure[2]) from failure[2]
     return partial
+
+
+class _Attempt:
+    """The span of a compiled integration loop: a ``_RhsFailure`` raised inside (a force
+    callable failed) is kept as :attr:`failure`, ``(t, message, cause)``, instead of
+    propagating, and the progress bar ``bar`` (or None) is closed."""
+
+    def __init__(self, bar: Any):
+        self.bar = bar
+        self.failure: tuple[float, str, BaseException | None] | None = None
+
+    def __enter__(self) -> _Attempt:
+        return self
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, tb: Any) -> bool:
+        if self.bar is not None:
+            self.bar.close()
+        if isinstance(exc, _RhsFailure):
+            self.failure = (exc.t, exc.message, exc.__cause__)
+            return True
+        return False
 
 
 class _CompiledSteps(scipy.integrate.OdeSolver):
@@ -1354,19 +1370,14 @@ def _compiled_with_events(ode: _Ode, loop: _CompiledLoop, events: _Events,
     x0 = np.concatenate([loop.y[0], loop.y[1], np.zeros(_N_EXTRA)])
     bar = _progress_bar(t0, t1) if progress else None
     samples = _Samples(t0, x0, t_eval, events)
-    failure = None
     wall = time.perf_counter()
-    try:
+    with _Attempt(bar) as attempt:
         solver = _CompiledSteps(loop, x0, t0, t1, tau, f_ext, forces, bar)
         message = samples.run(solver)
         if solver.status == "failed":
-            failure = (float(solver.t), message, None)
-    except _RhsFailure as exc:
-        failure = (exc.t, exc.message, exc.__cause__)
-    finally:
-        if bar is not None:
-            bar.close()
+            attempt.failure = (float(solver.t), message, None)
     wall = time.perf_counter() - wall
+    failure = attempt.failure
     t_out, y_out = samples.arrays(x0.size)
     outcome = ("failed" if failure else "a terminal event occurred" if samples.stopped
                else "the integration reached t1")
