@@ -244,6 +244,30 @@ def test_gauss_legendre_work_integrals_close_the_energy_balance(arm_reference):
 # ----------------------------------------------------------------------------------------------
 # Radau IIA (order 5, L-stable, step control) in the same compiled loop
 # ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("table, order", [(galpha.GL_TABLE, 4), (galpha.RADAU_TABLE, 5)])
+def test_collocation_tableaux_satisfy_the_order_conditions(table, order):
+    """The simplified order conditions of the tableaux (Hairer & Wanner, Sec IV.5):
+    ``B(p)``: ``Σ b_i c_i^(k−1) = 1/k`` for k ≤ p (the quadrature order); ``C(s)``:
+    ``Σ_j a_ij c_j^(k−1) = c_i^k/k`` for k ≤ s (collocation); and the layout's derived
+    columns ``a²`` and ``b a``.  Radau IIA's ``c_s = 1`` and ``b`` = its last row, and
+    :data:`RADAU_MU` is the real eigenvalue of ``a⁻¹``."""
+    s = table.shape[0]
+    a, a2, c, b, ba = (table[:, :s], table[:, s:2 * s], table[:, 2 * s], table[:, 2 * s + 1],
+                       table[:, 2 * s + 2])
+    for k in range(1, order + 1):
+        assert np.sum(b * c ** (k - 1)) == pytest.approx(1.0 / k, abs=1e-14)
+    assert np.sum(b * c ** order) != pytest.approx(1.0 / (order + 1), abs=1e-6)
+    for k in range(1, s + 1):
+        np.testing.assert_allclose(a @ c ** (k - 1), c**k / k, atol=1e-14)
+    np.testing.assert_allclose(a2, a @ a, atol=1e-15)
+    np.testing.assert_allclose(ba, b @ a, atol=1e-15)
+    if table is galpha.RADAU_TABLE:
+        assert c[-1] == pytest.approx(1.0, abs=1e-15)
+        np.testing.assert_allclose(b, a[-1], atol=1e-15)
+        eig = np.linalg.eigvals(np.linalg.inv(a))
+        assert np.min(np.abs(eig - galpha.RADAU_MU)) < 1e-12
+
+
 class CountingRadau(scipy.integrate.Radau):
     """scipy's Radau IIA, counting its step tries."""
 
