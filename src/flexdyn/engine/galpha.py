@@ -307,8 +307,9 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, scal
     correction is at most ``newton_tol · max(1, max|A|)`` or, ``scaled``, as Hairer &
     Wanner's RADAU5 stops (Sec IV.8): when the distance to the solution, ``θ/(1 − θ)`` times
     the root-mean-square of the corrections of the stage states ``(Q_i, V_i)`` over
-    ``ATOL + RTOL |x_n|`` (``θ`` the ratio of the last two), is below ``newton_tol``, and
-    fails when ``θ ≥ 1``.  Then
+    ``ATOL + RTOL |x_n|`` (``θ`` the ratio of the last two; for the first correction, the
+    correction itself: a start already within round-off of the solution stops there), is
+    below ``newton_tol``, and fails when ``θ ≥ 1``.  Then
     ``q̇_{n+1} = q̇ + h Σ b_i A_i``, ``q_{n+1} = q + h q̇ + h² Σ_j (b a)_j A_j`` and
     ``q̈_{n+1}`` and its rate ``q⃛_{n+1}`` extrapolated linearly from the last two stages
     (``q̈_{n+1}`` is the last stage itself for Radau IIA, whose ``c_s = 1``); ``p`` (s, 3)
@@ -374,9 +375,9 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, scal
         if not math.isfinite(step):
             return INVALID
         theta = step / previous  # the contraction, 0 on the first correction
-        if scaled:
-            converged = step == 0.0 or (it > 1 and theta < 1.0
-                                        and theta / (1.0 - theta) * step < tol)
+        if scaled:  # the first correction: RADAU5's start, a distance of one correction
+            converged = step <= tol if it == 1 else (theta < 1.0
+                                                     and theta / (1.0 - theta) * step < tol)
         else:
             converged = step <= tol * max(1.0, _amax(A.ravel()))
         if converged:
