@@ -1115,26 +1115,28 @@ class _CompiledLoop:
         s[g.H] = min(max_step, (t1 - t0) / 100.0)
         s[g.P_TAU:g.P_TAU + 3] = xdot0[2 * nu:]
         self.Mk, self.S = np.zeros((nu, nu)), np.zeros((nu, nu))
-        k = nu * (galpha.nodes(scheme).size if scheme != g.GENERALIZED_ALPHA else 0)
+        #: the stage times of the scheme's forces (:func:`flexdyn.engine.galpha.nodes`)
+        self.nodes = g.nodes(scheme)
+        k = nu * (self.nodes.size if scheme != g.GENERALIZED_ALPHA else 0)
         self.J, self.piv = np.zeros((k, k)), np.zeros(k, dtype=np.int64)
         self.pred = np.empty(1 + 2 * nu)
         self.cnt = np.zeros(g.N_COUNTERS, dtype=np.int64)
 
     def held(self, tau: np.ndarray, f_ext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) held over a step, in the layout
-        :meth:`run` takes: once per stage (:func:`flexdyn.engine.galpha.nodes`)."""
-        k = galpha.nodes(int(self.ctl[galpha.SCHEME])).size
+        :meth:`run` takes: once per stage (:attr:`nodes`)."""
+        k = self.nodes.size
         return np.tile(tau, k), np.tile(f_ext, (k, 1))
 
     def next_forces(self, forces: Callable) -> tuple[np.ndarray, np.ndarray]:
         """The forces of the next try (its step ``h`` from :attr:`pred`), in the layout
         :meth:`run` takes: ``forces(t, q, u) -> (tau, f_ext)`` at the scheme's stage times
-        ``t + c_i h`` (:func:`flexdyn.engine.galpha.nodes`; generalized-α: the step's end)
+        ``t + c_i h`` (:attr:`nodes`; generalized-α: the step's end)
         and the states predicted there, ``q + c_i h u + ½ (c_i h)² u̇``, ``u + c_i h u̇``."""
         y, t = self.y, self.s[galpha.T]
         h = self.pred[0] - t
         at = [forces(t + ci * h, y[0] + ci * h * y[1] + 0.5 * (ci * h) ** 2 * y[3],
-                     y[1] + ci * h * y[3]) for ci in galpha.nodes(int(self.ctl[galpha.SCHEME]))]
+                     y[1] + ci * h * y[3]) for ci in self.nodes]
         return np.concatenate([a[0] for a in at]), np.concatenate([a[1] for a in at])
 
     def summary(self) -> str:
@@ -1302,7 +1304,7 @@ class _CompiledSteps(scipy.integrate.OdeSolver):
         loop.ctl[g.MAX_TRIES] = 0
         loop.run(self.times, tau, f_ext, self.out_t, self.out_x)  # the first predictor
         loop.ctl[g.MAX_TRIES] = 1 if forces is not None else -1
-        self.ends = (loop.y.copy(), loop.s.copy(), loop.y.copy(), loop.s.copy())
+        self.ends: tuple[np.ndarray, ...] = ()  # the last step's (y, s) at both ends
 
     def _step_impl(self) -> tuple[bool, str | None]:
         g, loop = galpha, self.loop

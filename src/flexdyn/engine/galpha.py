@@ -323,15 +323,16 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, scal
     nu, n = y.shape[1], pm.ints.shape[0]
     A, Vs, Qs = stages[0:ns], stages[ns:2 * ns], stages[2 * ns:3 * ns]
     q0, v0 = y[0], y[1]
-    for i in range(ns):
-        for k in range(nu):
-            A[i, k] = y[3, k] + cn[i] * h * y[2, k]
     factored = s[M_KEPT] != 0.0 and s[H_FACTOR] == h  # the kept factor of J
     fresh = not factored
     it = 0
     previous = math.inf
     theta_max = 0.0
     while True:
+        if it == 0:  # the start, again after a restart with a fresh factor
+            for i in range(ns):
+                for k in range(nu):
+                    A[i, k] = y[3, k] + cn[i] * h * y[2, k]
         for i in range(ns):
             for k in range(nu):
                 vi, qi = 0.0, 0.0
@@ -387,9 +388,6 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, scal
             if fresh:
                 return NEWTON_FAILED
             # slow with the kept factor: start again with M and J at this step
-            for i in range(ns):
-                for k in range(nu):
-                    A[i, k] = y[3, k] + cn[i] * h * y[2, k]
             factored, fresh, it, previous, theta_max = False, True, 0, math.inf, 0.0
             continue
         previous = step
