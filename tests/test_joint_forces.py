@@ -272,7 +272,10 @@ def test_inverse_bias_hybrid_and_energy(seed):
         ud_p, T_p = fd.hybrid_dynamics(plain, q, u, sat + tj, udot, mask, backend="reference")
         assert np.max(np.abs(ud - ud_p)) < 1e-10 * max(1.0, np.max(np.abs(ud_p))), backend
         assert np.allclose(T[mask], (T_p - tj)[mask], rtol=1e-10, atol=1e-10), backend
-        assert np.allclose(T[~mask], sat[~mask], rtol=1e-12, atol=0), backend
+        # the engine forms the free rows' loads from its recursion: round-off of the loads'
+        # scale, as the rows above (1.2e-12 of a 0.01 N m entry seen with 3 N m loads)
+        assert np.max(np.abs(T[~mask] - sat[~mask])) < 1e-10 * max(1.0, np.max(np.abs(sat))), \
+            backend
 
 
 def test_nodal_bodies_take_joint_forces():
