@@ -203,6 +203,16 @@ def test_spinup_torque():
         assert out[0] == pytest.approx(models.rigid_hub_inertia(m) * models.spinup_profile(t)[2])
         assert np.all(out[1:] == 0.0)
     assert tau(7.5, q, u)[0] == pytest.approx(402.0 * 2 * 6.0 / 15.0)
+    # the torque's scalar arithmetic against the profile's array arithmetic, on both sides of
+    # the start and the end, for another duration and rate
+    tau = models.spinup_torque(m, T=4.0, omega_s=2.5)
+    times = np.concatenate([[-1.0, -1e-12, 0.0, 1e-9, 4.0 - 1e-12, 4.0, 4.0 + 1e-12, 9.0],
+                            np.linspace(0.0, 4.0, 97)])
+    got = np.array([tau(t, q, u)[0] for t in times])
+    want = models.rigid_hub_inertia(m) * models.spinup_profile(times, T=4.0, omega_s=2.5)[2]
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-12)
+    with pytest.raises(ValueError, match="T=0"):
+        models.spinup_torque(m, T=0.0)
 
 
 # ----------------------------------------------------------------------------------------------
