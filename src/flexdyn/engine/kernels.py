@@ -29,6 +29,10 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
+from numba.core import cgutils, types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
 from ..chain import QUATERNION_TOL
 from ..joint_forces import N_FORCE_PARAMS, conservative_force, passive_force, potential, saturated
@@ -42,7 +46,9 @@ caching.install()  # the engine's cache keyed by all its sources, before anythin
 
 # Compile cost: numba links a callee's code into each caller and optimizes the whole again, so
 # thin orchestration levels are inlined at numba's IR level (_JI), and functions called only
-# from compiled code get no CPython wrapper (_J); entries called from Python use _E.
+# from compiled code get no CPython wrapper (_J); entries called from Python use _E.  Small
+# helpers that take the packed model or the workspace are inlined too (_JI): a call copies
+# their dozens of array headers (~0.2 µs).
 _J = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True)
 _JI = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, inline="always")
 _E = numba.njit(cache=True, nogil=True)
@@ -60,6 +66,42 @@ INVALID, OVERFLOW = -2, -3
 # ----------------------------------------------------------------------------------------------
 # the packed model and the workspace
 # ----------------------------------------------------------------------------------------------
+@intrinsic
+def view(typingctx, buf, start, shape):
+    """``buf[start:start + prod(shape)].reshape(shape)`` for a C-contiguous vector ``buf``:
+    the C-contiguous array of that shape on ``buf``'s memory, its header written directly.
+    numba's ``reshape`` calls a helper per view (13 ns; :func:`unpack` and
+    :func:`workspace` take about seventy views per call) and compiles an error path with
+    string formatting into every caller.  No bounds check: the offsets come from
+    :func:`flexdyn.engine.pack.pack` and :func:`workspace`, whose sizes the field tables
+    fix."""
+    if not (isinstance(buf, types.Array) and buf.ndim == 1 and buf.layout == "C"
+            and isinstance(start, types.Integer) and isinstance(shape, types.BaseTuple)
+            and all(isinstance(n, types.Integer) for n in shape)):
+        return None
+    ndim = len(shape)
+    result = types.Array(buf.dtype, ndim, "C")
+
+    def codegen(context, builder, sig, args):
+        source = make_array(sig.args[0])(context, builder, args[0])
+        dims = [context.cast(builder, n, t, types.intp)
+                for n, t in zip(cgutils.unpack_tuple(builder, args[2]), sig.args[2],
+                                strict=True)]
+        strides, step = [None] * ndim, source.itemsize
+        for k in range(ndim - 1, -1, -1):  # C order: the last index fastest
+            strides[k] = step
+            step = builder.mul(step, dims[k])
+        data = builder.gep(source.data, [context.cast(builder, args[1], sig.args[1],
+                                                      types.intp)])
+        out = make_array(result)(context, builder)
+        populate_array(out, data=data, shape=dims, strides=strides,
+                       itemsize=source.itemsize, meminfo=source.meminfo,
+                       parent=source.parent)
+        return impl_ret_borrowed(context, builder, result, out._getvalue())
+
+    return result(buf, start, shape), codegen
+
+
 @_E
 def unpack(ib, fb):
     """Named views of the flat buffers (the shapes of :data:`flexdyn.engine.pack.FIELDS`, in
@@ -67,34 +109,34 @@ def unpack(ib, fb):
     n, M, N, G = ib[0], ib[1], ib[2], ib[5]
     o = ib[_NH:_NH + HEAD_OFFSETS]
     return PackedModel(
-        ints=ib[_NH + HEAD_OFFSETS:].reshape((n, _NI)),
-        jparam=fb[o[0]:o[1]].reshape((n, JOINT_PARAMS)),
-        place_R=fb[o[1]:o[2]].reshape((n, 3, 3)),
-        place_p=fb[o[2]:o[3]].reshape((n, 3)),
-        cplace_R=fb[o[3]:o[4]].reshape((n, 3, 3)),
-        cplace_p=fb[o[4]:o[5]].reshape((n, 3)),
-        l0=fb[o[5]:o[6]].reshape((n, N, 3)),
-        node_m=fb[o[6]:o[7]].reshape((n, N)),
-        node_I=fb[o[7]:o[8]].reshape((n, N, 3, 3)),
-        Pi_r=fb[o[8]:o[9]].reshape((n, N, 3, M)),
-        Pi_t=fb[o[9]:o[10]].reshape((n, N, 3, M)),
-        M_rigid=fb[o[10]:o[11]].reshape((n, 6, 6)),
-        M_m0=fb[o[11]:o[12]].reshape((n, M + 6, M + 6)),
-        K=fb[o[12]:o[13]].reshape((n, M, M)),
-        C=fb[o[13]:o[14]].reshape((n, M, M)),
-        T_Jc_R=fb[o[14]:o[15]].reshape((n, 3, 3)),
-        T_Jc_p=fb[o[15]:o[16]].reshape((n, 3)),
-        X_joint0=fb[o[16]:o[17]].reshape((n, 6, 6)),
-        Q0=fb[o[17]:o[18]].reshape((n, 6, M)),
-        A0=fb[o[18]:o[19]].reshape((n, M + 6, 6)),
-        T_t_R=fb[o[19]:o[20]].reshape((n, 3, 3)),
-        T_t_p=fb[o[20]:o[21]].reshape((n, 3)),
-        B_quad=fb[o[21]:o[22]].reshape((n, M, 6, 6)),
-        gravity=fb[o[22]:o[23]].reshape((3,)),
-        K1=fb[o[23]:o[24]].reshape((n, G, G, G)),
-        K2=fb[o[24]:o[25]].reshape((n, G, G, G, G)),
-        gs_rows=fb[o[25]:o[26]].reshape((n, G)),
-        jforce=fb[o[26]:o[27]].reshape((n, 6, N_FORCE_PARAMS)),
+        ints=view(ib, _NH + HEAD_OFFSETS, (n, _NI)),
+        jparam=view(fb, o[0], (n, JOINT_PARAMS)),
+        place_R=view(fb, o[1], (n, 3, 3)),
+        place_p=view(fb, o[2], (n, 3)),
+        cplace_R=view(fb, o[3], (n, 3, 3)),
+        cplace_p=view(fb, o[4], (n, 3)),
+        l0=view(fb, o[5], (n, N, 3)),
+        node_m=view(fb, o[6], (n, N)),
+        node_I=view(fb, o[7], (n, N, 3, 3)),
+        Pi_r=view(fb, o[8], (n, N, 3, M)),
+        Pi_t=view(fb, o[9], (n, N, 3, M)),
+        M_rigid=view(fb, o[10], (n, 6, 6)),
+        M_m0=view(fb, o[11], (n, M + 6, M + 6)),
+        K=view(fb, o[12], (n, M, M)),
+        C=view(fb, o[13], (n, M, M)),
+        T_Jc_R=view(fb, o[14], (n, 3, 3)),
+        T_Jc_p=view(fb, o[15], (n, 3)),
+        X_joint0=view(fb, o[16], (n, 6, 6)),
+        Q0=view(fb, o[17], (n, 6, M)),
+        A0=view(fb, o[18], (n, M + 6, 6)),
+        T_t_R=view(fb, o[19], (n, 3, 3)),
+        T_t_p=view(fb, o[20], (n, 3)),
+        B_quad=view(fb, o[21], (n, M, 6, 6)),
+        gravity=view(fb, o[22], (3,)),
+        K1=view(fb, o[23], (n, G, G, G)),
+        K2=view(fb, o[24], (n, G, G, G, G)),
+        gs_rows=view(fb, o[25], (n, G)),
+        jforce=view(fb, o[26], (n, 6, N_FORCE_PARAMS)),
     )
 
 
@@ -163,26 +205,26 @@ def workspace(ib):
     for k in range(len(sizes)):
         o[k + 1] = o[k] + sizes[k]
     return Work(
-        w[o[0]:o[1]].reshape((n, N, 3, 3)), w[o[1]:o[2]].reshape((n, N, 3)),
-        w[o[2]:o[3]].reshape((n, N, 6, M)), w[o[3]:o[4]].reshape((n, N, 3)),
-        w[o[4]:o[5]].reshape((n, 6, 6)), w[o[5]:o[6]].reshape((n, s, 6)),
-        w[o[6]:o[7]].reshape((n, s, s)), w[o[7]:o[8]].reshape((n, s, s)),
-        w[o[8]:o[9]].reshape((n, 6, M)), w[o[9]:o[10]].reshape((n, 6, 6)),
-        w[o[10]:o[11]].reshape((n, 3, 3)), w[o[11]:o[12]].reshape((n, 3)),
-        w[o[12]:o[13]].reshape((n, 6, 6)),
-        w[o[13]:o[14]].reshape((n, s)), w[o[14]:o[15]].reshape((n, s)),
-        w[o[15]:o[16]].reshape((n, s)), w[o[16]:o[17]].reshape((n, s)),
+        view(w, o[0], (n, N, 3, 3)), view(w, o[1], (n, N, 3)),
+        view(w, o[2], (n, N, 6, M)), view(w, o[3], (n, N, 3)),
+        view(w, o[4], (n, 6, 6)), view(w, o[5], (n, s, 6)),
+        view(w, o[6], (n, s, s)), view(w, o[7], (n, s, s)),
+        view(w, o[8], (n, 6, M)), view(w, o[9], (n, 6, 6)),
+        view(w, o[10], (n, 3, 3)), view(w, o[11], (n, 3)),
+        view(w, o[12], (n, 6, 6)),
+        view(w, o[13], (n, s)), view(w, o[14], (n, s)),
+        view(w, o[15], (n, s)), view(w, o[16], (n, s)),
         w[o[17]:o[18]],
-        w[o[18]:o[19]].reshape((n, s, s)), w[o[19]:o[20]].reshape((n, s, s)),
-        w[o[20]:o[21]].reshape((n, s)), w[o[21]:o[22]].reshape((n, s)),
-        w[o[22]:o[23]].reshape((n, s)), w[o[23]:o[24]].reshape((n, s)),
-        w[o[24]:o[25]].reshape((s, s)), w[o[25]:o[26]].reshape((s, s)),
-        w[o[26]:o[27]].reshape((s, s)), w[o[27]:o[28]].reshape((s, s)),
-        w[o[28]:o[29]].reshape((s, s)), w[o[29]:o[30]].reshape((s, s)),
-        w[o[30]:o[31]].reshape((s, 6)), w[o[31]:o[32]],
-        w[o[32]:o[33]].reshape((2, 6, 6)), w[o[33]:o[34]].reshape((3, 3, 3)),
-        w[o[34]:o[35]].reshape((3, 3)), w[o[35]:o[36]].reshape((8, 6)),
-        w[o[36]:o[37]].reshape((4, 3)), w[o[37]:o[38]], q_n, w,
+        view(w, o[18], (n, s, s)), view(w, o[19], (n, s, s)),
+        view(w, o[20], (n, s)), view(w, o[21], (n, s)),
+        view(w, o[22], (n, s)), view(w, o[23], (n, s)),
+        view(w, o[24], (s, s)), view(w, o[25], (s, s)),
+        view(w, o[26], (s, s)), view(w, o[27], (s, s)),
+        view(w, o[28], (s, s)), view(w, o[29], (s, s)),
+        view(w, o[30], (s, 6)), w[o[31]:o[32]],
+        view(w, o[32], (2, 6, 6)), view(w, o[33], (3, 3, 3)),
+        view(w, o[34], (3, 3)), view(w, o[35], (8, 6)),
+        view(w, o[36], (4, 3)), w[o[37]:o[38]], q_n, w,
     )
 
 
@@ -1103,7 +1145,7 @@ def velocity_terms(pm, q, u, fext, w):
             b[m + r] -= fext[i, r]
 
 
-@_J
+@_JI
 def _geometric_force(pm, i, m, eta, b):
     """``b[:m] += rows · (K1(η) η / 2 [+ K2(η, η) η / 6 for the exact model])``: the geometric
     part of Damaren & Sharf's Eq 20 (:mod:`flexdyn.stiffening`)."""
@@ -1219,7 +1261,7 @@ def _full_modal_bias(tk, m, nn, node_m, node_I, M_rigid, Pi_r, fR, fp, fE, fth, 
 # ----------------------------------------------------------------------------------------------
 # generic sweeps
 # ----------------------------------------------------------------------------------------------
-@_J
+@_JI
 def _gravity_acceleration(pm, out):
     """``a_g = [0; −g]``: the base accelerates upward instead of gravity pulling down."""
     for r in range(3):
@@ -1819,7 +1861,7 @@ _joint_potential = _J(potential)
 _saturated = _J(saturated)
 
 
-@_J
+@_JI
 def add_passive_forces(pm, q, u, sign, out):
     """``out += sign · τ_J(q, u)`` (nu,) (:func:`flexdyn.joint_forces.passive_forces`)."""
     ints = pm.ints
@@ -1830,7 +1872,7 @@ def add_passive_forces(pm, q, u, sign, out):
                 out[us + k] += sign * _passive_force(pm.jforce[i, k], q[qs + k], u[us + k])
 
 
-@_J
+@_JI
 def motor_torques(pm, tau, out):
     """``sat(τ)`` into ``out`` (nu,): every joint's entries of ``τ`` within its torque limit
     (:func:`flexdyn.joint_forces.motor_torques`)."""
@@ -1843,7 +1885,7 @@ def motor_torques(pm, tau, out):
                 out[us + k] = _saturated(pm.jforce[i, k], tau[us + k])
 
 
-@_J
+@_JI
 def applied_forces(pm, w, q, u, tau):
     """``sat(τ) + τ_J(q, u)`` into ``w.tau_e`` (returned): the generalized force of the
     equations of motion (:func:`flexdyn.joint_forces.applied_forces`)."""

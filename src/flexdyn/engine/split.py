@@ -55,6 +55,7 @@ from .kernels import (
     lu_factor,
     lu_substitute,
     unpack,
+    view,
     workspace,
 )
 from .pack import RUTHLESS, SPLIT_FIELDS, SPLIT_INT_FIELDS
@@ -88,13 +89,13 @@ def unpack_split(ib, sib, sfb):
     o = sib[1:1 + _NO]
     t = 1 + _NO + 4 * n
     return SplitModel(
-        ints=sib[1 + _NO:t].reshape((n, 4)),
+        ints=view(sib, 1 + _NO, (n, 4)),
         children=sib[t:],
-        M_rf_Hf=sfb[o[0]:o[1]].reshape((n, 6, M)),
-        D_f0=sfb[o[1]:o[2]].reshape((n, M, M)),
-        Lambda=sfb[o[2]:o[3]].reshape((n, M, M)),
-        zeta=sfb[o[3]:o[4]].reshape((n, M, 6)),
-        Upsilon=sfb[o[4]:o[5]].reshape((n, M, 6)),
+        M_rf_Hf=view(sfb, o[0], (n, 6, M)),
+        D_f0=view(sfb, o[1], (n, M, M)),
+        Lambda=view(sfb, o[2], (n, M, M)),
+        zeta=view(sfb, o[3], (n, M, 6)),
+        Upsilon=view(sfb, o[4], (n, M, 6)),
         Omega=sfb[o[5]:o[6]],
     )
 
@@ -139,16 +140,16 @@ def split_workspace(ib, sib):
         o[j + 1] = o[j] + sizes[j]
     w = np.empty(o[-1])
     return SplitWork(
-        w[o[0]:o[1]].reshape((n, M, M)), w[o[1]:o[2]].reshape((n, 6, M)),
-        w[o[2]:o[3]].reshape((n, 6, 6)), w[o[3]:o[4]].reshape((n, 6, 6)),
-        w[o[4]:o[5]].reshape((n, 6, 6)), w[o[5]:o[6]].reshape((n, 6, 6)),
-        w[o[6]:o[7]].reshape((n, 6, 6)), w[o[7]:o[8]].reshape((n, M)),
-        w[o[8]:o[9]].reshape((n, 6)), w[o[9]:o[10]].reshape((M + 6, M)),
-        w[o[10]:o[11]].reshape((6, M)), w[o[11]:o[12]].reshape((M, M)),
-        w[o[12]:o[13]].reshape((M, M)), w[o[13]:o[14]].reshape((5, 6, 6)),
-        w[o[14]:o[15]].reshape((M + 6, 6)), w[o[15]:o[16]].reshape((M + 6, 6)),
-        w[o[16]:o[17]].reshape((M, 6)), w[o[17]:o[18]].reshape((k, k)),
-        w[o[18]:o[19]].reshape((k, M)), w[o[19]:o[20]], w[o[20]:o[21]].reshape((5, 6)),
+        view(w, o[0], (n, M, M)), view(w, o[1], (n, 6, M)),
+        view(w, o[2], (n, 6, 6)), view(w, o[3], (n, 6, 6)),
+        view(w, o[4], (n, 6, 6)), view(w, o[5], (n, 6, 6)),
+        view(w, o[6], (n, 6, 6)), view(w, o[7], (n, M)),
+        view(w, o[8], (n, 6)), view(w, o[9], (M + 6, M)),
+        view(w, o[10], (6, M)), view(w, o[11], (M, M)),
+        view(w, o[12], (M, M)), view(w, o[13], (5, 6, 6)),
+        view(w, o[14], (M + 6, 6)), view(w, o[15], (M + 6, 6)),
+        view(w, o[16], (M, 6)), view(w, o[17], (k, k)),
+        view(w, o[18], (k, M)), w[o[19]:o[20]], view(w, o[20], (5, 6)),
     )
 
 
