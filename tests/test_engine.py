@@ -101,3 +101,29 @@ def test_engine_names_a_wrong_argument():
         engine.batch("mass", z)
     with pytest.raises(ValueError, match="not finite"):
         engine.forward_dynamics(np.full(model.nq, np.nan), z, z)
+
+
+def test_view_is_the_reshaped_slice():
+    """``kernels.view`` (the intrinsic behind every named view of the packed model and the
+    workspace) equals numpy's reshape of the slice, C-contiguous, on the buffer's memory."""
+    import numba
+
+    from flexdyn.engine.kernels import view
+
+    @numba.njit
+    def views(buf, ints):
+        a = view(buf, 5, (2, 3, 4))
+        b = view(buf, 29, (ints[0], 3))
+        a[1, 2, 3] = -1.0  # writes reach the buffer
+        return a.copy(), b.copy(), view(ints, 1, (2, 2)).copy()
+
+    buf, ints = np.arange(50.0), np.array([4, 10, 11, 12, 13])
+    a, b, c = views(buf, ints)
+    want = np.arange(5.0, 29.0).reshape(2, 3, 4)
+    want[1, 2, 3] = -1.0
+    np.testing.assert_array_equal(a, want)
+    np.testing.assert_array_equal(b, np.arange(29.0, 41.0).reshape(4, 3))
+    np.testing.assert_array_equal(c, [[10, 11], [12, 13]])
+    assert buf[28] == -1.0 and buf[27] == 27.0
+    layouts = {str(t) for sig in views.nopython_signatures for t in sig.return_type}
+    assert layouts == {"array(float64, 3d, C)", "array(float64, 2d, C)", "array(int64, 2d, C)"}
