@@ -194,6 +194,28 @@ def test_nan_torque_raises_simulation_error(beam):
     assert "tau" in info.value.solver_message
 
 
+def test_finiteness_check_of_every_right_hand_side():
+    """The state and force check of every right-hand side: finite entries whose sum
+    overflows pass, without a warning; any NaN or infinity fails (also an infinity beside
+    its opposite), real or complex."""
+    import warnings
+
+    from flexdyn.simulate import _all_finite
+
+    big = np.finfo(float).max
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _all_finite(np.array([big, big, 1.0]))
+        assert _all_finite(np.array([[big, -big], [big, big]]))
+        assert _all_finite(np.array([1.0 + 2.0j, big + big * 1j, big]))
+        assert _all_finite(np.zeros(0))
+        for bad in (np.nan, np.inf, -np.inf):
+            for row in ([bad], [big, big, bad], [1.0, bad, 2.0]):
+                assert not _all_finite(np.array(row))
+            assert not _all_finite(np.array([1.0 + 0j, complex(0.0, bad)]))
+        assert not _all_finite(np.array([np.inf, -np.inf]))
+
+
 def test_solver_failure_raises_simulation_error():
     # a torque step of 1e9 N m on a rigid wheel: the step size needed to resolve it is below
     # the spacing of floating-point numbers at t = 0.5 s, so the solver gives up there

@@ -53,7 +53,6 @@ state must satisfy the closures
 
 from __future__ import annotations
 
-import cmath
 import functools
 import math
 import time
@@ -169,10 +168,11 @@ def _vector(value: Any, n: int, name: str) -> np.ndarray:
 
 
 def _all_finite(a: np.ndarray) -> bool:
-    """Whether every entry of ``a`` (real or complex) is finite, in about a microsecond: a
-    finite sum proves it (a NaN or an infinity makes the sum non-finite), and a sum that
-    overflows falls back to the entrywise test.  It runs at every right-hand side."""
-    return cmath.isfinite(np.add.reduce(a, axis=None)) or bool(np.isfinite(a).all())
+    """Whether every entry of ``a`` (real or complex) is finite.  It runs at every
+    right-hand side: the method call takes half the time of ``np.all(np.isfinite(a))``
+    (1.2 µs against 2.2 µs), and unlike a test of the sum it warns of nothing when finite
+    entries add up past the largest float."""
+    return bool(np.isfinite(a).all())
 
 
 def _forcing(value: Any, shape: tuple[int, ...], name: str):
