@@ -199,3 +199,31 @@ def test_simulate_with_initial_state_loads_and_plot(tmp_path, capsys):
     assert "did you mean link1.theta" in capsys.readouterr().err
     assert main(["simulate", data_file("two_link_arm"), "--tau", "link1.theta_dot=x"]) == 2
     assert "expected NAME=NUMBER" in capsys.readouterr().err
+
+
+def test_a_silent_run_is_explained_once(capsys, monkeypatch):
+    """A run that has not returned after the notice delay says on standard error why (the
+    first run compiles the engine), once; a run that returns before says nothing."""
+    import time
+
+    import flexdyn.__main__ as cli
+
+    with cli._CompileNotice(delay=0.05):
+        time.sleep(0.5)
+    err = capsys.readouterr().err
+    assert err.count("compiles the engine") == 1 and err.startswith("flexdyn: still working")
+    with cli._CompileNotice(delay=0.5):
+        pass
+    time.sleep(0.7)
+    assert capsys.readouterr().err == ""
+    # the commands use it: a demo whose simulation takes longer than the delay
+    monkeypatch.setattr(cli, "NOTICE_DELAY", 0.0)
+    real = cli.simulate
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "simulate", slow)
+    assert main(["demo", "--t", "0.2"]) == 0
+    assert "compiles the engine" in capsys.readouterr().err

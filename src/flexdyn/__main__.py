@@ -21,6 +21,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Sequence
@@ -142,6 +143,35 @@ def _assignments(model: Model, items: Sequence[str], kinds: Sequence[str], flag:
     return out
 
 
+#: seconds a run goes silent before :class:`_CompileNotice` explains why
+NOTICE_DELAY = 3.0
+
+
+class _CompileNotice:
+    """Around a simulation: if it has not returned after ``delay`` seconds (default
+    :data:`NOTICE_DELAY`), say once on standard error that a first run compiles the engine.
+    On a fresh installation the compiled engine is built on the first call (about a minute
+    on a small machine) and cached for later runs, which start in about a second; without a
+    word the first run looks hung."""
+
+    def __init__(self, delay: float | None = None):
+        self.timer = threading.Timer(NOTICE_DELAY if delay is None else delay, self._say)
+        self.timer.daemon = True
+
+    @staticmethod
+    def _say() -> None:
+        print(f"{PROG}: still working: the first run on this installation compiles the "
+              "engine (about a minute); later runs load it from the cache", file=sys.stderr,
+              flush=True)
+
+    def __enter__(self) -> _CompileNotice:
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.timer.cancel()
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     _check_plot(args)
     model = builtin_model(args.model)
@@ -158,9 +188,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         tau = slew_torque(model, duration=duration, angle=angle)
         what = f"rest-to-rest slew of {angle:.3g} rad in {duration:.3g} s"
     wall = time.perf_counter()
-    res = simulate(model, t_span=(0.0, args.t), tau=tau, fidelity=args.fidelity,
-                   method=args.method, rtol=args.rtol, atol=args.atol,
-                   t_eval=np.linspace(0.0, args.t, 501))
+    with _CompileNotice():
+        res = simulate(model, t_span=(0.0, args.t), tau=tau, fidelity=args.fidelity,
+                       method=args.method, rtol=args.rtol, atol=args.atol,
+                       t_eval=np.linspace(0.0, args.t, 501))
     text = _summary(res, f"flexdyn demo: {args.model}, {what}")
     print(text)
     _write_plot(res, args.plot)
@@ -214,9 +245,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         q0 = model.check_state(q0)[0]
     except ValueError as exc:
         raise _InputError(f"--set: {exc}") from None
-    res = simulate(model, q0, u0, t_span=(0.0, args.t), tau=tau, fidelity=args.fidelity,
-                   method=args.method, rtol=args.rtol, atol=args.atol,
-                   t_eval=np.linspace(0.0, args.t, args.samples))
+    with _CompileNotice():
+        res = simulate(model, q0, u0, t_span=(0.0, args.t), tau=tau, fidelity=args.fidelity,
+                       method=args.method, rtol=args.rtol, atol=args.atol,
+                       t_eval=np.linspace(0.0, args.t, args.samples))
     what = (", ".join(f"tau[{n}] = {v:g}" for n, v in zip(
         [e.name for e in state_layout(model)["u"]], tau, strict=True) if v) or "zero torque")
     print(_summary(res, f"flexdyn simulate: {args.model} ({what}, {start})"))
