@@ -169,9 +169,8 @@ def _vector(value: Any, n: int, name: str) -> np.ndarray:
 
 def _all_finite(a: np.ndarray) -> bool:
     """Whether every entry of ``a`` (real or complex) is finite.  It runs at every
-    right-hand side: the method call takes half the time of ``np.all(np.isfinite(a))``
-    (1.2 µs against 2.2 µs), and unlike a test of the sum it warns of nothing when finite
-    entries add up past the largest float."""
+    right-hand side, where the method call takes half the time of
+    ``np.all(np.isfinite(a))`` (1.2 µs against 2.2 µs)."""
     return bool(np.isfinite(a).all())
 
 
