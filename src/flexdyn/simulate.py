@@ -432,7 +432,7 @@ class PrescribedMotion:
             for what, value, target, part in (("q_j", qj, q, qs), ("u_j", uj, u, us),
                                                ("udot_j", aj, udot, us)):
                 a = _motion_part(name, what, value, part.stop - part.start, t)
-                if not np.all(np.isfinite(a)):
+                if not _all_finite(a):
                     message = f"prescribed[{name!r}](t) returned a non-finite {what}"
                     if at_start:
                         raise ValueError(f"{message} at t = {t:.6g}")
