@@ -271,6 +271,70 @@ def test_collocation_tableaux_satisfy_the_order_conditions(table, order):
         assert np.min(np.abs(eig - galpha.RADAU_MU)) < 1e-12
 
 
+@pytest.mark.parametrize("table, eigen", [(galpha.GL_TABLE, galpha.GL_EIGEN),
+                                          (galpha.RADAU_TABLE, galpha.RADAU_EIGEN)])
+def test_eigen_tables_diagonalize_the_tableaux(table, eigen):
+    """``eigen_table``: ``T Λ T⁻¹`` gives back ``a``, real eigenvalues first with real
+    columns, each pair's first eigenvalue with positive imaginary part and its partner's
+    column and row the conjugates.  Radau IIA's real eigenvalue is ``1/RADAU_MU`` (the
+    error estimate reuses its block); Gauss–Legendre's two are a pair."""
+    s = table.shape[0]
+    lam, kind, T, Tinv = (eigen[:, 0], eigen[:, 1].real.astype(int), eigen[:, 2:2 + s].T,
+                          eigen[:, 2 + s:])
+    np.testing.assert_allclose(T @ np.diag(lam) @ Tinv, table[:, :s], atol=1e-15)
+    np.testing.assert_allclose(Tinv @ T, np.eye(s), atol=1e-14)
+    expected = [galpha.COMPLEX, galpha.CONJUGATE]
+    if s == 3:
+        expected = [galpha.REAL, *expected]
+        assert lam[0].imag == 0.0 and np.all(T[:, 0].imag == 0.0)
+        assert lam[0].real == pytest.approx(1.0 / galpha.RADAU_MU, rel=1e-14)
+    assert list(kind) == expected
+    p = expected.index(galpha.COMPLEX)
+    assert lam[p].imag > 0.0 and lam[p + 1] == np.conj(lam[p])
+    np.testing.assert_allclose(T[:, p + 1], np.conj(T[:, p]), atol=0.0)
+    np.testing.assert_allclose(Tinv[p + 1], np.conj(Tinv[p]), atol=1e-15)
+
+
+@pytest.mark.parametrize("scheme", [galpha.GAUSS_LEGENDRE, galpha.RADAU_IIA])
+@settings(max_examples=15, deadline=None)
+@given(nu=st.integers(1, 9), seed=st.integers(0, 2**32 - 1),
+       h=st.floats(1e-5, 1.0), stiff=st.floats(0.0, 8.0))
+def test_split_newton_solve_equals_the_dense_solve(scheme, nu, seed, h, stiff):
+    """The collocation step's Newton correction through the eigendecomposition of ``a``
+    (``_factor_blocks``, ``_solve_blocks``) equals the dense solve with
+    ``I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (s nu × s nu) by numpy, for random SPD ``M`` and
+    PSD ``C``, ``K`` up to ``10⁸`` times stiffer than ``M``."""
+    import numba
+
+    table = galpha.TABLES[scheme]
+    eig = galpha.RADAU_EIGEN if scheme == galpha.RADAU_IIA else galpha.GL_EIGEN
+    s = table.shape[0]
+    a, a2 = table[:, :s], table[:, s:2 * s]
+    rng = np.random.default_rng(seed)
+    B = rng.normal(size=(nu, nu))
+    M = B @ B.T + nu * np.eye(nu)
+    C, K = (10.0**e * (X @ X.T) for e, X in ((stiff / 2, rng.normal(size=(nu, nu))),
+                                              (stiff, rng.normal(size=(nu, nu)))))
+    r = rng.normal(size=s * nu)
+
+    @numba.njit
+    def solve(M, C, K, h, eig, r):
+        nu = M.shape[0]
+        S, Jc = np.empty((nu, nu)), np.empty((nu, nu), dtype=np.complex128)
+        piv = np.empty((2, nu), dtype=np.int64)
+        dx = np.empty(r.size)
+        ok = galpha._factor_blocks(M, C, K, h, eig, S, Jc, piv)
+        galpha._solve_blocks(eig, S, Jc, piv, r, np.empty((nu, 1)),
+                             np.empty((nu, 1), dtype=np.complex128), dx)
+        return ok, dx
+
+    ok, dx = solve(M, C, K, h, eig, r)
+    J = np.kron(np.eye(s), M) + h * np.kron(a, C) + h * h * np.kron(a2, K)
+    want = np.linalg.solve(J, r)
+    assert ok
+    assert np.max(np.abs(dx - want)) <= 1e-14 * np.linalg.cond(J) * np.max(np.abs(want))
+
+
 class CountingRadau(scipy.integrate.Radau):
     """scipy's Radau IIA, counting its step tries."""
 

@@ -1085,7 +1085,7 @@ class _CompiledLoop:
     ``t1`` with the forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) at ``t0`` (the initial
     acceleration and energy-balance integrands come from the compiled state derivative;
     ``_RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈``; ``a`` is
-    ``q⃛`` for the collocation schemes), ``Mk``, ``S``, ``J``, ``piv``, ``pred`` and ``cnt``
+    ``q⃛`` for the collocation schemes), ``Mk``, ``S``, ``Jc``, ``piv``, ``pred`` and ``cnt``
     in the layouts of :mod:`flexdyn.engine.galpha`.
     ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps."""
 
@@ -1126,8 +1126,8 @@ class _CompiledLoop:
         self.Mk, self.S = np.zeros((nu, nu)), np.zeros((nu, nu))
         #: the stage times of the scheme's forces (:func:`flexdyn.engine.galpha.nodes`)
         self.nodes = g.nodes(scheme)
-        k = nu * (self.nodes.size if scheme != g.GENERALIZED_ALPHA else 0)
-        self.J, self.piv = np.zeros((k, k)), np.zeros(k, dtype=np.int64)
+        k = nu if scheme != g.GENERALIZED_ALPHA else 0
+        self.Jc, self.piv = np.zeros((k, k), dtype=complex), np.zeros((2, nu), dtype=np.int64)
         self.pred = np.empty(1 + 2 * nu)
         self.cnt = np.zeros(g.N_COUNTERS, dtype=np.int64)
 
@@ -1161,7 +1161,7 @@ class _CompiledLoop:
         """One call of the compiled entry (its status); the collocation schemes take
         ``tau`` and ``f_ext`` stacked per stage."""
         return galpha.generalized_alpha(*self.engine.packed, self.c, self.ctl, times, tau,
-                                        f_ext, self.y, self.s, self.Mk, self.S, self.J,
+                                        f_ext, self.y, self.s, self.Mk, self.S, self.Jc,
                                         self.piv, out_t, out_x, self.pred, self.cnt)
 
 

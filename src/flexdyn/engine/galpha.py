@@ -115,6 +115,44 @@ RADAU_TABLE = tableau((((88.0 - 7.0 * _S6) / 360.0, (296.0 - 169.0 * _S6) / 1800
                       ((16.0 - _S6) / 36.0, (16.0 + _S6) / 36.0, 1.0 / 9.0))
 #: the tableau of each collocation scheme
 TABLES = {GAUSS_LEGENDRE: GL_TABLE, RADAU_IIA: RADAU_TABLE}
+#: the kinds of an eigenvalue of ``a`` in :func:`eigen_table`: real, the first of a complex
+#: conjugate pair (the one with positive imaginary part), its conjugate
+REAL, COMPLEX, CONJUGATE = 0, 1, 2
+
+
+def eigen_table(a: np.ndarray) -> np.ndarray:
+    """The eigendecomposition ``a = T Λ T⁻¹`` of a collocation method's ``a`` (s × s) that
+    splits its Newton system (Hairer & Wanner, Sec IV.8): with it the iteration matrix
+    ``I ⊗ M + h a ⊗ C + h² a² ⊗ K`` becomes ``(T ⊗ I) diag(B_i) (T⁻¹ ⊗ I)``,
+    ``B_i = M + h λ_i C + h² λ_i² K`` (nu × nu each).  A real eigenvalue has a real ``B_i``;
+    of a conjugate pair only the first block is factored, since the transformed right-hand
+    side and the solution of the second are the conjugates of the first's (the columns of
+    ``T`` for the pair are chosen conjugate, so the rows of ``T⁻¹`` are too).
+
+    Returns a complex table (s × (2 s + 2)) whose row ``i`` is
+    ``[λ_i | kind_i | T[:, i] | T⁻¹[i, :]]`` (kind :data:`REAL`, :data:`COMPLEX` or
+    :data:`CONJUGATE`), real eigenvalues first, each pair's positive imaginary part first."""
+    lam, vec = np.linalg.eig(np.asarray(a, dtype=float))
+    scale = max(1.0, float(np.max(np.abs(lam))))
+    real = np.abs(lam.imag) <= 1e-12 * scale
+    rows = []
+    for i in np.argsort(~real, kind="stable"):
+        if real[i]:
+            rows.append((lam[i].real + 0j, REAL, vec[:, i].real / np.max(np.abs(vec[:, i]))))
+        elif lam[i].imag > 0.0:
+            rows.append((lam[i], COMPLEX, vec[:, i]))
+            rows.append((np.conj(lam[i]), CONJUGATE, np.conj(vec[:, i])))
+    if len(rows) != lam.size:
+        raise ValueError(f"the eigenvalues {lam} of the tableau do not form real values and "
+                         "conjugate pairs")
+    T = np.column_stack([r[2] for r in rows]).astype(complex)
+    return np.column_stack([[r[0] for r in rows], [r[1] for r in rows], T.T,
+                            np.linalg.inv(T)]).astype(complex)
+
+
+#: :func:`eigen_table` of each collocation scheme's ``a``
+GL_EIGEN = eigen_table(GL_TABLE[:, :2])
+RADAU_EIGEN = eigen_table(RADAU_TABLE[:, :3])
 
 
 def nodes(scheme: int) -> np.ndarray:
@@ -288,19 +326,82 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, S, s, new, base
 
 
 @_J
-def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, scaled, J, piv, s,
-                      stages, r, dx, p, new, cnt):
+def _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
+    """LU factors (with partial pivoting) of the blocks ``B_i = M + h λ_i C + h² λ_i² K`` of
+    the transformed iteration matrix (:func:`eigen_table` ``eig``): a real eigenvalue's into
+    ``S`` (nu × nu) with the row swaps in ``piv[0]``, a complex pair's first into ``Jc``
+    (nu × nu, complex) with ``piv[1]``.  False when a pivot is zero."""
+    nu = Mk.shape[0]
+    for i in range(eig.shape[0]):
+        kind = int(eig[i, 1].real)
+        lam = h * eig[i, 0]
+        lam2 = lam * lam
+        if kind == REAL:
+            for m in range(nu):
+                for k in range(nu):
+                    S[m, k] = Mk[m, k] + lam.real * Cu[m, k] + lam2.real * Ku[m, k]
+            if not lu_factor(S, piv[0]):
+                return False
+        elif kind == COMPLEX:
+            for m in range(nu):
+                for k in range(nu):
+                    Jc[m, k] = Mk[m, k] + lam * Cu[m, k] + lam2 * Ku[m, k]
+            if not lu_factor(Jc, piv[1]):
+                return False
+    return True
+
+
+@_J
+def _solve_blocks(eig, S, Jc, piv, r, zr, zc, dx):
+    """``dx = (T ⊗ I) diag(B_i)⁻¹ (T⁻¹ ⊗ I) r`` (s nu,) with the factors of
+    :func:`_factor_blocks`: the Newton correction of the stage accelerations; ``zr``
+    (nu × 1) and ``zc`` (nu × 1, complex) are scratch.  A pair's second block adds the
+    conjugate of the first's term, so the pair adds ``2 Re(T_ei z_i)``."""
+    ns, nu = eig.shape[0], S.shape[0]
+    dx[:] = 0.0
+    for i in range(ns):
+        kind = int(eig[i, 1].real)
+        if kind == REAL:
+            for k in range(nu):
+                v = 0.0
+                for f in range(ns):
+                    v += eig[i, 2 + ns + f].real * r[f * nu + k]
+                zr[k, 0] = v
+            lu_substitute(S, piv[0], zr)
+            for e in range(ns):
+                t = eig[i, 2 + e].real
+                for k in range(nu):
+                    dx[e * nu + k] += t * zr[k, 0]
+        elif kind == COMPLEX:
+            for k in range(nu):
+                z = 0j
+                for f in range(ns):
+                    z += eig[i, 2 + ns + f] * r[f * nu + k]
+                zc[k, 0] = z
+            lu_substitute(Jc, piv[1], zc)
+            for e in range(ns):
+                t = eig[i, 2 + e]
+                for k in range(nu):
+                    dx[e * nu + k] += 2.0 * (t * zc[k, 0]).real
+
+
+@_J
+def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig, scaled, S,
+                      Jc, piv, s, stages, r, dx, zr, zc, p, new, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈`` at ``t_n``) into ``new`` by
     the s-stage collocation method of ``tab`` (:func:`tableau`; Hairer & Wanner, Sec IV.5):
     the stage accelerations ``A_i`` (``stages[0:s]``, (s, nu)) solve
     ``ID(Q_i, V_i, A_i) − τ = 0`` with ``V_i = q̇ + h Σ_j a_ij A_j`` (``stages[s:2s]``),
     ``Q_i = q + c_i h q̇ + h² Σ_j (a²)_ij A_j`` (``stages[2s:3s]``), ``τ`` and ``f_ext`` at
     stage ``i`` the rows ``i`` of ``tau`` (s nu,) and ``fext`` (s n, 6), by a simplified Newton
-    iteration on ``J = I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (s nu × s nu, LU with partial
-    pivoting into ``J``, ``piv``; ``M`` at the first stage's first iterate, ``C`` and ``K``
-    the constant blocks of :func:`_modal_blocks`), starting from ``A_i = q̈_n + c_i h q⃛_n``
-    (``q⃛_n`` from the last two stages of the previous step, 0 at the start).  The factor
-    of ``J`` (and ``M`` in ``Mk``) is kept for the next step of the same size
+    iteration on ``J = I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (s nu × s nu; ``M`` at the first
+    stage's first iterate, ``C`` and ``K`` the constant blocks of :func:`_modal_blocks`),
+    solved through the eigendecomposition ``eig`` of ``a`` (:func:`eigen_table`): one real
+    block (into ``S``) and one complex block (into ``Jc``) of nu × nu per real eigenvalue and
+    conjugate pair (:func:`_factor_blocks`, :func:`_solve_blocks`; ``zr``, ``zc`` scratch),
+    starting from ``A_i = q̈_n + c_i h q⃛_n``
+    (``q⃛_n`` from the last two stages of the previous step, 0 at the start).  The factors
+    of ``J`` (and ``M`` in ``Mk``) are kept for the next step of the same size
     (``s[H_FACTOR]``, ``s[M_KEPT]``) unless the iteration contracted by more than
     :data:`THETA_KEEP`; an iteration that fails with a kept factor starts again with a
     fresh one.  The iteration stops when a
@@ -353,20 +454,12 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, scal
             if not factored:  # M(Q_1) after the position terms of the first residual
                 crba(pm, w, Mk)
                 s[M_KEPT], s[H_FACTOR] = 1.0, 0.0
-                for e in range(ns):
-                    for f in range(ns):
-                        for m in range(nu):
-                            for k in range(nu):
-                                J[e * nu + m, f * nu + k] = (
-                                    (Mk[m, k] if e == f else 0.0) + h * a[e, f] * Cu[m, k]
-                                    + h * h * a2[e, f] * Ku[m, k])
-                if not lu_factor(J, piv):
+                if not _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
                     return SINGULAR
                 s[H_FACTOR] = h
                 cnt[FACTORIZATIONS] += 1
                 factored = True
-        dx[:] = r
-        lu_substitute(J, piv, dx.reshape((dx.shape[0], 1)))
+        _solve_blocks(eig, S, Jc, piv, r, zr, zc, dx)
         for i in range(ns):
             for k in range(nu):
                 A[i, k] -= dx[i * nu + k]
@@ -425,7 +518,7 @@ def _stage_norm(c, h, y, a, a2, dA):
 
 
 @_J
-def _radau_error(c, h, y, new, stages, Mk, Cu, Ku, S, rq, ru, e):
+def _radau_error(c, h, y, new, stages, Mk, Cu, S, piv, rq, ru, e):
     """The scaled norm of Radau IIA's local error estimate of the step ``y → new``
     (:data:`RADAU_E`; Hairer & Wanner, Sec IV.8) for ``ẋ = f(x)``, ``x = (q, q̇)``:
     ``err = (μ/h − J)⁻¹ (f(x_n) + Σ_i e_i Z_i / h)`` with ``μ`` = :data:`RADAU_MU` and the
@@ -433,9 +526,11 @@ def _radau_error(c, h, y, new, stages, Mk, Cu, Ku, S, rq, ru, e):
     unresolved stiff modes from dominating it.  With the Jacobian of the iteration,
     ``J = [[0, I], [−M⁻¹K, −M⁻¹C]]``, the system reduces to
     ``(M + C/γ + K/γ²) e_q = (M r_u + (γ M + C) r_q)/γ²``, ``e_u = γ e_q − r_q``
-    (``γ = μ/h``; Cholesky into ``S``).  The norm is the root mean square of
-    ``e_k / (ATOL + RTOL max(|x_n,k|, |x_{n+1},k|))`` over ``q`` and ``q̇``; ``inf`` when
-    the matrix is not positive definite."""
+    (``γ = μ/h``).  Since ``μ⁻¹`` is the real eigenvalue of ``a``, that matrix is the real
+    block of the step's iteration matrix, whose LU factor ``S``, ``piv`` (from
+    :func:`_factor_blocks`, with the same kept ``M`` and step) solves it.  The norm is the
+    root mean square of ``e_k / (ATOL + RTOL max(|x_n,k|, |x_{n+1},k|))`` over ``q`` and
+    ``q̇``."""
     nu, ns = y.shape[1], RADAU_E.shape[0]
     Vs, Qs = stages[ns:2 * ns], stages[2 * ns:3 * ns]
     g = RADAU_MU / h
@@ -450,11 +545,8 @@ def _radau_error(c, h, y, new, stages, Mk, Cu, Ku, S, rq, ru, e):
         v = 0.0
         for k in range(nu):
             v += Mk[m, k] * (ru[k] + g * rq[k]) + Cu[m, k] * rq[k]
-            S[m, k] = Mk[m, k] + Cu[m, k] / g + Ku[m, k] / (g * g)
         e[m] = v / (g * g)
-    if not cholesky_factor(S, MASS_MATRIX_RTOL):
-        return math.inf
-    cholesky_substitute(S, e, e)
+    lu_substitute(S, piv, e.reshape((nu, 1)))
     total = 0.0
     for k in range(nu):
         eu = g * e[k] - rq[k]
@@ -521,7 +613,7 @@ def _predict(c, ctl, s, cnt, y, pred):
 # the entry
 # ----------------------------------------------------------------------------------------------
 @_E
-def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, J, piv, out_t, out_x,
+def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, out_t, out_x,
                       pred, cnt):
     """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,)
     and the wrenches ``fext`` (n_bodies, 6) held (the collocation schemes: one of each per
@@ -533,8 +625,9 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, J, piv, ou
     ``t_eval``: the sample times (with ``ctl[RECORD_STEPS] == 0``); ``y`` (4, nu): ``q, q̇,
     a, q̈`` at ``s[T]`` (row 2 is ``q⃛`` for the collocation schemes), advanced in place;
     ``s`` (:data:`N_SCALARS`), ``Mk`` and ``S`` (nu × nu: the kept mass matrix and the
-    factor of generalized-α's iteration matrix), ``J`` and ``piv`` (s nu × s nu and s nu:
-    the factor of a collocation scheme's; empty for generalized-α) and ``cnt``
+    factor of generalized-α's iteration matrix, or of a collocation scheme's real block),
+    ``Jc`` (nu × nu, complex: the factor of a collocation scheme's complex block; empty for
+    generalized-α), ``piv`` (2 × nu: the row swaps of the two blocks) and ``cnt``
     (:data:`N_COUNTERS`) carry the integrator from call to call; the samples go to
     ``out_t[cnt[N_OUT]:]`` and the rows of ``out_x`` (``[q; q̇; W_τ, W_ext, D]``); ``pred``
     (1 + 2 nu) receives the predictor of the next try (``_predict``).  Returns
@@ -560,6 +653,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, J, piv, ou
     collocation = ctl[SCHEME] != GENERALIZED_ALPHA
     radau = ctl[SCHEME] == RADAU_IIA
     tab = RADAU_TABLE if radau else GL_TABLE
+    eig = RADAU_EIGEN if radau else GL_EIGEN
     ns = tab.shape[0] if collocation else 0
     tau_m = np.empty(tau.shape[0])  # collocation: one force per stage, stacked
     for i in range(tau.shape[0] // nu):
@@ -568,6 +662,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, J, piv, ou
                            np.empty((ns, 3)))
     new, base = np.empty((4, nu)), np.empty((3, nu))
     r, dx, e = np.empty(nu), np.empty(nu), np.empty(nu)
+    zr, zc = np.empty((nu, 1)), np.empty((nu, 1), dtype=np.complex128)
     wq, pw, power = np.empty((2, 3)), np.empty((2, 3)), np.empty(3)
     adaptive = ctl[ADAPTIVE] != 0
     delta = c[ALPHA_M] - c[ALPHA_F]
@@ -586,7 +681,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, J, piv, ou
         iterations = cnt[ITERATIONS]
         if collocation:
             st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Ku, Cu, Mk,
-                                   tab, radau, J, piv, s, stages, rs, dxs, ps, new, cnt)
+                                   tab, eig, radau, S, Jc, piv, s, stages, rs, dxs, zr, zc,
+                                   ps, new, cnt)
         else:
             st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Ku, Cu, Mk, S, s,
                              new, base, r, dx, cnt)
@@ -602,7 +698,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, J, piv, ou
             continue
         factor = 1.0
         if adaptive and radau:
-            err = _radau_error(c, h, y, new, stages, Mk, Cu, Ku, S, r, dx, e)
+            err = _radau_error(c, h, y, new, stages, Mk, Cu, S, piv[0], r, dx, e)
             # Hairer & Wanner's safety factor, smaller after slow Newton iterations
             its = cnt[ITERATIONS] - iterations
             safety = 0.9 * (2 * ctl[MAX_NEWTON] + 1) / (2 * ctl[MAX_NEWTON] + its)
