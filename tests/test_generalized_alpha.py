@@ -252,7 +252,9 @@ def test_collocation_tableaux_satisfy_the_order_conditions(table, order):
     """The simplified order conditions of the tableaux (Hairer & Wanner, Sec IV.5):
     ``B(p)``: ``Σ b_i c_i^(k−1) = 1/k`` for k ≤ p (the quadrature order); ``C(s)``:
     ``Σ_j a_ij c_j^(k−1) = c_i^k/k`` for k ≤ s (collocation); and the layout's derived
-    columns ``a²`` and ``b a``.  Radau IIA's ``c_s = 1`` and ``b`` = its last row, and
+    columns ``a²`` and ``b a``, and the extrapolation weights ``d₀, d₁, d₂`` (the
+    polynomial of degree s − 1 through the stages and its derivatives at the step's end).
+    Radau IIA's ``c_s = 1`` and ``b`` = its last row, and
     :data:`RADAU_MU` is the real eigenvalue of ``a⁻¹``."""
     s = table.shape[0]
     a, a2, c, b, ba = (table[:, :s], table[:, s:2 * s], table[:, 2 * s], table[:, 2 * s + 1],
@@ -264,6 +266,12 @@ def test_collocation_tableaux_satisfy_the_order_conditions(table, order):
         np.testing.assert_allclose(a @ c ** (k - 1), c**k / k, atol=1e-14)
     np.testing.assert_allclose(a2, a @ a, atol=1e-15)
     np.testing.assert_allclose(ba, b @ a, atol=1e-15)
+    # the weights of the collocation polynomial's q̈ and its two derivatives at the step's
+    # end: exact for a random polynomial of degree s − 1 through the nodes
+    d = table[:, 2 * s + 3:2 * s + 6].T
+    poly = np.polynomial.Polynomial(np.random.default_rng(s).normal(size=s))
+    np.testing.assert_allclose(d @ poly(c), [poly(1.0), poly.deriv(1)(1.0), poly.deriv(2)(1.0)],
+                               atol=1e-13)
     if table is galpha.RADAU_TABLE:
         assert c[-1] == pytest.approx(1.0, abs=1e-15)
         np.testing.assert_allclose(b, a[-1], atol=1e-15)

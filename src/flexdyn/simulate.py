@@ -1084,8 +1084,8 @@ class _CompiledLoop:
     generalized_alpha`) from call to call, set up at ``(q0, u0)`` at ``t0`` for a run to
     ``t1`` with the forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) at ``t0`` (the initial
     acceleration and energy-balance integrands come from the compiled state derivative;
-    ``_RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈``; ``a`` is
-    ``q⃛`` for the collocation schemes), ``Mk``, ``S``, ``Jc``, ``piv``, ``pred`` and ``cnt``
+    ``_RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈, 0``; ``a``
+    and the last row are ``q⃛`` and ``q⁗`` for the collocation schemes), ``Mk``, ``S``, ``Jc``, ``piv``, ``pred`` and ``cnt``
     in the layouts of :mod:`flexdyn.engine.galpha`.
     ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps."""
 
@@ -1098,10 +1098,11 @@ class _CompiledLoop:
         xdot0 = _failing(_compiled_derivative(model, fidelity, "articulated", "engine",
                                               _N_EXTRA), t0, np.concatenate([q0, u0]), tau,
                          f_ext)
-        self.y = np.empty((4, nu))
+        self.y = np.zeros((5, nu))
         self.y[0], self.y[1] = q0, u0
         self.y[3] = xdot0[nu:2 * nu]
         # generalized-α's auxiliary acceleration, or the collocation schemes' rate of q̈
+        # (and in row 4 its second derivative, 0 at the start)
         self.y[2] = self.y[3] if scheme == g.GENERALIZED_ALPHA else 0.0
         self.c = c = np.zeros(g.N_PARAMS)
         c[[g.ALPHA_M, g.ALPHA_F, g.BETA, g.GAMMA]] = g.coefficients(rho_inf)

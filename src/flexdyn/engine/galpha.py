@@ -94,12 +94,21 @@ SCHEMES = {"generalized-alpha": GENERALIZED_ALPHA, "gauss-legendre": GAUSS_LEGEN
 
 def tableau(a: tuple, b: tuple) -> np.ndarray:
     """A collocation method's Butcher tableau ``a_ij`` (s × s) and weights ``b`` (s,) in the
-    layout the step takes: the columns ``[a | a² | c | b | b a]`` (s × (2 s + 3)), with the
-    nodes ``c_i = Σ_j a_ij``.  In second-order form ``V_i = q̇ + h Σ_j a_ij A_j``,
-    ``Q_i = q + c_i h q̇ + h² Σ_j (a²)_ij A_j``, ``q̇_{n+1} = q̇ + h Σ_j b_j A_j`` and
-    ``q_{n+1} = q + h q̇ + h² Σ_j (b a)_j A_j`` (Hairer, Nørsett & Wanner, Sec II.14)."""
+    layout the step takes: the columns ``[a | a² | c | b | b a | d₀ | d₁ | d₂]``
+    (s × (2 s + 6)), with the nodes ``c_i = Σ_j a_ij``.  In second-order form
+    ``V_i = q̇ + h Σ_j a_ij A_j``, ``Q_i = q + c_i h q̇ + h² Σ_j (a²)_ij A_j``,
+    ``q̇_{n+1} = q̇ + h Σ_j b_j A_j`` and ``q_{n+1} = q + h q̇ + h² Σ_j (b a)_j A_j``
+    (Hairer, Nørsett & Wanner, Sec II.14).  The collocation polynomial's ``q̈`` is the
+    polynomial of degree s − 1 through the stage accelerations ``(c_j, A_j)``; ``d₀``, ``d₁``
+    and ``d₂`` weigh them into its value and its first and second derivatives (times ``h``
+    and ``h²``) at the step's end, from which the next step's Newton iteration starts
+    (RADAU5's extrapolation of the collocation polynomial, Hairer & Wanner, Sec IV.8)."""
     a, b = np.array(a, dtype=float), np.array(b, dtype=float)
-    return np.column_stack([a, a @ a, a.sum(axis=1), b, b @ a])
+    c = a.sum(axis=1)
+    fit = np.linalg.inv(np.vander(c - 1.0, increasing=True))  # monomial coefficients at c = 1
+    d = np.zeros((3, c.size))
+    d[:min(3, c.size)] = fit[:3] * np.array([1.0, 1.0, 2.0])[:min(3, c.size), None]
+    return np.column_stack([a, a @ a, c, b, b @ a, *d])
 
 
 _S3, _S6 = math.sqrt(3.0), math.sqrt(6.0)
@@ -388,7 +397,7 @@ def _solve_blocks(eig, S, Jc, piv, r, zr, zc, dx):
 @_J
 def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig, scaled, S,
                       Jc, piv, s, stages, r, dx, zr, zc, p, new, cnt):
-    """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈`` at ``t_n``) into ``new`` by
+    """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈, q⁗`` at ``t_n``) into ``new`` by
     the s-stage collocation method of ``tab`` (:func:`tableau`; Hairer & Wanner, Sec IV.5):
     the stage accelerations ``A_i`` (``stages[0:s]``, (s, nu)) solve
     ``ID(Q_i, V_i, A_i) − τ = 0`` with ``V_i = q̇ + h Σ_j a_ij A_j`` (``stages[s:2s]``),
@@ -399,8 +408,8 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig,
     solved through the eigendecomposition ``eig`` of ``a`` (:func:`eigen_table`): one real
     block (into ``S``) and one complex block (into ``Jc``) of nu × nu per real eigenvalue and
     conjugate pair (:func:`_factor_blocks`, :func:`_solve_blocks`; ``zr``, ``zc`` scratch),
-    starting from ``A_i = q̈_n + c_i h q⃛_n``
-    (``q⃛_n`` from the last two stages of the previous step, 0 at the start).  The factors
+    starting from ``A_i = q̈_n + c_i h q⃛_n + ½ (c_i h)² q⁗_n``, the previous step's
+    collocation polynomial extrapolated (0 at the start).  The factors
     of ``J`` (and ``M`` in ``Mk``) are kept for the next step of the same size
     (``s[H_FACTOR]``, ``s[M_KEPT]``) unless the iteration contracted by more than
     :data:`THETA_KEEP`; an iteration that fails with a kept factor starts again with a
@@ -412,8 +421,9 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig,
     correction itself: a start already within round-off of the solution stops there), is
     below ``newton_tol``, and fails when ``θ ≥ 1``.  Then
     ``q̇_{n+1} = q̇ + h Σ b_i A_i``, ``q_{n+1} = q + h q̇ + h² Σ_j (b a)_j A_j`` and
-    ``q̈_{n+1}`` and its rate ``q⃛_{n+1}`` extrapolated linearly from the last two stages
-    (``q̈_{n+1}`` is the last stage itself for Radau IIA, whose ``c_s = 1``); ``p`` (s, 3)
+    ``q̈_{n+1}``, ``q⃛_{n+1}`` and ``q⁗_{n+1}`` from the polynomial of degree s − 1 through
+    the stages (the columns ``d₀, d₁, d₂`` of :func:`tableau`; ``q̈_{n+1}`` is the last
+    stage itself for Radau IIA, whose ``c_s = 1``); ``p`` (s, 3)
     holds the energy-balance integrands (:func:`_power`) at the stages, from the last
     iterate.  Returns :data:`_CONVERGED`, :data:`NEWTON_FAILED`, :data:`SINGULAR` or
     :data:`~flexdyn.engine.kernels.INVALID`."""
@@ -433,7 +443,8 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig,
         if it == 0:  # the start, again after a restart with a fresh factor
             for i in range(ns):
                 for k in range(nu):
-                    A[i, k] = y[3, k] + cn[i] * h * y[2, k]
+                    ti = cn[i] * h
+                    A[i, k] = y[3, k] + ti * (y[2, k] + 0.5 * ti * y[4, k])
         for i in range(ns):
             for k in range(nu):
                 vi, qi = 0.0, 0.0
@@ -486,16 +497,20 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig,
         previous = step
     if theta_max > THETA_KEEP:
         s[M_KEPT] = 0.0  # form M and J afresh at the next step
-    slope = (1.0 - cn[ns - 2]) / (cn[ns - 1] - cn[ns - 2])
+    d0, d1, d2 = tab[:, 2 * ns + 3], tab[:, 2 * ns + 4], tab[:, 2 * ns + 5]
     for k in range(nu):
-        qa, va = 0.0, 0.0
+        qa, va, a0, a1, a2 = 0.0, 0.0, 0.0, 0.0, 0.0
         for j in range(ns):
             qa += ba[j] * A[j, k]
             va += b[j] * A[j, k]
+            a0 += d0[j] * A[j, k]
+            a1 += d1[j] * A[j, k]
+            a2 += d2[j] * A[j, k]
         new[0, k] = q0[k] + h * v0[k] + h * h * qa
         new[1, k] = v0[k] + h * va
-        new[3, k] = A[ns - 2, k] + slope * (A[ns - 1, k] - A[ns - 2, k])
-        new[2, k] = (A[ns - 1, k] - A[ns - 2, k]) / ((cn[ns - 1] - cn[ns - 2]) * h)
+        new[3, k] = a0
+        new[2, k] = a1 / h
+        new[4, k] = a2 / (h * h)
     return _CONVERGED
 
 
@@ -622,8 +637,9 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
     with forces that depend on the state evaluates them at ``pred`` between calls).
 
     ``c`` (:data:`N_PARAMS`): the coefficients and tolerances; ``ctl`` (:data:`N_CONTROLS`);
-    ``t_eval``: the sample times (with ``ctl[RECORD_STEPS] == 0``); ``y`` (4, nu): ``q, q̇,
-    a, q̈`` at ``s[T]`` (row 2 is ``q⃛`` for the collocation schemes), advanced in place;
+    ``t_eval``: the sample times (with ``ctl[RECORD_STEPS] == 0``); ``y`` (5, nu): ``q, q̇,
+    a, q̈, 0`` at ``s[T]`` (rows 2 and 4 are ``q⃛`` and ``q⁗`` for the collocation schemes),
+    advanced in place;
     ``s`` (:data:`N_SCALARS`), ``Mk`` and ``S`` (nu × nu: the kept mass matrix and the
     factor of generalized-α's iteration matrix, or of a collocation scheme's real block),
     ``Jc`` (nu × nu, complex: the factor of a collocation scheme's complex block; empty for
@@ -660,7 +676,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
         motor_torques(pm, tau[i * nu:(i + 1) * nu], tau_m[i * nu:(i + 1) * nu])
     stages, rs, dxs, ps = (np.empty((3 * ns, nu)), np.empty(ns * nu), np.empty(ns * nu),
                            np.empty((ns, 3)))
-    new, base = np.empty((4, nu)), np.empty((3, nu))
+    new, base = np.zeros((5, nu)), np.empty((3, nu))
     r, dx, e = np.empty(nu), np.empty(nu), np.empty(nu)
     zr, zc = np.empty((nu, 1)), np.empty((nu, 1), dtype=np.complex128)
     wq, pw, power = np.empty((2, 3)), np.empty((2, 3)), np.empty(3)
