@@ -1084,9 +1084,10 @@ class _CompiledLoop:
     generalized_alpha`) from call to call, set up at ``(q0, u0)`` at ``t0`` for a run to
     ``t1`` with the forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) at ``t0`` (the initial
     acceleration and energy-balance integrands come from the compiled state derivative;
-    ``_RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈, 0``; ``a``
-    and the last row are ``q⃛`` and ``q⁗`` for the collocation schemes), ``Mk``, ``S``, ``Jc``, ``piv``, ``pred`` and ``cnt``
-    in the layouts of :mod:`flexdyn.engine.galpha`.
+    ``_RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈, 0``;
+    ``a`` and the last row are ``q⃛`` and ``q⁗`` for the collocation schemes), ``Mk``,
+    ``S``, ``Jc``, ``piv``, ``pred`` and ``cnt`` in the layouts of
+    :mod:`flexdyn.engine.galpha`.
     ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps."""
 
     def __init__(self, model: Model, fidelity: str, q0: np.ndarray, u0: np.ndarray, t0: float,
@@ -1129,7 +1130,7 @@ class _CompiledLoop:
         self.nodes = g.nodes(scheme)
         k = nu if scheme != g.GENERALIZED_ALPHA else 0
         self.Jc, self.piv = np.zeros((k, k), dtype=complex), np.zeros((2, nu), dtype=np.int64)
-        self.pred = np.empty(1 + 2 * nu)
+        self.pred = np.empty((self.nodes.size, 1 + 2 * nu))
         self.cnt = np.zeros(g.N_COUNTERS, dtype=np.int64)
 
     def held(self, tau: np.ndarray, f_ext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1139,14 +1140,13 @@ class _CompiledLoop:
         return np.tile(tau, k), np.tile(f_ext, (k, 1))
 
     def next_forces(self, forces: Callable) -> tuple[np.ndarray, np.ndarray]:
-        """The forces of the next try (its step ``h`` from :attr:`pred`), in the layout
-        :meth:`run` takes: ``forces(t, q, u) -> (tau, f_ext)`` at the scheme's stage times
-        ``t + c_i h`` (:attr:`nodes`; generalized-α: the step's end)
-        and the states predicted there, ``q + c_i h u + ½ (c_i h)² u̇``, ``u + c_i h u̇``."""
-        y, t = self.y, self.s[galpha.T]
-        h = self.pred[0] - t
-        at = [forces(t + ci * h, y[0] + ci * h * y[1] + 0.5 * (ci * h) ** 2 * y[3],
-                     y[1] + ci * h * y[3]) for ci in self.nodes]
+        """The forces of the next try, in the layout :meth:`run` takes:
+        ``forces(t, q, u) -> (tau, f_ext)`` at the rows of :attr:`pred` (the compiled
+        entry's): the scheme's stage times ``t + c_i h`` (:attr:`nodes`; generalized-α: the
+        step's end) and the states predicted there, ``q + c_i h u + ½ (c_i h)² u̇``,
+        ``u + c_i h u̇``."""
+        nu = self.y.shape[1]
+        at = [forces(p[0], p[1:1 + nu], p[1 + nu:]) for p in self.pred]
         return np.concatenate([a[0] for a in at]), np.concatenate([a[1] for a in at])
 
     def summary(self) -> str:

@@ -613,15 +613,18 @@ def sample(y, new, wq, pw, h, theta, out):
 
 
 @_J
-def _predict(c, ctl, s, cnt, y, pred):
-    """``pred = [t_{n+1}; q*; q̇*]`` of the next try: ``q* = q + h q̇ + ½ h² q̈``,
-    ``q̇* = q̇ + h q̈`` (where a caller evaluates forces that depend on the state)."""
+def _predict(c, ctl, s, cnt, y, nodes, pred):
+    """The rows ``pred[i] = [t_n + c_i h; q*; q̇*]`` of the next try (step ``h``) at its
+    force times ``c_i`` (``nodes``): ``q* = q + c_i h q̇ + ½ (c_i h)² q̈``,
+    ``q̇* = q̇ + c_i h q̈`` (where a caller evaluates forces that depend on the state)."""
     nu = y.shape[1]
     t1, h = _next_step(c, ctl, s, cnt)
-    pred[0] = t1
-    for k in range(nu):
-        pred[1 + k] = y[0, k] + h * y[1, k] + 0.5 * h * h * y[3, k]
-        pred[1 + nu + k] = y[1, k] + h * y[3, k]
+    for i in range(nodes.shape[0]):
+        ti = nodes[i] * (t1 - s[T])
+        pred[i, 0] = s[T] + ti
+        for k in range(nu):
+            pred[i, 1 + k] = y[0, k] + ti * y[1, k] + 0.5 * ti * ti * y[3, k]
+            pred[i, 1 + nu + k] = y[1, k] + ti * y[3, k]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -646,7 +649,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
     generalized-α), ``piv`` (2 × nu: the row swaps of the two blocks) and ``cnt``
     (:data:`N_COUNTERS`) carry the integrator from call to call; the samples go to
     ``out_t[cnt[N_OUT]:]`` and the rows of ``out_x`` (``[q; q̇; W_τ, W_ext, D]``); ``pred``
-    (1 + 2 nu) receives the predictor of the next try (``_predict``).  Returns
+    (one row of 1 + 2 nu per force time: s for the collocation schemes, 1 for
+    generalized-α) receives the times and predicted states of the next try (``_predict``).  Returns
     :data:`FINISHED`, :data:`FULL`, :data:`PAUSED` or a failure (the state is that of the
     last accepted step).
 
@@ -671,6 +675,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
     tab = RADAU_TABLE if radau else GL_TABLE
     eig = RADAU_EIGEN if radau else GL_EIGEN
     ns = tab.shape[0] if collocation else 0
+    nodes = tab[:, 2 * ns].copy() if collocation else np.ones(1)
     tau_m = np.empty(tau.shape[0])  # collocation: one force per stage, stacked
     for i in range(tau.shape[0] // nu):
         motor_torques(pm, tau[i * nu:(i + 1) * nu], tau_m[i * nu:(i + 1) * nu])
@@ -782,5 +787,5 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
         y[:, :] = new
         s[T] = t1
         cnt[STEPS] += 1
-    _predict(c, ctl, s, cnt, y, pred)
+    _predict(c, ctl, s, cnt, y, nodes, pred)
     return status
