@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 
+import numba
 import numpy as np
 import pytest
 import scipy.integrate
@@ -303,6 +304,20 @@ def test_eigen_tables_diagonalize_the_tableaux(table, eigen):
     np.testing.assert_allclose(Tinv[p + 1], np.conj(Tinv[p]), atol=1e-15)
 
 
+@numba.njit
+def _split_solve(M, C, K, h, eig, r):
+    """The engine's split Newton correction (``_factor_blocks``, ``_solve_blocks``) of
+    ``r`` and whether the factorization succeeded."""
+    nu = M.shape[0]
+    S, Jc = np.empty((nu, nu)), np.empty((nu, nu), dtype=np.complex128)
+    piv = np.empty((2, nu), dtype=np.int64)
+    dx = np.empty(r.size)
+    ok = galpha._factor_blocks(M, C, K, h, eig, S, Jc, piv)
+    galpha._solve_blocks(eig, S, Jc, piv, r, np.empty((nu, 1)),
+                         np.empty((nu, 1), dtype=np.complex128), dx)
+    return ok, dx
+
+
 @pytest.mark.parametrize("scheme", [galpha.GAUSS_LEGENDRE, galpha.RADAU_IIA])
 @settings(max_examples=15, deadline=None)
 @given(nu=st.integers(1, 9), seed=st.integers(0, 2**32 - 1),
@@ -312,8 +327,6 @@ def test_split_newton_solve_equals_the_dense_solve(scheme, nu, seed, h, stiff):
     (``_factor_blocks``, ``_solve_blocks``) equals the dense solve with
     ``I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (s nu × s nu) by numpy, for random SPD ``M`` and
     PSD ``C``, ``K`` up to ``10⁸`` times stiffer than ``M``."""
-    import numba
-
     table = galpha.TABLES[scheme]
     eig = galpha.RADAU_EIGEN if scheme == galpha.RADAU_IIA else galpha.GL_EIGEN
     s = table.shape[0]
@@ -324,19 +337,7 @@ def test_split_newton_solve_equals_the_dense_solve(scheme, nu, seed, h, stiff):
     C, K = (10.0**e * (X @ X.T) for e, X in ((stiff / 2, rng.normal(size=(nu, nu))),
                                               (stiff, rng.normal(size=(nu, nu)))))
     r = rng.normal(size=s * nu)
-
-    @numba.njit
-    def solve(M, C, K, h, eig, r):
-        nu = M.shape[0]
-        S, Jc = np.empty((nu, nu)), np.empty((nu, nu), dtype=np.complex128)
-        piv = np.empty((2, nu), dtype=np.int64)
-        dx = np.empty(r.size)
-        ok = galpha._factor_blocks(M, C, K, h, eig, S, Jc, piv)
-        galpha._solve_blocks(eig, S, Jc, piv, r, np.empty((nu, 1)),
-                             np.empty((nu, 1), dtype=np.complex128), dx)
-        return ok, dx
-
-    ok, dx = solve(M, C, K, h, eig, r)
+    ok, dx = _split_solve(M, C, K, h, eig, r)
     J = np.kron(np.eye(s), M) + h * np.kron(a, C) + h * h * np.kron(a2, K)
     want = np.linalg.solve(J, r)
     assert ok
