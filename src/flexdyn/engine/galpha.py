@@ -339,7 +339,9 @@ def _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
     """LU factors (with partial pivoting) of the blocks ``B_i = M + h λ_i C + h² λ_i² K`` of
     the transformed iteration matrix (:func:`eigen_table` ``eig``): a real eigenvalue's into
     ``S`` (nu × nu) with the row swaps in ``piv[0]``, a complex pair's first into ``Jc``
-    (nu × nu, complex) with ``piv[1]``.  False when a pivot is zero."""
+    (nu × nu, complex) with ``piv[1]``: at most one of each, as in the two schemes here
+    (:data:`RADAU_EIGEN`: one real eigenvalue and one pair; :data:`GL_EIGEN`: one pair).
+    False when a pivot is zero."""
     nu = Mk.shape[0]
     for i in range(eig.shape[0]):
         kind = int(eig[i, 1].real)
@@ -499,18 +501,18 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig,
         s[M_KEPT] = 0.0  # form M and J afresh at the next step
     d0, d1, d2 = tab[:, 2 * ns + 3], tab[:, 2 * ns + 4], tab[:, 2 * ns + 5]
     for k in range(nu):
-        qa, va, a0, a1, a2 = 0.0, 0.0, 0.0, 0.0, 0.0
+        qa, va, end0, end1, end2 = 0.0, 0.0, 0.0, 0.0, 0.0
         for j in range(ns):
             qa += ba[j] * A[j, k]
             va += b[j] * A[j, k]
-            a0 += d0[j] * A[j, k]
-            a1 += d1[j] * A[j, k]
-            a2 += d2[j] * A[j, k]
+            end0 += d0[j] * A[j, k]
+            end1 += d1[j] * A[j, k]
+            end2 += d2[j] * A[j, k]
         new[0, k] = q0[k] + h * v0[k] + h * h * qa
         new[1, k] = v0[k] + h * va
-        new[3, k] = a0
-        new[2, k] = a1 / h
-        new[4, k] = a2 / (h * h)
+        new[3, k] = end0
+        new[2, k] = end1 / h
+        new[4, k] = end2 / (h * h)
     return _CONVERGED
 
 
@@ -618,7 +620,7 @@ def _predict(c, ctl, s, cnt, y, nodes, pred):
     force times ``c_i`` (``nodes``): ``q* = q + c_i h q̇ + ½ (c_i h)² q̈``,
     ``q̇* = q̇ + c_i h q̈`` (where a caller evaluates forces that depend on the state)."""
     nu = y.shape[1]
-    t1, h = _next_step(c, ctl, s, cnt)
+    t1 = _next_step(c, ctl, s, cnt)[0]
     for i in range(nodes.shape[0]):
         ti = nodes[i] * (t1 - s[T])
         pred[i, 0] = s[T] + ti
