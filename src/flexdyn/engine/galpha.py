@@ -78,10 +78,18 @@ __all__ = ["generalized_alpha", "sample"]
 N_PARAMS = 12
 #: slots of the integer controls ``ctl``: adaptive steps (1) or fixed, the most Newton
 #: iterations per try, the most step tries in this call (−1: no limit), record every step (1)
-#: or the ``t_eval`` samples, the number of fixed steps, the scheme (:data:`SCHEMES`)
-ADAPTIVE, MAX_NEWTON, MAX_TRIES, RECORD_STEPS, N_FIXED, SCHEME = range(6)
+#: or the ``t_eval`` samples, the number of fixed steps, the scheme (:data:`SCHEMES`), Radau
+#: IIA's error norm (:data:`ERROR_NORMS`)
+ADAPTIVE, MAX_NEWTON, MAX_TRIES, RECORD_STEPS, N_FIXED, SCHEME, ERROR_NORM = range(7)
 #: length of ``ctl``
-N_CONTROLS = 6
+N_CONTROLS = 7
+#: Radau IIA's norms of its error estimate and Newton corrections (``_radau_error``,
+#: ``_stage_norm``): over ``q`` and ``q̇``, each scaled by its own ``ATOL + RTOL |x|``
+#: (scipy's ``"Radau"``, RADAU5), or in displacements: ``q`` and ``h q̇`` (the displacement
+#: that an error of ``q̇`` makes over the step), both scaled by ``ATOL + RTOL |q|``
+STATE_NORM, DISPLACEMENT_NORM = 0, 1
+#: the norms by their ``error_norm`` names in :func:`flexdyn.simulate`
+ERROR_NORMS = {"state": STATE_NORM, "displacement": DISPLACEMENT_NORM}
 #: the schemes of the entry: generalized-α (second order, numerical damping ``ρ∞``, step
 #: control), the two-stage Gauss–Legendre collocation (fourth order, A-stable and
 #: symplectic, no numerical damping; fixed steps) and the three-stage Radau IIA collocation
@@ -177,10 +185,12 @@ RADAU_MU = 3.0 + 3.0 ** (2.0 / 3.0) - 3.0 ** (1.0 / 3.0)
 RADAU_E = np.array([-13.0 - 7.0 * _S6, -13.0 + 7.0 * _S6, -1.0]) / 3.0
 #: slots of the integrator's scalars ``s``: time, next step size, step size of the factored
 #: iteration matrix (0: none), whether a mass matrix is kept (1) or not (0), start time, the
-#: work integrals ``W_τ, W_ext, D`` and their integrands at the current time
-T, H, H_FACTOR, M_KEPT, T_START, W_TAU, W_EXT, DISSIPATION, P_TAU, P_EXT, P_D = range(11)
+#: work integrals ``W_τ, W_ext, D`` and their integrands at the current time, whether the
+#: last try was rejected (1) or not (0)
+(T, H, H_FACTOR, M_KEPT, T_START, W_TAU, W_EXT, DISSIPATION, P_TAU, P_EXT, P_D,
+ REJECTED_LAST) = range(12)
 #: length of ``s``
-N_SCALARS = 11
+N_SCALARS = 12
 #: slots of the counters ``cnt``: samples stored, next ``t_eval`` sample, accepted steps,
 #: rejected tries, Newton iterations, factorizations of ``S``, inverse-dynamics calls
 N_OUT, NEXT_EVAL, STEPS, REJECTED, ITERATIONS, FACTORIZATIONS, RESIDUALS = range(7)
@@ -397,8 +407,8 @@ def _solve_blocks(eig, S, Jc, piv, r, zr, zc, dx):
 
 
 @_J
-def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig, scaled, S,
-                      Jc, piv, s, stages, r, dx, zr, zc, p, new, cnt):
+def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig, scaled,
+                      displacement, S, Jc, piv, s, stages, r, dx, zr, zc, p, new, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈, q⁗`` at ``t_n``) into ``new`` by
     the s-stage collocation method of ``tab`` (:func:`tableau`; Hairer & Wanner, Sec IV.5):
     the stage accelerations ``A_i`` (``stages[0:s]``, (s, nu)) solve
@@ -419,7 +429,8 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig,
     correction is at most ``newton_tol · max(1, max|A|)`` or, ``scaled``, as Hairer &
     Wanner's RADAU5 stops (Sec IV.8): when the distance to the solution, ``θ/(1 − θ)`` times
     the root-mean-square of the corrections of the stage states ``(Q_i, V_i)`` over
-    ``ATOL + RTOL |x_n|`` (``θ`` the ratio of the last two; for the first correction, the
+    ``ATOL + RTOL |x_n|`` (``displacement``: of ``(Q_i, h V_i)`` over ``ATOL + RTOL |q_n|``;
+    :func:`_stage_norm`) (``θ`` the ratio of the last two; for the first correction, the
     correction itself: a start already within round-off of the solution stops there), is
     below ``newton_tol``, and fails when ``θ ≥ 1``.  Then
     ``q̇_{n+1} = q̇ + h Σ b_i A_i``, ``q_{n+1} = q + h q̇ + h² Σ_j (b a)_j A_j`` and
@@ -478,7 +489,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig,
                 A[i, k] -= dx[i * nu + k]
         it += 1
         cnt[ITERATIONS] += 1
-        step = _stage_norm(c, h, y, a, a2, dx) if scaled else _amax(dx)
+        step = _stage_norm(c, h, y, a, a2, dx, displacement) if scaled else _amax(dx)
         if not math.isfinite(step):
             return INVALID
         theta = step / previous  # the contraction, 0 on the first correction
@@ -517,10 +528,11 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig,
 
 
 @_J
-def _stage_norm(c, h, y, a, a2, dA):
+def _stage_norm(c, h, y, a, a2, dA, displacement):
     """The root mean square of the stage-state changes ``δQ_i = h² Σ_j (a²)_ij δA_j`` and
     ``δV_i = h Σ_j a_ij δA_j`` of the correction ``δA`` (s nu,) over
-    ``ATOL + RTOL |q_n|`` and ``ATOL + RTOL |q̇_n|``."""
+    ``ATOL + RTOL |q_n|`` and ``ATOL + RTOL |q̇_n|`` or, ``displacement``
+    (:data:`DISPLACEMENT_NORM`), of ``δQ_i`` and ``h δV_i`` over ``ATOL + RTOL |q_n|``."""
     nu, ns = y.shape[1], a.shape[0]
     total = 0.0
     for i in range(ns):
@@ -529,13 +541,14 @@ def _stage_norm(c, h, y, a, a2, dA):
             for j in range(ns):
                 dq += a2[i, j] * dA[j * nu + k]
                 dv += a[i, j] * dA[j * nu + k]
-            total += ((h * h * dq / (c[ATOL] + c[RTOL] * abs(y[0, k]))) ** 2
-                      + (h * dv / (c[ATOL] + c[RTOL] * abs(y[1, k]))) ** 2)
+            sq = c[ATOL] + c[RTOL] * abs(y[0, k])
+            sv = sq / h if displacement else c[ATOL] + c[RTOL] * abs(y[1, k])
+            total += (h * h * dq / sq) ** 2 + (h * dv / sv) ** 2
     return math.sqrt(total / (2 * ns * nu))
 
 
 @_J
-def _radau_error(c, h, y, new, stages, Mk, Cu, S, piv, rq, ru, e):
+def _radau_error(c, h, y, new, stages, Mk, Cu, S, piv, displacement, rq, ru, e):
     """The scaled norm of Radau IIA's local error estimate of the step ``y → new``
     (:data:`RADAU_E`; Hairer & Wanner, Sec IV.8) for ``ẋ = f(x)``, ``x = (q, q̇)``:
     ``err = (μ/h − J)⁻¹ (f(x_n) + Σ_i e_i Z_i / h)`` with ``μ`` = :data:`RADAU_MU` and the
@@ -547,7 +560,8 @@ def _radau_error(c, h, y, new, stages, Mk, Cu, S, piv, rq, ru, e):
     block of the step's iteration matrix, whose LU factor ``S``, ``piv`` (from
     :func:`_factor_blocks`, with the same kept ``M`` and step) solves it.  The norm is the
     root mean square of ``e_k / (ATOL + RTOL max(|x_n,k|, |x_{n+1},k|))`` over ``q`` and
-    ``q̇``."""
+    ``q̇`` or, ``displacement`` (:data:`DISPLACEMENT_NORM`), of ``e_q`` and ``h e_q̇``, both
+    over ``ATOL + RTOL max(|q_n,k|, |q_{n+1},k|)``."""
     nu, ns = y.shape[1], RADAU_E.shape[0]
     Vs, Qs = stages[ns:2 * ns], stages[2 * ns:3 * ns]
     g = RADAU_MU / h
@@ -568,7 +582,7 @@ def _radau_error(c, h, y, new, stages, Mk, Cu, S, piv, rq, ru, e):
     for k in range(nu):
         eu = g * e[k] - rq[k]
         sq = c[ATOL] + c[RTOL] * max(abs(y[0, k]), abs(new[0, k]))
-        su = c[ATOL] + c[RTOL] * max(abs(y[1, k]), abs(new[1, k]))
+        su = sq / h if displacement else c[ATOL] + c[RTOL] * max(abs(y[1, k]), abs(new[1, k]))
         total += (e[k] / sq) ** 2 + (eu / su) ** 2
     return math.sqrt(total / (2 * nu))
 
@@ -663,17 +677,19 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
     next step is ``h · min(2, max(0.2, 0.9 norm^(−1/3)))``, kept at ``h`` when that factor
     lies in [0.85, 1.3] (so the iteration matrix can be kept).  On a change ``a`` is shifted to
     the new step (``a ≈ q̈(t + (α_m − α_f) h)``).  Radau IIA measures its own estimate
-    (``_radau_error``, a root-mean-square norm over ``q`` and ``q̇``) and follows Hairer &
-    Wanner's controller: the next step is ``h · min(10, max(0.2, σ norm^(−1/4)))`` with the
-    safety factor ``σ = 0.9 (2 k_max + 1)/(2 k_max + k)`` (``k`` Newton iterations of the
-    step, ``k_max`` = ``ctl[MAX_NEWTON]``), kept at ``h`` when that factor lies in [1, 1.2],
-    and a failed Newton iteration halves the step."""
+    (``_radau_error``, a root-mean-square norm over ``q`` and ``q̇`` or in displacements,
+    ``ctl[ERROR_NORM]``) and follows Hairer & Wanner's controller: the next step is
+    ``h · min(10, max(0.2, σ norm^(−1/4)))`` with the safety factor
+    ``σ = 0.9 (2 k_max + 1)/(2 k_max + k)`` (``k`` Newton iterations of the step, ``k_max`` =
+    ``ctl[MAX_NEWTON]``), at most ``h`` right after a rejected try, kept at ``h`` when that
+    factor lies in [1, 1.2], and a failed Newton iteration halves the step."""
     pm, w = unpack(ib, fb), workspace(ib)
     nu = y.shape[1]
     Ku, Cu = np.empty((nu, nu)), np.empty((nu, nu))
     _modal_blocks(pm, nu, Ku, Cu)
     collocation = ctl[SCHEME] != GENERALIZED_ALPHA
     radau = ctl[SCHEME] == RADAU_IIA
+    displacement = ctl[ERROR_NORM] == DISPLACEMENT_NORM
     tab = RADAU_TABLE if radau else GL_TABLE
     eig = RADAU_EIGEN if radau else GL_EIGEN
     ns = tab.shape[0] if collocation else 0
@@ -704,8 +720,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
         iterations = cnt[ITERATIONS]
         if collocation:
             st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Ku, Cu, Mk,
-                                   tab, eig, radau, S, Jc, piv, s, stages, rs, dxs, zr, zc,
-                                   ps, new, cnt)
+                                   tab, eig, radau, displacement, S, Jc, piv, s, stages, rs,
+                                   dxs, zr, zc, ps, new, cnt)
         else:
             st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Ku, Cu, Mk, S, s,
                              new, base, r, dx, cnt)
@@ -714,6 +730,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
                 status = st
                 break
             cnt[REJECTED] += 1
+            s[REJECTED_LAST] = 1.0
             s[H] = (0.5 if radau else 0.25) * h
             if s[H] < c[H_MIN]:
                 status = STEP_TOO_SMALL
@@ -721,7 +738,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
             continue
         factor = 1.0
         if adaptive and radau:
-            err = _radau_error(c, h, y, new, stages, Mk, Cu, S, piv[0], r, dx, e)
+            err = _radau_error(c, h, y, new, stages, Mk, Cu, S, piv[0], displacement, r, dx,
+                               e)
             # Hairer & Wanner's safety factor, smaller after slow Newton iterations
             its = cnt[ITERATIONS] - iterations
             safety = 0.9 * (2 * ctl[MAX_NEWTON] + 1) / (2 * ctl[MAX_NEWTON] + its)
@@ -735,6 +753,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
         if adaptive:
             if err > 1.0:
                 cnt[REJECTED] += 1
+                s[REJECTED_LAST] = 1.0
                 s[H] = h * factor
                 if s[H] < c[H_MIN]:
                     status = STEP_TOO_SMALL
@@ -778,6 +797,9 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
             s[W_TAU + k] = wq[1, k]
             s[P_TAU + k] = power[k]
         if adaptive:
+            if radau and s[REJECTED_LAST] != 0.0:  # RADAU5: no growth right after a rejection
+                factor = min(factor, 1.0)
+            s[REJECTED_LAST] = 0.0
             keep = (1.0 <= factor <= 1.2) if radau else (0.85 <= factor <= 1.3)
             h_next = h if keep else h * factor
             # a_{n+1} ≈ q̈(t_{n+1} + δ h) → q̈(t_{n+1} + δ h_next)
