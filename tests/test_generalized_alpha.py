@@ -19,7 +19,9 @@ import flexdyn as fd
 import strategies
 from flexdyn import models
 from flexdyn.beam import beam_modes
-from flexdyn.engine import galpha
+from flexdyn.engine import Engine, galpha
+from flexdyn.engine.kernels import unpack
+from flexdyn.terms import body_models
 from helpers import pendulum, pendulum_period
 
 GA = "generalized-alpha"
@@ -342,6 +344,47 @@ def test_split_newton_solve_equals_the_dense_solve(scheme, nu, seed, h, stiff):
     want = np.linalg.solve(J, r)
     assert ok
     assert np.max(np.abs(dx - want)) <= 1e-14 * np.linalg.cond(J) * np.max(np.abs(want))
+
+
+@numba.njit
+def _iteration_stiffness(ib, fb, q, nu):
+    """The engine's stiffness of the iteration matrix at ``q`` without the constant blocks
+    (``galpha._stiffness`` with ``Kc = 0``): the geometric forces' tangent."""
+    Ku = np.empty((nu, nu))
+    galpha._stiffness(unpack(ib, fb), q, np.zeros((nu, nu)), Ku)
+    return Ku
+
+
+@pytest.mark.parametrize("fidelity", ["exact", "consistent"])
+def test_iteration_stiffness_holds_the_geometric_forces_tangent(fidelity):
+    """The spin-up beam's modal block of the iteration stiffness equals the central
+    differences of the reference body model's geometric force (cubic and quartic terms of
+    Eq 20; the consistent model's stretch rows zero) at a random deflection."""
+    model = models.spinup_beam()
+    beam = body_models(model, fidelity)[0]
+    m, s = beam.body.n_modes, model.nu - beam.body.n_modes
+    eta = 0.2 * np.random.default_rng(7).standard_normal(m)
+    K = _iteration_stiffness(*Engine(model, fidelity).packed,
+                             np.concatenate([np.zeros(s), eta]), model.nu)
+    d = 1e-6
+    want = np.column_stack([(beam.geometric_force(eta + d * e) - beam.geometric_force(eta - d * e))
+                            / (2 * d) for e in np.eye(m)])
+    assert np.max(np.abs(want)) > 1e-3 * np.max(np.abs(beam.body.K))  # not a vacuous check
+    np.testing.assert_allclose(K[s:, s:], want, rtol=0, atol=1e-7 * np.max(np.abs(want)))
+    assert not np.any(K[:s]) and not np.any(K[:, :s])
+
+
+def test_radau_iia_newton_converges_on_the_stiffened_spinup_beam():
+    """The spin-up beam under the exact model (its stretch mode carries the centrifugal load
+    through the geometric forces): with their tangent in the iteration matrix the Newton
+    iteration converges at the steps the error control asks for, so fewer than 5 % of the
+    tries are rejected at rtol 1e-6 (without it, 30 %: failed iterations beyond 13 ms)."""
+    model = models.spinup_beam()
+    res = fd.simulate(model, t_span=(0.0, 20.0), tau=models.spinup_torque(model),
+                      integrator=RADAU, rtol=1e-6, atol=1e-8, error_norm="displacement",
+                      t_eval=[20.0])
+    steps, rejected = (int(v) for v in re.findall(r"(\d+) (?:steps|rejected)", res.message))
+    assert rejected < 0.05 * (steps + rejected)
 
 
 class CountingRadau(scipy.integrate.Radau):

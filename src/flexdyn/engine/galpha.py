@@ -25,9 +25,10 @@ scheme is second-order accurate with ``γ = ½ + α_f − α_m``.
 The unknown ``q̈_{n+1}`` is found by a modified Newton iteration on the iteration matrix
 ``S = M(q) + (γ h (1 − α_f)/(1 − α_m)) C + (β h² (1 − α_f)/(1 − α_m)) K``: the composite
 mass matrix (Eqs 47/50) of the first iterate, and the constant modal damping and stiffness
-blocks with the joint springs' and dampers' diagonal (friction and limits left out); the
-tangents of the velocity products and of gravity are left out (they are of order ``h ω`` and
-``h² ω²`` beside ``M`` for the slow rigid-body motion).  ``S`` is factored by
+blocks with the joint springs' and dampers' diagonal (friction and limits left out), the
+stiffness plus the tangent of the geometric elastic forces (Damaren & Sharf's Eq 20) at the
+same iterate; the tangents of the velocity products and of gravity are left out (they are
+of order ``h ω`` and ``h² ω²`` beside ``M`` for the slow rigid-body motion).  ``S`` is factored by
 Cholesky and kept over the following steps while the iteration contracts fast.  It is formed
 again from the kept ``M`` when the step size changes; ``M`` itself is formed afresh at once
 when a correction is more than :data:`THETA_REFRESH` times the previous one (or the
@@ -50,10 +51,13 @@ from ..joint_forces import DAMPING, STIFFNESS
 from ..linalg import MASS_MATRIX_RTOL
 from .kernels import (
     _E,
+    _GS,
     _J,
     _JF,
     _M,
     _NJ,
+    _NQJ,
+    _QS,
     _US,
     INVALID,
     _finite,
@@ -62,6 +66,7 @@ from .kernels import (
     cholesky_factor,
     cholesky_substitute,
     crba,
+    geometric_tangent,
     lu_factor,
     lu_substitute,
     motor_torques,
@@ -253,6 +258,19 @@ def _modal_blocks(pm, nu, Ku, Cu):
 
 
 @_J
+def _stiffness(pm, q, Kc, Ku):
+    """``Ku = Kc`` (the constant blocks of :func:`_modal_blocks`) plus the tangent of every
+    body's geometric elastic force at ``q`` (:func:`~flexdyn.engine.kernels.geometric_tangent`;
+    Damaren & Sharf's Eq 20): the stiffness of the iteration matrix (nu × nu)."""
+    Ku[:, :] = Kc
+    ints = pm.ints
+    for i in range(ints.shape[0]):
+        if ints[i, _GS] > 0:
+            m, s, qs = ints[i, _M], ints[i, _US] + ints[i, _NJ], ints[i, _QS] + ints[i, _NQJ]
+            geometric_tangent(pm, i, m, q[qs:qs + m], Ku[s:s + m, s:s + m])
+
+
+@_J
 def _amax(x):
     """``max |x|``."""
     v = 0.0
@@ -262,7 +280,8 @@ def _amax(x):
 
 
 @_J
-def _solve_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, S, s, new, base, r, dx, cnt):
+def _solve_step(pm, w, c, max_iter, h, y, tau, fext, Kc, Ku, Cu, Mk, S, s, new, base, r, dx,
+                cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, a, q̈`` at ``t_n``) into ``new``:
     the modified Newton iteration on ``q̈_{n+1}`` (module docstring), starting from
     ``q̈_n``.  Returns ``_CONVERGED``, :data:`NEWTON_FAILED`,
@@ -298,8 +317,9 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, S, s, new, base
         cnt[RESIDUALS] += 1
         for k in range(nu):
             r[k] -= tau[k]
-        if refresh:  # M(q) after the position terms of the residual
+        if refresh:  # M(q) after the position terms of the residual, and K's tangent
             crba(pm, w, Mk)
+            _stiffness(pm, q1, Kc, Ku)
             s[M_KEPT] = 1.0
             refresh = False
             refreshed = True
@@ -407,7 +427,7 @@ def _solve_blocks(eig, S, Jc, piv, r, zr, zc, dx):
 
 
 @_J
-def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig, scaled,
+def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Kc, Ku, Cu, Mk, tab, eig, scaled,
                       displacement, S, Jc, piv, s, stages, r, dx, zr, zc, p, new, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈, q⁗`` at ``t_n``) into ``new`` by
     the s-stage collocation method of ``tab`` (:func:`tableau`; Hairer & Wanner, Sec IV.5):
@@ -416,7 +436,8 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig,
     ``Q_i = q + c_i h q̇ + h² Σ_j (a²)_ij A_j`` (``stages[2s:3s]``), ``τ`` and ``f_ext`` at
     stage ``i`` the rows ``i`` of ``tau`` (s nu,) and ``fext`` (s n, 6), by a simplified Newton
     iteration on ``J = I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (s nu × s nu; ``M`` at the first
-    stage's first iterate, ``C`` and ``K`` the constant blocks of :func:`_modal_blocks`),
+    stage's first iterate, ``C`` the constant blocks of :func:`_modal_blocks` and ``K``
+    those (``Kc``) plus the geometric stiffness's tangent there, into ``Ku``: :func:`_stiffness`),
     solved through the eigendecomposition ``eig`` of ``a`` (:func:`eigen_table`): one real
     block (into ``S``) and one complex block (into ``Jc``) of nu × nu per real eigenvalue and
     conjugate pair (:func:`_factor_blocks`, :func:`_solve_blocks`; ``zr``, ``zc`` scratch),
@@ -477,6 +498,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Ku, Cu, Mk, tab, eig,
             _power(pm, w, Qs[i], Vs[i], ti, fi, p[i])
             if not factored:  # M(Q_1) after the position terms of the first residual
                 crba(pm, w, Mk)
+                _stiffness(pm, Qs[i], Kc, Ku)
                 s[M_KEPT], s[H_FACTOR] = 1.0, 0.0
                 if not _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
                     return SINGULAR
@@ -685,8 +707,9 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
     factor lies in [1, 1.2], and a failed Newton iteration halves the step."""
     pm, w = unpack(ib, fb), workspace(ib)
     nu = y.shape[1]
-    Ku, Cu = np.empty((nu, nu)), np.empty((nu, nu))
-    _modal_blocks(pm, nu, Ku, Cu)
+    Kc, Ku, Cu = np.empty((nu, nu)), np.empty((nu, nu)), np.empty((nu, nu))
+    _modal_blocks(pm, nu, Kc, Cu)
+    _stiffness(pm, y[0], Kc, Ku)  # until the first M is formed in this call
     collocation = ctl[SCHEME] != GENERALIZED_ALPHA
     radau = ctl[SCHEME] == RADAU_IIA
     displacement = ctl[ERROR_NORM] == DISPLACEMENT_NORM
@@ -719,11 +742,11 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
         t1, h = _next_step(c, ctl, s, cnt)
         iterations = cnt[ITERATIONS]
         if collocation:
-            st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Ku, Cu, Mk,
+            st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Kc, Ku, Cu, Mk,
                                    tab, eig, radau, displacement, S, Jc, piv, s, stages, rs,
                                    dxs, zr, zc, ps, new, cnt)
         else:
-            st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Ku, Cu, Mk, S, s,
+            st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Kc, Ku, Cu, Mk, S, s,
                              new, base, r, dx, cnt)
         if st != _CONVERGED:
             if not adaptive or st == SINGULAR:

@@ -1166,6 +1166,28 @@ def _geometric_force(pm, i, m, eta, b):
         b[r] += s
 
 
+@_JI
+def geometric_tangent(pm, i, m, eta, out):
+    """``out[r, l] += ∂/∂η_l`` of :func:`_geometric_force`'s term (m × m):
+    ``rows_r (K1_rlk + K1_rkl) η_k / 2``, for the exact model plus
+    ``rows_r (K2_rljk + K2_rjlk + K2_rjkl) η_j η_k / 6`` (the tangent stiffness of Damaren &
+    Sharf's Eq 20 less ``K0``)."""
+    K1, K2, rows = pm.K1[i], pm.K2[i], pm.gs_rows[i]
+    exact = pm.ints[i, _GS] == EXACT
+    for r in range(m):
+        if rows[r] == 0.0:
+            continue
+        for c in range(m):
+            t = 0.0
+            for k in range(m):
+                t += 0.5 * (K1[r, c, k] + K1[r, k, c]) * eta[k]
+                if exact:
+                    for j in range(m):
+                        t += ((K2[r, c, j, k] + K2[r, j, c, k] + K2[r, j, k, c])
+                              * eta[j] * eta[k] / 6.0)
+            out[r, c] += rows[r] * t
+
+
 @_J
 def strain_energy(pm, i, m, eta):
     """``½ ηᵀ K η`` of body ``i`` with the geometric terms of its model: ``+ K1·η³/3!`` for
