@@ -25,10 +25,10 @@ scheme is second-order accurate with ``γ = ½ + α_f − α_m``.
 The unknown ``q̈_{n+1}`` is found by a modified Newton iteration on the iteration matrix
 ``S = M(q) + (γ h (1 − α_f)/(1 − α_m)) C + (β h² (1 − α_f)/(1 − α_m)) K``: the composite
 mass matrix (Eqs 47/50) of the first iterate, and the constant modal damping and stiffness
-blocks with the joint springs' and dampers' diagonal (friction and limits left out), the
-stiffness plus the tangent of the geometric elastic forces (Damaren & Sharf's Eq 20) at the
-same iterate; the tangents of the velocity products and of gravity are left out (they are
-of order ``h ω`` and ``h² ω²`` beside ``M`` for the slow rigid-body motion).  ``S`` is factored by
+blocks with the joint springs' and dampers' diagonal (friction and limits left out), and
+added to the stiffness the tangent of the geometric elastic forces (Damaren & Sharf's Eq 20)
+at the same iterate; the tangents of the velocity products and of gravity are left out (of
+order ``h ω`` and ``h² ω²`` beside ``M`` for the slow rigid-body motion).  ``S`` is factored by
 Cholesky and kept over the following steps while the iteration contracts fast.  It is formed
 again from the kept ``M`` when the step size changes; ``M`` itself is formed afresh at once
 when a correction is more than :data:`THETA_REFRESH` times the previous one (or the
