@@ -1168,7 +1168,7 @@ def _geometric_force(pm, i, m, eta, b):
 
 @_JI
 def geometric_tangent(pm, i, m, eta, out):
-    """``out[r, l] += ∂/∂η_l`` of :func:`_geometric_force`'s term (m × m):
+    """``out[r, l] += ∂/∂η_l`` of ``_geometric_force``'s term (m × m):
     ``rows_r (K1_rlk + K1_rkl) η_k / 2``, for the exact model plus
     ``rows_r (K2_rljk + K2_rjlk + K2_rjkl) η_j η_k / 6`` (the tangent stiffness of Damaren &
     Sharf's Eq 20 less ``K0``)."""
