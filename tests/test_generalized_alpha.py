@@ -646,7 +646,8 @@ def test_failure_keeps_the_samples_before_it():
 # argument checks
 # ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kwargs, match", [
-    ({"h": 1e-3}, "options of the compiled integrators"),
+    ({"integrator": "DOP853", "h": 1e-3}, "options of the compiled integrators"),
+    ({"h": 1e-3}, "options of a chosen integrator"),
     ({"integrator": GL}, "takes fixed steps: give h"),
     ({"integrator": GL, "h": 1e-3, "rho_inf": 0.5}, "an option of integrator=.generalized-alpha"),
     ({"integrator": "radau-iia", "rho_inf": 0.5}, "an option of integrator=.generalized-alpha"),

@@ -90,6 +90,9 @@ def _summary(res: SimulationResult, title: str) -> str:
     lines.append(f"  energy balance error  max |e_E| = {np.max(np.abs(e)):.3g} %, "
                  f"e_E,RMS = {res.energy_balance_rms:.3g} % (peak energy "
                  f"{np.max(np.abs(res.total_energy)):.4g} J, work {res.work[-1]:.4g} J)")
+    lines.append(f"  integrator    {res.settings['integrator']}, rtol {res.settings['rtol']:g}, "
+                 f"atol {res.settings['atol']:g}"
+                 + (f", {res.settings['error_norm']} norm" if res.settings["error_norm"] else ""))
     lines.append(f"  wall time     {res.wall_time:.2f} s (integration)")
     return "\n".join(lines)
 
@@ -365,15 +368,18 @@ def _positive_float(text: str) -> float:
     return v
 
 
-def _add_common(p: argparse.ArgumentParser, rtol: float, atol: float) -> None:
+def _add_common(p: argparse.ArgumentParser, rtol: float | None, atol: float | None) -> None:
+    """``--fidelity``, ``--method``, ``--rtol`` and ``--atol``; tolerances None: those of
+    :func:`flexdyn.simulate` for the integrator it chooses (``DEFAULT_TOLERANCES``)."""
     p.add_argument("--fidelity", choices=FIDELITIES, default=DEFAULT_FIDELITY,
                    help=f"body model (default: {DEFAULT_FIDELITY})")
     p.add_argument("--method", choices=tuple(FORWARD_METHODS), default="articulated",
                    help="forward-dynamics algorithm (default: articulated)")
+    chosen = "simulate's for the integrator it chooses"
     p.add_argument("--rtol", type=_positive_float, default=rtol,
-                   help=f"relative tolerance (default: {rtol:g})")
+                   help=f"relative tolerance (default: {chosen if rtol is None else f'{rtol:g}'})")
     p.add_argument("--atol", type=_positive_float, default=atol,
-                   help=f"absolute tolerance (default: {atol:g})")
+                   help=f"absolute tolerance (default: {chosen if atol is None else f'{atol:g}'})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -412,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a constant generalized force by its speed's name, e.g. "
                         "link1.theta_dot=2.5 (N m or N; repeatable)")
     p.add_argument("--plot", metavar="PNG", help="save a plot (needs matplotlib)")
-    _add_common(p, rtol=1e-8, atol=1e-10)
+    _add_common(p, rtol=None, atol=None)
     p.set_defaults(func=_cmd_simulate)
 
     p = sub.add_parser("info", help="describe a model file",

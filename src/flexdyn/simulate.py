@@ -94,11 +94,18 @@ from .results import SimulationError, SimulationResult
 from .stability import STABILITY_TABLEAUX, step_limit
 from .terms import DEFAULT_FIDELITY, check_fidelity, modal_velocities, state_terms
 
-__all__ = ["PrescribedMotion", "StiffnessWarning", "Stepper", "pack_state", "rhs", "simulate",
-           "unpack_state"]
+__all__ = ["DEFAULT_TOLERANCES", "PrescribedMotion", "StiffnessWarning", "Stepper",
+           "auto_integrator", "pack_state", "rhs", "simulate", "unpack_state"]
 
 _N_EXTRA = 3  # augmented state: W_τ, W_ext, D
 _INTEGRATORS = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
+#: :func:`simulate`'s default integrator: chosen per problem by :func:`auto_integrator`
+AUTO = "auto"
+#: :func:`simulate`'s default ``(rtol, atol)`` by error norm: in displacements (Radau IIA's
+#: ``error_norm="displacement"``) the errors lie near the tolerance, in the state norm of
+#: the scipy integrators and the other compiled ones orders of magnitude below it
+#: (``docs/simulation-performance.md``)
+DEFAULT_TOLERANCES = {"state": (1e-8, 1e-10), "displacement": (1e-6, 1e-8)}
 #: the compiled generalized-α integrator of :mod:`flexdyn.engine.galpha`
 GENERALIZED_ALPHA = "generalized-alpha"
 #: the compiled integrators (:data:`flexdyn.engine.galpha.SCHEMES`): generalized-α, the
@@ -673,10 +680,10 @@ def simulate(
     tau: Any = None,
     fidelity: str = DEFAULT_FIDELITY,
     method: str = "articulated",
-    rtol: float = 1e-8,
-    atol: float = 1e-10,
+    rtol: float | None = None,
+    atol: float | None = None,
     t_eval: np.ndarray | None = None,
-    integrator: str | type = "DOP853",
+    integrator: str | type = "auto",
     max_step: float = math.inf,
     progress: bool = False,
     f_ext: Any = None,
@@ -705,11 +712,20 @@ def simulate(
     fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
         (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
     method : ``"articulated"``, ``"articulated-split"`` or ``"composite"`` forward dynamics.
-    rtol, atol : solver tolerances (``atol`` also applies to the work integrals, in J).
+    rtol, atol : solver tolerances (``atol`` also applies to the work integrals, in J);
+        default (None): :data:`DEFAULT_TOLERANCES` of the error norm, ``1e-6`` and ``1e-8``
+        for ``"radau-iia"`` in displacements (its errors lie near the tolerance), ``1e-8``
+        and ``1e-10`` otherwise (the state norm's errors lie below it).
     t_eval : times at which to store the solution (sorted, inside ``t_span``); default: the
         solver's steps.
-    integrator : ``"rk4"`` (classical Runge–Kutta with the fixed step ``h``,
-        :class:`flexdyn.integrators.RK4`: the integrator of :class:`flexdyn.Stepper`), a
+    integrator : ``"auto"`` (default: :func:`auto_integrator` chooses ``"radau-iia"`` with
+        ``error_norm="displacement"`` where it integrates exactly the problem given — a
+        model with elastic coordinates whose coordinates are their own rates, the engine
+        backend, ``method="articulated"``, constant or no ``tau`` and ``f_ext``, no loop
+        closures, prescribed motion or nodal loads — and ``"DOP853"`` otherwise; the
+        result's ``settings["integrator"]`` names the choice), ``"rk4"`` (classical
+        Runge–Kutta with the fixed step ``h``, :class:`flexdyn.integrators.RK4`: the
+        integrator of :class:`flexdyn.Stepper`), a
         :func:`scipy.integrate.solve_ivp` method name (``"DOP853"``, ``"RK45"``,
         ``"Radau"``, ``"BDF"``, ``"LSODA"``, …), an ``OdeSolver`` subclass, or
         ``"generalized-alpha"``: the compiled generalized-α method of
@@ -816,6 +832,20 @@ def simulate(
         raise ValueError(f"t_span must be a pair (t0, t1), got {t_span!r}") from None
     if not (math.isfinite(t0) and math.isfinite(t1) and t1 > t0):
         raise ValueError(f"t_span must be finite with t1 > t0, got {t_span!r}")
+    galpha_options = {"h": h, "rho_inf": rho_inf, "newton_tol": newton_tol,
+                      "error_norm": error_norm}
+    if integrator == AUTO:
+        given = [k for k, v in galpha_options.items() if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)}: options of a chosen integrator; with "
+                             f"integrator='auto' name it (e.g. integrator={RADAU_IIA!r})")
+        integrator, error_norm = auto_integrator(model, backend=backend, method=method,
+                                                 tau=tau, f_ext=f_ext, prescribed=prescribed,
+                                                 f_nodes=f_nodes)
+        galpha_options["error_norm"] = error_norm
+    norm = "displacement" if error_norm == "displacement" else "state"
+    rtol, atol = (DEFAULT_TOLERANCES[norm][i] if v is None else v
+                  for i, v in enumerate((rtol, atol)))
     for name, val in (("rtol", rtol), ("atol", atol)):
         if not (isinstance(val, (int, float, np.floating)) and val > 0 and math.isfinite(val)):
             raise ValueError(f"{name} must be a positive number, got {val!r}")
@@ -830,14 +860,12 @@ def simulate(
             raise ValueError("t_eval must be strictly increasing")
         if t_eval[0] < t0 or t_eval[-1] > t1:
             raise ValueError(f"t_eval must lie within t_span = ({t0}, {t1})")
-    galpha_options = {"h": h, "rho_inf": rho_inf, "newton_tol": newton_tol,
-                      "error_norm": error_norm}
     if isinstance(integrator, str):
-        _check_choice(integrator, (*_INTEGRATORS, *FIXED_STEP, *COMPILED_INTEGRATORS),
+        _check_choice(integrator, (AUTO, *_INTEGRATORS, *FIXED_STEP, *COMPILED_INTEGRATORS),
                       "integrator")
     elif not (isinstance(integrator, type) and issubclass(integrator, scipy.integrate.OdeSolver)):
         raise ValueError(f"integrator must be one of "
-                         f"{(*_INTEGRATORS, *FIXED_STEP, *COMPILED_INTEGRATORS)} or a "
+                         f"{(AUTO, *_INTEGRATORS, *FIXED_STEP, *COMPILED_INTEGRATORS)} or a "
                          f"scipy.integrate.OdeSolver subclass, got {integrator!r}")
     fixed = integrator in FIXED_STEP
     if fixed and h is None:
@@ -1022,6 +1050,38 @@ def _solver_class(integrator: str | type) -> type:
         return integrator
     return FIXED_STEP[integrator] if integrator in FIXED_STEP else getattr(scipy.integrate,
                                                                            integrator)
+
+
+def auto_integrator(model: Model, *, backend: str = "engine", method: str = "articulated",
+                    tau: Any = None, f_ext: Any = None,
+                    prescribed: Mapping[str, Callable] | None = None,
+                    f_nodes: Any = None) -> tuple[str, str | None]:
+    """The integrator and error norm that :func:`simulate`'s ``integrator="auto"`` runs:
+    ``("radau-iia", "displacement")`` or ``("DOP853", None)``.
+
+    Radau IIA in displacements (``_generalized_alpha``) where it integrates exactly the
+    problem given and the problem is stiff:
+
+    * the model has elastic coordinates (its modes make it stiff; a rigid model is not, and
+      DOP853's eighth order serves it best);
+    * its coordinates are their own rates (``q̇ = u``: no quaternion or quasi-velocity
+      joint), and it has no loop closures;
+    * ``backend="engine"`` and ``method="articulated"`` (the compiled integrators' forward
+      dynamics);
+    * ``tau`` and ``f_ext`` are None or constant: a callable is evaluated there once per
+      try at predicted stage states and held during the iteration, so a state feedback's
+      error lies outside the error estimate; it gets DOP853;
+    * no ``prescribed`` motion and no ``f_nodes``.
+
+    DOP853 otherwise.  At :data:`DEFAULT_TOLERANCES` the choice puts the tip of the 5-beam
+    chain of ``docs/simulation-performance.md`` within 1e-6 m in a fraction of DOP853's
+    time; being L-stable, it damps the modes that the tolerance does not resolve rather than
+    following them."""
+    radau = (int(np.sum(model.n_modes)) > 0 and all(j.rates for j in model.joints)
+             and not model.constraints and backend == "engine" and method == "articulated"
+             and not callable(tau) and not callable(f_ext) and prescribed is None
+             and f_nodes is None)
+    return (RADAU_IIA, "displacement") if radau else ("DOP853", None)
 
 
 def _galpha_options(model: Model, integrator: str, h: Any, rho_inf: Any,

@@ -1,0 +1,108 @@
+"""Tests of ``simulate``'s default integrator (``integrator="auto"``,
+:func:`flexdyn.simulate.auto_integrator`) and its default tolerances
+(:data:`flexdyn.simulate.DEFAULT_TOLERANCES`): which problems get Radau IIA in displacements,
+that the others keep DOP853 and its tolerances, and that the default run of a stiff
+flexible model is as accurate as the tolerances promise against a tight DOP853 reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flexdyn as fd
+from flexdyn import models
+from flexdyn.simulate import DEFAULT_TOLERANCES, auto_integrator
+from helpers import pendulum
+
+RADAU = ("radau-iia", "displacement")
+DOP853 = ("DOP853", None)
+
+
+@pytest.fixture(scope="module")
+def arm():
+    """The two-link arm: revolute joints (q̇ = u) and elastic links."""
+    return models.two_link_arm()
+
+
+def test_the_choice_follows_the_problem(arm):
+    spacecraft = models.spacecraft()
+    assert int(np.sum(arm.n_modes)) > 0 and all(j.rates for j in arm.joints)
+    assert auto_integrator(arm) == RADAU
+    assert auto_integrator(arm, tau=np.ones(arm.nu)) == RADAU
+    assert auto_integrator(arm, f_ext=np.zeros((arm.n_bodies, 6))) == RADAU
+    # a rigid model is not stiff; a quaternion joint is not q̇ = u
+    assert auto_integrator(pendulum()) == DOP853
+    assert not all(j.rates for j in spacecraft.joints)
+    assert auto_integrator(spacecraft) == DOP853
+    # forces that may depend on the state, the reference tier, another forward-dynamics
+    # method, prescribed motion and nodal loads keep the scipy integrator
+    assert auto_integrator(arm, tau=lambda t, q, u: np.zeros(arm.nu)) == DOP853
+    assert auto_integrator(arm, f_ext=lambda t, q, u: np.zeros((2, 6))) == DOP853
+    assert auto_integrator(arm, backend="reference") == DOP853
+    assert auto_integrator(arm, method="composite") == DOP853
+    assert auto_integrator(arm, prescribed={arm.names[0]: lambda t: (0.0, 0.0, 0.0)}) == DOP853
+    assert auto_integrator(arm, f_nodes={}) == DOP853
+
+
+def test_simulate_records_the_choice_and_its_tolerances(arm):
+    res = fd.simulate(arm, t_span=(0.0, 0.05))
+    assert (res.settings["integrator"], res.settings["error_norm"]) == RADAU
+    assert (res.settings["rtol"], res.settings["atol"]) == DEFAULT_TOLERANCES["displacement"]
+    assert res.message.endswith(")") and "radau-iia:" in res.message
+    rigid = fd.simulate(pendulum(), [0.3], [0.0], (0.0, 0.05))
+    assert (rigid.settings["integrator"], rigid.settings["error_norm"]) == DOP853
+    assert (rigid.settings["rtol"], rigid.settings["atol"]) == DEFAULT_TOLERANCES["state"]
+    # the tolerances of an error norm chosen by name; given ones are kept
+    named = fd.simulate(arm, t_span=(0.0, 0.05), integrator="radau-iia",
+                        error_norm="displacement")
+    assert named.settings["rtol"] == DEFAULT_TOLERANCES["displacement"][0]
+    given = fd.simulate(arm, t_span=(0.0, 0.05), rtol=1e-7)
+    assert (given.settings["rtol"], given.settings["atol"]) == (1e-7, 1e-8)
+    assert fd.simulate(arm, t_span=(0.0, 0.05), integrator="DOP853").settings["rtol"] == 1e-8
+
+
+@pytest.mark.parametrize("option", [{"h": 1e-3}, {"rho_inf": 0.5}, {"newton_tol": 1e-4},
+                                    {"error_norm": "state"}])
+def test_options_of_a_chosen_integrator_ask_for_its_name(arm, option):
+    with pytest.raises(ValueError, match=f"{next(iter(option))}: options of a chosen "
+                                         "integrator.*integrator='auto'"):
+        fd.simulate(arm, t_span=(0.0, 0.01), **option)
+
+
+def test_the_default_run_meets_its_tolerances(arm):
+    """A constant torque slews the arm and bends its links; the default run (Radau IIA in
+    displacements, rtol 1e-6) against DOP853 at rtol 1e-12: joint angles and modal
+    coordinates within a few tolerances of their size, the energy balance (torque work,
+    elastic and kinetic energy) within 1e-3 % of the peak energy (the L-stable method damps
+    only what the tolerance does not resolve, little here)."""
+    tau = np.zeros(arm.nu)
+    tau[arm.u_start[0]] = 2.0
+    t_eval = np.linspace(0.0, 1.0, 51)
+    res = fd.simulate(arm, t_span=(0.0, 1.0), tau=tau, t_eval=t_eval)
+    ref = fd.simulate(arm, t_span=(0.0, 1.0), tau=tau, t_eval=t_eval, integrator="DOP853",
+                      rtol=1e-12, atol=1e-14)
+    assert res.settings["integrator"] == "radau-iia"
+    assert np.max(np.abs(ref.q[:, arm.q_start[0]])) > 0.05  # it turns
+    modal = np.ones(arm.nq, dtype=bool)
+    modal[arm.q_start] = False
+    assert np.max(np.abs(ref.q[:, modal])) > 1e-4  # and bends
+    rtol = DEFAULT_TOLERANCES["displacement"][0]
+    scale = np.max(np.abs(ref.q), axis=0)
+    assert np.all(np.abs(res.q - ref.q) <= 10.0 * rtol * scale + 1e-8), \
+        np.max(np.abs(res.q - ref.q) / (scale + 1e-8))
+    assert np.max(np.abs(res.energy_balance_error)) < 1e-3
+    assert np.max(np.abs(ref.energy_balance_error)) < 1e-6
+
+
+def test_a_constant_torque_as_array_or_callable_gives_the_same_motion(arm):
+    """The array gets Radau IIA, the callable DOP853: the same motion within the default
+    tolerances, and the same torque work."""
+    tau = np.zeros(arm.nu)
+    tau[arm.u_start[1]] = -1.0
+    t_eval = np.linspace(0.0, 0.5, 11)
+    a = fd.simulate(arm, t_span=(0.0, 0.5), tau=tau, t_eval=t_eval)
+    b = fd.simulate(arm, t_span=(0.0, 0.5), tau=lambda t, q, u: tau, t_eval=t_eval)
+    assert (a.settings["integrator"], b.settings["integrator"]) == ("radau-iia", "DOP853")
+    assert np.max(np.abs(b.q)) > 1e-2
+    np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-5 * np.max(np.abs(b.q)))
+    np.testing.assert_allclose(a.work, b.work, rtol=0, atol=1e-5 * np.max(np.abs(b.work)))
