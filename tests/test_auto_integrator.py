@@ -57,7 +57,7 @@ def test_simulate_records_the_choice_and_its_tolerances(arm):
                         error_norm="displacement")
     assert named.settings["rtol"] == DEFAULT_TOLERANCES["displacement"][0]
     given = fd.simulate(arm, t_span=(0.0, 0.05), rtol=1e-7)
-    assert (given.settings["rtol"], given.settings["atol"]) == (1e-7, 1e-8)
+    assert (given.settings["rtol"], given.settings["atol"]) == (1e-7, 1e-7)
     assert fd.simulate(arm, t_span=(0.0, 0.05), integrator="DOP853").settings["rtol"] == 1e-8
 
 
@@ -71,8 +71,8 @@ def test_options_of_a_chosen_integrator_ask_for_its_name(arm, option):
 
 def test_the_default_run_meets_its_tolerances(arm):
     """A constant torque slews the arm and bends its links; the default run (Radau IIA in
-    displacements, rtol 1e-6) against DOP853 at rtol 1e-12: joint angles and modal
-    coordinates within a few tolerances of their size, the energy balance (torque work,
+    displacements) against DOP853 at rtol 1e-12: joint angles and modal coordinates within
+    10 (atol + rtol |q|), |q| their largest size, the energy balance (torque work,
     elastic and kinetic energy) within 1e-3 % of the peak energy (the L-stable method damps
     only what the tolerance does not resolve, little here)."""
     tau = np.zeros(arm.nu)
@@ -86,10 +86,9 @@ def test_the_default_run_meets_its_tolerances(arm):
     modal = np.ones(arm.nq, dtype=bool)
     modal[arm.q_start] = False
     assert np.max(np.abs(ref.q[:, modal])) > 1e-4  # and bends
-    rtol = DEFAULT_TOLERANCES["displacement"][0]
-    scale = np.max(np.abs(ref.q), axis=0)
-    assert np.all(np.abs(res.q - ref.q) <= 10.0 * rtol * scale + 1e-8), \
-        np.max(np.abs(res.q - ref.q) / (scale + 1e-8))
+    rtol, atol = DEFAULT_TOLERANCES["displacement"]
+    bound = 10.0 * (atol + rtol * np.max(np.abs(ref.q), axis=0))
+    assert np.all(np.abs(res.q - ref.q) <= bound), np.max(np.abs(res.q - ref.q) / bound)
     assert np.max(np.abs(res.energy_balance_error)) < 1e-3
     assert np.max(np.abs(ref.energy_balance_error)) < 1e-6
 
