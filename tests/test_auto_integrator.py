@@ -42,6 +42,8 @@ def test_the_choice_follows_the_problem(arm):
     assert auto_integrator(arm, method="composite") == DOP853
     assert auto_integrator(arm, prescribed={arm.names[0]: lambda t: (0.0, 0.0, 0.0)}) == DOP853
     assert auto_integrator(arm, f_nodes={}) == DOP853
+    with pytest.raises(TypeError, match="must be a flexdyn Model, got str"):
+        auto_integrator("two_link_arm")
 
 
 def test_simulate_records_the_choice_and_its_tolerances(arm):

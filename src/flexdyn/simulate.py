@@ -837,7 +837,7 @@ def simulate(
         raise ValueError(f"t_span must be finite with t1 > t0, got {t_span!r}")
     galpha_options = {"h": h, "rho_inf": rho_inf, "newton_tol": newton_tol,
                       "error_norm": error_norm}
-    if integrator == AUTO:
+    if isinstance(integrator, str) and integrator == AUTO:
         given = [k for k, v in galpha_options.items() if v is not None]
         if given:
             raise ValueError(f"{', '.join(given)}: options of a chosen integrator; with "
@@ -1080,6 +1080,8 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
     chain of ``docs/simulation-performance.md`` within 1e-6 m in a fraction of DOP853's
     time; being L-stable, it damps the modes that the tolerance does not resolve rather than
     following them."""
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a flexdyn Model, got {type(model).__name__}")
     radau = (int(np.sum(model.n_modes)) > 0 and all(j.rates for j in model.joints)
              and not model.constraints and backend == "engine" and method == "articulated"
              and not callable(tau) and not callable(f_ext) and prescribed is None
