@@ -13,7 +13,9 @@ For each problem the script runs, in one process and one after the other,
   those and rtol 1e-5 in the displacement norm (``error_norm``; their own table: wall time,
   steps, rejected tries, Newton iterations, factorizations, errors),
 
-and prints one table per problem: wall time (``SimulationResult.wall_time``: the integration
+and ``simulate`` with its defaults (``integrator="auto"``; the arm's sine torque and the
+spin-up torque are functions of time, ``fd.of_time``), and prints one table per problem: wall
+time (``SimulationResult.wall_time``: the integration
 alone), ``result.nfev`` (scipy's count), all right-hand-side calls (counted by a subclass of
 the scipy solver that wraps ``fun``; Radau, BDF and LSODA get their Jacobian from ``simulate``
 as one batched engine call, counted in njev), Jacobian evaluations, LU factorizations, and the
@@ -178,7 +180,8 @@ def arm_problem(t1: float) -> Problem:
     for i in range(3):  # the modal coordinates
         rigid[int(model.q_start[i] + model.nq_joint[i]):model.q_slice(i).stop] = False
 
-    def tau(t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+    @fd.of_time
+    def tau(t: float) -> np.ndarray:
         out = np.zeros(model.nu)
         if t < ARM_PERIOD:
             out[slots] = ARM_TORQUES * np.sin(2.0 * np.pi * t / ARM_PERIOD)
@@ -256,6 +259,19 @@ def run(problem: Problem, integrator: str, label: str, rtol: float, atol: float)
     s = cls.last
     return Run(name, label, r.wall_time, r.nfev, cls.calls, cls.steps, int(getattr(s, "njev", 0)),
                int(getattr(s, "nlu", 0)), problem.outputs(r))
+
+
+def default_line(problem: Problem, ref: Run) -> None:
+    """``simulate`` with its defaults (``integrator="auto"``): the integrator it chose, its
+    tolerances, wall time and the errors of the problem's outputs."""
+    r = fd.simulate(problem.model, t_span=(0.0, problem.t1), tau=problem.tau,
+                    t_eval=problem.t_eval)
+    s = r.settings
+    errors = ", ".join(f"{k.split(' (')[0]} {_fmt(np.max(np.abs(v - ref.outputs[k])))}"
+                       for k, v in problem.outputs(r).items())
+    print(f"simulate's defaults: {s['integrator']} ({s['error_norm'] or 'state'} norm, rtol "
+          f"{s['rtol']:g}, atol {s['atol']:g}): wall {r.wall_time:.3f} s; errors: {errors}",
+          flush=True)
 
 
 def galpha_table(problem: Problem, ref: Run) -> None:
@@ -369,6 +385,7 @@ def bench(problem: Problem, min_time: float, integrators: tuple[str, ...] = INTE
     runs = [run(problem, integ, label, rtol, atol)
             for label, rtol, atol in SETTINGS for integ in integrators]
     print_table(problem, ref, runs)
+    default_line(problem, ref)
     if galpha:
         fd.simulate(model, t_span=(0.0, 1e-3), tau=problem.tau, integrator="generalized-alpha")
         galpha_table(problem, ref)

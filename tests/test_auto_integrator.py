@@ -2,7 +2,8 @@
 :func:`flexdyn.simulate.auto_integrator`) and its default tolerances
 (:data:`flexdyn.simulate.DEFAULT_TOLERANCES`): which problems get Radau IIA in displacements,
 that the others keep DOP853 and its tolerances, and that the default run of a stiff
-flexible model is as accurate as the tolerances promise against a tight DOP853 reference."""
+flexible model is as accurate as the tolerances promise against a tight DOP853 reference;
+and loads of time alone (:func:`flexdyn.of_time`)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,10 @@ def test_the_choice_follows_the_problem(arm):
     assert auto_integrator(arm) == RADAU
     assert auto_integrator(arm, tau=np.ones(arm.nu)) == RADAU
     assert auto_integrator(arm, f_ext=np.zeros((arm.n_bodies, 6))) == RADAU
+    # loads of time alone are exact at the stage times
+    assert auto_integrator(arm, tau=fd.of_time(lambda t: np.zeros(arm.nu))) == RADAU
+    assert auto_integrator(arm, f_ext=fd.of_time(lambda t: np.zeros((2, 6)))) == RADAU
+    assert auto_integrator(arm, tau=models.slew_torque(arm)) == RADAU
     # a rigid model is not stiff; a quaternion joint is not q̇ = u
     assert auto_integrator(pendulum()) == DOP853
     assert not all(j.rates for j in spacecraft.joints)
@@ -135,3 +140,39 @@ def test_the_default_on_random_flexible_trees_against_dop853(d, seed):
     rtol, atol = DEFAULT_TOLERANCES["displacement"]
     bound = 20.0 * (atol + rtol * np.max(np.abs(ref.q), axis=0))
     assert np.all(np.abs(res.q - ref.q) <= bound), np.max(np.abs(res.q - ref.q) / bound)
+
+
+def test_a_load_of_time_alone():
+    calls = []
+
+    def f(t):
+        calls.append(t)
+        return np.array([t, 2.0 * t])
+
+    g = fd.of_time(f)
+    assert isinstance(g, fd.TimeFunction) and fd.of_time(g) is g
+    np.testing.assert_array_equal(g(0.5, np.ones(3), np.ones(3)), [0.5, 1.0])
+    np.testing.assert_array_equal(g(0.25), [0.25, 0.5])
+    assert calls == [0.5, 0.25] and "of_time(" in repr(g)
+    with pytest.raises(TypeError, match="of_time needs a callable f\\(t\\), got float"):
+        fd.of_time(1.0)
+
+
+def test_the_spinup_beam_by_default_follows_dop853():
+    """The torque-driven spin-up (``models.spinup_torque``: a function of time) gets Radau IIA
+    by default; over the first 3 s of the run-up (the stretch mode loaded by the
+    centrifugal force, the bending modes by the hub's acceleration) the hub angle and the
+    modal coordinates follow DOP853 at rtol 1e-12 within 10 (atol + rtol |q|)."""
+    beam = models.spinup_beam()
+    tau = models.spinup_torque(beam)
+    assert isinstance(tau, fd.TimeFunction) and tau.rigid_inertia > 0.0
+    t_eval = np.linspace(0.0, 3.0, 7)
+    res = fd.simulate(beam, t_span=(0.0, 3.0), tau=tau, t_eval=t_eval)
+    ref = fd.simulate(beam, t_span=(0.0, 3.0), tau=tau, t_eval=t_eval, integrator="DOP853",
+                      rtol=1e-12, atol=1e-14)
+    assert (res.settings["integrator"], res.settings["tau"]) == ("radau-iia", "function of time")
+    assert ref.q[-1, 0] > 0.2  # it spins up
+    rtol, atol = DEFAULT_TOLERANCES["displacement"]
+    bound = 10.0 * (atol + rtol * np.max(np.abs(ref.q), axis=0))
+    assert np.all(np.abs(res.q - ref.q) <= bound), np.max(np.abs(res.q - ref.q) / bound)
+    np.testing.assert_allclose(res.work, ref.work, rtol=0, atol=1e-5 * np.max(ref.work))

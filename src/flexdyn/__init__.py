@@ -27,6 +27,7 @@ from .dynamics import (
 from .energy import kinetic_energy, momentum, potential_energy, total_energy
 from .ensemble import EnsembleResult, simulate_many
 from .jacobians import frame_jacobian, frame_pose, jacobian_rate_product
+from .loads import TimeFunction, of_time
 from .modal import ModalAnalysis, modal_analysis, tangent_stiffness
 from .results import SimulationError, SimulationResult
 from .simulate import Stepper, StiffnessWarning, pack_state, rhs, simulate, unpack_state
@@ -60,6 +61,7 @@ __all__ = [
     "StateEntry",
     "Stepper",
     "StiffnessWarning",
+    "TimeFunction",
     "Velocities",
     "VelocityTerms",
     "assemble",
@@ -86,6 +88,7 @@ __all__ = [
     "modal_analysis",
     "models",
     "momentum",
+    "of_time",
     "pack_state",
     "potential_energy",
     "rhs",

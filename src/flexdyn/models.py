@@ -30,6 +30,7 @@ from .beam import beam_modes
 from .chain import Model, ModelBuilder, load_model
 from .dynamics import inverse_dynamics, mass_matrix
 from .joints import JOINT_KINDS, FixedJoint, RevoluteJoint
+from .loads import TimeFunction, of_time
 
 __all__ = [
     "BUILTIN_MODELS",
@@ -350,7 +351,7 @@ def rigid_hub_inertia(model: Model, body: int = 0) -> float:
 
 
 def spinup_torque(model: Model, T: float = 15.0, omega_s: float = 6.0,
-                  body: int = 0) -> Callable[[float, np.ndarray, np.ndarray], np.ndarray]:
+                  body: int = 0) -> TimeFunction:
     """Open-loop hub torque of the torque-driven spin-up: rigid-beam inverse dynamics.
 
     ``τ_hub(t) = I_rigid θ̈(t)`` with ``I_rigid`` the inertia of the undeformed model about
@@ -359,7 +360,8 @@ def spinup_torque(model: Model, T: float = 15.0, omega_s: float = 6.0,
 
     Returns
     -------
-    callable ``tau(t, q, u) -> (nu,)`` (N m), as accepted by :func:`flexdyn.simulate`.
+    :class:`~flexdyn.loads.TimeFunction` ``tau(t, q, u) -> (nu,)`` (N m) of ``t`` alone, as
+    accepted by :func:`flexdyn.simulate`, with the attribute ``rigid_inertia`` (kg m²).
     """
     T = _positive(T, "T")
     inertia = rigid_hub_inertia(model, body)
@@ -367,7 +369,8 @@ def spinup_torque(model: Model, T: float = 15.0, omega_s: float = 6.0,
     nu = model.nu
     gain, w = inertia * omega_s / T, 2.0 * math.pi / T
 
-    def tau(t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+    @of_time
+    def tau(t: float) -> np.ndarray:
         # I θ̈ with θ̈ of spinup_profile in scalar arithmetic: an integrator calls this at
         # every stage, where the array version costs twenty times more
         out = np.zeros(nu)
@@ -375,7 +378,7 @@ def spinup_torque(model: Model, T: float = 15.0, omega_s: float = 6.0,
             out[k] = gain * (1.0 - math.cos(w * t))
         return out
 
-    tau.rigid_inertia = inertia  # type: ignore[attr-defined]
+    tau.rigid_inertia = inertia
     return tau
 
 
@@ -403,8 +406,7 @@ def modal_frequencies(model: Model) -> list[np.ndarray]:
     return out
 
 
-def slew_torque(model: Model, duration: float = 2.0, angle: float = 0.5
-                ) -> Callable[[float, np.ndarray, np.ndarray], np.ndarray]:
+def slew_torque(model: Model, duration: float = 2.0, angle: float = 0.5) -> TimeFunction:
     """A rest-to-rest slew command for the demo.
 
     Every 1-dof joint (and the z rotation of a free or spherical root joint) is to turn by
@@ -412,7 +414,8 @@ def slew_torque(model: Model, duration: float = 2.0, angle: float = 0.5
     acceleration profile ``sin(2πt/Tₛ) sin²(πt/Tₛ)`` (zero rate and acceleration at both
     ends).  The torques are the rigid-body inverse dynamics of that motion about the
     undeformed neutral configuration, ``τ = M_jj θ̈``, ``M_jj`` the joints' block of the mass
-    matrix; velocity products are neglected, so the slew is approximate.
+    matrix; velocity products are neglected, so the slew is approximate.  Returns a
+    :class:`~flexdyn.loads.TimeFunction` ``tau(t, q, u) -> (nu,)`` (N m) of ``t`` alone.
     """
     M = mass_matrix(model, model.neutral_configuration(), backend="reference")  # at setup
     # rigid response to the unit shape over a unit duration: ∫₀¹∫₀ˢ shape = 3 / (16π)
@@ -429,7 +432,8 @@ def slew_torque(model: Model, duration: float = 2.0, angle: float = 0.5
     slots_a, amps_a = np.array(slots, dtype=int), amps
     nu = model.nu
 
-    def tau(t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+    @of_time
+    def tau(t: float) -> np.ndarray:
         out = np.zeros(nu)
         if 0.0 <= t < duration:
             x = t / duration

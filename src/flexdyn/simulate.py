@@ -88,6 +88,7 @@ from .engine import DERIVATIVE_METHODS, galpha, kernels
 from .engine.closure import SINGULAR
 from .integrators import FIXED_STEP
 from .joint_forces import joint_dissipation, motor_torques
+from .loads import TimeFunction
 from .modal import highest_frequency
 from .outputs import Outputs
 from .results import SimulationError, SimulationResult
@@ -181,6 +182,16 @@ def _all_finite(a: np.ndarray) -> bool:
     right-hand side, where the method call takes half the time of
     ``np.all(np.isfinite(a))`` (1.2 µs against 2.2 µs)."""
     return bool(np.isfinite(a).all())
+
+
+def _load_kind(value: Any) -> str | None:
+    """How a load was given, for ``SimulationResult.settings``: None, ``"constant"``,
+    ``"function of time"`` (:class:`flexdyn.loads.TimeFunction`) or ``"callable"``."""
+    if value is None:
+        return None
+    if isinstance(value, TimeFunction):
+        return "function of time"
+    return "callable" if callable(value) else "constant"
 
 
 def _forcing(value: Any, shape: tuple[int, ...], name: str):
@@ -708,9 +719,10 @@ def simulate(
         are normalised.
     u0 : (nu,) initial speeds; default zero.
     t_span : ``(t0, t1)`` with ``t1 > t0`` (s).
-    tau : generalized forces in the layout of ``u``: None (zero), a constant array (nu,) or
-        a callable ``tau(t, q, u) -> (nu,)`` (joint torques/forces; modal slots are external
-        modal forces, usually 0).
+    tau : generalized forces in the layout of ``u``: None (zero), a constant array (nu,),
+        a callable ``tau(t, q, u) -> (nu,)`` or a function of time alone,
+        :func:`flexdyn.of_time` ``(f)`` with ``f(t) -> (nu,)`` (joint torques/forces; modal
+        slots are external modal forces, usually 0).
     fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
         (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
     method : ``"articulated"``, ``"articulated-split"`` or ``"composite"`` forward dynamics.
@@ -723,7 +735,8 @@ def simulate(
     integrator : ``"auto"`` (default: :func:`auto_integrator` chooses ``"radau-iia"`` with
         ``error_norm="displacement"`` where it integrates exactly the problem given — a
         model with elastic coordinates whose coordinates are their own rates, the engine
-        backend, ``method="articulated"``, constant or no ``tau`` and ``f_ext``, no loop
+        backend, ``method="articulated"``, ``tau`` and ``f_ext`` none, constant or functions
+        of time (:func:`flexdyn.loads.of_time`), no loop
         closures, prescribed motion or nodal loads — and ``"DOP853"`` otherwise; the
         result's ``settings["integrator"]`` names the choice), ``"rk4"`` (classical
         Runge–Kutta with the fixed step ``h``, :class:`flexdyn.integrators.RK4`: the
@@ -744,8 +757,9 @@ def simulate(
         step, and the zeros are located on their steps' cubic Hermite interpolation.
     max_step : largest step (s).
     progress : show a progress bar (needs ``tqdm``; silently off without it).
-    f_ext : None, an array (n_bodies, 6) or a callable ``f_ext(t, q, u)`` — external wrenches
-        ``[N m; N]`` at the body frame origins, in body coordinates.
+    f_ext : None, an array (n_bodies, 6), a callable ``f_ext(t, q, u)`` or a function of time
+        (:func:`flexdyn.of_time`) — external wrenches ``[N m; N]`` at the body frame
+        origins, in body coordinates.
     backend : ``"engine"`` (default: each right-hand side, energy-balance integrands
         included, is one compiled call for the methods of
         :data:`flexdyn.engine.DERIVATIVE_METHODS`) or ``"reference"`` (numpy).
@@ -900,8 +914,7 @@ def simulate(
         "newton_tol": newton_tol, "error_norm": error_norm, "method": method,
         "fidelity": fidelity, "backend": backend,
         "closure_rate": rate, "prescribed": sorted(prescribed) if prescribed else [],
-        "tau": "callable" if callable(tau) else "constant" if tau is not None else None,
-        "f_ext": "callable" if callable(f_ext) else "constant" if f_ext is not None else None}
+        "tau": _load_kind(tau), "f_ext": _load_kind(f_ext)}
     watch = _Events.of(events, model, t0, np.concatenate([q0, u0]))
     try:  # validate the callables' shapes before integrating
         ode.loads(t0, np.concatenate([q0, u0]))
@@ -1071,9 +1084,10 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
       joint), and it has no loop closures;
     * ``backend="engine"`` and ``method="articulated"`` (the compiled integrators' forward
       dynamics);
-    * ``tau`` and ``f_ext`` are None or constant: a callable is evaluated there once per
-      try at predicted stage states and held during the iteration, so a state feedback's
-      error lies outside the error estimate; it gets DOP853;
+    * ``tau`` and ``f_ext`` are None, constant or functions of time
+      (:func:`flexdyn.loads.of_time`): another callable is evaluated there once per try at
+      predicted stage states and held during the iteration, so a state feedback's error
+      would lie outside the error estimate; it gets DOP853;
     * no ``prescribed`` motion and no ``f_nodes``.
 
     DOP853 otherwise.  At :data:`DEFAULT_TOLERANCES` the choice puts the tip of the 5-beam
@@ -1084,7 +1098,8 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
         raise TypeError(f"model must be a flexdyn Model, got {type(model).__name__}")
     radau = (int(np.sum(model.n_modes)) > 0 and all(j.rates for j in model.joints)
              and not model.constraints and backend == "engine" and method == "articulated"
-             and not callable(tau) and not callable(f_ext) and prescribed is None
+             and _load_kind(tau) != "callable" and _load_kind(f_ext) != "callable"
+             and prescribed is None
              and f_nodes is None)
     return (RADAU_IIA, "displacement") if radau else ("DOP853", None)
 
