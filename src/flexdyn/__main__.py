@@ -155,8 +155,8 @@ class _CompileNotice:
     :data:`NOTICE_DELAY`), say once on standard error that a first run compiles the engine.
     On a fresh installation the compiled engine is built on the first call (one to a few
     minutes on a small machine: the compiled integrators' entry takes longest) and cached
-    for later runs, which start in about a second; without a
-    word the first run looks hung."""
+    for later runs, which start in about a second; without a word the first run looks
+    hung."""
 
     def __init__(self, delay: float | None = None):
         self.timer = threading.Timer(NOTICE_DELAY if delay is None else delay, self._say)
@@ -195,7 +195,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     wall = time.perf_counter()
     with _CompileNotice():
         # DOP853, not simulate's default: on a fresh installation its first run compiles
-        # the state derivative alone, a third of the compiled integrators' entry
+        # the state derivative alone, which takes half or less of the compiled
+        # integrators' entry
         res = simulate(model, t_span=(0.0, args.t), tau=tau, fidelity=args.fidelity,
                        method=args.method, rtol=args.rtol, atol=args.atol,
                        t_eval=np.linspace(0.0, args.t, 501), integrator="DOP853")
