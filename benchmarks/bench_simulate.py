@@ -261,17 +261,24 @@ def run(problem: Problem, integrator: str, label: str, rtol: float, atol: float)
                int(getattr(s, "nlu", 0)), problem.outputs(r))
 
 
-def default_line(problem: Problem, ref: Run) -> None:
-    """``simulate`` with its defaults (``integrator="auto"``): the integrator it chose, its
-    tolerances, wall time and the errors of the problem's outputs."""
+def _setting(r: fd.SimulationResult) -> str:
+    """The integrator, error norm and tolerances of a run, from its ``settings``."""
+    s = r.settings
+    return (f"{s['integrator']}, {s['error_norm'] or 'state'} norm, rtol {s['rtol']:g}, "
+            f"atol {s['atol']:g}")
+
+
+def default_line(problem: Problem, ref: Run) -> fd.SimulationResult:
+    """``simulate`` with its defaults (``integrator="auto"``), printed: the integrator it
+    chose, its tolerances, wall time and the errors of the problem's outputs; returns the
+    run."""
     r = fd.simulate(problem.model, t_span=(0.0, problem.t1), tau=problem.tau,
                     t_eval=problem.t_eval)
-    s = r.settings
     errors = ", ".join(f"{k.split(' (')[0]} {_fmt(np.max(np.abs(v - ref.outputs[k])))}"
                        for k, v in problem.outputs(r).items())
-    print(f"simulate's defaults: {s['integrator']} ({s['error_norm'] or 'state'} norm, rtol "
-          f"{s['rtol']:g}, atol {s['atol']:g}): wall {r.wall_time:.3f} s; errors: {errors}",
+    print(f"simulate's defaults: {_setting(r)}: wall {r.wall_time:.3f} s; errors: {errors}",
           flush=True)
+    return r
 
 
 def galpha_table(problem: Problem, ref: Run) -> None:
@@ -363,7 +370,7 @@ def largest_eigenvalue(problem: Problem) -> float:
 
 
 def bench(problem: Problem, min_time: float, integrators: tuple[str, ...] = INTEGRATORS,
-          galpha: bool = True) -> tuple[Run, list[Run]]:
+          galpha: bool = True) -> tuple[Run, list[Run], fd.SimulationResult]:
     model = problem.model
     print(f"\n=== {problem.name}: {model.n_bodies} bodies, nq = {model.nq}, nu = {model.nu}, "
           f"{problem.t1:g} s simulated ===")
@@ -385,7 +392,7 @@ def bench(problem: Problem, min_time: float, integrators: tuple[str, ...] = INTE
     runs = [run(problem, integ, label, rtol, atol)
             for label, rtol, atol in SETTINGS for integ in integrators]
     print_table(problem, ref, runs)
-    default_line(problem, ref)
+    default = default_line(problem, ref)
     if galpha:
         fd.simulate(model, t_span=(0.0, 1e-3), tau=problem.tau, integrator="generalized-alpha")
         galpha_table(problem, ref)
@@ -396,7 +403,7 @@ def bench(problem: Problem, min_time: float, integrators: tuple[str, ...] = INTE
           f"({lam / (2.0 * np.pi):.0f} Hz); DOP853's mean step times it: {steps}")
     state = fd.simulate(model, t_span=(0.0, min(problem.t1, 0.05)), tau=problem.tau)
     rhs_cost(problem, np.concatenate([state.q[-1], state.u[-1]]), min_time)
-    return ref, runs
+    return ref, runs, default
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,12 +432,12 @@ def planar_steel_chain() -> fd.Model:
 
 
 def exudyn_side_by_side(path: Path, quick: bool, chain_ref: Run, chain_runs: list[Run],
-                        t1: float) -> None:
+                        chain_default: fd.SimulationResult, t1: float) -> None:
     """Exudyn's 5-body chain (anchor script), timed as the anchor times it (fixed h = 1 ms,
     ``SolveDynamic`` alone; ``t1`` simulated seconds instead of 1 s with ``--quick``), flexdyn
     on the same planar load case, flexdyn's chain of problem 1 with ``simulate``'s defaults
-    (its tip error against ``chain_ref``) and with Gauss–Legendre, and the modal frequencies
-    of the two beam models."""
+    (``chain_default``, problem 1's run) and with Gauss–Legendre (their tip errors against
+    ``chain_ref``), and the modal frequencies of the two beam models."""
     print("\n--- Exudyn, flexible 5-body chain (../shared/anchors/exudyn_bench.py) ---")
     try:
         import exudyn  # noqa: F401
@@ -483,15 +490,11 @@ def exudyn_side_by_side(path: Path, quick: bool, chain_ref: Run, chain_runs: lis
         if r.label == "default" and r.outputs is not None:
             print(f"  flexdyn, spatial chain of problem 1, {r.integrator} at rtol 1e-8: "
                   f"{r.wall / t1:.3f} s per simulated second")
-    chain = steel_chain()
-    for options in ({}, {"integrator": "gauss-legendre", "h": 4e-3}):
-        r = fd.simulate(chain, t_span=(0.0, t1), t_eval=[t1], **options)
+    gauss = fd.simulate(chain_default.model, t_span=(0.0, t1), t_eval=[t1],
+                        integrator="gauss-legendre", h=4e-3)
+    for label, r in ((f"simulate's defaults: {_setting(chain_default)}", chain_default),
+                     (f"gauss-legendre (compiled) at h = {gauss.settings['h']:g} s", gauss)):
         per_second = r.wall_time / t1
-        setting = r.settings
-        label = (f"{setting['integrator']} (compiled) at h = {setting['h']:g} s" if options else
-                 f"simulate's defaults: {setting['integrator']}, "
-                 f"{setting['error_norm'] or 'state'} norm, rtol {setting['rtol']:g}, "
-                 f"atol {setting['atol']:g}")
         error = np.max(np.abs(r.tip_position("link4")[-1]
                               - chain_ref.outputs["tip position (m)"]))
         print(f"  flexdyn, spatial chain of problem 1, {label}: {per_second:.3f} s per "
@@ -544,10 +547,11 @@ def main() -> None:
             ap.error(f"unknown integrator {name!r}")
     if "chain" in problems:
         chain = chain_problem(spans[0])
-        chain_ref, chain_runs = bench(chain, min_time, integrators, not args.no_galpha)
+        chain_ref, chain_runs, chain_default = bench(chain, min_time, integrators,
+                                                     not args.no_galpha)
         if not args.no_exudyn:
             exudyn_side_by_side(args.exudyn_anchor, args.quick, chain_ref, chain_runs,
-                                spans[0])
+                                chain_default, spans[0])
     if "spinup" in problems:
         bench(spinup_problem(spans[1]), min_time, integrators, not args.no_galpha)
     if "arm" in problems:

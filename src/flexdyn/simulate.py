@@ -736,9 +736,9 @@ def simulate(
         ``error_norm="displacement"`` where it integrates exactly the problem given — a
         model with elastic coordinates whose coordinates are their own rates, the engine
         backend, ``method="articulated"``, ``tau`` and ``f_ext`` none, constant or functions
-        of time (:func:`flexdyn.loads.of_time`), no loop
-        closures, prescribed motion or nodal loads — and ``"DOP853"`` otherwise; the
-        result's ``settings["integrator"]`` names the choice), ``"rk4"`` (classical
+        of time (:func:`flexdyn.of_time`), no loop closures, prescribed motion or nodal
+        loads — and ``"DOP853"`` otherwise; the result's ``settings["integrator"]`` names
+        the choice), ``"rk4"`` (classical
         Runge–Kutta with the fixed step ``h``, :class:`flexdyn.integrators.RK4`: the
         integrator of :class:`flexdyn.Stepper`), a
         :func:`scipy.integrate.solve_ivp` method name (``"DOP853"``, ``"RK45"``,
@@ -860,9 +860,10 @@ def simulate(
                                                  tau=tau, f_ext=f_ext, prescribed=prescribed,
                                                  f_nodes=f_nodes)
         galpha_options["error_norm"] = error_norm
-    norm = "displacement" if error_norm == "displacement" else "state"
-    rtol, atol = (DEFAULT_TOLERANCES[norm][i] if v is None else v
-                  for i, v in enumerate((rtol, atol)))
+    rtol0, atol0 = DEFAULT_TOLERANCES["displacement" if error_norm == "displacement"
+                                      else "state"]
+    rtol = rtol0 if rtol is None else rtol
+    atol = atol0 if atol is None else atol
     for name, val in (("rtol", rtol), ("atol", atol)):
         if not (isinstance(val, (int, float, np.floating)) and val > 0 and math.isfinite(val)):
             raise ValueError(f"{name} must be a positive number, got {val!r}")
