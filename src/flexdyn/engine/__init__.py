@@ -43,6 +43,11 @@ DERIVATIVE_METHODS = {"articulated": kernels.ARTICULATED, "composite": kernels.C
 #: the compiled state derivative by method: ``(ib, fb, x, tau, f_ext, xdot) -> status``
 _DERIVATIVE = {"articulated": kernels.derivative_articulated,
                "composite": kernels.derivative_composite}
+#: the entries of a rigid tree on one-dof joints (:func:`flexdyn.engine.kernels.is_rigid_tree`)
+#: by the method they replace: forward dynamics, the state derivative and the batch entry
+_RIGID_TREE_FORWARD = {"articulated": kernels.forward_rigid_tree}
+_RIGID_TREE_DERIVATIVE = {"articulated": kernels.derivative_rigid_tree}
+_RIGID_TREE_BATCH = {"articulated": kernels.batch_rigid_tree}
 #: states per thread below which a batch is not shared among threads
 STATES_PER_THREAD = 64
 
@@ -112,6 +117,12 @@ class Engine:
     (Eq 63), :meth:`hybrid_dynamics` (:mod:`flexdyn.hybrid`) and :meth:`joint_wrenches`
     (Eq 36).
 
+    A rigid tree on revolute, prismatic and screw joints
+    (:func:`flexdyn.engine.kernels.is_rigid_tree`, ``rigid_tree``) runs the articulated
+    method's forward dynamics, state derivative and batches through the rigid tree's entries:
+    the same recursions in three fused sweeps of fixed-size loops, equal to the general
+    entries to round-off.
+
     ``indirect_min_modes``: a ruthless body with children and at least this many modes forms
     ``D_f⁻¹`` of the split by the push-through form of Eq B3, others explicitly (default: the
     body models' rule, :data:`flexdyn.ruthless.INDIRECT_MIN_MODES`)."""
@@ -122,6 +133,13 @@ class Engine:
         self.fidelity = fidelity
         self.indirect_min_modes = indirect_min_modes
         self.packed: Packed = pack(model, body_models(model, fidelity))
+        #: whether the model is a rigid tree on one-dof joints, whose articulated method runs
+        #: the rigid tree's entries (same results to round-off, fixed-size sweeps)
+        self.rigid_tree = kernels.is_rigid_tree(self.packed.ib)
+        rigid = self.rigid_tree
+        self._forward = _FORWARD | (_RIGID_TREE_FORWARD if rigid else {})
+        self._derivative = _DERIVATIVE | (_RIGID_TREE_DERIVATIVE if rigid else {})
+        self._batch = _RIGID_TREE_BATCH if rigid else {}
         self._zero_wrenches = np.zeros((model.n_bodies, 6))
         self._split: tuple[np.ndarray, ...] | None = None
         self._closures: tuple[np.ndarray, np.ndarray] | None = None
@@ -186,7 +204,7 @@ class Engine:
         udot = np.empty(self.model.nu)
         f_ext = self._zero_wrenches if f_ext is None else f_ext
         buffers = self.split_buffers if method == SPLIT else self.packed
-        status = _FORWARD[method](*buffers, q, u, tau, f_ext, udot)
+        status = self._forward[method](*buffers, q, u, tau, f_ext, udot)
         if status >= 0:
             raise self._singular(method, status)
         return status, udot
@@ -215,7 +233,7 @@ class Engine:
         if method not in _DERIVATIVE:
             raise ValueError(f"unknown method {method!r}; the engine's state derivative runs "
                              f"{tuple(_DERIVATIVE)}")
-        status = _DERIVATIVE[method](*self.packed, x, tau, f_ext, out)
+        status = self._derivative[method](*self.packed, x, tau, f_ext, out)
         if status >= 0:
             raise self._singular(method, status)
         return status
@@ -392,10 +410,13 @@ class Engine:
             q, u, x, f_ext = self._inputs(q, u, x, f_ext, "udot" if op == "inverse" else "tau",
                                           (n_states,))
             out = np.empty((n_states, nu * nu if op == "mass" else nu))
-            head = (self.split_buffers if op == SPLIT
-                    else (*self.packed, BATCH_OPS[op]))
-            status = self._share(split.batch if op == SPLIT else kernels.batch, head,
-                                 (q, u, x, f_ext, out))
+            if op in self._batch:
+                kernel, head = self._batch[op], tuple(self.packed)
+            elif op == SPLIT:
+                kernel, head = split.batch, self.split_buffers
+            else:
+                kernel, head = kernels.batch, (*self.packed, BATCH_OPS[op])
+            status = self._share(kernel, head, (q, u, x, f_ext, out))
             result = out.reshape(n_states, nu, nu) if op == "mass" else out
         self._raise_for(status, op)
         return result

@@ -10,8 +10,9 @@ occupies ``[:m_i + 6]`` with the modal entries first.
 
 Only the entries (decorated ``_E``: :func:`terms`, :func:`forward_articulated`,
 :func:`forward_composite`, :func:`inverse`, :func:`mass`, :func:`batch`, :func:`hybrid`,
-:func:`derivative_articulated`, :func:`derivative_composite`, and :func:`unpack`,
-:func:`workspace`) may be called from Python;
+:func:`derivative_articulated`, :func:`derivative_composite`, the rigid tree's
+:func:`forward_rigid_tree`, :func:`batch_rigid_tree` and :func:`derivative_rigid_tree`, and
+:func:`unpack`, :func:`workspace`) may be called from Python;
 the stages and helpers run inside compiled code only (they have no CPython wrapper, which
 saves compile time).
 
@@ -40,7 +41,7 @@ from ..joints import JOINT_PARAMS, SINGULARITY_TOL
 from ..linalg import MASS_MATRIX_RTOL, PIVOT_FLOOR, PIVOT_RTOL
 from ..scalar_kernels import quat_rot
 from . import caching
-from .pack import EXACT, FULL, HEAD_OFFSETS, HEADER, INT_FIELDS, RUTHLESS, PackedModel
+from .pack import EXACT, FULL, HEAD_OFFSETS, HEADER, INT_FIELDS, RIGID, RUTHLESS, PackedModel
 
 caching.install()  # the engine's cache keyed by all its sources, before anything compiles
 
@@ -253,6 +254,26 @@ def _mtv(a, x, out, acc):
 
 
 @_J
+def _mv6(a, x, out, acc):
+    """``out (+)= a x`` for ``a`` (6 × 6) (fixed bounds, so the loops unroll)."""
+    for i in range(6):
+        s = out[i] if acc else 0.0
+        for t in range(6):
+            s += a[i, t] * x[t]
+        out[i] = s
+
+
+@_J
+def _mtv6(a, x, out):
+    """``out = aᵀ x`` for ``a`` (6 × 6) (fixed bounds)."""
+    for j in range(6):
+        s = 0.0
+        for t in range(6):
+            s += a[t, j] * x[t]
+        out[j] = s
+
+
+@_J
 def _compose3(R1, p1, R2, p2, R, p):
     """``(R, p) = (R1, p1) ∘ (R2, p2)``: ``R = R1 R2``, ``p = R1 p2 + p1`` (3 × 3 loops of
     fixed size)."""
@@ -313,13 +334,14 @@ def _cross_motion(V, W, out, acc):
     """``out (+)= V × W`` (twists)."""
     w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
     a0, a1, a2, b0, b1, b2 = W[0], W[1], W[2], W[3], W[4], W[5]
-    c = 1.0 if acc else 0.0
-    out[0] = c * out[0] + w1 * a2 - w2 * a1
-    out[1] = c * out[1] + w2 * a0 - w0 * a2
-    out[2] = c * out[2] + w0 * a1 - w1 * a0
-    out[3] = c * out[3] + w1 * b2 - w2 * b1 + v1 * a2 - v2 * a1
-    out[4] = c * out[4] + w2 * b0 - w0 * b2 + v2 * a0 - v0 * a2
-    out[5] = c * out[5] + w0 * b1 - w1 * b0 + v0 * a1 - v1 * a0
+    if not acc:
+        out[:] = 0.0
+    out[0] += w1 * a2 - w2 * a1
+    out[1] += w2 * a0 - w0 * a2
+    out[2] += w0 * a1 - w1 * a0
+    out[3] += w1 * b2 - w2 * b1 + v1 * a2 - v2 * a1
+    out[4] += w2 * b0 - w0 * b2 + v2 * a0 - v0 * a2
+    out[5] += w0 * b1 - w1 * b0 + v0 * a1 - v1 * a0
 
 
 @_J
@@ -327,13 +349,14 @@ def _cross_force(V, f, out, acc):
     """``out (+)= V ×* f`` (twist, wrench)."""
     w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
     n0, n1, n2, f0, f1, f2 = f[0], f[1], f[2], f[3], f[4], f[5]
-    c = 1.0 if acc else 0.0
-    out[0] = c * out[0] + w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1
-    out[1] = c * out[1] + w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2
-    out[2] = c * out[2] + w0 * n1 - w1 * n0 + v0 * f1 - v1 * f0
-    out[3] = c * out[3] + w1 * f2 - w2 * f1
-    out[4] = c * out[4] + w2 * f0 - w0 * f2
-    out[5] = c * out[5] + w0 * f1 - w1 * f0
+    if not acc:
+        out[:] = 0.0
+    out[0] += w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1
+    out[1] += w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2
+    out[2] += w0 * n1 - w1 * n0 + v0 * f1 - v1 * f0
+    out[3] += w1 * f2 - w2 * f1
+    out[4] += w2 * f0 - w0 * f2
+    out[5] += w0 * f1 - w1 * f0
 
 
 @_J
@@ -1828,13 +1851,9 @@ def articulated_accelerations(pm, w, udot):
         al = w.alpha[i, :s]
         al[:m] = 0.0
         _parent_acceleration(ints, w.A, w.phi, w.alpha, i, a_g, al[m:], w.t_6[1])
-        if m == 0 and nj == 1:  # χ = ν − Gᵀ a⁺, α = a⁺ + h χ + a with fixed loops
-            G, h, a = w.G[i, :6, 0], w.Hcal[i, 0, :6], w.a_m[i, :6]
-            chi = w.innov[i, 0] - (G[0] * al[0] + G[1] * al[1] + G[2] * al[2]
-                                   + G[3] * al[3] + G[4] * al[4] + G[5] * al[5])
-            udot[us] = chi
-            for r in range(6):
-                al[r] += h[r] * chi + a[r]
+        if m == 0 and nj == 1:
+            udot[us] = _rigid_one_dof_acceleration(w.G[i, :6, 0], w.Hcal[i, 0, :6],
+                                                   w.a_m[i, :6], w.innov[i, 0], al)
             continue
         chi = udot[us:us + k]
         chi[:] = w.innov[i, :k]
@@ -1842,6 +1861,142 @@ def articulated_accelerations(pm, w, udot):
         _mtv(w.Hcal[i, :k, :s], chi, al, True)
         for r in range(6):
             al[m + r] += w.a_m[i, m + r]
+
+
+@_J
+def _rigid_one_dof_acceleration(G, h, a, nu, al):
+    """Eq 58 for a rigid body on a one-dof joint, with fixed loops: ``χ = ν − Gᵀ a⁺``
+    (returned) and ``α = a⁺ + h χ + a`` into ``al`` (6,), which holds ``a⁺`` on entry."""
+    chi = nu - (G[0] * al[0] + G[1] * al[1] + G[2] * al[2] + G[3] * al[3] + G[4] * al[4]
+                + G[5] * al[5])
+    for r in range(6):
+        al[r] += h[r] * chi + a[r]
+    return chi
+
+
+# ----------------------------------------------------------------------------------------------
+# rigid trees on one-dof joints: the same terms, filter and smoother with ℋ(i) = h (one row)
+# and φ(i) applied from the body's pose, in three sweeps of fixed-size loops (a rigid tree has
+# no modes, M = 0, so every body's blocks are the workspace's whole 6-wide rows, contiguous)
+# ----------------------------------------------------------------------------------------------
+#: joint kernels whose motion subspace ``S`` is one constant column in ``J_c``
+RIGID_TREE_JOINTS = (_REVOLUTE, _PRISMATIC, _SCREW)
+
+
+def is_rigid_tree(ib: np.ndarray) -> bool:
+    """Whether the packed model ``ib`` is a tree of rigid bodies (:data:`RIGID` kernel) on
+    revolute, prismatic or screw joints, each attached to its parent's body frame
+    (``at`` = 1): the class that :func:`forward_rigid_tree` and its siblings serve."""
+    n = int(ib[0])
+    ints = ib[_NH + HEAD_OFFSETS:_NH + HEAD_OFFSETS + n * _NI].reshape(n, _NI)
+    return bool(n > 0 and np.all(ints[:, _KIND] == RIGID) and np.all(ints[:, _NJ] == 1)
+                and np.all(np.isin(ints[:, _JCODE], RIGID_TREE_JOINTS))
+                and np.all((ints[:, _PARENT] < 0) | (ints[:, _AT] == 1)))
+
+
+@_J
+def rigid_tree_terms(pm, w, q, u, fext):
+    """The position and velocity terms of a rigid tree on one-dof joints in one sweep, base
+    to tip, into the fields of the general sweeps (:func:`position_terms`,
+    :func:`velocity_terms`): the pose ``(R, p)`` of ``F_i`` in its parent's frame
+    (placement ∘ joint(θ) ∘ ``T_Jc``, Eqs 12–17) and ``φ(i)``; ``ℋ(i) = h = X_joint S``;
+    Eq 11 ``V(i) = φ*(i) V(p) + h β`` with ``φ*(i) V = [Rᵀ ω; Rᵀ (v + ω × p)]``; Eq 25
+    ``a(i) = V(i) × h β``; Eq 37 ``b(i) = V ×* M V − f_ext(i)``; and the filter's start
+    ``P(i) = M(i)``, ``z(i) = 0``."""
+    ints = pm.ints
+    Rj, R1, R = w.t_33[0], w.t_33[1], w.t_33[2]
+    pj, p1, p = w.t_3[0], w.t_3[1], w.t_3[2]
+    S, hb, MV = w.t_6[0], w.t_6[1], w.t_6[2]
+    for i in range(ints.shape[0]):
+        code, qs, us, pa = ints[i, _JCODE], ints[i, _QS], ints[i, _US], ints[i, _PARENT]
+        jp, th = pm.jparam[i], q[qs]
+        a0, a1, a2 = jp[0], jp[1], jp[2]
+        if code == _PRISMATIC:
+            for r in range(3):
+                for c in range(3):
+                    Rj[r, c] = 1.0 if r == c else 0.0
+            pj[0], pj[1], pj[2] = th * a0, th * a1, th * a2
+            S[0], S[1], S[2], S[3], S[4], S[5] = 0.0, 0.0, 0.0, a0, a1, a2
+        else:  # revolute, or screw of pitch jp[6]
+            _axis_angle(jp, th, Rj)
+            k = jp[6] if code == _SCREW else 0.0
+            pj[0], pj[1], pj[2] = k * th * a0, k * th * a1, k * th * a2
+            S[0], S[1], S[2], S[3], S[4], S[5] = a0, a1, a2, k * a0, k * a1, k * a2
+        _compose3(pm.place_R[i], pm.place_p[i], Rj, pj, R1, p1)
+        _compose3(R1, p1, pm.T_Jc_R[i], pm.T_Jc_p[i], R, p)
+        _phi(R, p, w.phi[i])
+        h, X, V = w.Hcal[i, 0], pm.X_joint0[i], w.V_m[i]
+        for r in range(6):
+            h[r] = (X[r, 0] * S[0] + X[r, 1] * S[1] + X[r, 2] * S[2] + X[r, 3] * S[3]
+                    + X[r, 4] * S[4] + X[r, 5] * S[5])
+        if pa >= 0:
+            Vp = w.V_m[pa]
+            o0, o1, o2 = Vp[0], Vp[1], Vp[2]
+            v0 = Vp[3] + o1 * p[2] - o2 * p[1]
+            v1 = Vp[4] + o2 * p[0] - o0 * p[2]
+            v2 = Vp[5] + o0 * p[1] - o1 * p[0]
+            for r in range(3):
+                V[r] = R[0, r] * o0 + R[1, r] * o1 + R[2, r] * o2
+                V[3 + r] = R[0, r] * v0 + R[1, r] * v1 + R[2, r] * v2
+        else:
+            V[:] = 0.0
+        beta = u[us]
+        for r in range(6):
+            hb[r] = h[r] * beta
+            V[r] += hb[r]
+        _cross_motion(V, hb, w.a_m[i], False)
+        M = pm.M_m0[i]
+        _mv6(M, V, MV, False)
+        b = w.bias[i]
+        _cross_force(V, MV, b, False)
+        for r in range(6):
+            b[r] -= fext[i, r]
+        w.P[i] = M
+        w.z[i] = 0.0
+
+
+@_J
+def rigid_tree_inertias(pm, w, tau):
+    """Eq 51 and the filter of a rigid tree on one-dof joints, tip to base, after
+    :func:`rigid_tree_terms` (:func:`articulated_inertias` with every body taking
+    ``_rigid_one_dof_step``): the index of the first body whose ``D`` is singular, or −1."""
+    ints = pm.ints
+    zp, Pr, PH = w.t_6[3], w.t_66[0], w.t_6[4]
+    for i in range(ints.shape[0] - 1, -1, -1):
+        if not _rigid_one_dof_step(w.P[i], w.Hcal[i, 0], w.a_m[i], w.bias[i],
+                                   tau[ints[i, _US]], w.z[i], w.G[i, :, 0], w.innov[i, :1],
+                                   PH, zp, Pr):
+            return i
+        pa = ints[i, _PARENT]
+        if pa >= 0:
+            _mv6(w.phi[i], zp, w.z[pa], True)
+            _phi_congruence(w.phi[i], Pr, w.P[pa], w.t_66[1])
+    return -1
+
+
+@_J
+def rigid_tree_accelerations(pm, w, udot):
+    """Eq 58 of a rigid tree on one-dof joints, base to tip (:func:`articulated_accelerations`
+    with every body taking ``_rigid_one_dof_acceleration``)."""
+    ints = pm.ints
+    a_g = w.t_6[2]
+    _gravity_acceleration(pm, a_g)
+    for i in range(ints.shape[0]):
+        pa, al = ints[i, _PARENT], w.alpha[i]
+        _mtv6(w.phi[i], a_g if pa < 0 else w.alpha[pa], al)
+        udot[ints[i, _US]] = _rigid_one_dof_acceleration(w.G[i, :, 0], w.Hcal[i, 0], w.a_m[i],
+                                                         w.innov[i, 0], al)
+
+
+@_JI
+def _forward_rigid_tree(pm, w, q, u, tau, fext, udot):
+    """:func:`_forward_articulated` of a rigid tree on one-dof joints
+    (:func:`is_rigid_tree`): the same statuses and results to round-off."""
+    rigid_tree_terms(pm, w, q, u, fext)
+    status = rigid_tree_inertias(pm, w, applied_forces(pm, w, q, u, tau))
+    if status < 0:
+        rigid_tree_accelerations(pm, w, udot)
+    return status
 
 
 @_J
@@ -2047,6 +2202,17 @@ def forward_articulated(ib, fb, q, u, tau, fext, udot):
 
 
 @_E
+def forward_rigid_tree(ib, fb, q, u, tau, fext, udot):
+    """:func:`forward_articulated` of a rigid tree on one-dof joints (:func:`is_rigid_tree`,
+    whose coordinates hold no quaternion): ``_forward_rigid_tree`` of one state, validated."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    if not (_finite(q) and _finite(u) and _finite(tau) and _finite(fext.ravel())):
+        return INVALID
+    status = _forward_rigid_tree(pm, w, q, u, tau, fext, udot)
+    return status if status >= 0 else _finite_result(udot)
+
+
+@_E
 def forward_composite(ib, fb, q, u, tau, fext, udot):
     """``_forward_composite`` of one state, validated."""
     pm, w = unpack(ib, fb), workspace(ib)
@@ -2127,6 +2293,15 @@ def batch(ib, fb, op, t, n_threads, q, u, x, fext, out, status):
             status[b] = _inverse(pm, w, q[b], u[b], x[b], fext[b], out[b])
         else:
             status[b] = _mass(pm, w, q[b], out[b].reshape((nu, nu)))
+
+
+@_E
+def batch_rigid_tree(ib, fb, t, n_threads, q, u, x, fext, out, status):
+    """:func:`batch`'s :data:`ARTICULATED` of a rigid tree on one-dof joints
+    (:func:`is_rigid_tree`) by ``_forward_rigid_tree``."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    for b in range(t, q.shape[0], n_threads):
+        status[b] = _forward_rigid_tree(pm, w, q[b], u[b], x[b], fext[b], out[b])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -2246,6 +2421,17 @@ def derivative_articulated(ib, fb, x, tau, fext, xdot):
         return INVALID
     return _derivative_outputs(pm, w, x, tau, fext, xdot, _forward_articulated(
         pm, w, w.q_n, u, tau, fext, udot[:ib[3]]))
+
+
+@_E
+def derivative_rigid_tree(ib, fb, x, tau, fext, xdot):
+    """:func:`derivative_articulated` of a rigid tree on one-dof joints
+    (:func:`is_rigid_tree`), u̇ by ``_forward_rigid_tree``."""
+    pm, w, nq, nu = unpack(ib, fb), workspace(ib), ib[4], ib[3]
+    if not _derivative_inputs(pm, w, x, tau, fext):
+        return INVALID
+    status = _forward_rigid_tree(pm, w, w.q_n, x[nq:nq + nu], tau, fext, xdot[nq:nq + nu])
+    return _derivative_outputs(pm, w, x, tau, fext, xdot, status)
 
 
 @_E
