@@ -1884,9 +1884,10 @@ RIGID_TREE_JOINTS = (_REVOLUTE, _PRISMATIC, _SCREW)
 
 
 def is_rigid_tree(ib: np.ndarray) -> bool:
-    """Whether the packed model ``ib`` is a tree of rigid bodies (:data:`RIGID` kernel) on
-    revolute, prismatic or screw joints, each attached to its parent's body frame
-    (``at`` = 1): the class that :func:`forward_rigid_tree` and its siblings serve."""
+    """Whether the packed model ``ib`` is a tree of rigid bodies (the body kernel
+    :data:`flexdyn.engine.pack.RIGID`) on revolute, prismatic or screw joints, each attached
+    to its parent's body frame (``at`` = 1): the class that :func:`forward_rigid_tree` and
+    its siblings serve."""
     n = int(ib[0])
     ints = ib[_NH + HEAD_OFFSETS:_NH + HEAD_OFFSETS + n * _NI].reshape(n, _NI)
     return bool(n > 0 and np.all(ints[:, _KIND] == RIGID) and np.all(ints[:, _NJ] == 1)
@@ -1929,15 +1930,8 @@ def rigid_tree_terms(pm, w, q, u, fext):
         for r in range(6):
             h[r] = (X[r, 0] * S[0] + X[r, 1] * S[1] + X[r, 2] * S[2] + X[r, 3] * S[3]
                     + X[r, 4] * S[4] + X[r, 5] * S[5])
-        if pa >= 0:
-            Vp = w.V_m[pa]
-            o0, o1, o2 = Vp[0], Vp[1], Vp[2]
-            v0 = Vp[3] + o1 * p[2] - o2 * p[1]
-            v1 = Vp[4] + o2 * p[0] - o0 * p[2]
-            v2 = Vp[5] + o0 * p[1] - o1 * p[0]
-            for r in range(3):
-                V[r] = R[0, r] * o0 + R[1, r] * o1 + R[2, r] * o2
-                V[3 + r] = R[0, r] * v0 + R[1, r] * v1 + R[2, r] * v2
+        if pa >= 0:  # φ*(i) V(p): a node's twist without modes (m = 0)
+            _node_twist(R, p, X, 0, S, w.V_m[pa], V)
         else:
             V[:] = 0.0
         beta = u[us]
