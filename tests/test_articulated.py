@@ -36,7 +36,7 @@ from flexdyn.articulated_body import (
 )
 from flexdyn.beam import beam_modes
 from flexdyn.dynamics import check_external_forces, innovations_factors, mass_matrix_inverse
-from helpers import assert_close
+from helpers import RTOL, assert_close
 from oracles.rigid_reference import JOINT_TYPES as RIGID_JOINT_TYPES
 from oracles.rigid_reference import RigidModel
 from strategies import models, models_and_states
@@ -234,10 +234,12 @@ def test_lemma5_forward_dynamics(sample, fidelity, use_f_ext):
     ref = np.linalg.solve(M, tau - C)
     out = {m: fd.forward_dynamics(model, q, u, tau, method=m, fidelity=fidelity, f_ext=f_ext)
            for m in ("articulated", "articulated-split", "composite")}
-    assert_close(out["articulated"], ref, "articulated vs solve(M, τ − C)")
-    assert_close(out["articulated-split"], ref, "articulated-split vs solve(M, τ − C)")
-    assert_close(out["composite"], ref, "composite vs solve(M, τ − C)")
-    assert_close(out["articulated-split"], out["articulated"], "split vs unsplit")
+    # the accelerations are as accurate as M's conditioning allows (forward error ≲ κ ε)
+    tol = max(RTOL, 10.0 * np.finfo(float).eps * np.linalg.cond(M))
+    assert_close(out["articulated"], ref, "articulated vs solve(M, τ − C)", tol=tol)
+    assert_close(out["articulated-split"], ref, "articulated-split vs solve(M, τ − C)", tol=tol)
+    assert_close(out["composite"], ref, "composite vs solve(M, τ − C)", tol=tol)
+    assert_close(out["articulated-split"], out["articulated"], "split vs unsplit", tol=tol)
     assert_close(M @ out["articulated"] + C, tau, "M u̇ + C = τ")
 
 

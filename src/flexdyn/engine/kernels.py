@@ -183,6 +183,8 @@ class Work(NamedTuple):
     t_6: np.ndarray  # (8, 6)
     t_tip: np.ndarray  # (4, 3) scratch of the tip kinematics (_node_twist_rate)
     tau_e: np.ndarray  # (nu,) the generalized force with the joint forces, sat(τ) + τ_J
+    R_phi: np.ndarray  # (n, 3, 3) the pose (R, p) of F_i in its parent's attach frame, of
+    p_phi: np.ndarray  # (n, 3)    which φ(i) = [[R, p̃ R], [0, R]]
     q_n: np.ndarray  # (nq,) q with unit quaternions
     flat: np.ndarray  # the whole buffer
 
@@ -196,7 +198,8 @@ def workspace(ib):
              n * s * s, n * 6 * M, n * 36, n * 9, n * 3, n * 36,
              n * s, n * s, n * s, n * s, nu,
              n * s * s, n * s * s, n * s, n * s, n * s, n * s,
-             s * s, s * s, s * s, s * s, s * s, s * s, s * 6, s, 72, 27, 9, 48, 12, nu)
+             s * s, s * s, s * s, s * s, s * s, s * s, s * 6, s, 72, 27, 9, 48, 12, nu,
+             n * 9, n * 3)
     total = 0
     for k in sizes:
         total += k
@@ -225,7 +228,8 @@ def workspace(ib):
         view(w, o[30], (s, 6)), w[o[31]:o[32]],
         view(w, o[32], (2, 6, 6)), view(w, o[33], (3, 3, 3)),
         view(w, o[34], (3, 3)), view(w, o[35], (8, 6)),
-        view(w, o[36], (4, 3)), w[o[37]:o[38]], q_n, w,
+        view(w, o[36], (4, 3)), w[o[37]:o[38]],
+        view(w, o[38], (n, 3, 3)), view(w, o[39], (n, 3)), q_n, w,
     )
 
 
@@ -261,16 +265,6 @@ def _mv6(a, x, out, acc):
         for t in range(6):
             s += a[i, t] * x[t]
         out[i] = s
-
-
-@_J
-def _mtv6(a, x, out):
-    """``out = aᵀ x`` for ``a`` (6 × 6) (fixed bounds)."""
-    for j in range(6):
-        s = 0.0
-        for t in range(6):
-            s += a[t, j] * x[t]
-        out[j] = s
 
 
 @_J
@@ -320,6 +314,54 @@ def _phi_congruence(phi, X, out, T):
             for k in range(6):
                 t += T[r, k] * phi[c, k]
             out[r, c] += t
+
+
+@_J
+def _pose_congruence(R, p, X, out, T):
+    """``out += φ X φᵀ`` for ``φ = [[R, p̃ R], [0, R]]`` from its pose ``(R, p)`` and a
+    symmetric ``X = [[A, B], [Bᵀ, C]]`` (6 × 6; its lower left block is not read): with
+    ``A' = R A Rᵀ``, ``B' = R B Rᵀ``, ``C' = R C Rᵀ`` and ``E = B' + p̃ C'``, the blocks
+    ``[[A' + p̃ B'ᵀ − E p̃, E], [Eᵀ, C']]``, about 200 flops against the 432 of
+    ``_phi_congruence``; ``T`` (3, 3, 3) scratch."""
+    A, B, E = T[0], T[1], T[2]
+    for r in range(3):  # A Rᵀ, B Rᵀ, C Rᵀ
+        for c in range(3):
+            A[r, c] = X[r, 0] * R[c, 0] + X[r, 1] * R[c, 1] + X[r, 2] * R[c, 2]
+            B[r, c] = X[r, 3] * R[c, 0] + X[r, 4] * R[c, 1] + X[r, 5] * R[c, 2]
+            E[r, c] = X[3 + r, 3] * R[c, 0] + X[3 + r, 4] * R[c, 1] + X[3 + r, 5] * R[c, 2]
+    p0, p1, p2 = p[0], p[1], p[2]
+    for c in range(3):  # column c of A', B', C' (R times column c), then of E
+        a0 = R[0, 0] * A[0, c] + R[0, 1] * A[1, c] + R[0, 2] * A[2, c]
+        a1 = R[1, 0] * A[0, c] + R[1, 1] * A[1, c] + R[1, 2] * A[2, c]
+        a2 = R[2, 0] * A[0, c] + R[2, 1] * A[1, c] + R[2, 2] * A[2, c]
+        b0 = R[0, 0] * B[0, c] + R[0, 1] * B[1, c] + R[0, 2] * B[2, c]
+        b1 = R[1, 0] * B[0, c] + R[1, 1] * B[1, c] + R[1, 2] * B[2, c]
+        b2 = R[2, 0] * B[0, c] + R[2, 1] * B[1, c] + R[2, 2] * B[2, c]
+        c0 = R[0, 0] * E[0, c] + R[0, 1] * E[1, c] + R[0, 2] * E[2, c]
+        c1 = R[1, 0] * E[0, c] + R[1, 1] * E[1, c] + R[1, 2] * E[2, c]
+        c2 = R[2, 0] * E[0, c] + R[2, 1] * E[1, c] + R[2, 2] * E[2, c]
+        e0 = b0 + p1 * c2 - p2 * c1
+        e1 = b1 + p2 * c0 - p0 * c2
+        e2 = b2 + p0 * c1 - p1 * c0
+        A[0, c], A[1, c], A[2, c] = a0, a1, a2
+        B[0, c], B[1, c], B[2, c] = b0, b1, b2
+        E[0, c], E[1, c], E[2, c] = e0, e1, e2
+        out[3, 3 + c] += c0
+        out[4, 3 + c] += c1
+        out[5, 3 + c] += c2
+        for r in range(3):
+            out[r, 3 + c] += E[r, c]
+            out[3 + c, r] += E[r, c]
+    for c in range(3):  # A' + p̃ B'ᵀ: column c of p̃ B'ᵀ is p × B'[c, :]
+        b0, b1, b2 = B[c, 0], B[c, 1], B[c, 2]
+        out[0, c] += A[0, c] + p1 * b2 - p2 * b1
+        out[1, c] += A[1, c] + p2 * b0 - p0 * b2
+        out[2, c] += A[2, c] + p0 * b1 - p1 * b0
+    for r in range(3):  # − E p̃: row r of E p̃ is E[r, :] × p
+        e0, e1, e2 = E[r, 0], E[r, 1], E[r, 2]
+        out[r, 0] -= e1 * p2 - e2 * p1
+        out[r, 1] -= e2 * p0 - e0 * p2
+        out[r, 2] -= e0 * p1 - e1 * p0
 
 
 @_J
@@ -901,17 +943,19 @@ def _joint_rate(code, jp, qj, beta, out, R2):
 @_J
 def position_terms(pm, q, w):
     """Eqs 12–17 and 23 for every body, base to tip (:func:`flexdyn.terms.position_terms`),
-    into ``w``: node frames (fR, fp, fE, fth), φ, A, ℋ, M_m, Q, X_joint, the pose of each
-    body's own attach node (R_nc, p_nc) and the joint subspaces S."""
+    into ``w``: node frames (fR, fp, fE, fth), φ and its pose (R_phi, p_phi), A, ℋ, M_m, Q,
+    X_joint, the pose of each body's own attach node (R_nc, p_nc) and the joint subspaces
+    S."""
     ints = pm.ints
     w.M_m[:] = pm.M_m0  # the constant terms, in bulk; the full kernel overwrites its own
     w.X_joint[:] = pm.X_joint0
     w.Q[:] = pm.Q0
     w.A[:] = pm.A0
-    Rj, R1, R2 = w.t_33[0], w.t_33[1], w.t_33[2]
-    pj, p1, p2 = w.t_3[0], w.t_3[1], w.t_3[2]
+    Rj, R1 = w.t_33[0], w.t_33[1]
+    pj, p1 = w.t_3[0], w.t_3[1]
     for i in range(ints.shape[0]):
         m, nj, kind = ints[i, _M], ints[i, _NJ], ints[i, _KIND]
+        R2, p2 = w.R_phi[i], w.p_phi[i]
         qs, nqj = ints[i, _QS], ints[i, _NQJ]
         if kind == FULL:
             _full_body_frames(pm, i, q[qs + nqj:qs + nqj + m], w)
@@ -1367,13 +1411,14 @@ def _attach_phi(ints, A, phi, i, AP):
 
 
 @_J
-def _child_inertia(ints, A, phi, P, i, X, T, AP, T2):
-    """``P(p) += A φ X φᵀ Aᵀ``: a child's 6 × 6 inertia ``X`` at F_i into its parent's;
-    ``T`` (6 × 6), ``AP`` and ``T2`` ((M+6) × 6) scratch."""
+def _child_inertia(ints, A, phi, R_phi, p_phi, P, i, X, T, AP, T2):
+    """``P(p) += A φ X φᵀ Aᵀ``: a child's symmetric 6 × 6 inertia ``X`` at F_i into its
+    parent's (by φ's pose where ``A`` is trivial, ``_pose_congruence``); ``T`` (3, 3, 3),
+    ``AP`` and ``T2`` ((M+6) × 6) scratch."""
     pa = ints[i, _PARENT]
     mp = ints[pa, _M]
     if ints[i, _AT] == 1:
-        _phi_congruence(phi[i], X, P[pa, mp:mp + 6, mp:mp + 6], T)
+        _pose_congruence(R_phi[i], p_phi[i], X, P[pa, mp:mp + 6, mp:mp + 6], T)
     else:
         _attach_phi(ints, A, phi, i, AP[:mp + 6])
         _congruence(AP[:mp + 6], X, P[pa, :mp + 6, :mp + 6], T2[:mp + 6])
@@ -1389,8 +1434,8 @@ def composite_inertias(pm, w):
         if pa >= 0:
             m = ints[i, _M]
             w.t_66[0] = w.P[i, m:m + 6, m:m + 6]
-            _child_inertia(ints, w.A, w.phi, w.P, i, w.t_66[0], w.t_66[1], w.t_AP,
-                           w.t_X[:, :6])
+            _child_inertia(ints, w.A, w.phi, w.R_phi, w.p_phi, w.P, i, w.t_66[0], w.t_33,
+                           w.t_AP, w.t_X[:, :6])
 
 
 @_J
@@ -1638,7 +1683,8 @@ def articulated_inertias(pm, w, tau, prescribed, udot_known):
             return i
         if pa >= 0:
             _to_parent(ints, w.A, w.phi, i, zp, w.z, w.t_6[3])
-            _child_inertia(ints, w.A, w.phi, w.P, i, Pr, w.t_66[1], w.t_AP, w.t_X[:, :6])
+            _child_inertia(ints, w.A, w.phi, w.R_phi, w.p_phi, w.P, i, Pr, w.t_33, w.t_AP,
+                           w.t_X[:, :6])
     return -1
 
 
@@ -1900,16 +1946,17 @@ def rigid_tree_terms(pm, w, q, u, fext):
     """The position and velocity terms of a rigid tree on one-dof joints in one sweep, base
     to tip, into the fields of the general sweeps (:func:`position_terms`,
     :func:`velocity_terms`): the pose ``(R, p)`` of ``F_i`` in its parent's frame
-    (placement ∘ joint(θ) ∘ ``T_Jc``, Eqs 12–17) and ``φ(i)``; ``ℋ(i) = h = X_joint S``;
+    (``R_phi``, ``p_phi``: placement ∘ joint(θ) ∘ ``T_Jc``, Eqs 12–17) and ``φ(i)``;
+    ``ℋ(i) = h = X_joint S``;
     Eq 11 ``V(i) = φ*(i) V(p) + h β`` with ``φ*(i) V = [Rᵀ ω; Rᵀ (v + ω × p)]``; Eq 25
     ``a(i) = V(i) × h β``; Eq 37 ``b(i) = V ×* M V − f_ext(i)``; and the filter's start
     ``P(i) = M(i)``, ``z(i) = 0``."""
     ints = pm.ints
-    Rj, R1, R = w.t_33[0], w.t_33[1], w.t_33[2]
-    pj, p1, p = w.t_3[0], w.t_3[1], w.t_3[2]
+    Rj, R1, pj, p1 = w.t_33[0], w.t_33[1], w.t_3[0], w.t_3[1]
     S, hb, MV = w.t_6[0], w.t_6[1], w.t_6[2]
     for i in range(ints.shape[0]):
         code, qs, us, pa = ints[i, _JCODE], ints[i, _QS], ints[i, _US], ints[i, _PARENT]
+        R, p = w.R_phi[i], w.p_phi[i]
         jp, th = pm.jparam[i], q[qs]
         a0, a1, a2 = jp[0], jp[1], jp[2]
         if code == _PRISMATIC:
@@ -1963,8 +2010,9 @@ def rigid_tree_inertias(pm, w, tau):
             return i
         pa = ints[i, _PARENT]
         if pa >= 0:
-            _mv6(w.phi[i], zp, w.z[pa], True)
-            _phi_congruence(w.phi[i], Pr, w.P[pa], w.t_66[1])
+            R, p = w.R_phi[i], w.p_phi[i]
+            _node_wrench(R, p, Pr, 0, zp, w.z[pa])  # z(p) += φ(i) z⁺(i) (no modes: m = 0)
+            _pose_congruence(R, p, Pr, w.P[pa], w.t_33)
     return -1
 
 
@@ -1977,7 +2025,8 @@ def rigid_tree_accelerations(pm, w, udot):
     _gravity_acceleration(pm, a_g)
     for i in range(ints.shape[0]):
         pa, al = ints[i, _PARENT], w.alpha[i]
-        _mtv6(w.phi[i], a_g if pa < 0 else w.alpha[pa], al)
+        _node_twist(w.R_phi[i], w.p_phi[i], w.phi[i], 0, al, a_g if pa < 0 else w.alpha[pa],
+                    al)  # φ*(i) α(p): a node's twist without modes (m = 0)
         udot[ints[i, _US]] = _rigid_one_dof_acceleration(w.G[i, :, 0], w.Hcal[i, 0], w.a_m[i],
                                                          w.innov[i, 0], al)
 

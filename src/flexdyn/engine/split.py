@@ -321,7 +321,8 @@ def split_inertias(pm, sm, w, sw):
                 sw.Gam[i] = 0.0
                 _phi_congruence(w.phi[i], sw.P_R_plus[i], sw.Gam[i], T)
             else:
-                _child_inertia(ints, w.A, w.phi, w.P, i, sw.P_R_plus[i], T, sw.t_AP, sw.t_T2)
+                _child_inertia(ints, w.A, w.phi, w.R_phi, w.p_phi, w.P, i, sw.P_R_plus[i],
+                               w.t_33, sw.t_AP, sw.t_T2)
     return -1
 
 
