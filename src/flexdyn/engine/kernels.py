@@ -1945,40 +1945,28 @@ def is_rigid_tree(ib: np.ndarray) -> bool:
 def rigid_tree_terms(pm, w, q, u, fext):
     """The position and velocity terms of a rigid tree on one-dof joints in one sweep, base
     to tip, into the fields of the general sweeps (:func:`position_terms`,
-    :func:`velocity_terms`): the pose ``(R, p)`` of ``F_i`` in its parent's frame
-    (``R_phi``, ``p_phi``: placement ∘ joint(θ) ∘ ``T_Jc``, Eqs 12–17) and ``φ(i)``;
-    ``ℋ(i) = h = X_joint S``;
+    :func:`velocity_terms`) that the filter and smoother read: the pose ``(R, p)`` of
+    ``F_i`` in its parent's frame (``R_phi``, ``p_phi``: placement ∘ joint(θ) ∘ ``T_Jc``,
+    Eqs 12–17, the joint by its kernel ``_joint``), from which the sweeps apply ``φ(i)``
+    (its 6 × 6 matrix is not formed); ``S``; ``ℋ(i) = h = X_joint S``;
     Eq 11 ``V(i) = φ*(i) V(p) + h β`` with ``φ*(i) V = [Rᵀ ω; Rᵀ (v + ω × p)]``; Eq 25
     ``a(i) = V(i) × h β``; Eq 37 ``b(i) = V ×* M V − f_ext(i)``; and the filter's start
     ``P(i) = M(i)``, ``z(i) = 0``."""
     ints = pm.ints
-    Rj, R1, pj, p1 = w.t_33[0], w.t_33[1], w.t_3[0], w.t_3[1]
-    S, hb, MV = w.t_6[0], w.t_6[1], w.t_6[2]
+    Rj, R1, R2, pj, p1 = w.t_33[0], w.t_33[1], w.t_33[2], w.t_3[0], w.t_3[1]
+    hb, MV = w.t_6[1], w.t_6[2]
     for i in range(ints.shape[0]):
-        code, qs, us, pa = ints[i, _JCODE], ints[i, _QS], ints[i, _US], ints[i, _PARENT]
-        R, p = w.R_phi[i], w.p_phi[i]
-        jp, th = pm.jparam[i], q[qs]
-        a0, a1, a2 = jp[0], jp[1], jp[2]
-        if code == _PRISMATIC:
-            for r in range(3):
-                for c in range(3):
-                    Rj[r, c] = 1.0 if r == c else 0.0
-            pj[0], pj[1], pj[2] = th * a0, th * a1, th * a2
-            S[0], S[1], S[2], S[3], S[4], S[5] = 0.0, 0.0, 0.0, a0, a1, a2
-        else:  # revolute, or screw of pitch jp[6]
-            _axis_angle(jp, th, Rj)
-            k = jp[6] if code == _SCREW else 0.0
-            pj[0], pj[1], pj[2] = k * th * a0, k * th * a1, k * th * a2
-            S[0], S[1], S[2], S[3], S[4], S[5] = a0, a1, a2, k * a0, k * a1, k * a2
+        qs, us, pa = ints[i, _QS], ints[i, _US], ints[i, _PARENT]
+        R, p, S = w.R_phi[i], w.p_phi[i], w.S[i]
+        _joint(ints[i, _JCODE], pm.jparam[i], q[qs:qs + 1], Rj, pj, S, R1, R2)
         _compose3(pm.place_R[i], pm.place_p[i], Rj, pj, R1, p1)
         _compose3(R1, p1, pm.T_Jc_R[i], pm.T_Jc_p[i], R, p)
-        _phi(R, p, w.phi[i])
         h, X, V = w.Hcal[i, 0], pm.X_joint0[i], w.V_m[i]
         for r in range(6):
-            h[r] = (X[r, 0] * S[0] + X[r, 1] * S[1] + X[r, 2] * S[2] + X[r, 3] * S[3]
-                    + X[r, 4] * S[4] + X[r, 5] * S[5])
+            h[r] = (X[r, 0] * S[0, 0] + X[r, 1] * S[1, 0] + X[r, 2] * S[2, 0]
+                    + X[r, 3] * S[3, 0] + X[r, 4] * S[4, 0] + X[r, 5] * S[5, 0])
         if pa >= 0:  # φ*(i) V(p): a node's twist without modes (m = 0)
-            _node_twist(R, p, X, 0, S, w.V_m[pa], V)
+            _node_twist(R, p, X, 0, hb, w.V_m[pa], V)
         else:
             V[:] = 0.0
         beta = u[us]
@@ -2025,8 +2013,8 @@ def rigid_tree_accelerations(pm, w, udot):
     _gravity_acceleration(pm, a_g)
     for i in range(ints.shape[0]):
         pa, al = ints[i, _PARENT], w.alpha[i]
-        _node_twist(w.R_phi[i], w.p_phi[i], w.phi[i], 0, al, a_g if pa < 0 else w.alpha[pa],
-                    al)  # φ*(i) α(p): a node's twist without modes (m = 0)
+        _node_twist(w.R_phi[i], w.p_phi[i], pm.X_joint0[i], 0, al,
+                    a_g if pa < 0 else w.alpha[pa], al)  # φ*(i) α(p): no modes (m = 0)
         udot[ints[i, _US]] = _rigid_one_dof_acceleration(w.G[i, :, 0], w.Hcal[i, 0], w.a_m[i],
                                                          w.innov[i, 0], al)
 
