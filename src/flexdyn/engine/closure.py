@@ -37,6 +37,7 @@ from .kernels import (
     _US,
     FULL,
     INVALID,
+    _copy,
     _cross_motion,
     _derivative_inputs,
     _derivative_outputs,
@@ -141,8 +142,8 @@ def _endpoint(pm, w, u, Jm, alpha0, Rb, pb, k, node, point, R, kin, Je, t6, t3, 
     E = no_modes
     if node >= 0 and ints[k, _KIND] == FULL:  # the kernel's deformed node frame
         E = w.fE[k, node, :, :m]
-        RT[:, :] = w.fR[k, node]
-        pT[:] = w.fp[k, node]
+        _copy(w.fR[k, node], RT)
+        _copy(w.fp[k, node], pT)
     else:  # a point, or a node of a rigid body: fixed in F_k, unrotated
         RT[:, :] = 0.0
         for r in range(3):

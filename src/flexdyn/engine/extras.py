@@ -33,6 +33,7 @@ from .kernels import (
     _QS,
     _US,
     INVALID,
+    _copy,
     _finite_result,
     _Hcal_X,
     _mm,
@@ -122,7 +123,7 @@ def _block_filter(ints, Hcal, A, phi, P, G, rhsT, Z, X, PH, D, L, Dinv, T):
         _mmt(eps, Dinv[:k, :k], X[:, us:us + k], False)  # νᵀ = εᵀ D⁻ᵀ
         if pa >= 0:
             zp = T[1, :, :6]  # z⁺ᵀ = zᵀ + εᵀ Gᵀ, the rigid part (the parent sees no other)
-            zp[:, :] = Z[i, :, m:s]
+            _copy(Z[i, :, m:s], zp)
             _mmt(eps, G[i, m:s, :k], zp, True)
             _block_to_parent(ints, A, phi, i, zp, Z, T[2, :, :6])
 

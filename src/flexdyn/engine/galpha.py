@@ -60,6 +60,7 @@ from .kernels import (
     _QS,
     _US,
     INVALID,
+    _copy,
     _finite,
     _inverse,
     _power,
@@ -262,7 +263,7 @@ def _stiffness(pm, q, Kc, Ku):
     """``Ku = Kc`` (the constant blocks of :func:`_modal_blocks`) plus the tangent of every
     body's geometric elastic force at ``q`` (:func:`~flexdyn.engine.kernels.geometric_tangent`;
     Damaren & Sharf's Eq 20): the stiffness of the iteration matrix (nu × nu)."""
-    Ku[:, :] = Kc
+    _copy(Kc, Ku)
     ints = pm.ints
     for i in range(ints.shape[0]):
         if ints[i, _GS] > 0:
@@ -831,7 +832,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
                 for k in range(nu):
                     new[2, k] += shift * (new[2, k] - y[2, k])
             s[H] = h_next
-        y[:, :] = new
+        _copy(new, y)
         s[T] = t1
         cnt[STEPS] += 1
     _predict(c, ctl, s, cnt, y, nodes, pred)

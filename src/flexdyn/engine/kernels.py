@@ -237,6 +237,16 @@ def workspace(ib):
 # small algebra (plain loops into given outputs: no allocation, no BLAS call per block)
 # ----------------------------------------------------------------------------------------------
 @_J
+def _copy(src, dst):
+    """``dst[...] = src`` for arrays of one shape, entry by entry.  numba's assignment of an
+    array to a slice checks the shapes with an error message formatted in compiled code,
+    whose compile (string formatting for each number of dimensions) took several seconds of
+    every process that builds the engine."""
+    for idx in np.ndindex(dst.shape):
+        dst[idx] = src[idx]
+
+
+@_J
 def _mv(a, x, out, acc):
     """``out (+)= a x``."""
     for i in range(a.shape[0]):
@@ -947,10 +957,10 @@ def position_terms(pm, q, w):
     X_joint, the pose of each body's own attach node (R_nc, p_nc) and the joint subspaces
     S."""
     ints = pm.ints
-    w.M_m[:] = pm.M_m0  # the constant terms, in bulk; the full kernel overwrites its own
-    w.X_joint[:] = pm.X_joint0
-    w.Q[:] = pm.Q0
-    w.A[:] = pm.A0
+    _copy(pm.M_m0, w.M_m)  # the constant terms, in bulk; the full kernel overwrites its own
+    _copy(pm.X_joint0, w.X_joint)
+    _copy(pm.Q0, w.Q)
+    _copy(pm.A0, w.A)
     Rj, R1 = w.t_33[0], w.t_33[1]
     pj, p1 = w.t_3[0], w.t_3[1]
     for i in range(ints.shape[0]):
@@ -1018,8 +1028,8 @@ def _full_joint_side(pm, i, w, R_Jc, p_Jc):
     m, cn = pm.ints[i, _M], pm.ints[i, _CN]
     R_nc, p_nc = w.R_nc[i], w.p_nc[i]
     if cn >= 0:
-        R_nc[:, :] = w.fR[i, cn]
-        p_nc[:] = w.fp[i, cn]
+        _copy(w.fR[i, cn], R_nc)
+        _copy(w.fp[i, cn], p_nc)
     else:
         R_nc[:, :] = 0.0
         p_nc[:] = 0.0
@@ -1148,7 +1158,7 @@ def velocity_terms(pm, q, u, fext, w):
     w.a_m[:] = 0.0  # accumulated below
     w.bias[:] = 0.0
     _modal_velocities(ints, w.Hcal, w.phi, w.A, u, w.V_m, w.t_6[0])
-    w.u_nl[:] = u
+    _copy(u, w.u_nl)
     ruthless = False
     for i in range(n):
         if ints[i, _KIND] == RUTHLESS and ints[i, _M] > 0:
@@ -1390,7 +1400,7 @@ def rnea(pm, w, udot, gravity, T):
             al[m + r] += w.a_m[i, m + r]
         _mtv(w.Hcal[i, :nj + m, :s], udot[us:us + nj + m], al, True)
         fi = w.f[i, :s]
-        fi[:] = w.bias[i, :s]
+        _copy(w.bias[i, :s], fi)
         _mv(w.M_m[i, :s, :s], al, fi, True)
     for i in range(n - 1, -1, -1):  # tip-to-base, Eqs 36, 41
         m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
@@ -1405,7 +1415,7 @@ def _attach_phi(ints, A, phi, i, AP):
     mp = ints[ints[i, _PARENT], _M]
     if ints[i, _AT] == 1:
         AP[:mp] = 0.0
-        AP[mp:mp + 6] = phi[i]
+        _copy(phi[i], AP[mp:mp + 6])
     else:
         _mm(A[i, :mp + 6], phi[i], AP[:mp + 6])
 
@@ -1428,12 +1438,12 @@ def _child_inertia(ints, A, phi, R_phi, p_phi, P, i, X, T, AP, T2):
 def composite_inertias(pm, w):
     """Eq 47: ``R(i) = M_m(i) + Σ_c A φ R_rr(c) φᵀ Aᵀ`` into ``w.P``."""
     ints = pm.ints
-    w.P[:] = w.M_m
+    _copy(w.M_m, w.P)
     for i in range(ints.shape[0] - 1, -1, -1):
         pa = ints[i, _PARENT]
         if pa >= 0:
             m = ints[i, _M]
-            w.t_66[0] = w.P[i, m:m + 6, m:m + 6]
+            _copy(w.P[i, m:m + 6, m:m + 6], w.t_66[0])
             _child_inertia(ints, w.A, w.phi, w.R_phi, w.p_phi, w.P, i, w.t_66[0], w.t_33,
                            w.t_AP, w.t_X[:, :6])
 
@@ -1460,12 +1470,12 @@ def crba(pm, w, Mass):
             X = w.t_X[:mj + 6, :k]
             if ints[b, _AT] == 1:
                 X[:mj] = 0.0
-                X[mj:] = Y
+                _copy(Y, X[mj:])
             else:
                 _mm(w.A[b, :mj + 6], Y, X)
             blk = Mass[usj:usj + njj + mj, us:us + k]
             _mm(w.Hcal[j, :njj + mj, :mj + 6], X, blk)
-            Mass[us:us + k, usj:usj + njj + mj] = blk.T
+            _copy(blk.T, Mass[us:us + k, usj:usj + njj + mj])
             b, j = j, ints[j, _PARENT]
 
 
@@ -1507,7 +1517,7 @@ def cholesky_factor(A, rtol):
 def cholesky_substitute(L, b, x):
     """``x = (L Lᵀ)⁻¹ b`` with the factor of :func:`cholesky_factor` (``x`` may be ``b``)."""
     n = L.shape[0]
-    x[:] = b
+    _copy(b, x)
     for i in range(n):
         for k in range(i):
             x[i] -= L[i, k] * x[k]
@@ -1656,7 +1666,7 @@ def articulated_inertias(pm, w, tau, prescribed, udot_known):
     :func:`articulated_accelerations` returns them as given."""
     ints = pm.ints
     hybrid = prescribed.shape[0] > 0
-    w.P[:] = w.M_m  # the children's inertias are added to their parents' below
+    _copy(w.M_m, w.P)  # the children's inertias are added to their parents' below
     w.z[:] = 0.0
     zp, Pr = w.t_6[0], w.t_66[0]
     for i in range(ints.shape[0] - 1, -1, -1):
@@ -1718,7 +1728,7 @@ def _prescribed_acceleration(H, known, udot, a_m, out):
     """``out = a_m + ℋ_K* χ̇_K`` (s,): the accelerations of the prescribed rows ``K``
     (``known[r] ≠ 0``) of ``ℋ`` (k × s) enter the filter like the velocity-product
     accelerations ``a_m`` (:mod:`flexdyn.hybrid`)."""
-    out[:] = a_m
+    _copy(a_m, out)
     for r in range(H.shape[0]):
         if known[r] != 0.0:
             x = udot[r]
@@ -1757,7 +1767,7 @@ def _articulated_step(P, H, m, nj, a, b, tau, z, G, innov, PH, D, L, Dinv, eps, 
     _mv(P, a, z, True)  # z = Σ_c Φ z⁺(c) + P a + b
     for r in range(s):
         z[r] += b[r]
-    eps[:] = tau
+    _copy(tau, eps)
     _sub_mv(H, z, eps)
     _mv(Dinv, eps, innov, False)
     for r in range(6):
@@ -1902,7 +1912,7 @@ def articulated_accelerations(pm, w, udot):
                                                    w.a_m[i, :6], w.innov[i, 0], al)
             continue
         chi = udot[us:us + k]
-        chi[:] = w.innov[i, :k]
+        _copy(w.innov[i, :k], chi)
         _sub_mtv(w.G[i, :s, :k], al, chi)
         _mtv(w.Hcal[i, :k, :s], chi, al, True)
         for r in range(6):
@@ -1980,7 +1990,7 @@ def rigid_tree_terms(pm, w, q, u, fext):
         _cross_force(V, MV, b, False)
         for r in range(6):
             b[r] -= fext[i, r]
-        w.P[i] = M
+        _copy(M, w.P[i])
         w.z[i] = 0.0
 
 
@@ -2039,7 +2049,7 @@ def prescribed_loads(pm, w, prescribed, udot_known, tau, T):
     ``z(i) = Σ_c Φ(i, c) z⁺(c) + P(i) (a_m + ℋ_K* χ̇_K) + b_m`` as
     ``f = z + P (α − a_m − ℋ_K* χ̇_K)`` into ``w.f`` (those bodies only)."""
     ints = pm.ints
-    T[:] = tau
+    _copy(tau, T)
     for i in range(ints.shape[0]):
         m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
         k, s = nj + m, m + 6
@@ -2050,7 +2060,7 @@ def prescribed_loads(pm, w, prescribed, udot_known, tau, T):
         _prescribed_acceleration(H, known, udot_known[us:us + k], w.a_m[i, :s], t)
         for r in range(s):
             t[r] = w.alpha[i, r] - t[r]
-        f[:] = w.z[i, :s]
+        _copy(w.z[i, :s], f)
         _mv(w.P[i, :s, :s], t, f, True)
         for r in range(k):
             if known[r] != 0.0:
@@ -2085,7 +2095,7 @@ def motor_torques(pm, tau, out):
     """``sat(τ)`` into ``out`` (nu,): every joint's entries of ``τ`` within its torque limit
     (:func:`flexdyn.joint_forces.motor_torques`)."""
     ints = pm.ints
-    out[:] = tau
+    _copy(tau, out)
     for i in range(ints.shape[0]):
         if ints[i, _JF] != 0:
             us = ints[i, _US]
@@ -2191,7 +2201,7 @@ def _valid_state(pm, q, u, x, fext, q_n):
     quaternions normalised (as :meth:`flexdyn.chain.Model.check_state`)."""
     if not (_finite(q) and _finite(u) and _finite(x) and _finite(fext.ravel())):
         return False
-    q_n[:] = q
+    _copy(q, q_n)
     ints = pm.ints
     for i in range(ints.shape[0]):
         code = ints[i, _JCODE]
@@ -2342,7 +2352,7 @@ def batch_rigid_tree(ib, fb, t, n_threads, q, u, x, fext, out, status):
 def _unit_quaternions(ints, q, q_n):
     """``q_n = q`` with every joint quaternion scaled to unit length
     (:meth:`flexdyn.chain.Model.normalize_configuration`); False for a zero quaternion."""
-    q_n[:] = q
+    _copy(q, q_n)
     for i in range(ints.shape[0]):
         code = ints[i, _JCODE]
         if code == _SPHERICAL or code == _FREE:

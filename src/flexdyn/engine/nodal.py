@@ -31,6 +31,7 @@ from .kernels import (
     _UNIVERSAL,
     _block_end,
     _compose3,
+    _copy,
     _cross_force,
     _cross_motion,
     _inertia_scale,
@@ -182,11 +183,11 @@ def nodal_forward(pk, deformed, q, u, tau, fext, udot):
         _compose3(R1, p1, pk.T_Jc_R[k], pk.T_Jc_p[k], R2, p2)
         _phi(R2, p2, phi[k])
         _mm(pk.X_joint[k], S[:, :nj], T6[:, :nj])  # H = (X_joint S)ᵀ
-        H[k, :nj, :] = T6[:, :nj].T
+        _copy(T6[:, :nj].T, H[k, :nj, :])
         if par < 0:  # V_t: the twist of the point the body hangs from
             v6[:] = 0.0
         elif slot >= 0:
-            v6[:] = Vs[slot]
+            _copy(Vs[slot], v6)
         else:
             _mtv(pk.A[k], V[par], v6, False)
         beta = u[us:us + nj]
@@ -208,19 +209,19 @@ def nodal_forward(pk, deformed, q, u, tau, fext, udot):
             for c in range(6):  # the rates in the velocity products
                 ud[c] = u[pk.u_index[g] + c] if deformed else 0.0
             if deformed:
-                theta[:] = ua[:3]
+                _copy(ua[:3], theta)
                 _tip_frame(ints[k, _TK], theta, eye3, 3, R[g], Et)
                 for r in range(3):
                     pj[r] = pk.l0[g, r] + ua[3 + r]
             else:
-                R[g] = eye3
-                Et[:3, :] = eye3
-                pj[:] = pk.l0[g]
+                _copy(eye3, R[g])
+                _copy(eye3, Et[:3, :])
+                _copy(pk.l0[g], pj)
             E[g, :, :] = 0.0  # E = diag(J, Rᵀ)
-            E[g, :3, :3] = Et[:3, :]
-            E[g, 3:, 3:] = R[g].T
+            _copy(Et[:3, :], E[g, :3, :3])
+            _copy(R[g].T, E[g, 3:, 3:])
             # X = φ*(F, j): the motion map of the pose of F in the node frame, (Rᵀ, −Rᵀ p)
-            R1[:, :] = R[g].T
+            _copy(R[g].T, R1)
             _mv(R1, pj, p1, False)
             p1 *= -1.0
             _motion_to_parent(R1, p1, X[g])
@@ -234,7 +235,7 @@ def nodal_forward(pk, deformed, q, u, tau, fext, udot):
                 t6[4] = -(w6[2] * w6[3] - w6[0] * w6[5])
                 t6[5] = -(w6[0] * w6[4] - w6[1] * w6[3])
             _cross_motion(Vs[g], w6, t6, True)
-            kappa[g] = t6
+            _copy(t6, kappa[g])
             _mv(pk.M_s[g], Vs[g], v6, False)
             _cross_force(Vs[g], v6, bias[g], False)
     # ---- Riccati equation and inward filter, tip to base (9.1–9.18) ----
@@ -259,7 +260,7 @@ def nodal_forward(pk, deformed, q, u, tau, fext, udot):
                 i = 6 * g + c
                 v6[c] = tau[pk.u_index[g] + c] - elastic[i] - damping[i] - v6[c]
             _mv(d_inv[g], v6, e_plus[g], False)  # e⁺ = d⁻¹ e  (9.13)
-            w6[:] = z[g]  # z⁺ = z + g e  (9.14)
+            _copy(z[g], w6)  # z⁺ = z + g e  (9.14)
             _mv(gain[g], v6, w6, True)
             _phi_congruence(X[g].T, T6b, P[k], T6)  # P += Xᵀ p⁺ X  (9.6)
             _mtv(X[g], w6, Z[k], True)  # Z += Xᵀ z⁺  (9.15)
@@ -285,7 +286,7 @@ def nodal_forward(pk, deformed, q, u, tau, fext, udot):
         for r in range(nj):
             v6[r] = tau[us + r] - v6[r]
         _mv(D_inv[k, :nj, :nj], v6[:nj], E_plus[k, :nj], False)
-        w6[:] = Z[k]
+        _copy(Z[k], w6)
         _mv(G[k, :, :nj], v6[:nj], w6, True)
         if par >= 0:  # hand φ P⁺ φᵀ and φ Z⁺ to the node or frame the body hangs from
             _mv(phi[k], w6, t6, False)
@@ -303,14 +304,14 @@ def nodal_forward(pk, deformed, q, u, tau, fext, udot):
             v6[:3] = 0.0
             v6[3:] = -pk.gravity
         elif slot >= 0:
-            v6[:] = a_node[slot]
+            _copy(a_node[slot], v6)
         else:
             _mtv(pk.A[k], A_F[par], v6, False)
         _mtv(phi[k], v6, w6, False)  # A⁺ = φᵀ A_t
         _mtv(G[k, :, :nj], w6, t6[:nj], False)  # θ̈ = E⁺ − Gᵀ A⁺  (9.20)
         for r in range(nj):
             udot[us + r] = E_plus[k, r] - t6[r]
-        A_F[k] = w6  # A = A⁺ + Hᵀ θ̈ + a_V  (9.21)
+        _copy(w6, A_F[k])  # A = A⁺ + Hᵀ θ̈ + a_V  (9.21)
         A_F[k] += a_V[k]
         _mtv(H[k, :nj], udot[us:us + nj], A_F[k], True)
         for g in range(ints[k, _FS], ints[k, _FS] + ints[k, _NF]):
@@ -319,7 +320,7 @@ def nodal_forward(pk, deformed, q, u, tau, fext, udot):
             _mtv(gain[g], t6, v6, False)  # ü = e⁺ − gᵀ a⁺  (9.24)
             for c in range(6):
                 udot[b + c] = e_plus[g, c] - v6[c]
-            a_node[g] = t6  # a = a⁺ + E ü + κ  (9.25)
+            _copy(t6, a_node[g])  # a = a⁺ + E ü + κ  (9.25)
             a_node[g] += kappa[g]
             _mv(E[g], udot[b:b + 6], a_node[g], True)
     return -1

@@ -35,6 +35,7 @@ from .kernels import (
     _US,
     INVALID,
     _child_inertia,
+    _copy,
     _finite_result,
     _gravity_acceleration,
     _inertia_scale,
@@ -192,8 +193,8 @@ def _flexible_step(P, M_m, Hf, P_rr, mu, PH, Df, L, Df_inv):
             P[r, c] += M_m[r, c]
     _mmt(P, Hf, PH, False)
     _mm(Hf, PH, Df)
-    P_rr[:, :] = P[m:, m:]
-    mu[:, :] = PH[m:]
+    _copy(P[m:, m:], P_rr)
+    _copy(PH[m:], mu)
     return _spd_inverse(Df, _inertia_scale(P, Hf), L, Df_inv)
 
 
@@ -204,8 +205,8 @@ def _ruthless_rigid_part(M_rr, M_rf_Hf, A, Gam, zeta, kids, P_rr, mu, AG):
     ``μ = [M⁰_rf, M⁰_rr] ℋ_f* + Σ_c A_r Γ(c) ζ(c)*`` with ``A_r`` the rigid rows of
     ``A(c)``; ``AG`` (6 × 6) scratch."""
     m = mu.shape[1]
-    P_rr[:, :] = M_rr
-    mu[:, :] = M_rf_Hf
+    _copy(M_rr, P_rr)
+    _copy(M_rf_Hf, mu)
     for c in kids:
         A_r = A[c, m:m + 6]
         _mm(A_r, Gam[c], AG)
@@ -218,7 +219,7 @@ def _explicit_Df_inverse(D_f0, zeta, Gam, kids, scale, Df, Z, L, Df_inv):
     """``D_f⁻¹ = [Λ⁻¹ + Σ_c ζ(c) Γ(c) ζ(c)*]⁻¹`` by Cholesky (the ruthless model below
     ``indirect_min_modes``); ``Z`` (m × 6) scratch; False when ``D_f`` is singular."""
     m = Df.shape[0]
-    Df[:, :] = D_f0
+    _copy(D_f0, Df)
     for c in kids:
         _mm(zeta[c, :m], Gam[c], Z)
         _mmt(Z, zeta[c, :m], Df, True)
@@ -299,7 +300,7 @@ def split_inertias(pm, sm, w, sw):
                                  sm.zeta, kids, P_rr, mu, T)
             ok = True
             if kids.shape[0] == 0:
-                Df_inv[:, :] = sm.Lambda[i, :m, :m]
+                _copy(sm.Lambda[i, :m, :m], Df_inv)
             elif S[i, _B3] == 1:
                 k = 6 * kids.shape[0]
                 _push_through(sm.Lambda[i, :m, :m], sm.Upsilon, sm.Omega[S[i, _OM]:],
@@ -341,14 +342,14 @@ def split_filter(pm, w, sw, tau):
         for r in range(s):
             z[r] += w.bias[i, r]
         ef = eps_f[:m]
-        ef[:] = tau[us + nj:us + nj + m]
+        _copy(tau[us + nj:us + nj + m], ef)
         _sub_mv(w.Hcal[i, nj:nj + m, :s], z, ef)
         _mv(sw.Df_inv[i, :m, :m], ef, sw.nu_f[i, :m], False)
-        z_R[:] = z[m:s]
+        _copy(z[m:s], z_R)
         _mv(sw.g[i, :, :m], ef, z_R, True)
         _mv(sw.P_R[i], w.a_m[i, m:s], z_R, True)
         eps_R = sw.t_6[1, :nj]
-        eps_R[:] = tau[us:us + nj]
+        _copy(tau[us:us + nj], eps_R)
         _sub_mv(w.Hcal[i, :nj, m:s], z_R, eps_R)
         _mv(sw.DR_inv[i, :nj, :nj], eps_R, sw.nu_R[i, :nj], False)
         if ints[i, _PARENT] >= 0:
@@ -371,15 +372,15 @@ def split_smoother(pm, w, sw, udot):
         a_R = al[m:]
         _parent_acceleration(ints, w.A, w.phi, w.alpha, i, a_g, a_R, sw.t_6[4])
         beta_dot = udot[us:us + nj]
-        beta_dot[:] = sw.nu_R[i, :nj]
+        _copy(sw.nu_R[i, :nj], beta_dot)
         _sub_mtv(sw.G_R[i, :, :nj], a_R, beta_dot)
         _mtv(w.Hcal[i, :nj, m:s], beta_dot, a_R, True)
         for r in range(6):
             a_R[r] += w.a_m[i, m + r]
         eta_ddot = udot[us + nj:us + nj + m]
-        eta_ddot[:] = sw.nu_f[i, :m]
+        _copy(sw.nu_f[i, :m], eta_ddot)
         _sub_mtv(sw.g[i, :, :m], a_R, eta_ddot)
-        al[:m] = eta_ddot
+        _copy(eta_ddot, al[:m])
         _mv(w.Q[i, :, :m], eta_ddot, a_R, True)
 
 
