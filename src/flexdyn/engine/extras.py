@@ -87,7 +87,7 @@ def mass_inverse(ib, fb, t, n_threads, q, rhsT, out, status):
             continue
         w.flat[:] = 0.0  # no velocity terms: a_m = b_m = 0
         position_terms(pm, w.q_n, w)
-        status[b] = articulated_inertias(pm, w, zero, none, none)
+        status[b] = articulated_inertias(pm, w, zero, None, None)
         if status[b] >= 0:
             continue
         _block_filter(pm.ints, w.Hcal, w.A, w.phi, w.P, w.G, rhsT, Z, out[b], w.t_PH, w.t_D,

@@ -1657,22 +1657,22 @@ def articulated_inertias(pm, w, tau, prescribed, udot_known):
     (``_articulated_step``).
 
     Hybrid dynamics (:mod:`flexdyn.hybrid`): ``prescribed`` (nu,) is 1.0 where the
-    acceleration is given by ``udot_known`` (nu,) and 0.0 where the force ``tau`` is; empty
-    (length 0): every entry free (Eq 51).  A body with prescribed rows ``K`` takes
+    acceleration is given by ``udot_known`` (nu,) and 0.0 where the force ``tau`` is; None
+    (both None) or empty: every entry free (Eq 51).  A body with prescribed rows ``K`` takes
     ``_prescribed_step``: the general step with its mask (the rows ``K`` of ``ℋ`` are
     kept out of ``D``, ``G`` and ``τ̄ P``), its known accelerations entering the filter as
     ``a_m + ℋ_K* χ̇_K`` (in ``w.alpha``, which the smoother overwrites), and ``ν`` holding
     ``χ̇_K`` on the rows ``K``: with ``G``'s columns ``K`` zero,
-    :func:`articulated_accelerations` returns them as given."""
+    :func:`articulated_accelerations` returns them as given.  With None, numba prunes the
+    hybrid branch: forward dynamics passes None and compiles no hybrid step."""
     ints = pm.ints
-    hybrid = prescribed.shape[0] > 0
     _copy(w.M_m, w.P)  # the children's inertias are added to their parents' below
     w.z[:] = 0.0
     zp, Pr = w.t_6[0], w.t_66[0]
     for i in range(ints.shape[0] - 1, -1, -1):
         m, nj, us, pa = ints[i, _M], ints[i, _NJ], ints[i, _US], ints[i, _PARENT]
         k, s = nj + m, m + 6
-        if hybrid and _any(prescribed[us:us + k]):
+        if prescribed is not None and _any(prescribed[us:us + k]):
             ok = _prescribed_step(w.P[i, :s, :s], w.Hcal[i, :k, :s], m, nj, w.a_m[i, :s],
                                   w.bias[i, :s], tau[us:us + k], w.z[i, :s], w.G[i, :s, :k],
                                   w.innov[i, :k], w.t_PH[:s, :k], w.t_D[:k, :k],
@@ -1687,8 +1687,7 @@ def articulated_inertias(pm, w, tau, prescribed, udot_known):
             ok = _articulated_step(w.P[i, :s, :s], w.Hcal[i, :k, :s], m, nj, w.a_m[i, :s],
                                    w.bias[i, :s], tau[us:us + k], w.z[i, :s], w.G[i, :s, :k],
                                    w.innov[i, :k], w.t_PH[:s, :k], w.t_D[:k, :k],
-                                   w.t_L[:k, :k], w.t_Li[:k, :k], w.t_v[:k], zp, Pr,
-                                   prescribed[:0])
+                                   w.t_L[:k, :k], w.t_Li[:k, :k], w.t_v[:k], zp, Pr, None)
         if not ok:
             return i
         if pa >= 0:
@@ -1745,7 +1744,7 @@ def _articulated_step(P, H, m, nj, a, b, tau, z, G, innov, PH, D, L, Dinv, eps, 
     when ``D`` is singular (``_spd_inverse``).  ``PH``, ``D``, ``L``, ``Dinv``, ``eps``
     scratch.
 
-    ``known`` (k,) or empty: the rows ``r`` with ``known[r] ≠ 0`` are prescribed (hybrid
+    ``known`` (k,) or None: the rows ``r`` with ``known[r] ≠ 0`` are prescribed (hybrid
     dynamics) and kept out of the reduction by ``ℋ̃`` = ``ℋ`` with those rows zeroed:
     ``P ℋ̃*`` has zero columns ``K`` and ``D̃ = ℋ̃ P ℋ̃* + d 1_K`` (``_keep_out``) is
     ``D_F`` beside ``d`` on the rows ``K``, so ``G̃ = P ℋ̃* D̃⁻¹ = [G_F, 0]`` and
@@ -1754,12 +1753,12 @@ def _articulated_step(P, H, m, nj, a, b, tau, z, G, innov, PH, D, L, Dinv, eps, 
     diagonal entry).  ``ν`` on the rows ``K`` is meaningless (the caller sets it)."""
     k, s = H.shape[0], P.shape[0]
     _P_Hcal_t(P, H, m, nj, PH)
-    if known.shape[0] > 0:
+    if known is not None:
         for c in range(k):
             if known[c] != 0.0:
                 PH[:, c] = 0.0
     _Hcal_X(H, PH, m, nj, D)
-    if known.shape[0] > 0:
+    if known is not None:
         _keep_out(D, known)
     if not _spd_inverse(D, _inertia_scale(P, H, known), L, Dinv):
         return False
@@ -2158,7 +2157,7 @@ def _forward_articulated(pm, w, q, u, tau, fext, udot):
     singular."""
     _terms(pm, w, q, u, fext)
     tau_e = applied_forces(pm, w, q, u, tau)
-    status = articulated_inertias(pm, w, tau_e, tau_e[:0], tau_e[:0])
+    status = articulated_inertias(pm, w, tau_e, None, None)
     if status < 0:
         articulated_accelerations(pm, w, udot)
     return status
