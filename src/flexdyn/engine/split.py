@@ -44,7 +44,7 @@ from .kernels import (
     _mtv,
     _mv,
     _parent_acceleration,
-    _phi_congruence,
+    _pose_congruence,
     _spd_inverse,
     _sub_mtv,
     _sub_mv,
@@ -320,7 +320,7 @@ def split_inertias(pm, sm, w, sw):
         if pa >= 0:
             if ints[pa, _KIND] == RUTHLESS:
                 sw.Gam[i] = 0.0
-                _phi_congruence(w.phi[i], sw.P_R_plus[i], sw.Gam[i], T)
+                _pose_congruence(w.R_phi[i], w.p_phi[i], sw.P_R_plus[i], sw.Gam[i], w.t_33)
             else:
                 _child_inertia(ints, w.A, w.phi, w.R_phi, w.p_phi, w.P, i, sw.P_R_plus[i],
                                w.t_33, sw.t_AP, sw.t_T2)
