@@ -120,8 +120,7 @@ class SplitWork(NamedTuple):
     t_Df: np.ndarray  # (M, M) D_f
     t_L: np.ndarray  # (M, M) Cholesky factor
     t_66: np.ndarray  # (5, 6, 6) P^{rr}, products, P_R H_F*, D_R, its factor
-    t_AP: np.ndarray  # (M+6, 6)
-    t_T2: np.ndarray  # (M+6, 6)
+    t_EY: np.ndarray  # (M+6, 6) E_t* φ P_R⁺ φᵀ of a child of a full body
     t_Z: np.ndarray  # (M, 6) ζ Γ
     t_N: np.ndarray  # (6C, 6C) [I + Ω Γ]*
     t_X: np.ndarray  # (6C, M)
@@ -134,8 +133,7 @@ def split_workspace(ib, sib):
     """One allocation, carved into the fields of :class:`SplitWork`."""
     n, M, k = ib[0], ib[1], 6 * sib[0]
     sizes = (n * M * M, n * 6 * M, n * 36, n * 36, n * 36, n * 36, n * 36, n * M, n * 6,
-             (M + 6) * M, 6 * M, M * M, M * M, 5 * 36, (M + 6) * 6, (M + 6) * 6, M * 6, k * k,
-             k * M, M, 30)
+             (M + 6) * M, 6 * M, M * M, M * M, 5 * 36, (M + 6) * 6, M * 6, k * k, k * M, M, 30)
     o = np.zeros(len(sizes) + 1, dtype=np.int64)
     for j in range(len(sizes)):
         o[j + 1] = o[j] + sizes[j]
@@ -148,9 +146,9 @@ def split_workspace(ib, sib):
         view(w, o[8], (n, 6)), view(w, o[9], (M + 6, M)),
         view(w, o[10], (6, M)), view(w, o[11], (M, M)),
         view(w, o[12], (M, M)), view(w, o[13], (5, 6, 6)),
-        view(w, o[14], (M + 6, 6)), view(w, o[15], (M + 6, 6)),
-        view(w, o[16], (M, 6)), view(w, o[17], (k, k)),
-        view(w, o[18], (k, M)), w[o[19]:o[20]], view(w, o[20], (5, 6)),
+        view(w, o[14], (M + 6, 6)), view(w, o[15], (M, 6)),
+        view(w, o[16], (k, k)), view(w, o[17], (k, M)), w[o[18]:o[19]],
+        view(w, o[19], (5, 6)),
     )
 
 
@@ -322,8 +320,8 @@ def split_inertias(pm, sm, w, sw):
                 sw.Gam[i] = 0.0
                 _pose_congruence(w.R_phi[i], w.p_phi[i], sw.P_R_plus[i], sw.Gam[i], w.t_33)
             else:
-                _child_inertia(ints, w.A, w.phi, w.R_phi, w.p_phi, w.P, i, sw.P_R_plus[i],
-                               w.t_33, sw.t_AP, sw.t_T2)
+                _child_inertia(ints, w.A, w.R_t, w.p_t, w.R_phi, w.p_phi, w.P, i,
+                               sw.P_R_plus[i], w.t_33, sw.t_66[1], sw.t_EY)
     return -1
 
 
