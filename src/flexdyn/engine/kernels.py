@@ -175,7 +175,7 @@ class Work(NamedTuple):
     t_Li: np.ndarray  # (s, s)
     t_X: np.ndarray  # (s, s)
     t_Y: np.ndarray  # (s, s)
-    t_AP: np.ndarray  # (s, 6)
+    t_EY: np.ndarray  # (s, 6) E_t* φ X φᵀ of a child on a node (_attach_congruence)
     t_v: np.ndarray  # (s,)
     t_66: np.ndarray  # (2, 6, 6)
     t_33: np.ndarray  # (3, 3, 3)
@@ -1481,7 +1481,7 @@ def composite_inertias(pm, w):
             m = ints[i, _M]
             _copy(w.P[i, m:m + 6, m:m + 6], w.t_66[0])
             _child_inertia(ints, w.A, w.R_t, w.p_t, w.R_phi, w.p_phi, w.P, i, w.t_66[0],
-                           w.t_33, w.t_66[1], w.t_AP)
+                           w.t_33, w.t_66[1], w.t_EY)
 
 
 @_J
@@ -1729,7 +1729,7 @@ def articulated_inertias(pm, w, tau, prescribed, udot_known):
         if pa >= 0:
             _to_parent(ints, w.A, w.phi, i, zp, w.z, w.t_6[3])
             _child_inertia(ints, w.A, w.R_t, w.p_t, w.R_phi, w.p_phi, w.P, i, Pr, w.t_33,
-                           w.t_66[1], w.t_AP)
+                           w.t_66[1], w.t_EY)
     return -1
 
 

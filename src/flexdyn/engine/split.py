@@ -120,7 +120,7 @@ class SplitWork(NamedTuple):
     t_Df: np.ndarray  # (M, M) D_f
     t_L: np.ndarray  # (M, M) Cholesky factor
     t_66: np.ndarray  # (5, 6, 6) P^{rr}, products, P_R H_F*, D_R, its factor
-    t_EY: np.ndarray  # (M+6, 6) E_t* φ P_R⁺ φᵀ of a child of a full body
+    t_EY: np.ndarray  # (M+6, 6) E_t* φ P_R⁺ φᵀ of a child on a node (_attach_congruence)
     t_Z: np.ndarray  # (M, 6) ζ Γ
     t_N: np.ndarray  # (6C, 6C) [I + Ω Γ]*
     t_X: np.ndarray  # (6C, M)
