@@ -256,6 +256,7 @@ def test_mass_normalisation_and_eigen_equations(boundary: str, props: dict) -> N
     np.testing.assert_array_equal(b.modes[constrained], 0.0)
 
 
+@pytest.mark.slow
 def test_free_free_modes_orthogonal_to_rigid_body_motions() -> None:
     # All 60 elastic modes: with the cross-section rotary inertia each bending plane has
     # 2 x 11 massive DOFs minus 2 rigid motions = 20 modes; 10 axial and 10 torsional.

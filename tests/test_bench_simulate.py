@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 _BENCHMARKS = str(Path(__file__).resolve().parent.parent / "benchmarks")
 if _BENCHMARKS not in sys.path:  # the developer instruments are not installed
@@ -42,6 +43,7 @@ def test_counting_solver_counts_every_rhs_and_leaves_the_run_unchanged():
     assert cls.steps >= len(counted.t) - 1
 
 
+@pytest.mark.slow
 def test_implicit_integrators_survive_a_coordinate_the_dynamics_ignores():
     """The arm's first joint angle and the work integrals do not enter ẋ: scipy's own
     finite-difference Jacobian grew their columns' increments tenfold per Jacobian until the

@@ -203,29 +203,95 @@ def test_simulate_with_initial_state_loads_and_plot(tmp_path, capsys):
     assert "expected NAME=NUMBER" in capsys.readouterr().err
 
 
-def test_a_silent_run_is_explained_once(capsys, monkeypatch):
-    """A run that has not returned after the notice delay says on standard error why (the
-    first run compiles the engine), once; a run that returns before says nothing."""
+def _engine_function(name: str):
+    """A numba dispatcher of a new function whose module is the engine's
+    ``flexdyn.engine.kernels`` (what the compile notice listens for), compiled on its first
+    call."""
+    import numba
+
+    namespace = {"__name__": "flexdyn.engine.kernels"}
+    exec(f"def {name}(x):\n    return x + 1.0\n", namespace)
+    return numba.njit(namespace[name])
+
+
+def test_a_long_compile_of_an_engine_entry_is_announced_once(capsys, monkeypatch):
+    """A compile of an engine entry that lasts longer than the notice delay prints one line
+    naming the entry and one with the time it took; a call that finds the entry compiled, a
+    compile shorter than the delay, a compile outside the engine and one inside
+    ``notice.silenced()`` print nothing."""
     import time
 
-    import flexdyn.__main__ as cli
+    import numba
+    from numba.core import event
 
-    with cli._CompileNotice(delay=0.05):
-        time.sleep(0.5)
-    err = capsys.readouterr().err
-    assert err.count("compiles the engine") == 1 and err.startswith("flexdyn: still working")
-    with cli._CompileNotice(delay=0.5):
-        pass
-    time.sleep(0.7)
+    from flexdyn.engine import notice
+
+    class Slow(event.Listener):
+        """Makes a compile last 0.3 s at least."""
+
+        def on_start(self, ev):
+            time.sleep(0.3)
+
+        def on_end(self, ev):
+            pass
+
+    notice.install()
+    monkeypatch.setattr(notice, "NOTICE_AFTER", 0.05)
+    mass = _engine_function("mass")
+    with event.install_listener("numba:compile", Slow()):
+        assert mass(1.0) == 2.0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2, err
+    assert err[0].startswith("flexdyn: compiling the mass matrix (kernels.mass) for its first "
+                             "use"), err
+    assert err[1].startswith("flexdyn: compiled the mass matrix (kernels.mass) in "), err
+    assert mass(2.0) == 3.0  # compiled: no notice
     assert capsys.readouterr().err == ""
-    # the commands use it: a demo whose simulation takes longer than the delay
-    monkeypatch.setattr(cli, "NOTICE_DELAY", 0.0)
-    real = cli.simulate
 
-    def slow(*args, **kwargs):
-        time.sleep(0.3)
-        return real(*args, **kwargs)
+    monkeypatch.setattr(notice, "NOTICE_AFTER", 5.0)
+    assert _engine_function("inverse")(1.0) == 2.0  # shorter than the delay
+    time.sleep(0.1)
+    assert capsys.readouterr().err == ""
 
-    monkeypatch.setattr(cli, "simulate", slow)
-    assert main(["demo", "--t", "0.2"]) == 0
-    assert "compiles the engine" in capsys.readouterr().err
+    monkeypatch.setattr(notice, "NOTICE_AFTER", 0.05)
+    outside = numba.njit(lambda x: x - 1.0)  # this test module's, not the engine's
+    with event.install_listener("numba:compile", Slow()):
+        assert outside(1.0) == 0.0
+    with notice.silenced(), event.install_listener("numba:compile", Slow()):
+        assert _engine_function("hybrid")(1.0) == 2.0
+    assert capsys.readouterr().err == ""
+
+
+def test_compile_reports_progress(capsys, monkeypatch):
+    """``flexdyn compile`` makes the first calls of :func:`flexdyn.precompile.tasks`
+    (``--all``: every one) with a progress line per task and a total."""
+    import flexdyn.precompile as pre
+
+    ran = []
+
+    def fake(everything=False):
+        return [pre.Task(f"task {k}", lambda k=k: ran.append((k, everything)))
+                for k in range(2)]
+
+    monkeypatch.setattr(pre, "tasks", fake)
+    assert main(["compile"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert ran == [(0, False), (1, False)]
+    assert out[0].startswith("[..] 1/2 task 0 ...") and out[0].endswith(" s"), out
+    assert out[1].startswith("[#.] 2/2 task 1 ..."), out
+    assert out[2].startswith("compiled 2 groups of entries in"), out
+    assert main(["compile", "--all"]) == 0
+    assert ran[2:] == [(0, True), (1, True)]
+
+
+def test_the_precompile_tasks_cover_the_first_hour_and_every_entry():
+    """The default tasks are a newcomer's first hour; ``everything`` adds the other entries
+    (their names only: running them is the compile itself)."""
+    from flexdyn.precompile import tasks
+
+    first = [t.what for t in tasks()]
+    assert any("demo" in w for w in first) and any("simulate's default" in w for w in first)
+    assert {"the mass matrix", "linearize", "modal_analysis"} <= set(first)
+    every = [t.what for t in tasks(everything=True)]
+    assert every[:len(first)] == first
+    assert {"rigid trees", "loop closures", "hybrid dynamics"} <= set(every)

@@ -214,6 +214,7 @@ def test_simulate_many_in_processes():
     assert repr(ens) == "EnsembleResult(6 cases, 5 completed, 1 failed)"
 
 
+@pytest.mark.slow
 def test_simulate_many_on_a_local_dask_cluster():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,

@@ -63,13 +63,14 @@ def test_outputs_equal_the_reference(sample, fidelity):
     model, q, u, udot, f = sample.model, sample.q, sample.u, sample.udot, sample.f_ext
     engine = Engine(model, fidelity)
     tau = np.random.default_rng(1).normal(size=model.nu)
-    M = fd.mass_matrix(model, q, fidelity)
+    M = fd.mass_matrix(model, q, fidelity, backend="reference")
     scale = float(np.max(np.abs(M)))
     assert_close(engine.mass_matrix(q), M, "M")
-    ref = fd.inverse_dynamics(model, q, u, udot, fidelity, f_ext=f)
+    ref = fd.inverse_dynamics(model, q, u, udot, fidelity, f_ext=f, backend="reference")
     assert_close(engine.inverse_dynamics(q, u, udot, f), ref, "τ", scale=scale)
     for method in ("articulated", "composite"):
-        ref = fd.forward_dynamics(model, q, u, tau, method=method, fidelity=fidelity, f_ext=f)
+        ref = fd.forward_dynamics(model, q, u, tau, method=method, fidelity=fidelity, f_ext=f,
+                                  backend="reference")
         assert_close(engine.forward_dynamics(q, u, tau, f, method), ref, f"u̇ ({method})",
                      tol=1e-8, scale=1.0)
 

@@ -74,6 +74,7 @@ def test_examples_are_listed():
     assert sorted(p.stem for p in EXAMPLES.glob("[0-9][0-9]_*.py")) == sorted(NAMES)
 
 
+@pytest.mark.slow
 def test_flexible_arm_slew(runs):
     out = _output(runs, "01_flexible_arm_slew")
     assert "same mass matrix as fd.models.two_link_arm: True" in out

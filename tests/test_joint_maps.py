@@ -299,6 +299,7 @@ def random_product_model(rng: np.random.Generator, kinds, parents, n_nodes, n_mo
     return d, model, q, u
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", NEW_KINDS)
 @pytest.mark.parametrize("topology", ["chain", "tree"])
 def test_against_brute_force(kind, topology):

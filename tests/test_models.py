@@ -302,6 +302,7 @@ def test_shuttle_maneuvers():
         fd.models.shuttle_maneuver(fd.models.two_link_arm(), "I-f")
 
 
+@pytest.mark.slow
 def test_shuttle_figures_quick_run_shows_the_foreshortening_of_fig_6():
     """1 s of maneuver I-f (benchmarks/shuttle_figures.py --quick): the exact model's booms
     foreshorten as they bend (Damaren & Sharf Fig 6), the inconsistent model's barely

@@ -134,6 +134,7 @@ def test_filter_smoother_equals_modal_recursions(d, seed, fidelity):
         assert rel_err(nodal["reference"], ref) < TOL, (method, rel_err(nodal["reference"], ref))
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=12)
 @given(d=nodal_models(max_bodies=3), seed=st.integers(0, 2**32 - 1))
 def test_filter_smoother_against_brute_force(d, seed):
@@ -449,6 +450,7 @@ def test_nodal_beam_checks_its_arguments():
         nodal_beam(**BEAM, n_elements=2, attach_node=5)
 
 
+@pytest.mark.slow
 def test_simulation_of_a_nodal_pendulum_conserves_energy():
     flex = nodal_beam(**BEAM, n_elements=3)
     model = (fd.ModelBuilder(gravity=[0.0, -9.81, 0.0])

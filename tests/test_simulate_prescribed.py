@@ -35,6 +35,7 @@ def arm(**kw) -> fd.Model:
     return fd.models.two_link_arm(n_modes=2, **kw)
 
 
+@pytest.mark.slow
 def test_free_coordinates_follow_the_partitioned_dense_equations():
     """Shoulder prescribed, elbow and modes free, elbow torque applied: ``q_F`` and the
     realised shoulder torque against scipy on ``M_FF u̇_F = τ_F − c_F − M_FK u̇_K``."""
@@ -79,6 +80,7 @@ def test_free_coordinates_follow_the_partitioned_dense_equations():
     assert np.ptp(res.tau[:, 0]) > 1.0  # the slew needs a real torque
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("integrator", ["DOP853", "Radau"])
 def test_work_of_the_prescribed_loads_is_the_energy_change(integrator):
     """No damping, no gravity, no applied force: the work of the loads that realise the
@@ -177,6 +179,7 @@ def test_joint_wrench_history_equals_the_per_state_function(tmp_path):
     np.testing.assert_array_equal(back.joint_wrenches(), W)
 
 
+@pytest.mark.slow
 def test_nodal_loads_in_simulate():
     """A time-varying tip force on link 2: the accelerations at the samples are those of the
     per-state nodal-load path, and its work (``external_work``) closes the energy balance."""

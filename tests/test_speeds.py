@@ -181,6 +181,7 @@ def test_hooke_speeds_are_eq4(flexible_payload):
     np.testing.assert_allclose(vp - beta, [h1 @ w_t, h2 @ w_t], atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_name", ["exact_body", "free_beam", "hooke_chain"])
 def test_same_trajectories(model_name):
     """A change of speeds does not change the motion: q(t) integrated in each set of speeds
@@ -207,6 +208,7 @@ def test_unknown_speeds():
         sp.speed_map(model, model.neutral_configuration(), "kane")
 
 
+@pytest.mark.slow
 def test_benchmark_quick(capsys):
     res = bs.main(["--quick"])
     assert set(res) == {"exact_body", "free_beam", "hooke_chain"}

@@ -159,6 +159,7 @@ def damped_arm() -> fd.Model:
                                "bodies": bodies})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fidelity", FIDELITIES)
 def test_simulate_on_the_engine_equals_the_reference(fidelity):
     """A damped flexible arm driven by a state-dependent torque and a constant wrench: the

@@ -132,6 +132,7 @@ def test_centrifugal_stretch(basis, n_elements, rel):
     assert abs(tip[1]) < 1e-9 and abs(tip[2]) < 1e-9
 
 
+@pytest.mark.slow
 def test_the_exact_model_conserves_energy_and_the_consistent_one_does_not():
     """Free motion from a deformed state, no damping: the exact model's energy is constant
     to integration accuracy, the consistent model's is not."""

@@ -55,6 +55,7 @@ def test_thin_disk_simple_spherical_joint_eqs_54():
     assert _zero(sm.F)
 
 
+@pytest.mark.slow
 def test_thin_disk_compound_joint_eqs_55():
     """Eq 55a (its last entry ``… + 5 sin² t₂``: the square is lost in print), ``Γ = I`` and
     ``𝒞 u = −F`` of Eq 55b."""
@@ -97,6 +98,7 @@ def _states(model, n=3):
                rng.normal(size=model.nu), rng.normal(size=model.nu))
 
 
+@pytest.mark.slow
 def test_arm_equals_the_engine(arm):
     model, sm, f = arm
     D = np.array(sm.D, dtype=float)
@@ -213,6 +215,7 @@ def kwatny_arm_model(simple_wrist: bool) -> fd.Model:
             .build())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("simple_wrist", [False, True])
 def test_six_dof_arm_end_effector_and_wrist_inertia_sec_iv(simple_wrist):
     """The printed end-effector configuration ``XEndEf`` (all 16 entries, to round-off: the
@@ -236,6 +239,7 @@ def test_six_dof_arm_end_effector_and_wrist_inertia_sec_iv(simple_wrist):
         assert np.max(np.abs(M[5, 3:] - kwatny_arm.last_row_wrist(q, not simple_wrist))) < 5e-7
 
 
+@pytest.mark.slow
 def test_benchmark_quick():
     """``benchmarks/bench_symbolic.py --quick``: the expressions grow with the chain."""
     import sys

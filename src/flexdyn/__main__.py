@@ -1,4 +1,5 @@
-"""Command-line interface: ``flexdyn demo | simulate | info`` (also ``python -m flexdyn``).
+"""Command-line interface: ``flexdyn demo | simulate | info | schema | compile`` (also
+``python -m flexdyn``).
 
 Examples
 --------
@@ -8,6 +9,7 @@ Examples
     flexdyn demo --model spacecraft --t 20 --plot sc.png
     flexdyn info arm.json                          # bodies, joints, modal frequencies
     flexdyn simulate arm.json --t 10 --out run.npz
+    flexdyn compile                                # compile the engine ahead of time
 
 Invalid input files are reported on one line (``flexdyn: error: ...``) with exit status 2;
 a failed integration exits with status 1.
@@ -21,7 +23,6 @@ import json
 import math
 import os
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Sequence
@@ -146,37 +147,6 @@ def _assignments(model: Model, items: Sequence[str], kinds: Sequence[str], flag:
     return out
 
 
-#: seconds a run goes silent before :class:`_CompileNotice` explains why
-NOTICE_DELAY = 3.0
-
-
-class _CompileNotice:
-    """Around a simulation: if it has not returned after ``delay`` seconds (default
-    :data:`NOTICE_DELAY`), say once on standard error that a first run compiles the engine.
-    On a fresh installation the compiled engine is built on the first call (one to a few
-    minutes on a small machine: the compiled integrators' entry takes longest) and cached
-    for later runs, which start in about a second; without a word the first run looks
-    hung."""
-
-    def __init__(self, delay: float | None = None):
-        self.timer = threading.Timer(NOTICE_DELAY if delay is None else delay, self._say)
-        self.timer.daemon = True
-
-    @staticmethod
-    def _say() -> None:
-        print(f"{PROG}: still working: the first run on this installation compiles the "
-              "engine (one to a few minutes); later runs load it from the cache",
-              file=sys.stderr,
-              flush=True)
-
-    def __enter__(self) -> _CompileNotice:
-        self.timer.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.timer.cancel()
-
-
 def _cmd_demo(args: argparse.Namespace) -> int:
     _check_plot(args)
     model = builtin_model(args.model)
@@ -193,13 +163,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         tau = slew_torque(model, duration=duration, angle=angle)
         what = f"rest-to-rest slew of {angle:.3g} rad in {duration:.3g} s"
     wall = time.perf_counter()
-    with _CompileNotice():
-        # DOP853, not simulate's default: on a fresh installation its first run compiles
-        # the state derivative alone, which takes half or less of the compiled
-        # integrators' entry
-        res = simulate(model, t_span=(0.0, args.t), tau=tau, fidelity=args.fidelity,
-                       method=args.method, rtol=args.rtol, atol=args.atol,
-                       t_eval=np.linspace(0.0, args.t, 501), integrator="DOP853")
+    # DOP853, not simulate's default: on a fresh installation its first run compiles the
+    # state derivative alone, which takes half or less of the compiled integrators' entry
+    res = simulate(model, t_span=(0.0, args.t), tau=tau, fidelity=args.fidelity,
+                   method=args.method, rtol=args.rtol, atol=args.atol,
+                   t_eval=np.linspace(0.0, args.t, 501), integrator="DOP853")
     text = _summary(res, f"flexdyn demo: {args.model}, {what}")
     print(text)
     _write_plot(res, args.plot)
@@ -253,10 +221,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         q0 = model.check_state(q0)[0]
     except ValueError as exc:
         raise _InputError(f"--set: {exc}") from None
-    with _CompileNotice():
-        res = simulate(model, q0, u0, t_span=(0.0, args.t), tau=tau, fidelity=args.fidelity,
-                       method=args.method, rtol=args.rtol, atol=args.atol,
-                       t_eval=np.linspace(0.0, args.t, args.samples))
+    res = simulate(model, q0, u0, t_span=(0.0, args.t), tau=tau, fidelity=args.fidelity,
+                   method=args.method, rtol=args.rtol, atol=args.atol,
+                   t_eval=np.linspace(0.0, args.t, args.samples))
     what = (", ".join(f"tau[{n}] = {v:g}" for n, v in zip(
         [e.name for e in state_layout(model)["u"]], tau, strict=True) if v) or "zero torque")
     print(_summary(res, f"flexdyn simulate: {args.model} ({what}, {start})"))
@@ -438,7 +405,38 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Print the JSON Schema (draft 2020-12) of model files, "
                                    "for editors that validate and complete JSON.")
     p.set_defaults(func=_cmd_schema)
+
+    p = sub.add_parser("compile", help="compile the engine ahead of time",
+                       description="Compile (or load from the cache) the engine's entries "
+                                   "that a first session uses — the demo, simulate's default "
+                                   "integrator, forward and inverse dynamics, the mass matrix, "
+                                   "linearize, modal_analysis — so that later calls start at "
+                                   "once; --all compiles every entry.  Minutes on a 2-core "
+                                   "machine with an empty cache, seconds with a full one.")
+    p.add_argument("--all", action="store_true",
+                   help="every entry of the engine, not only the first session's")
+    p.set_defaults(func=_cmd_compile)
     return parser
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from .engine import notice
+    from .precompile import precompile
+
+    def progress(k: int, n: int, what: str, seconds: float | None) -> None:
+        bar = "#" * (k - (seconds is None)) + "." * (n - k + (seconds is None))
+        if seconds is None:
+            print(f"[{bar}] {k}/{n} {what} ...", end="", flush=True)
+        else:
+            print(f" {seconds:.1f} s", flush=True)
+
+    start = time.perf_counter()
+    with notice.silenced(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba's performance hints, a stiff test run's advice
+        done = precompile(args.all, progress=progress)
+    print(f"compiled {len(done)} groups of entries in {time.perf_counter() - start:.1f} s; "
+          "later runs load them from the cache")
+    return 0
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:

@@ -9,7 +9,9 @@ entry could run yesterday's kernels on today's packed model.  :func:`install` gi
 locators for the engine's files whose source stamp is one fingerprint of every file the
 engine compiles from (:data:`SOURCES`) and of numba's version: any change of any of them
 invalidates every cached entry at once.  The cache stays where numba would put it
-(``NUMBA_CACHE_DIR``, else the package's ``__pycache__``, else the user-wide cache).
+(``NUMBA_CACHE_DIR``, else the package's ``__pycache__``, else the user-wide cache), in a
+folder ``flexdyn-engine`` of ``NUMBA_CACHE_DIR`` or of the user-wide cache whatever the path
+of the sources, so that checkouts with the same sources share it.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ __all__ = ["SOURCES", "fingerprint", "install"]
 
 _ENGINE = Path(__file__).resolve().parent
 _PACKAGE = _ENGINE.parent
-#: every source the engine's compiled code depends on: the engine's modules and the
-#: modules whose functions or constants the kernels use
-SOURCES: tuple[Path, ...] = (*sorted(_ENGINE.glob("*.py")),
+#: every source the engine's compiled code depends on: the engine's modules (but the compile
+#: notice, which compiles nothing) and the modules whose functions or constants the kernels use
+SOURCES: tuple[Path, ...] = (*sorted(p for p in _ENGINE.glob("*.py") if p.name != "notice.py"),
                              *(_PACKAGE / name for name in ("scalar_kernels.py", "linalg.py",
                                                             "chain.py", "joints.py",
                                                             "joint_forces.py")))
@@ -55,6 +57,13 @@ class _EngineSources:
 
     def get_source_stamp(self) -> bytes:
         return _EngineSources.stamp
+
+    @classmethod
+    def get_suitable_cache_subpath(cls, py_file) -> str:
+        """One folder for the engine whatever the checkout's path (numba's own names it by a
+        hash of the path): the stamp keys the entries, so clones and installations at other
+        paths share ``NUMBA_CACHE_DIR`` (a CI's clean clone, a second virtual environment)."""
+        return "flexdyn-engine"
 
 
 class EngineUserProvidedLocator(_EngineSources, caching.UserProvidedCacheLocator):

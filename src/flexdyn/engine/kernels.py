@@ -40,10 +40,11 @@ from ..joint_forces import N_FORCE_PARAMS, conservative_force, passive_force, po
 from ..joints import JOINT_PARAMS, SINGULARITY_TOL
 from ..linalg import MASS_MATRIX_RTOL, PIVOT_FLOOR, PIVOT_RTOL
 from ..scalar_kernels import quat_rot
-from . import caching
+from . import caching, notice
 from .pack import EXACT, FULL, HEAD_OFFSETS, HEADER, INT_FIELDS, RIGID, RUTHLESS, PackedModel
 
 caching.install()  # the engine's cache keyed by all its sources, before anything compiles
+notice.install()  # a line on standard error while an entry compiles for long
 
 # Compile cost: numba links a callee's code into each caller and optimizes the whole again, so
 # thin orchestration levels are inlined at numba's IR level (_JI), and functions called only

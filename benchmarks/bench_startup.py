@@ -1,0 +1,110 @@
+"""Startup figures of a new user's first hour, each in fresh processes, side by side.
+
+* **install**: a fresh virtual environment and ``pip install -e .`` of this tree (skipped with
+  ``--no-install``);
+* **demo, cold and warm**: ``python -m flexdyn demo`` with an empty ``NUMBA_CACHE_DIR``, then
+  again with the cache it filled: wall time and CPU time of the process;
+* **first hour, cold**: the first calls of :func:`flexdyn.precompile.tasks` (the demo's state
+  derivative, ``simulate``'s default integrator, forward and inverse dynamics, the mass matrix,
+  ``linearize``, ``modal_analysis``) in one process with an empty cache: wall and CPU time of
+  each (``--all``: every task of ``python -m flexdyn compile --all``);
+* **first call, warm**: ``import flexdyn`` and one ``forward_dynamics`` of the two-link arm in a
+  new process whose cache is full (best of three), and ``import flexdyn`` alone.
+
+The load average is printed beside the figures: on a 2-core machine a load above 2 stretches
+every figure.  ``docs/install.md`` quotes the figures of a quiet run.
+
+Usage: ``python benchmarks/bench_startup.py [--all] [--no-install]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_FIRST_HOUR = """
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+from flexdyn.precompile import tasks
+rows = []
+for task in tasks(everything={everything}):
+    wall, cpu = time.perf_counter(), time.process_time()
+    task.run()
+    rows.append((task.what, time.perf_counter() - wall, time.process_time() - cpu))
+print(json.dumps(rows))
+"""
+
+_FIRST_CALL = """
+import time
+start = time.perf_counter()
+import numpy as np
+import flexdyn as fd
+imported = time.perf_counter()
+model = fd.models.two_link_arm()
+fd.forward_dynamics(model, model.neutral_configuration(), np.zeros(model.nu), np.ones(model.nu))
+print(imported - start, time.perf_counter() - start)
+"""
+
+
+def _run(args: list[str], cache: str, python: str = sys.executable) -> tuple[float, float, str]:
+    """Wall and CPU seconds (the child's user + system) of ``python args`` with
+    ``NUMBA_CACHE_DIR=cache``, and its standard output."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, FLEXDYN_COMPILE_NOTICE="0")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.perf_counter()
+    done = subprocess.run([python, *args], env=env, capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - wall
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.stdout
+
+
+def _load() -> str:
+    return "load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def install() -> None:
+    with tempfile.TemporaryDirectory() as where:
+        wall = time.perf_counter()
+        venv.create(where, with_pip=True)
+        pip = [str(Path(where) / "bin" / "python"), "-m", "pip", "install", "-q"]
+        subprocess.run([*pip, "-e", str(ROOT)], check=True, capture_output=True)
+        print(f"install: fresh venv + pip install -e . {time.perf_counter() - wall:7.1f} s  "
+              f"({_load()})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--all", action="store_true", help="every precompile task")
+    parser.add_argument("--no-install", action="store_true", help="skip the install figure")
+    options = parser.parse_args()
+    if not options.no_install:
+        install()
+    with tempfile.TemporaryDirectory() as cache:
+        for state in ("cold", "warm"):
+            wall, cpu, _ = _run(["-m", "flexdyn", "demo"], cache)
+            print(f"demo, {state}: {wall:7.1f} s wall {cpu:7.1f} s CPU  ({_load()})")
+    with tempfile.TemporaryDirectory() as cache:
+        wall, cpu, out = _run(["-c", _FIRST_HOUR.format(everything=options.all)], cache)
+        print(f"first hour, cold: {wall:7.1f} s wall {cpu:7.1f} s CPU in all  ({_load()})")
+        for what, w, c in json.loads(out):
+            print(f"  {what:<52} {w:7.1f} s wall {c:7.1f} s CPU")
+        firsts = [tuple(map(float, _run(["-c", _FIRST_CALL], cache)[2].split()))
+                  for _ in range(3)]
+        imported, called = min(firsts, key=lambda f: f[1])
+        print(f"first call, warm cache: import flexdyn {imported:.2f} s, import + "
+              f"forward_dynamics {called:.2f} s  ({_load()})")
+
+
+if __name__ == "__main__":
+    main()
