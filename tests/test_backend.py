@@ -331,3 +331,63 @@ def test_the_engine_cache_is_keyed_by_every_engine_source(tmp_path):
     assert caching.fingerprint(tuple(copies)) == stamp
     copies[-1].write_bytes(copies[-1].read_bytes() + b"\n")
     assert caching.fingerprint(tuple(copies)) != stamp
+
+
+def test_checkouts_at_other_paths_share_the_engine_cache(tmp_path, monkeypatch):
+    """With ``NUMBA_CACHE_DIR`` set, the engine's entries are cached in its folder
+    ``flexdyn-engine`` whatever the path of the sources (numba's own locator names the folder
+    by a hash of the path, so a clean clone elsewhere would compile everything again)."""
+    from flexdyn.engine import caching
+
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    function = kernels.mass.py_func
+    paths = {caching.EngineUserProvidedLocator.from_function(function, where).get_cache_path()
+             for where in (kernels.__file__, "/elsewhere/src/flexdyn/engine/kernels.py")
+             if caching.EngineUserProvidedLocator.from_function(function, where) is not None}
+    assert paths == {str(tmp_path / "flexdyn-engine")}
+
+
+ONE_SPECIALIZATION = """
+import json, warnings
+warnings.simplefilter("ignore")
+import numba, numpy as np
+import flexdyn as fd
+from flexdyn.engine import closure, extras, galpha, kernels, split
+
+arm = fd.models.two_link_arm()
+q, u, tau = arm.neutral_configuration(), np.full(arm.nu, 0.1), np.full(arm.nu, 0.2)
+for a in (q, u, tau):
+    a.setflags(write=False)  # read-only, as a caller's constants may be
+strided = np.stack([u, u], axis=1)[:, 0]  # not contiguous
+fd.forward_dynamics(arm, q, u, tau)
+fd.forward_dynamics(arm, q.tolist(), strided, tau.astype(np.float32))
+fd.mass_matrix(arm, q)
+fd.inverse_dynamics(arm, q, strided, tau)
+fd.bias_forces(arm, q, u)
+fd.simulate(arm, t_span=(0.0, 1e-3), tau=tau, integrator="DOP853")
+fd.simulate(arm, t_span=(0.0, 1e-3), tau=fd.of_time(lambda t: tau), integrator="DOP853")
+fd.simulate(arm, t_span=(0.0, 1e-3), tau=tau)
+fd.simulate(arm, t_span=(0.0, 1e-3), tau=tau.tolist())
+print(json.dumps({f"{m.__name__.rpartition('.')[2]}.{name}": [str(s) for s in f.signatures]
+                  for m in (kernels, split, extras, closure, galpha)
+                  for name, f in vars(m).items()
+                  if isinstance(f, numba.core.dispatcher.Dispatcher)
+                  and not f.targetoptions.get("no_cpython_wrapper")}))
+"""
+
+
+@pytest.mark.slow
+def test_each_engine_entry_is_compiled_for_one_array_type():
+    """Whatever arrays a caller passes (read-only, strided, lists, float32), the public
+    functions hand the engine's entries one array type, so each entry a process uses is
+    compiled once: a second specialization costs a whole compile of the entry (a minute on a
+    small machine) on a fresh installation.  Checked in a fresh process, so that only these
+    calls count."""
+    run = subprocess.run([sys.executable, "-c", ONE_SPECIALIZATION], capture_output=True,
+                         text=True, timeout=1200, check=True)
+    signatures = json.loads(run.stdout.strip().splitlines()[-1])
+    used = {name: s for name, s in signatures.items() if s}
+    assert {"kernels.forward_articulated", "kernels.derivative_articulated",
+            "galpha.generalized_alpha"} <= set(used), used
+    twice = {name: s for name, s in used.items() if len(s) > 1}
+    assert not twice, twice

@@ -49,13 +49,19 @@ ENTRIES = {
     "closure.closure_terms": "the loop closures' terms",
     "closure.closed_derivative": "the closed chain's state derivative",
     "nodal.nodal_forward": "forward dynamics of nodal bodies",
-    "galpha.generalized_alpha": "the compiled integrators",
+    "galpha.generalized_alpha": ("the implicit integrators (Radau IIA, Gauss–Legendre, "
+                                 "generalized-α)"),
 }
-#: seconds each entry took to compile with an empty cache on a 2-core machine
-#: (``benchmarks/bench_startup.py``), rounded; the notice quotes them as an estimate
+#: seconds the largest entries take to compile on a 2-core machine with an empty cache
+#: (``benchmarks/bench_startup.py``), rounded up: the state derivative and forward dynamics as
+#: the first entry of an installation (the stages every entry shares come with them), the
+#: implicit integrators after the state derivative, which ``simulate`` compiles first.  An
+#: entry compiled after another reuses its stages and takes 5–15 s.  The notice quotes them
+#: as an upper estimate.
 ESTIMATES = {
-    "kernels.derivative_articulated": 90,
-    "galpha.generalized_alpha": 200,
+    "kernels.derivative_articulated": 60,
+    "kernels.forward_articulated": 60,
+    "galpha.generalized_alpha": 60,
 }
 _PREFIX = __name__.rpartition(".")[0] + "."  # "flexdyn.engine."
 
@@ -123,7 +129,7 @@ class _Notice(event.Listener):
             return
         c.said = True
         seconds = ESTIMATES.get(entry)
-        how_long = f"about {seconds} s on 2 cores" if seconds else "seconds to minutes"
+        how_long = f"up to about {seconds} s on 2 cores" if seconds else "seconds to a minute"
         _print(f"flexdyn: compiling {describe(entry)} for its first use in this installation "
                f"({how_long}; once: later runs load it from the cache; "
                "`python -m flexdyn compile` compiles ahead of time)")
