@@ -23,7 +23,7 @@ from flexdyn.beam import beam_modes
 from flexdyn.control import equilibrium, linearize, max_stable_step
 from flexdyn.modal import modal_analysis
 from flexdyn.stability import step_limit
-from helpers import rel_err
+from helpers import PENDULUM, pendulum, rel_err
 
 E_AL, RHO_AL = 70e9, 2700.0  # aluminium, Pa and kg/m³
 
@@ -113,7 +113,7 @@ def test_spacecraft_rigid_modes_and_elastic_frequencies():
     assert np.max(np.abs(lam[~zero].real)) <= 1e-9 * scale  # undamped: ±iω
     from_A = np.sort(np.abs(lam[~zero].imag))[::2] / (2 * np.pi)
     modes = modal_analysis(sc)
-    assert modes.rigid.sum() == 6
+    assert modes.rigid.sum() == 6 and modes.n_rigid == 6 and not modes.unstable.any()
     assert rel_err(from_A, modes.frequencies[~modes.rigid]) < 1e-8
     # the per-body (cantilever) frequencies are not the assembled ones
     per_body = np.concatenate(fd.models.modal_frequencies(sc))
@@ -374,3 +374,49 @@ def test_benchmark_quick():
 
     (row,) = bench_control.main(["--quick"])
     assert row["nx"] == 18 and row["fd_error"] < 1e-6 and 0 < row["h_rk4"] < 0.01
+
+
+def test_the_stability_of_the_pendulum_s_two_equilibria():
+    """A rigid pendulum: hanging, the linearization's eigenvalues are ``±iσ`` and the mode
+    oscillates at ``σ/2π``; upright, they are ``±σ``, the equilibrium is reported unstable
+    (with a warning) and its mode has ``ω² = −σ²``, frequency NaN and growth rate ``σ``,
+    with ``σ² = m g l / I_O`` — never a frequency of 0 Hz."""
+    p = PENDULUM
+    sigma = math.sqrt(p["m"] * p["g"] * p["l"] / (p["I_c"] + p["m"] * p["l"] ** 2))
+    model = pendulum()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        down = equilibrium(model, np.array([-1.3]))
+        hanging = modal_analysis(model, down.q)
+    assert abs(down.q[0] + math.pi / 2) < 1e-10 and down.stable
+    assert rel_err(np.sort(down.eigenvalues.imag), [-sigma, sigma]) < 1e-9
+    assert rel_err(hanging.frequencies, [sigma / (2 * math.pi)]) < 1e-9
+    assert not hanging.unstable.any() and hanging.growth_rates[0] == 0.0
+
+    with pytest.warns(RuntimeWarning, match="equilibrium found is unstable"):
+        up = equilibrium(model, np.array([1.3]))
+    assert abs(up.q[0] - math.pi / 2) < 1e-10 and not up.stable
+    assert rel_err(np.sort(up.eigenvalues.real), [-sigma, sigma]) < 1e-9
+    with pytest.warns(RuntimeWarning, match=r"unstable equilibrium: 1 mode\(s\) with ω² < 0"):
+        upright = modal_analysis(model, up.q)
+    assert rel_err(upright.omega_squared, [-sigma**2]) < 1e-9
+    assert upright.unstable.tolist() == [True] and np.isnan(upright.frequencies[0])
+    assert rel_err(upright.growth_rates, [sigma]) < 1e-9 and upright.n_rigid == 0
+
+
+def test_an_arm_held_at_the_shoulder_balanced_upright_is_unstable():
+    """The two-link arm in gravity with the shoulder held horizontal: from the straight
+    configuration the solver finds a balance of the forearm that gravity does not restore,
+    and says so; from below it finds the hanging forearm, which is stable."""
+    arm = fd.models.two_link_arm(gravity=(0.0, -9.81, 0.0))
+    with pytest.warns(RuntimeWarning, match="unstable"):
+        upright = equilibrium(arm, held=["link1"])
+    assert not upright.stable and np.max(upright.eigenvalues.real) > 1.0
+    q0 = arm.neutral_configuration()
+    q0[arm.q_slice("link2")][0] = -1.4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hanging = equilibrium(arm, q0, held=["link1"])
+    assert hanging.stable
+    # undamped: the eigenvalues are ±iω to round-off
+    assert np.max(np.abs(hanging.eigenvalues.real)) < 1e-6 * np.max(np.abs(hanging.eigenvalues))

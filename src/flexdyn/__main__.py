@@ -258,15 +258,19 @@ def _print_assembled_modes(model: Model) -> None:
             except ValueError as exc:
                 print(f"  not available: {exc}")
                 return
-            elastic = modes.frequencies[~modes.rigid]
+            elastic = modes.frequencies[~modes.rigid & ~modes.unstable]
             shown = (", ".join(f"{v:.6g}" for v in elastic[:8]) + (" ..." if elastic.size > 8
                                                                    else "")) or "none"
-            print(f"  joints {joints:<6}: {int(modes.rigid.sum())} rigid-body modes; {shown}")
+            unstable = modes.growth_rates[modes.unstable]
+            print(f"  joints {joints:<6}: {modes.n_rigid} rigid-body modes; {shown}"
+                  + (f"; {unstable.size} unstable (growth rates "
+                     + ", ".join(f"{r:.4g}" for r in unstable) + " 1/s)" if unstable.size
+                     else ""))
             if joints == FREE and elastic.size:
                 print(f"  highest {elastic[-1]:.6g} Hz: RK4 is stable below "
                       f"h = {2 * np.sqrt(2) / (2 * np.pi * elastic[-1]):.3g} s "
                       "(flexdyn.max_stable_step)")
-    if caught:
+    if any("not symmetric" in str(w.message) for w in caught):
         print("  note: the neutral configuration is not an equilibrium (gravity): these are the "
               "modes of the symmetric part of the stiffness; see flexdyn.equilibrium")
 

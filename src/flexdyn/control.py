@@ -10,6 +10,7 @@ through the reference tier: one reference evaluation per column.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -202,6 +203,13 @@ class Equilibrium(NamedTuple):
         (torques, forces) at held ones.
     residual : the largest force imbalance at the free speeds (N, N m, modal units).
     iterations : evaluations of the residual.
+    eigenvalues : (2 k,) complex — the eigenvalues of the linearization about it
+        (:func:`linearize`, the held and spinning joints kept at their values and rates),
+        over the ``k`` free speeds; 1/s.
+    stable : no eigenvalue has a positive real part beyond round-off (``Re λ ≤ 1e-6 ·
+        max(1, |λ|max)``): stable or marginally stable (undamped modes, rigid-body modes).
+        False for an unstable equilibrium, such as an inverted pendulum: a small
+        disturbance grows.
     """
 
     q: np.ndarray
@@ -209,6 +217,8 @@ class Equilibrium(NamedTuple):
     tau: np.ndarray
     residual: float
     iterations: int
+    eigenvalues: np.ndarray
+    stable: bool
 
 
 def equilibrium(model: Model, q0: Any = None, *, tau: Any = None, f_ext: Any = None,
@@ -235,8 +245,11 @@ def equilibrium(model: Model, q0: Any = None, *, tau: Any = None, f_ext: Any = N
 
     Returns
     -------
-    :class:`Equilibrium`.  ``ValueError`` when no equilibrium is found (a free-floating body
-    under gravity has none: hold it) and for a model with loop closures (not handled yet).
+    :class:`Equilibrium`, with the eigenvalues of the linearization about it and whether it
+    is stable (an equilibrium found from ``q0`` may be an unstable one: an arm hanging
+    upward; a ``RuntimeWarning`` says so).  ``ValueError`` when no equilibrium is found (a
+    free-floating body under gravity has none: hold it) and for a model with loop closures
+    (not handled yet).
     """
     check_fidelity(fidelity)
     refuse_closures(model, "equilibrium", "the closure forces would be left out: simulate "
@@ -283,7 +296,38 @@ def equilibrium(model: Model, q0: Any = None, *, tau: Any = None, f_ext: Any = N
                          f"{sol.nfev} evaluations: {sol.message}); a body on a free or "
                          "unsupported joint under steady loads has none — hold it with held=[…]")
     out_tau = np.where(mask, held_forces, tau)
-    return Equilibrium(model.normalize_configuration(q), u, out_tau, imbalance, int(sol.nfev))
+    q = model.normalize_configuration(q)
+    eigenvalues = _eigenvalues_held(model, q, u, out_tau, mask, fidelity, f_ext)
+    bound = STABILITY_RTOL * max(1.0, float(np.max(np.abs(eigenvalues), initial=0.0)))
+    stable = bool(np.all(eigenvalues.real <= bound))
+    if not stable:
+        warnings.warn(f"the equilibrium found is unstable: the linearization about it has "
+                      f"eigenvalues with Re λ up to {float(np.max(eigenvalues.real)):.4g} 1/s "
+                      "(Equilibrium.eigenvalues); start q0 nearer the one you want",
+                      RuntimeWarning, stacklevel=2)
+    return Equilibrium(q, u, out_tau, imbalance, int(sol.nfev), eigenvalues, stable)
+
+
+#: :func:`equilibrium` calls an eigenvalue unstable when its real part exceeds this fraction
+#: of the largest modulus (and of 1/s): rigid-body modes are double zero eigenvalues, which
+#: round-off splits into ±O(√ε)
+STABILITY_RTOL = 1e-6
+
+
+def _eigenvalues_held(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
+                      held: np.ndarray, fidelity: str, f_ext: Any) -> np.ndarray:
+    """The eigenvalues of :func:`linearize`'s ``A`` about ``(q, u, τ)`` with the joints of
+    the ``held`` speeds prescribed at their coordinates and (constant) speeds."""
+    prescribed = {}
+    for i, name in enumerate(model.names):
+        us, nuj = int(model.u_start[i]), int(model.nu_joint[i])
+        if nuj and held[us]:
+            qj, uj = model.q_joint(q, i).copy(), u[us:us + nuj].copy()
+            # linearize reads the prescribed motion at t = 0 only
+            prescribed[name] = lambda t, qj=qj, uj=uj: (qj, uj, np.zeros_like(uj))
+    lin = linearize(model, q, u, tau, fidelity=fidelity, f_ext=f_ext,
+                    prescribed=prescribed or None)
+    return np.linalg.eigvals(lin.A) if lin.A.size else np.zeros(0, dtype=complex)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -235,10 +235,11 @@ class ModalAnalysis(NamedTuple):
 
     Attributes
     ----------
-    frequencies : (k,) natural frequencies, Hz, ascending (0 for rigid-body modes and for
-        unstable ones, see ``omega_squared``).
-    omega_squared : (k,) the eigenvalues ``ω²`` of ``K φ = ω² M φ`` (rad²/s²; negative:
-        statically unstable).
+    frequencies : (k,) natural frequencies, Hz, in the order of ``omega_squared``: 0 for
+        rigid-body modes, NaN for unstable ones (they do not oscillate: see
+        :attr:`unstable` and :attr:`growth_rates`).
+    omega_squared : (k,) the eigenvalues ``ω²`` of ``K φ = ω² M φ`` (rad²/s², ascending;
+        negative: statically unstable).
     shapes : (nu, k) mode shapes in the layout of ``u`` (``M``-normalised: ``φᵀ M φ = 1``;
         zero at held speeds).
     rigid : (k,) bool — rigid-body (zero-frequency) modes: ``|ω²| ≤ rtol · max |ω²|``.
@@ -255,6 +256,23 @@ class ModalAnalysis(NamedTuple):
     M: np.ndarray
     K: np.ndarray
     speed_names: list[str]
+
+    @property
+    def unstable(self) -> np.ndarray:
+        """(k,) bool — modes with ``ω² < 0`` beyond the rigid-body tolerance: about an
+        unstable equilibrium (an inverted pendulum, a buckled boom) they grow as
+        ``exp(σ t)``, ``σ = √(−ω²)``."""
+        return (self.omega_squared < 0.0) & ~self.rigid
+
+    @property
+    def growth_rates(self) -> np.ndarray:
+        """(k,) ``σ = √(−ω²)`` (1/s) of the unstable modes, 0 for the others."""
+        return np.sqrt(np.where(self.unstable, -self.omega_squared, 0.0))
+
+    @property
+    def n_rigid(self) -> int:
+        """The number of rigid-body (zero-frequency) modes."""
+        return int(np.count_nonzero(self.rigid))
 
 
 def refuse_closures(model: Model, what: str, advice: str) -> None:
@@ -316,8 +334,11 @@ def modal_analysis(model: Model, q: Any = None, *, joints: str | Collection[str]
 
     Returns
     -------
-    :class:`ModalAnalysis`.  ``ValueError`` for a model with loop closures (not handled yet:
-    :func:`flexdyn.linearize` projects onto them).
+    :class:`ModalAnalysis`: unstable modes (``ω² < 0``, about an unstable equilibrium) have
+    frequency NaN, are marked in :attr:`~ModalAnalysis.unstable` with their growth rates, and
+    raise a ``RuntimeWarning``; rigid-body modes have frequency 0
+    (:attr:`~ModalAnalysis.n_rigid`).  ``ValueError`` for a model with loop closures (not
+    handled yet: :func:`flexdyn.linearize` projects onto them).
     """
     check_fidelity(fidelity)
     refuse_closures(model, "modal_analysis", "the eigenvalues of flexdyn.linearize(model, q).A "
@@ -345,8 +366,16 @@ def modal_analysis(model: Model, q: Any = None, *, joints: str | Collection[str]
     lam = np.where(rigid, 0.0, lam)
     shapes = np.zeros((model.nu, free.size))
     shapes[free] = phi
-    return ModalAnalysis(np.sqrt(np.clip(lam, 0.0, None)) / (2 * np.pi), lam, shapes, rigid,
-                         free, M, K, [e.name for e in state_layout(model)["u"]])
+    frequencies = np.where(lam < 0.0, np.nan, np.sqrt(np.abs(lam))) / (2 * np.pi)
+    modes = ModalAnalysis(frequencies, lam, shapes, rigid, free, M, K,
+                          [e.name for e in state_layout(model)["u"]])
+    if np.any(modes.unstable):
+        rates = ", ".join(f"{r:.4g}" for r in modes.growth_rates[modes.unstable])
+        warnings.warn(f"q is an unstable equilibrium: {int(modes.unstable.sum())} mode(s) with "
+                      f"ω² < 0 (growth rates {rates} 1/s), reported with frequency NaN; "
+                      "ModalAnalysis.unstable and .growth_rates describe them",
+                      RuntimeWarning, stacklevel=2)
+    return modes
 
 
 
