@@ -560,3 +560,38 @@ def test_numbers_in_messages_are_plain() -> None:
     with pytest.raises(ValueError, match=r"node_masses\[1\] is negative \(-0.08\)") as info:
         normalize_model_dict(d)
     assert "np.float64" not in str(info.value)
+
+
+def _placed(placement: dict) -> np.ndarray:
+    """The joint placement's rotation of a one-body model placed by ``placement``."""
+    d = {"name": "m", "bodies": [{
+        "name": "b", "parent": None,
+        "joint": {"type": "revolute", "axis": [0, 0, 1], "placement": placement},
+        "rigid": {"mass": 1.0, "com": [0.1, 0.2, 0.3], "inertia": np.eye(3).tolist()}}]}
+    return np.array(fd.Model.from_dict(d).to_dict()["bodies"][0]["joint"]["placement"]
+                    ["rotation"])
+
+
+def _rodrigues(axis, angle: float) -> np.ndarray:
+    """``exp(angle [n]×)`` for the unit axis of ``axis`` (Rodrigues' formula)."""
+    n = np.asarray(axis, dtype=float) / np.linalg.norm(axis)
+    K = np.array([[0, -n[2], n[1]], [n[2], 0, -n[0]], [-n[1], n[0], 0]])
+    return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-5, 1.0, 1e8, 1e200])
+def test_placement_axes_and_quaternions_of_any_scale(scale):
+    """An axis or a quaternion of any finite, non-zero length gives the rotation of its
+    direction (the norm of ``[1e200, 1e200, 0]`` overflows and that of ``1e-200`` underflows
+    unless scaled first), and an angle of any finite size gives the rotation of its sine and
+    cosine (the rotation vector of 1e300 rad overflows)."""
+    expected = _rodrigues([1, 1, 0], 0.5)
+    got = _placed({"axis_angle": [scale, scale, 0.0, 0.5]})
+    np.testing.assert_allclose(got, expected, atol=1e-15)
+    # the quaternion of the same rotation: [cos(a/2), sin(a/2) n]
+    n = np.array([1.0, 1.0, 0.0]) / np.sqrt(2.0)
+    quat = scale * np.concatenate([[np.cos(0.25)], np.sin(0.25) * n])
+    np.testing.assert_allclose(_placed({"quaternion": quat.tolist()}), expected, atol=1e-15)
+    for big in (2.0**70, 1e300):
+        np.testing.assert_allclose(_placed({"axis_angle": [0, 0, scale, big]}),
+                                   _rodrigues([0, 0, 1], big), atol=1e-14)

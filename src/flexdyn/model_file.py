@@ -334,7 +334,14 @@ def _rotation(path: str, value: Any) -> np.ndarray:
         rot = np.eye(3)
         rot.setflags(write=False)
         return rot
-    rot = _array(path, value, (3, 3))
+    return _checked_rotation(path, _array(path, value, (3, 3)))
+
+
+def _checked_rotation(path: str, rot: np.ndarray) -> np.ndarray:
+    """``rot`` if it is a rotation (finite, orthonormal, ``det = +1``), else ``ValueError``
+    naming ``path``; every form of a placement's rotation ends here."""
+    if not np.all(np.isfinite(rot)):
+        raise ValueError(f"{path} gives a rotation that is not finite")
     err = float(np.max(np.abs(rot.T @ rot - np.eye(3))))
     if err > TOL:
         raise ValueError(
@@ -376,10 +383,15 @@ def _axis_angle(path: str, value: Any) -> np.ndarray:
     from scipy.spatial.transform import Rotation
 
     a = _array(path, value, (4,), ("axis x, y, z and angle",))
-    norm = float(np.linalg.norm(a[:3]))
+    axis = _scaled(a[:3])  # scale first: the norm of [1e200, 1e200, 0] overflows
+    norm = float(np.linalg.norm(axis))
     if norm == 0.0:
         raise ValueError(f"{path} has a zero axis")
-    return _frozen_rotation(Rotation.from_rotvec(a[:3] / norm * a[3]).as_matrix())
+    # the quaternion [sin(a/2) n, cos(a/2)]: numpy's sine and cosine reduce any finite angle
+    # exactly, where the rotation vector n a of a huge angle overflows
+    half = 0.5 * float(a[3])
+    return _checked_rotation(path, _frozen_rotation(Rotation.from_quat(
+        np.append(np.sin(half) * axis / norm, np.cos(half))).as_matrix()))
 
 
 def _quaternion(path: str, value: Any) -> np.ndarray:
@@ -389,7 +401,9 @@ def _quaternion(path: str, value: Any) -> np.ndarray:
     q = _array(path, value, (4,), ("w, x, y, z",))
     if not np.any(q):
         raise ValueError(f"{path} is zero")
-    return _frozen_rotation(Rotation.from_quat(np.roll(q, -1)).as_matrix())
+    # scaled first: the norm of [1e200, 1e200, 0, 0] overflows, that of 1e-200 underflows
+    return _checked_rotation(path, _frozen_rotation(
+        Rotation.from_quat(np.roll(_scaled(q), -1)).as_matrix()))
 
 
 def _euler(path: str, value: Any) -> np.ndarray:
@@ -405,7 +419,13 @@ def _euler(path: str, value: Any) -> np.ndarray:
         raise ValueError(f"{path}.sequence must be three axes like 'ZYX' (intrinsic) or 'xyz' "
                          f"(extrinsic) with no axis twice in a row, got {_describe(seq)}")
     angles = _array(f"{path}.angles", _required(path, value, "angles"), (3,))
-    return _frozen_rotation(Rotation.from_euler(seq, angles).as_matrix())
+    return _checked_rotation(path, _frozen_rotation(Rotation.from_euler(seq, angles).as_matrix()))
+
+
+def _scaled(v: np.ndarray) -> np.ndarray:
+    """``v / max |v|`` (``v`` when zero): same direction, a norm between 1 and √n."""
+    top = float(np.max(np.abs(v)))
+    return v / top if top > 0.0 else v
 
 
 _ROTATION_FORMS = {"rotation": _rotation, "axis_angle": _axis_angle,
