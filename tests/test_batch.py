@@ -74,6 +74,17 @@ def test_invalid_state_is_reported_with_its_index():
         fd.inverse_dynamics(model, s["q"], u, s["tau"])
 
 
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_an_empty_batch_is_refused_by_name(name):
+    """A batch of no states (``q`` of shape (0, nq)) is a ``ValueError`` naming ``q`` and
+    its shape, in every batched function (not an ``IndexError`` from inside)."""
+    model = fd.models.builtin_model("two_link_arm")
+    empty = {"q": np.zeros((0, model.nq)), "u": np.zeros((0, model.nu)),
+             "tau": np.zeros((0, model.nu)), "f_ext": None}
+    with pytest.raises(ValueError, match=r"q has shape \(0, 4\): an empty batch"):
+        FUNCTIONS[name](model, empty)
+
+
 def test_batch_sizes_must_agree():
     model = fd.models.builtin_model("two_link_arm")
     s = states(model, 4, seed=3)

@@ -270,3 +270,24 @@ def test_fmu_reproduces_the_stepper(arm, tmp_path):
                                  row["link2.node[6].y"]]), out[:3]) < 1e-12
     with pytest.raises(ValueError, match="dt must be a positive"):
         build_fmu(arm, tmp_path, dt=-1.0)
+
+
+@pytest.mark.parametrize("n", [0, -1, 0.5, 2.9, "3", True, None])
+def test_stepper_step_takes_positive_integers_only(arm, n):
+    """``step(n)`` counts macro steps: anything but a positive integer would silently do
+    the wrong amount of work (``step(0.5)`` nothing, ``step(2.9)`` two steps)."""
+    st = fd.Stepper(arm, 0.01)
+    with pytest.raises(ValueError, match="positive integer"):
+        st.step(n)
+    assert st.t == 0.0
+
+
+def test_a_stepper_whose_time_no_longer_advances_says_so(arm):
+    """At t0 = 1e17 s a step of 1 ms rounds away (t + dt == t): an error, not a state
+    that never moves in time; step(2) advances exactly two steps."""
+    st = fd.Stepper(arm, 1e-3, t0=1e17)
+    with pytest.raises(ValueError, match="does not advance the time"):
+        st.step()
+    ok = fd.Stepper(arm, 1e-3)
+    ok.step(np.int64(2))
+    assert ok.t == pytest.approx(2e-3, rel=1e-12)

@@ -154,6 +154,9 @@ def batched(*state_args: str, engine_op: Callable[[dict], str | None] | None = N
             if np.ndim(q) != 2:
                 return fn(**arguments)
             n = np.shape(q)[0]
+            if n == 0:
+                raise ValueError(f"q has shape {np.shape(q)}: an empty batch; give one state "
+                                 "(nq,) or a batch (B, nq) with B ≥ 1")
             per_state = {"q": np.asarray(q)}
             for name in state_args:
                 value = arguments.get(name)
@@ -167,7 +170,7 @@ def batched(*state_args: str, engine_op: Callable[[dict], str | None] | None = N
                     raise ValueError(f"{name} has shape {value.shape}; with a batch of {n} "
                                      f"states (q of shape {np.shape(q)}) it needs a leading "
                                      f"axis of {n}")
-            op = None if engine_op is None or n == 0 else engine_op(arguments)
+            op = None if engine_op is None else engine_op(arguments)
             if op is not None:
                 result = _engine_batch(op, arguments, per_state, state_args)
                 if result is not None:

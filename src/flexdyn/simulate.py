@@ -1919,8 +1919,13 @@ class Stepper:
         return self._odes[key]
 
     def step(self, n: int = 1) -> None:
-        """Advance ``n`` macro steps ``dt``.  :class:`SimulationError` if the dynamics fail
-        (the state stays at the start of the failed macro step)."""
+        """Advance ``n`` (a positive integer) macro steps ``dt``.  :class:`SimulationError`
+        if the dynamics fail (the state stays at the start of the failed macro step);
+        ``ValueError`` for any other ``n`` (``step(0.5)`` would do nothing, ``step(2.9)`` two
+        steps) and when ``t + dt`` rounds to ``t`` (the time would no longer advance)."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n must be a positive integer (macro steps), got {n!r}; "
+                             "advance(duration) takes a time")
         for _ in range(int(n)):
             self._advance(self.t + self.dt)
 
@@ -1936,6 +1941,9 @@ class Stepper:
         self._advance(self.t + float(duration))
 
     def _advance(self, t1: float) -> None:
+        if not t1 > self.t:
+            raise ValueError(f"t = {self.t!r} s: a step of {t1 - self.t!r} s does not advance "
+                             "the time in double precision (start at a smaller t0)")
         if self._compiled is not None:
             self._advance_compiled(t1)
             return
