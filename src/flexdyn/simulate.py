@@ -179,8 +179,7 @@ def _vector(value: Any, n: int, name: str) -> np.ndarray:
 
 def _all_finite(a: np.ndarray) -> bool:
     """Whether every entry of ``a`` (real or complex) is finite.  It runs at every
-    right-hand side, where the method call takes half the time of
-    ``np.all(np.isfinite(a))`` (1.2 µs against 2.2 µs)."""
+    right-hand side, where the method call is cheaper than ``np.all(np.isfinite(a))``."""
     return bool(np.isfinite(a).all())
 
 

@@ -49,8 +49,8 @@ notice.install()  # a line on standard error while an entry compiles for long
 # Compile cost: numba links a callee's code into each caller and optimizes the whole again, so
 # thin orchestration levels are inlined at numba's IR level (_JI), and functions called only
 # from compiled code get no CPython wrapper (_J); entries called from Python use _E.  Small
-# helpers that take the packed model or the workspace are inlined too (_JI): a call copies
-# their dozens of array headers (~0.2 µs).
+# helpers that take the packed model or the workspace are inlined too (_JI): a call would
+# copy their dozens of array headers.
 _J = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True)
 _JI = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, inline="always")
 _E = numba.njit(cache=True, nogil=True)
@@ -245,9 +245,8 @@ def _copy(src, dst):
     """``dst[...] = src`` for arrays of one shape and 1 to 3 dimensions, entry by entry.
     numba's assignment of an array to a slice checks the shapes with an error message
     formatted in compiled code, whose compile (string formatting for each number of
-    dimensions) took several seconds of every process that builds the engine.  numba
-    replaces ``dst.ndim`` by its value and prunes the other branches; plain loops, because
-    ``np.ndindex`` took 2.7 times as long on a 6 × 6 block."""
+    dimensions) is slow.  numba replaces ``dst.ndim`` by its value and prunes the other
+    branches; plain loops, because ``np.ndindex`` is slower on small blocks."""
     if dst.ndim == 1:
         for r in range(dst.shape[0]):
             dst[r] = src[r]
@@ -1123,7 +1122,7 @@ def _modal_mass(m, nn, node_m, node_I, M_rigid, fR, fp, fE, ME, out):
 
 
 # The helpers called per body take plain arrays: passing the packed model or the workspace
-# (tuples of dozens of arrays) into a call that is not inlined costs ~0.2 µs each time.
+# (tuples of dozens of arrays) into a call that is not inlined copies all their headers.
 @_J
 def _from_parent(ints, A, i, X, out):
     """``out = Aᵀ(i) X(p)`` (6,): the twist or acceleration of the parent's attach frame."""
