@@ -322,6 +322,23 @@ def test_yaml_read(tmp_path: Path) -> None:
     assert_same(nd, normalize_model_dict(read_model_dict(path)))
 
 
+def test_a_yaml_alias_bomb_is_refused_before_it_is_built(tmp_path: Path) -> None:
+    """Six levels of ten aliases (a few hundred bytes) expand to over a million nodes: refused
+    from the composed graph, before a Python object is built; a model file that repeats a
+    block by an alias (a few nodes added) reads as its expansion."""
+    pytest.importorskip("yaml")
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 6)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"aliases add \d+ nodes .* an alias bomb"):
+        read_model_dict(bomb)
+    repeated = tmp_path / "repeated.yaml"
+    repeated.write_text("gravity: &g [0.0, -9.81, 0.0]\nother: *g\n")
+    assert read_model_dict(repeated) == {"gravity": [0.0, -9.81, 0.0],
+                                         "other": [0.0, -9.81, 0.0]}
+
+
 @pytest.mark.parametrize(
     ("name", "model", "match"),
     [

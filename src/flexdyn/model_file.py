@@ -119,8 +119,12 @@ PSD_RTOL = 1e-13
 _NAME_FORBIDDEN = "." + "".join(map(chr, range(32))) + "\x7f"
 #: Deepest nesting of lists and objects read from a file (a model file needs 7).
 MAX_NESTING = 32
-#: Most nodes a YAML document may expand to through its aliases.
+#: Most nodes a YAML document may expand to.
 MAX_YAML_NODES = 10_000_000
+#: Most nodes a YAML document's aliases may add to the nodes it writes out: an alias bomb of
+#: a kilobyte expands to millions (each costing a Python object), a model file that repeats
+#: a block by an alias adds a few.
+MAX_YAML_ALIAS_NODES = 100_000
 
 _Shape = tuple[int | None, ...]
 
@@ -1352,7 +1356,9 @@ def _nesting(value: Any) -> int:
 
 def _load_yaml(yaml: Any, text: str, path: Path) -> Any:
     """Parse YAML safely: duplicate keys are rejected, aliases may not expand the document
-    beyond :data:`MAX_YAML_NODES` nodes or :data:`MAX_NESTING` levels."""
+    beyond :data:`MAX_YAML_NODES` nodes or :data:`MAX_NESTING` levels, nor add more than
+    :data:`MAX_YAML_ALIAS_NODES` nodes to those it writes out (checked on the composed node
+    graph, each shared node once, before anything is built)."""
 
     class Loader(yaml.SafeLoader):
         def construct_mapping(self, node, deep=False):
@@ -1392,6 +1398,10 @@ def _load_yaml(yaml: Any, text: str, path: Path) -> Any:
                                  f"{MAX_YAML_NODES} nodes or {MAX_NESTING} levels "
                                  "(aliases?)")
             size[id(n)] = (total, depth)
+        added = size[id(node)][0] - len(order)
+        if added > MAX_YAML_ALIAS_NODES:
+            raise ValueError(f"{path}: the YAML document's aliases add {added} nodes to its "
+                             f"{len(order)} (at most {MAX_YAML_ALIAS_NODES}): an alias bomb?")
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: invalid YAML: {exc}") from None
