@@ -40,6 +40,7 @@ ENTRIES = {
     "kernels.derivative_articulated": "the state derivative (articulated)",
     "kernels.derivative_composite": "the state derivative (composite)",
     "kernels.derivative_rigid_tree": "the state derivative (rigid tree)",
+    "kernels.state_derivative": "the state derivative as a C function (ccall)",
     "split.forward_split": "forward dynamics (articulated-split)",
     "split.factors": "the split factors",
     "split.batch": "batched dynamics (articulated-split)",
@@ -61,6 +62,7 @@ ENTRIES = {
 ESTIMATES = {
     "kernels.derivative_articulated": 60,
     "kernels.forward_articulated": 60,
+    "kernels.state_derivative": 60,
     "galpha.generalized_alpha": 60,
 }
 _PREFIX = __name__.rpartition(".")[0] + "."  # "flexdyn.engine."
