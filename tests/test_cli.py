@@ -295,3 +295,13 @@ def test_the_precompile_tasks_cover_the_first_hour_and_every_entry():
     every = [t.what for t in tasks(everything=True)]
     assert every[:len(first)] == first
     assert {"rigid trees", "loop closures", "hybrid dynamics"} <= set(every)
+
+
+@pytest.mark.slow
+def test_every_precompile_task_runs(quiet_numba):
+    """Each first call of ``python -m flexdyn compile --all`` runs on its model (a task
+    that raises would stop the command half way)."""
+    from flexdyn.precompile import precompile, tasks
+
+    done = precompile(everything=True)
+    assert [what for what, _ in done] == [t.what for t in tasks(everything=True)]

@@ -24,6 +24,7 @@ from .beam import beam_modes
 from .chain import Model, ModelBuilder
 from .control import linearize
 from .dynamics import (
+    assemble,
     bias_forces,
     forward_dynamics,
     hybrid_dynamics,
@@ -132,7 +133,7 @@ def tasks(everything: bool = False) -> list[Task]:
                                        np.stack([ctau, ctau])),
                       simulate(chain, t_span=span, tau=ctau, integrator="DOP853"))),
         Task("loop closures",
-             lambda: simulate(crank, t_span=span, integrator="DOP853")),
+             lambda: simulate(crank, *assemble(crank), t_span=span, integrator="DOP853")),
     ]
 
 
