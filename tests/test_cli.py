@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -305,3 +306,34 @@ def test_every_precompile_task_runs(quiet_numba):
 
     done = precompile(everything=True)
     assert [what for what, _ in done] == [t.what for t in tasks(everything=True)]
+
+
+def test_torques_by_joint_name_and_validate(tmp_path, capsys):
+    """``--tau link1=2`` names the one-speed joint of ``link1`` (the same run as its speed's
+    name); a joint of several speeds asks for one of them.  ``validate`` exits 0 on a valid
+    file and 2 with every error it finds, one per line."""
+    args = ["simulate", data_file("two_link_arm"), "--t", "0.05", "--samples", "3"]
+    by_joint, by_speed = tmp_path / "joint.npz", tmp_path / "speed.npz"
+    assert main([*args, "--tau", "link1=2", "--out", str(by_joint)]) == 0
+    assert main([*args, "--tau", "link1.theta_dot=2", "--out", str(by_speed)]) == 0
+    a, b = (fd.SimulationResult.from_npz(p) for p in (by_joint, by_speed))
+    assert np.array_equal(a.q, b.q) and np.max(np.abs(a.q[-1, 0])) > 0.0
+    capsys.readouterr()
+    sc = fd.models.spacecraft()
+    sc_file = tmp_path / "sc.json"
+    fd.save_model(sc, sc_file)
+    hub = sc.names[0]
+    assert main(["simulate", str(sc_file), "--tau", f"{hub}=1"]) == 2
+    assert f"the joint of {hub!r} has 6 speeds" in capsys.readouterr().err
+
+    assert main(["validate", data_file("two_link_arm")]) == 0
+    assert "valid — model 'two_link_arm', 2 bodies" in capsys.readouterr().out
+    d = json.loads(Path(data_file("two_link_arm")).read_text())
+    d["bodies"][0]["joint"]["type"] = "hinge"
+    d["bodies"][1]["parent"] = "nobody"
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(d))
+    assert main(["validate", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"flexdyn: {broken}: not valid:") and "2 problems" in err, err
+    assert "hinge" in err and "parent \"nobody\" does not exist" in err, err

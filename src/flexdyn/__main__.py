@@ -1,5 +1,5 @@
-"""Command-line interface: ``flexdyn demo | simulate | info | schema | compile`` (also
-``python -m flexdyn``).
+"""Command-line interface: ``flexdyn demo | simulate | info | validate | schema | compile``
+(also ``python -m flexdyn``).
 
 Examples
 --------
@@ -8,6 +8,7 @@ Examples
     flexdyn demo                                   # two-link flexible arm, 5 s slew
     flexdyn demo --model spacecraft --t 20 --plot sc.png
     flexdyn info arm.json                          # bodies, joints, modal frequencies
+    flexdyn validate arm.json                      # every error, exit status 2; or valid
     flexdyn simulate arm.json --t 10 --out run.npz
     flexdyn compile                                # compile the engine ahead of time
 
@@ -126,9 +127,17 @@ def _assignments(model: Model, items: Sequence[str], kinds: Sequence[str], flag:
     named entries of the state layout; ``_InputError`` naming the closest names."""
     layout = state_layout(model)
     index = {kind: {e.name: e.index for e in layout[kind]} for kind in kinds}
+    joints = _joint_speeds(model) if tuple(kinds) == ("u",) else {}
     out: dict = {kind: {} for kind in kinds}
     for item in items:
         name, sep, text = item.partition("=")
+        if name in joints and name not in index["u"]:
+            speeds = joints[name]
+            if len(speeds) != 1:
+                raise _InputError(f"{flag} {item!r}: the joint of {name!r} has "
+                                  f"{len(speeds)} speeds; name one of "
+                                  f"{', '.join(e.name for e in speeds)}")
+            name = speeds[0].name
         try:
             value = float(text)
         except ValueError:
@@ -137,7 +146,8 @@ def _assignments(model: Model, items: Sequence[str], kinds: Sequence[str], flag:
             raise _InputError(f"{flag} {item!r}: expected NAME=NUMBER")
         kind = next((k for k in kinds if name in index[k]), None)
         if kind is None:
-            names = [n for k in kinds for n in index[k]]
+            names = [n for k in kinds for n in index[k]] + [
+                n for n, speeds in joints.items() if len(speeds) == 1]
             close = difflib.get_close_matches(name, names, n=3)
             raise _InputError(f"{flag}: {name!r} is not a state-layout name of "
                               + " or ".join(f"'{k}'" for k in kinds)
@@ -145,6 +155,15 @@ def _assignments(model: Model, items: Sequence[str], kinds: Sequence[str], flag:
                                  f"; names: {', '.join(names)}"))
         out[kind][index[kind][name]] = value
     return out
+
+
+def _joint_speeds(model: Model) -> dict[str, list]:
+    """The joint speeds' state-layout entries by the name of the body the joint moves (a
+    one-speed joint's load may be named by its body: ``--tau shoulder=2``)."""
+    entry = {e.index: e for e in state_layout(model)["u"]}
+    return {name: [entry[k] for k in range(int(model.u_start[i]),
+                                            int(model.u_start[i]) + int(model.nu_joint[i]))]
+            for i, name in enumerate(model.names)}
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -392,7 +411,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "at rest)")
     p.add_argument("--tau", action="append", default=[], metavar="NAME=VALUE",
                    help="a constant generalized force by its speed's name, e.g. "
-                        "link1.theta_dot=2.5 (N m or N; repeatable)")
+                        "link1.theta_dot=2.5, or by the body of a one-speed joint, e.g. "
+                        "link1=2.5 (N m or N; repeatable)")
     p.add_argument("--plot", metavar="PNG", help="save a plot (needs matplotlib)")
     _add_common(p, rtol=None, atol=None)
     p.set_defaults(func=_cmd_simulate)
@@ -404,6 +424,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model file, or the name of a built-in model: "
                         + ", ".join(sorted(BUILTIN_MODELS)))
     p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("validate", help="check a model file",
+                       description="Read MODEL.json and report every error found (exit "
+                                   "status 2), or that it is valid (exit status 0).")
+    p.add_argument("model", metavar="MODEL.json",
+                   help="model file, or the name of a built-in model: "
+                        + ", ".join(sorted(BUILTIN_MODELS)))
+    p.set_defaults(func=_cmd_validate)
 
     p = sub.add_parser("schema", help="print the JSON Schema of the model-file format",
                        description="Print the JSON Schema (draft 2020-12) of model files, "
@@ -421,6 +449,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="every entry of the engine, not only the first session's")
     p.set_defaults(func=_cmd_compile)
     return parser
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    if args.model in BUILTIN_MODELS and not Path(args.model).exists():
+        model = builtin_model(args.model)
+    else:
+        try:
+            model = load_model(args.model)
+        except (ValueError, KeyError, TypeError) as exc:
+            # every error the reader found, one per line (not folded to one line)
+            print(f"{PROG}: {args.model}: not valid:\n{exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            raise _InputError(f"{args.model}: cannot read the file: "
+                              f"{exc.strerror or exc}") from None
+    print(f"{args.model}: valid — model {model.name!r}, {model.n_bodies} bodies, "
+          f"nq = {model.nq}, nu = {model.nu}, {int(model.n_modes.sum())} modal coordinates, "
+          f"{len(model.constraints)} loop closures")
+    return 0
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
