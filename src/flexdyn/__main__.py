@@ -377,6 +377,13 @@ def _add_common(p: argparse.ArgumentParser, rtol: float | None, atol: float | No
                    help=f"absolute tolerance (default: {chosen if atol is None else f'{atol:g}'})")
 
 
+def _add_model(p: argparse.ArgumentParser) -> None:
+    """The positional ``MODEL.json``: a model file or a built-in model's name."""
+    p.add_argument("model", metavar="MODEL.json",
+                   help="model file, or the name of a built-in model: "
+                        + ", ".join(sorted(BUILTIN_MODELS)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Dynamics of trees of rigid and flexible bodies (flexdyn).")
@@ -397,9 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "rest (or the entries given with --set) with constant "
                                    "generalized forces (--tau; default zero); loop closures "
                                    "are assembled first.")
-    p.add_argument("model", metavar="MODEL.json",
-                   help="model file, or the name of a built-in model: "
-                        + ", ".join(sorted(BUILTIN_MODELS)))
+    _add_model(p)
     p.add_argument("--t", type=_positive_float, default=10.0, help="duration (s, default 10)")
     p.add_argument("--out", metavar="FILE", help="write the histories (.npz or .csv)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --out file")
@@ -420,17 +425,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="describe a model file",
                        description="Print bodies, parents, joints, state sizes and the "
                                    "modal frequencies of each flexible body.")
-    p.add_argument("model", metavar="MODEL.json",
-                   help="model file, or the name of a built-in model: "
-                        + ", ".join(sorted(BUILTIN_MODELS)))
+    _add_model(p)
     p.set_defaults(func=_cmd_info)
 
     p = sub.add_parser("validate", help="check a model file",
                        description="Read MODEL.json and report every error found (exit "
                                    "status 2), or that it is valid (exit status 0).")
-    p.add_argument("model", metavar="MODEL.json",
-                   help="model file, or the name of a built-in model: "
-                        + ", ".join(sorted(BUILTIN_MODELS)))
+    _add_model(p)
     p.set_defaults(func=_cmd_validate)
 
     p = sub.add_parser("schema", help="print the JSON Schema of the model-file format",
