@@ -57,8 +57,9 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _load(path: str) -> Model:
-    """A model file, or a built-in model by name when no file of that name exists."""
+def _read(path: str) -> Model:
+    """A model file, or a built-in model by name when no file of that name exists; a file
+    that cannot be read is an ``_InputError``, the reader's errors pass through."""
     if path in BUILTIN_MODELS and not Path(path).exists():
         return builtin_model(path)
     try:
@@ -69,6 +70,12 @@ def _load(path: str) -> Model:
         raise _InputError(f"{path}: is a directory, not a model file") from None
     except OSError as exc:
         raise _InputError(f"{path}: cannot read the file: {exc.strerror or exc}") from None
+
+
+def _load(path: str) -> Model:
+    """:func:`_read`, with the reader's errors as one ``_InputError`` line."""
+    try:
+        return _read(path)
     except (ValueError, KeyError, TypeError) as exc:
         msg = _one_line(exc)
         raise _InputError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
@@ -160,9 +167,8 @@ def _assignments(model: Model, items: Sequence[str], kinds: Sequence[str], flag:
 def _joint_speeds(model: Model) -> dict[str, list]:
     """The joint speeds' state-layout entries by the name of the body the joint moves (a
     one-speed joint's load may be named by its body: ``--tau shoulder=2``)."""
-    entry = {e.index: e for e in state_layout(model)["u"]}
-    return {name: [entry[k] for k in range(int(model.u_start[i]),
-                                            int(model.u_start[i]) + int(model.nu_joint[i]))]
+    entries, positions = state_layout(model)["u"], np.arange(model.nu)
+    return {name: [entries[k] for k in model.u_joint(positions, i)]
             for i, name in enumerate(model.names)}
 
 
@@ -453,18 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    if args.model in BUILTIN_MODELS and not Path(args.model).exists():
-        model = builtin_model(args.model)
-    else:
-        try:
-            model = load_model(args.model)
-        except (ValueError, KeyError, TypeError) as exc:
-            # every error the reader found, one per line (not folded to one line)
-            print(f"{PROG}: {args.model}: not valid:\n{exc}", file=sys.stderr)
-            return 2
-        except OSError as exc:
-            raise _InputError(f"{args.model}: cannot read the file: "
-                              f"{exc.strerror or exc}") from None
+    try:
+        model = _read(args.model)
+    except (ValueError, KeyError, TypeError) as exc:
+        # every error the reader found, one per line (not folded to one line)
+        print(f"{PROG}: {args.model}: not valid:\n{exc}", file=sys.stderr)
+        return 2
     print(f"{args.model}: valid — model {model.name!r}, {model.n_bodies} bodies, "
           f"nq = {model.nq}, nu = {model.nu}, {int(model.n_modes.sum())} modal coordinates, "
           f"{len(model.constraints)} loop closures")

@@ -320,9 +320,8 @@ def _eigenvalues_held(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarra
     the ``held`` speeds prescribed at their coordinates and (constant) speeds."""
     prescribed = {}
     for i, name in enumerate(model.names):
-        us, nuj = int(model.u_start[i]), int(model.nu_joint[i])
-        if nuj and held[us]:
-            qj, uj = model.q_joint(q, i).copy(), u[us:us + nuj].copy()
+        if np.any(model.u_joint(held, i)):
+            qj, uj = model.q_joint(q, i).copy(), model.u_joint(u, i).copy()
             # linearize reads the prescribed motion at t = 0 only
             prescribed[name] = lambda t, qj=qj, uj=uj: (qj, uj, np.zeros_like(uj))
     lin = linearize(model, q, u, tau, fidelity=fidelity, f_ext=f_ext,

@@ -84,7 +84,7 @@ from .dynamics import (
     nodal_loads,
     stabilized_forward_dynamics,
 )
-from .engine import DERIVATIVE_METHODS, galpha, kernel_array, kernels
+from .engine import DERIVATIVE_METHODS, galpha, kernels
 from .engine.closure import SINGULAR
 from .integrators import FIXED_STEP
 from .joint_forces import joint_dissipation, motor_torques
@@ -364,11 +364,11 @@ def _compiled_derivative(model: Model, fidelity: str, method: str, backend: str,
 
     def g(t: float, x: np.ndarray, tau: np.ndarray, f_ext: np.ndarray | None) -> np.ndarray:
         out = np.empty(nx + n_extra)
-        # the kernels' one array type (a read-only constant τ would compile a second
-        # specialization of the entry)
-        args = (kernel_array(x[:nx], (nx,), "x"), kernel_array(tau, (model.nu,), "tau"),
-                no_wrenches if f_ext is None else kernel_array(f_ext, no_wrenches.shape,
-                                                               "f_ext"))
+        tau = np.ascontiguousarray(tau, dtype=float)
+        if not tau.flags.writeable:  # a constant τ is kept read-only, a type the entry is
+            tau = tau.copy()  # not compiled for (it would compile a second specialization)
+        args = (np.ascontiguousarray(x[:nx], dtype=float), tau,
+                no_wrenches if f_ext is None else np.ascontiguousarray(f_ext, dtype=float))
         if closed:
             status = engine.closed_derivative_status(*args, rate, out)
             if status == SINGULAR:  # the reference names the closures
