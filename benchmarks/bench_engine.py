@@ -1,13 +1,14 @@
 """The compiled engine on the default path, side by side with Pinocchio, against the targets
 of the engine (ratios measured in one run; no wall-clock limits anywhere else).
 
-* rigid revolute chains (N = 7 … 200, the models of ``bench_pinocchio.py``):
-  ``fd.forward_dynamics`` per call from Python vs ``pinocchio.aba`` (target ≤ 1.5×);
+* rigid revolute chains (N = 7 … 200; the random unaligned chains of ``bench_pinocchio.py``
+  and aligned ones): the bound call ``dyn.forward_dynamics`` (``dyn = fd.bind(model)``) vs
+  ``pinocchio.aba`` (target ≤ 1.5×) and the module-level ``fd.forward_dynamics`` (≤ 2×);
 * 10⁴ states of the 7-link chain in one batched call vs a Python loop of ``pinocchio.aba``
   (target ≤ 1×);
 * a chain of 5 steel beams (1 m, 5 cm square, 4 cantilever modes each; 25 dof), full
-  fidelity, vs ``pinocchio.aba`` on a rigid 25-link chain (target ≤ 4×), and the numpy
-  reference;
+  fidelity, the bound call vs ``pinocchio.aba`` on a rigid 25-link chain (target ≤ 4×), the
+  module-level call and the numpy reference;
 * the ruthless 10-link chain with 5 and 10 modes per link: time(composite) /
   time(articulated) (targets ≥ 3.7 and ≥ 7.3, the paper's flop ratios) and the articulated
   time at 10 modes (target ≤ 10 µs);
@@ -95,20 +96,49 @@ def pin_aba_time(pin, n: int, rng) -> tuple[float, dict, object, object]:
     return per_call(lambda: pin.aba(pm, data, q, u, tau)), d, pm, data
 
 
+def aligned_chain(n: int, rng) -> dict:
+    """The chain of :func:`bench_pinocchio.revolute_chain` with every joint about z, no
+    placement rotation, the centres of mass and the next joint on the x axis and principal
+    inertias along the axes."""
+    d = revolute_chain(n, rng)
+    for b in d["bodies"]:
+        b["joint"]["axis"] = [0.0, 0.0, 1.0]
+        b["joint"]["placement"] = {"translation": [0.5, 0.0, 0.0], "rotation": np.eye(3).tolist()}
+        b["rigid"]["com"] = [0.25, 0.0, 0.0]
+        b["rigid"]["inertia"] = np.diag(np.diag(b["rigid"]["inertia"])).tolist()
+    return d
+
+
 def rigid_chains(pin, sizes, rng) -> dict[int, float]:
-    print("rigid revolute chains, forward dynamics per call from Python (µs)")
-    print(f"{'N':>5} {'flexdyn':>9} {'pin.aba':>9} {'ratio':>7}   target ratio ≤ 1.5")
+    """Forward dynamics per call on rigid revolute chains: ``pinocchio.aba``, the bound call
+    ``dyn.forward_dynamics`` (:func:`flexdyn.bind`) and the module-level call
+    ``fd.forward_dynamics(model, …)``; the bound times of the unaligned chains by N."""
+    print("rigid revolute chains, forward dynamics per call from Python (µs): unaligned = "
+          "random axes, rotated placements, off-axis centres of mass")
+    print(f"{'N':>5} {'chain':<10}{'pin.aba':>9}{'bound':>9}{'module':>9}{'bound/pin':>11}"
+          f"{'module/pin':>12}   targets ≤ 1.5, ≤ 2")
     times = {}
     for n in sizes:
-        t_p, d, pm, data = pin_aba_time(pin, n, rng)
-        model = fd.Model.from_dict(d)
-        q, u, tau = (rng.uniform(-1, 1, size=model.nu) for _ in range(3))
-        t_e = fd_time(model, q, u, tau)
-        err = np.max(np.abs(fd.forward_dynamics(model, q, u, tau) - pin.aba(pm, data, q, u, tau)))
-        times[n] = t_e
-        print(f"{n:>5} {1e6 * t_e:>9.2f} {1e6 * t_p:>9.2f} {t_e / t_p:>7.2f}   "
-              f"(max |Δu̇| {err:.1e})")
+        for kind, make in (("aligned", aligned_chain), ("unaligned", revolute_chain)):
+            t_p, t_b, t_m, err = _chain_times(pin, make(n, rng), rng)
+            if kind == "unaligned":
+                times[n] = t_b
+            print(f"{n:>5} {kind:<10}{1e6 * t_p:>9.2f}{1e6 * t_b:>9.2f}{1e6 * t_m:>9.2f}"
+                  f"{t_b / t_p:>11.2f}{t_m / t_p:>12.2f}   (max |Δu̇| {err:.1e})")
     return times
+
+
+def _chain_times(pin, d: dict, rng) -> tuple[float, float, float, float]:
+    """Seconds per call of ``pinocchio.aba``, the bound and the module-level forward dynamics
+    on the chain ``d``, and their largest difference."""
+    pm = to_pinocchio(d)
+    data = pm.createData()
+    model = fd.Model.from_dict(d)
+    dyn = fd.bind(model)
+    q, u, tau = (rng.uniform(-1, 1, size=model.nu) for _ in range(3))
+    err = np.max(np.abs(dyn.forward_dynamics(q, u, tau) - pin.aba(pm, data, q, u, tau)))
+    return (per_call(lambda: pin.aba(pm, data, q, u, tau)),
+            per_call(lambda: dyn.forward_dynamics(q, u, tau)), fd_time(model, q, u, tau), err)
 
 
 def batch(pin, n_states: int, rng) -> None:
@@ -141,12 +171,14 @@ def flexible(pin, rng) -> None:
     print(f"\nsteel 5-beam chain, 4 modes per link ({model.nu} dof), forward dynamics per call "
           f"(µs); pin.aba on a rigid {model.nu}-link chain {1e6 * t_p:.2f} µs")
     for fidelity in fd.FIDELITIES:
+        dyn = fd.bind(model, fidelity=fidelity)
+        t_b = per_call(lambda dyn=dyn: dyn.forward_dynamics(q, u, tau))
         t_e = fd_time(model, q, u, tau, fidelity=fidelity)
         t_r = fd_time(model, q, u, tau, 0.02, 2, fidelity=fidelity, backend="reference")
         target = "   target ≤ 4" if fidelity == "full" else ""
-        print(f"  {fidelity:<9} engine {1e6 * t_e:8.1f}   / pin.aba(N={model.nu}) "
-              f"{t_e / t_p:5.2f}{target}   reference {1e6 * t_r:8.0f}   reference / engine "
-              f"{t_r / t_e:5.0f}")
+        print(f"  {fidelity:<9} bound {1e6 * t_b:8.1f}   / pin.aba(N={model.nu}) "
+              f"{t_b / t_p:5.2f}{target}   module {1e6 * t_e:8.1f}   reference "
+              f"{1e6 * t_r:8.0f}   reference / bound {t_r / t_b:5.0f}")
 
 
 def hybrid_time(args: tuple, backend: str, min_time: float, repeat: int) -> float:

@@ -126,5 +126,5 @@ def test_engine_batch_leaves_bad_options_to_the_per_state_messages():
     s = states(model, 3, seed=5)
     with pytest.raises(ValueError, match=r"batch item 0: unknown method \['articulated'\]"):
         fd.forward_dynamics(model, s["q"], s["u"], method=["articulated"])
-    with pytest.raises(ValueError, match=r"batch item 0: .*fidelity"):
+    with pytest.raises(ValueError, match=r"^unknown fidelity 'stiff'"):  # an option, once
         fd.mass_matrix(model, s["q"], fidelity="stiff")

@@ -12,8 +12,10 @@ from .chain import Model, ModelBuilder, StateEntry, load_model, save_model, stat
 from .closure import ClosureError
 from .control import Equilibrium, Linearization, equilibrium, linearize, max_stable_step
 from .dynamics import (
+    Dynamics,
     assemble,
     bias_forces,
+    bind,
     closure_residuals,
     constraint_forces,
     coriolis_matrix,
@@ -47,6 +49,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ClosureError",
     "DEFAULT_FIDELITY",
+    "Dynamics",
     "EnsembleResult",
     "Equilibrium",
     "FIDELITIES",
@@ -66,6 +69,7 @@ __all__ = [
     "VelocityTerms",
     "assemble",
     "bias_forces",
+    "bind",
     "closure_residuals",
     "compute_kinematics",
     "compute_velocities",

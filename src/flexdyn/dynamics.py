@@ -13,6 +13,17 @@ terms of the chosen body model (:mod:`flexdyn.terms`) and runs one algorithm.
 Inputs ``q`` (nq,), ``u``, ``u̇``, ``τ`` (nu,) follow the layout of ``model-format.md``; real
 or complex (complex-step differentiation) numbers.
 
+The bound interface
+-------------------
+:func:`bind` chooses the model, body model and backend once and returns a :class:`Dynamics`
+whose methods take only the state (and ``out=``, an array to write the result into): the
+way to call the dynamics many times, as an ODE right-hand side or a controller does.  The
+module-level functions keep their signatures and delegate to a :class:`Dynamics` cached per
+model, fidelity and backend (held weakly: it does not keep the model alive).  Arrays of
+exactly the compiled entries' type go straight into them; everything else takes the general
+path (``_forward_dynamics`` and its siblings), which validates in full and routes to the
+reference where the engine does not run.
+
 Backends
 --------
 :func:`forward_dynamics`, :func:`inverse_dynamics`, :func:`bias_forces`, :func:`mass_matrix`,
@@ -55,11 +66,11 @@ from .chain import Model, numeric_array
 from .closure import ClosureError, ClosureTerms, closed_chain_accelerations, closure_terms
 from .composite_body import composite_forward_dynamics, crba
 from .coriolis import coriolis_matrix as _coriolis_matrix
-from .engine import Engine, kernels
+from .engine import DERIVATIVE_METHODS, Engine, kernels
 from .engine.nodal import NodalEngine
 from .hybrid import hybrid_dynamics as _hybrid
 from .joint_forces import applied_forces, motor_torques, passive_forces
-from .newton_euler import joint_wrenches as _joint_wrenches
+from .newton_euler import joint_wrenches as wrenches_of_modal_forces
 from .newton_euler import modal_forces, rnea
 from .nodal import nodal_method, nodal_state_terms
 from .terms import (
@@ -74,6 +85,8 @@ from .terms import (
 
 __all__ = [
     "BACKENDS",
+    "Dynamics",
+    "bind",
     "assemble",
     "closed_chain",
     "closed_hybrid",
@@ -344,9 +357,9 @@ def _check_backend(backend: str) -> str:
     return backend
 
 
-class _CachedEngine(Engine):
-    """An :class:`~flexdyn.engine.Engine` that refers to its model weakly, so that the cache
-    keyed by the model does not keep the model alive."""
+class _WeakModel:
+    """Refers to its ``model`` weakly, so that a cache keyed by the model does not keep the
+    model alive."""
 
     @property
     def model(self) -> Model:
@@ -355,6 +368,10 @@ class _CachedEngine(Engine):
     @model.setter
     def model(self, model: Model) -> None:
         self._model = weakref.ref(model)
+
+
+class _CachedEngine(_WeakModel, Engine):
+    """An :class:`~flexdyn.engine.Engine` of the cache keyed by the model."""
 
 
 def _cached(model: Model, key: Any, build: Callable[[], Any]) -> Any:
@@ -387,29 +404,14 @@ COMPILED_FORWARD: dict[str, Callable[[Model, str], Any]] = {
     **dict.fromkeys(ENGINE_METHODS, _cached_engine), "nodal": _cached_nodal_engine}
 
 
-def _forward_on_engine(model: Model, q, u, tau, method, fidelity) -> np.ndarray | None:
-    """The short way of :func:`forward_dynamics` on an engine already built: arrays of the
-    kernels' one type and sizes go straight in, the kernel checks finiteness and quaternion
-    norms; None for anything else (the caller validates in full, so that a bad input gets
-    its message)."""
-    if type(method) is not str or type(fidelity) is not str:
-        return None
-    engines = _ENGINES.get(model)
-    run = None if engines is None else engines.get(fidelity)
-    if (run is None or method not in ENGINE_METHODS or not _plain(q, model.nq)
-            or not _plain(u, model.nu) or not (tau is None or _plain(tau, model.nu))):
-        return None
-    status, udot = run.forward_status(q, u, np.zeros(model.nu) if tau is None else tau,
-                                      None, method)
-    if status == kernels.INVALID:
-        return None
-    return udot if status != kernels.OVERFLOW else _finite(udot, "u̇")
+_FLOAT64 = np.dtype(np.float64)
 
 
 def _plain(a, n: int) -> bool:
-    """Whether ``a`` is a writable C-contiguous float64 array of shape (n,)."""
-    return (type(a) is np.ndarray and a.dtype == np.float64 and a.shape == (n,)
-            and a.flags.c_contiguous and a.flags.writeable)
+    """Whether ``a`` is a writable, aligned, C-contiguous float64 array of shape (n,) (the
+    compiled entries' one type)."""
+    return (type(a) is np.ndarray and (a.dtype is _FLOAT64 or a.dtype == _FLOAT64)
+            and a.shape == (n,) and a.flags.carray)
 
 
 def _for_engine(backend: str, *arrays: np.ndarray | None) -> bool:
@@ -430,37 +432,12 @@ def _finite(result: np.ndarray, what: str) -> np.ndarray:
 
 
 @batched("u", "tau", engine_op=_forward_op)
-def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None = None,
-                     method: str = "articulated", fidelity: str = DEFAULT_FIDELITY,
-                     f_ext: np.ndarray | None = None, f_nodes=None,
-                     backend: str = "engine") -> np.ndarray:
-    """Generalized accelerations ``u̇`` (nu,) with ``M(q) u̇ + C(q, u) = τ``.
-
-    Raises ``ValueError``/``TypeError`` for invalid inputs (naming the argument),
-    :class:`~flexdyn.linalg.SingularInertiaError` for a degree of freedom without inertia and
-    ``FloatingPointError`` when inputs are so large that the result overflows.
-
-    Parameters
-    ----------
-    q : (nq,), u : (nu,), tau : (nu,) or None (zero) — layout of ``model-format.md``; or a
-        batch ``(B, nq)``, ``(B, nu)`` (see :func:`batched`).
-    method : ``"articulated"`` (O(N) articulated-body algorithm, Eq 58), ``"articulated-split"``
-        (flexible/hinge split, Eqs 62–64; Eq B3 for the ruthless model), ``"composite"``
-        (Eq 46) or ``"nodal"`` (Rodriguez's filter and smoother, O(nodes), for models of rigid
-        and nodal bodies: :mod:`flexdyn.nodal`, compiled in
-        :mod:`flexdyn.engine.nodal`; no ``f_nodes``).
-    fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
-        (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
-    f_ext : (n_bodies, 6) or None — external wrenches at the body frame origins.
-    f_nodes : mapping ``{(body, node): wrench (6,)}`` or None — wrenches at nodes, in the node
-        frames (:func:`nodal_loads`).
-    backend : ``"engine"`` (compiled, default) or ``"reference"`` (numpy); see the module
-        notes on which calls the engine runs.
-    """
-    if f_ext is None and not f_nodes and backend == "engine" and not model.constraints:
-        udot = _forward_on_engine(model, q, u, tau, method, fidelity)
-        if udot is not None:
-            return udot
+def _forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None = None,
+                      method: str = "articulated", fidelity: str = DEFAULT_FIDELITY,
+                      f_ext: np.ndarray | None = None, f_nodes=None,
+                      backend: str = "engine") -> np.ndarray:
+    """:func:`forward_dynamics` in full: validated, batched, on either backend, for every
+    input."""
     return stabilized_forward_dynamics(model, q, u, tau, method, fidelity, f_ext, f_nodes,
                                        backend)
 
@@ -682,29 +659,11 @@ def assemble(model: Model, q: np.ndarray | None = None, u: np.ndarray | None = N
 
 
 @batched("u", "udot", engine_op=_plain_op("inverse"))
-def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
-                     fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
-                     f_nodes=None, backend: str = "engine") -> np.ndarray:
-    """Generalized forces ``τ = M(q) u̇ + C(q, u)`` (nu,), Eqs 44–45: the motor forces, with
-    the joint forces ``τ_J`` of :mod:`flexdyn.joint_forces` (springs, dampers, friction,
-    limits) acting besides them (their torque limits are not applied).
-
-    Parameters
-    ----------
-    model : Model
-    q : (nq,) coordinates; u : (nu,) speeds; udot : (nu,) accelerations
-        (layout of ``model-format.md``: per body, joint then modal entries).
-    fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
-        (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
-    f_ext : (n_bodies, 6) or None — external wrenches ``[N m; N]`` at body frame
-        origins, in body coordinates.
-    f_nodes : as for :func:`forward_dynamics`.
-    backend : ``"engine"`` (compiled, default) or ``"reference"`` (numpy).
-
-    Returns
-    -------
-    τ : (nu,) — joint forces/torques and modal forces (N, N m, or modal units).
-    """
+def _inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
+                      fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
+                      f_nodes=None, backend: str = "engine") -> np.ndarray:
+    """:func:`inverse_dynamics` in full: validated, batched, on either backend, for every
+    input."""
     _check_backend(backend)
     q, u, udot = model.check_state(q, u, udot=udot)
     f_ext = check_external_forces(model, f_ext)
@@ -718,39 +677,12 @@ def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarra
 
 
 @batched("u", "tau", "udot_prescribed", engine_op=_hybrid_op)
-def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,
-                    udot_prescribed: np.ndarray | None, prescribed: np.ndarray, *,
-                    fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
-                    f_nodes=None, backend: str = "engine") -> tuple[np.ndarray, np.ndarray]:
-    """Accelerations and loads with some accelerations prescribed and the rest free, O(N)
-    (:mod:`flexdyn.hybrid`: the articulated-body filter and smoother of Eq 58 with the
-    prescribed rows kept out of the articulated inertias).
-
-    Raises :class:`~flexdyn.linalg.SingularInertiaError` naming the body whose free degrees
-    of freedom carry no inertia, and ``FloatingPointError`` when the result overflows.
-
-    Parameters
-    ----------
-    q : (nq,), u : (nu,) — the state (or batches, see :func:`batched`).
-    tau : (nu,) or None (zero) — generalized forces; read where ``prescribed`` is False.
-    udot_prescribed : (nu,) or None (zero) — accelerations; read where ``prescribed``.
-    prescribed : (nu,) bool — which entries of ``u̇`` are given: whole joints, single dofs of
-        a joint, all joints with the modes free, …; the same for every state of a batch.
-    fidelity, f_ext, f_nodes : as for :func:`forward_dynamics`.
-    backend : ``"engine"`` (compiled, default: :meth:`flexdyn.engine.Engine.hybrid_dynamics`)
-        or ``"reference"`` (numpy, :func:`flexdyn.hybrid.hybrid_dynamics`); nodal loads and
-        complex inputs run the reference.
-
-    Returns
-    -------
-    u̇ : (nu,) — the prescribed entries as given, the free ones computed.
-    τ : (nu,) — the given forces at the free entries; at the prescribed ones the loads that
-        realise the motion (feedforward joint torques, modal loads).
-
-    For a model with loop closures the free accelerations also keep the closures and the
-    prescribed loads include the closure forces (:func:`closed_hybrid`; the prescribed
-    motion must leave the closures assemblable, else :class:`~flexdyn.ClosureError`).
-    """
+def _hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,
+                     udot_prescribed: np.ndarray | None, prescribed: np.ndarray, *,
+                     fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
+                     f_nodes=None, backend: str = "engine") -> tuple[np.ndarray, np.ndarray]:
+    """:func:`hybrid_dynamics` in full: validated, batched, on either backend, for every
+    input."""
     _check_backend(backend)
     mask = np.asarray(prescribed)
     if mask.dtype != bool or mask.shape != (model.nu,):
@@ -821,19 +753,11 @@ def closed_hybrid(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
     return udot, T, lam, terms
 
 @batched("u", "udot", engine_op=_plain_op("joint_wrenches"))
-def joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
-                   fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
-                   f_nodes=None, backend: str = "engine") -> np.ndarray:
-    """The spatial force ``[moment; force]`` (n_bodies, 6) each joint transmits from the
-    parent to the child, in the child's joint frame ``J_c`` about its origin (N m, N), for the
-    motion ``(q, u, u̇)`` (Eq 36) — fixed joints included, so the root load of an appendage is
-    available.  With ``u̇`` from :func:`forward_dynamics` or :func:`hybrid_dynamics`.
-
-    ``q`` (nq,), ``u``, ``udot`` (nu,) or batches (B, ·) (result (B, n_bodies, 6));
-    ``fidelity``, ``f_ext``, ``f_nodes`` as for :func:`inverse_dynamics`; ``backend``
-    ``"engine"`` (compiled, default: the modal forces of the engine's Newton–Euler,
-    :meth:`flexdyn.engine.Engine.joint_wrenches`) or ``"reference"``
-    (:func:`flexdyn.newton_euler.joint_wrenches`)."""
+def _joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
+                    fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
+                    f_nodes=None, backend: str = "engine") -> np.ndarray:
+    """:func:`joint_wrenches` in full: validated, batched, on either backend, for every
+    input."""
     _check_backend(backend)
     q, u, udot = model.check_state(q, u, udot=udot)
     f_ext = check_external_forces(model, f_ext)
@@ -844,19 +768,15 @@ def joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, _ = _external(model, pos, f_ext, f_nodes)
         f = modal_forces(model, pos, vel, udot[:, None], f_ext)
-        return _finite(_joint_wrenches(model, pos, f), "joint wrenches")
+        return _finite(wrenches_of_modal_forces(model, pos, f), "joint wrenches")
 
 
 @batched("u", engine_op=_plain_op("inverse"))
-def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
-                f_ext: np.ndarray | None = None, f_nodes=None,
-                backend: str = "engine") -> np.ndarray:
-    """Bias vector ``C(q, u)`` (nu,) of Eq 43 with gravity, stiffness, damping, external
-    forces and less the joint forces ``τ_J`` (:mod:`flexdyn.joint_forces`): everything but
-    ``M u̇``, so that ``M u̇ + C = τ`` (N, N m, or modal units).
-
-    ``q`` (nq,), ``u`` (nu,), ``fidelity``, ``f_ext`` (n_bodies, 6), ``f_nodes`` and
-    ``backend`` as for :func:`inverse_dynamics` (which this is with ``u̇ = 0``)."""
+def _bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
+                 f_ext: np.ndarray | None = None, f_nodes=None,
+                 backend: str = "engine") -> np.ndarray:
+    """:func:`bias_forces` in full: validated, batched, on either backend, for every
+    input."""
     _check_backend(backend)
     q, u = model.check_state(q, u)
     f_ext = check_external_forces(model, f_ext)
@@ -889,17 +809,10 @@ def coriolis_matrix(model: Model, q: np.ndarray, u: np.ndarray,
 
 
 @batched(engine_op=_plain_op("mass"))
-def mass_matrix(model: Model, q: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
-                backend: str = "engine") -> np.ndarray:
-    """System mass matrix ``M(q)`` (nu × nu), Eqs 43, 49–50 (kg, kg m, kg m², modal units).
-
-    Parameters
-    ----------
-    q : (nq,) coordinates in the layout of ``model-format.md``.
-    fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
-        (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
-    backend : ``"engine"`` (compiled, default) or ``"reference"`` (numpy).
-    """
+def _mass_matrix(model: Model, q: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
+                 backend: str = "engine") -> np.ndarray:
+    """:func:`mass_matrix` in full: validated, batched, on either backend, for every
+    input."""
     _check_backend(backend)
     q, _ = model.check_state(q)
     if _for_engine(backend, q):
@@ -918,6 +831,427 @@ def innovations_factors(model: Model, q: np.ndarray, fidelity: str = DEFAULT_FID
 
 
 @batched(engine_op=_plain_op("mass_inverse"))
+def _mass_matrix_inverse(model: Model, q: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
+                         backend: str = "engine") -> np.ndarray:
+    """:func:`mass_matrix_inverse` in full: validated, batched, on either backend, for every
+    input."""
+    _check_backend(backend)
+    q, _ = model.check_state(q)
+    if _for_engine(backend, q):
+        return _cached_engine(model, fidelity).mass_matrix_inverse(q)
+    pos, factors = innovations_factors(model, q, fidelity)
+    return apply_mass_matrix_inverse(model, pos, np.eye(model.nu), factors)
+
+
+# ----------------------------------------------------------------------------------------------
+# the bound interface
+# ----------------------------------------------------------------------------------------------
+class Dynamics:
+    """The per-state dynamics of one model, its body model and backend chosen once (as
+    Pinocchio's ``Data`` or MuJoCo's ``MjData``): made by :func:`bind`.
+
+    Every method takes one state (``q`` (nq,), ``u``, ``τ``, ``u̇`` (nu,)) or a batch of them
+    (a leading axis B, as the module-level functions, :func:`batched`) and accepts ``out=``,
+    an array of the result's shape and dtype ``float64`` to write the result into (returned).
+    The model is not validated again: only the arguments, cheaply.  On the engine, arrays
+    that are already what the compiled entries take (writable, C-contiguous ``float64`` of
+    the exact shapes, no nodal loads, a tree) go straight in, the entry checking finiteness
+    and quaternion norms; anything else (complex numbers for complex-step derivatives, other
+    dtypes and layouts, ``f_nodes``, loop closures, batches) takes the general path of the
+    module-level function, which validates in full, names what is wrong and runs the
+    reference where the engine does not.  Either way the result is the same to round-off.
+
+    Attributes
+    ----------
+    model : the :class:`~flexdyn.Model` (not copied: do not modify it while bound).
+    fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`.
+    backend : ``"engine"`` or ``"reference"`` (:data:`BACKENDS`).
+    """
+
+    def __init__(self, model: Model, fidelity: str | None = None, backend: str = "engine"):
+        fidelity = DEFAULT_FIDELITY if fidelity is None else fidelity
+        check_fidelity(fidelity)
+        self.model = model
+        self.fidelity = fidelity
+        self.backend = _check_backend(backend)
+        self._run: Engine | bool | None = None if backend == "engine" else False
+        self._nq, self._nu, self._nb = model.nq, model.nu, model.n_bodies
+        self._zero_tau = np.zeros(model.nu)
+        self._zero_wrenches = np.zeros((model.n_bodies, 6))
+        self._forward: dict[str, tuple] = {}  # the engine's entry of each method, on first use
+
+    def __repr__(self) -> str:
+        return (f"Dynamics(model={self.model.name!r}, fidelity={self.fidelity!r}, "
+                f"backend={self.backend!r})")
+
+    def _engine(self) -> Engine | None:
+        """The compiled engine of a tree on the engine backend (built on first use), else
+        None (the general path)."""
+        if self._run is None:
+            self._run = False if self.model.constraints else _cached_engine(self.model,
+                                                                              self.fidelity)
+        return self._run or None
+
+    def _short(self, q, n_q: int, u, x, f_ext, out, n_out: int) -> Engine | None:
+        """The engine when ``q`` (``n_q``,), ``u``, ``x`` (nu,; None: zero), ``f_ext``
+        (None) and ``out`` (``n_out``,; None) are what its entries take, else None."""
+        run = self._run if self._run is not None else self._engine()
+        nu = self._nu
+        if not (run and _plain(q, n_q) and (u is None or _plain(u, nu))
+                and (x is None or _plain(x, nu)) and (out is None or _plain(out, n_out))
+                and (f_ext is None or self._plain_wrenches(f_ext))):
+            return None
+        return run
+
+    def _plain_wrenches(self, f_ext) -> bool:
+        """Whether ``f_ext`` is of the entries' type and shape (n_bodies, 6)."""
+        return (type(f_ext) is np.ndarray and f_ext.dtype == _FLOAT64
+                and f_ext.shape == (self._nb, 6) and f_ext.flags.carray)
+
+    def _forward_entry(self, method: str) -> tuple | None:
+        """``(entry, buffers)``: the engine's forward dynamics of ``method`` and the buffers
+        it takes first (:meth:`flexdyn.engine.Engine.forward_entry`), or None where the
+        general path runs it."""
+        entry = self._forward.get(method)
+        if entry is None and method in ENGINE_METHODS:
+            run = self._engine()
+            entry = self._forward[method] = (run.forward_entry(method) if run
+                                             else (None, None))
+        return entry
+
+    def forward_dynamics(self, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None = None, *,
+                         method: str = "articulated", f_ext: np.ndarray | None = None,
+                         f_nodes=None, out: np.ndarray | None = None) -> np.ndarray:
+        """``u̇`` (nu,) with ``M(q) u̇ + C(q, u) = τ``: :func:`forward_dynamics` (arguments
+        and errors as there)."""
+        entry = self._forward_entry(method) if type(method) is str and f_nodes is None \
+            else None
+        nu = self._nu
+        if entry is not None and entry[0] is not None and _plain(q, self._nq) \
+                and _plain(u, nu) and (tau is None or _plain(tau, nu)) \
+                and (out is None or _plain(out, nu)) \
+                and (f_ext is None or self._plain_wrenches(f_ext)):
+            udot = np.empty(nu) if out is None else out
+            status = entry[0](*entry[1], q, u, self._zero_tau if tau is None else tau,
+                              self._zero_wrenches if f_ext is None else f_ext, udot)
+            if status == -1:
+                return udot
+            if status == kernels.OVERFLOW:
+                return _finite(udot, "u̇")
+            # an invalid input or a singular inertia: the general path names it
+        return _into(out, _forward_dynamics(self.model, q, u, tau, method, self.fidelity, f_ext,
+                                            f_nodes, self.backend))
+
+    def inverse_dynamics(self, q: np.ndarray, u: np.ndarray, udot: np.ndarray, *,
+                         f_ext: np.ndarray | None = None, f_nodes=None,
+                         out: np.ndarray | None = None) -> np.ndarray:
+        """``τ = M(q) u̇ + C(q, u)`` (nu,): :func:`inverse_dynamics`."""
+        if udot is not None and f_nodes is None:
+            result = self._inverse(q, u, udot, f_ext, out, "τ")
+            if result is not None:
+                return result
+        return _into(out, _inverse_dynamics(self.model, q, u, udot, self.fidelity, f_ext,
+                                            f_nodes, self.backend))
+
+    def bias_forces(self, q: np.ndarray, u: np.ndarray, *, f_ext: np.ndarray | None = None,
+                    f_nodes=None, out: np.ndarray | None = None) -> np.ndarray:
+        """``C(q, u)`` (nu,) of Eq 43: :func:`bias_forces`."""
+        if f_nodes is None:
+            result = self._inverse(q, u, None, f_ext, out, "C")
+            if result is not None:
+                return result
+        return _into(out, _bias_forces(self.model, q, u, self.fidelity, f_ext, f_nodes,
+                                       self.backend))
+
+    def _inverse(self, q, u, udot, f_ext, out, what: str) -> np.ndarray | None:
+        """Eq 44 by the engine's entry for arguments it takes, else None."""
+        run = self._short(q, self._nq, u, udot, f_ext, out, self._nu)
+        if run is None:
+            return None
+        tau = np.empty(self._nu) if out is None else out
+        status = run.inverse_status(q, u, udot, f_ext, tau)
+        if status == kernels.OVERFLOW:
+            return _finite(tau, what)
+        return tau if status == -1 else None
+
+    def mass_matrix(self, q: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+        """``M(q)`` (nu × nu), Eqs 47/50: :func:`mass_matrix`."""
+        nu = self._nu
+        run = self._short(q, self._nq, None, None, None, None, 0)
+        if run is not None and (out is None or (type(out) is np.ndarray
+                                                and out.dtype == np.float64
+                                                and out.shape == (nu, nu)
+                                                and out.flags.c_contiguous
+                                                and out.flags.writeable)):
+            M = np.empty((nu, nu)) if out is None else out
+            if run.mass_status(q, M) != kernels.INVALID:
+                return M
+        return _into(out, _mass_matrix(self.model, q, self.fidelity, self.backend))
+
+    def mass_matrix_inverse(self, q: np.ndarray, *, out: np.ndarray | None = None
+                            ) -> np.ndarray:
+        """``M⁻¹(q)`` (nu × nu), Lemma 4: :func:`mass_matrix_inverse`."""
+        return _into(out, _mass_matrix_inverse(self.model, q, self.fidelity, self.backend))
+
+    def hybrid_dynamics(self, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,
+                        udot_prescribed: np.ndarray | None, prescribed: np.ndarray, *,
+                        f_ext: np.ndarray | None = None, f_nodes=None,
+                        out: tuple[np.ndarray, np.ndarray] | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """``(u̇, τ)`` with the accelerations where ``prescribed`` given:
+        :func:`hybrid_dynamics`; ``out`` a pair of arrays."""
+        udot, T = _hybrid_dynamics(self.model, q, u, tau, udot_prescribed, prescribed,
+                                   fidelity=self.fidelity, f_ext=f_ext, f_nodes=f_nodes,
+                                   backend=self.backend)
+        if out is None:
+            return udot, T
+        return _into(out[0], udot), _into(out[1], T)
+
+    def joint_wrenches(self, q: np.ndarray, u: np.ndarray, udot: np.ndarray, *,
+                       f_ext: np.ndarray | None = None, f_nodes=None,
+                       out: np.ndarray | None = None) -> np.ndarray:
+        """The wrench each joint transmits (n_bodies, 6), Eq 36: :func:`joint_wrenches`."""
+        return _into(out, _joint_wrenches(self.model, q, u, udot, self.fidelity, f_ext, f_nodes,
+                                          self.backend))
+
+    def state_derivative(self, t: float, x: np.ndarray, tau: np.ndarray | None = None, *,
+                         method: str = "articulated", f_ext: np.ndarray | None = None,
+                         out: np.ndarray | None = None) -> np.ndarray:
+        """``ẋ = [Γ(q) u; u̇]`` (nq + nu,) of the state ``x = [q; u]`` (nq + nu,) at time ``t``
+        (s; the dynamics does not depend on it: the argument order of ODE solvers), with
+        ``τ`` (nu,) or None and ``f_ext`` (n_bodies, 6) or None; quaternions are scaled to
+        unit length first.  Loop closures are kept at the acceleration level, without
+        stabilization (:func:`flexdyn.rhs` adds Baumgarte's).  A batch ``x`` (B, nq + nu)
+        with ``τ`` (B, nu) gives (B, nq + nu)."""
+        nx = self._nq + self._nu
+        run = self._short(x, nx, None, tau, f_ext, out, nx)
+        if run is not None and type(method) is str and method in DERIVATIVE_METHODS:
+            xdot = np.empty(nx) if out is None else out
+            status = run.derivative_status(x, self._zero_tau if tau is None else tau,
+                                           run._zero_wrenches if f_ext is None else f_ext,
+                                           method, xdot)
+            if status == -1:
+                return xdot
+            if status == kernels.OVERFLOW:
+                return _finite(xdot, "ẋ")
+        return _into(out, self._state_derivative(x, tau, method, f_ext))
+
+    def _state_derivative(self, x, tau, method: str, f_ext) -> np.ndarray:
+        """:meth:`state_derivative` validated in full (one state or a batch)."""
+        model = self.model
+        x = numeric_array(x, "x")
+        nx = model.nq + model.nu
+        if x.ndim == 2 and x.shape[1:] == (nx,):
+            taus = [None] * len(x) if tau is None else np.asarray(tau)
+            if tau is not None and taus.shape != (len(x), model.nu):
+                raise ValueError(f"tau has shape {taus.shape}; with a batch of {len(x)} states "
+                                 f"it needs ({len(x)}, {model.nu})")
+            return np.stack([self._state_derivative(x[b], taus[b], method, f_ext)
+                             for b in range(len(x))])
+        if x.shape != (nx,):
+            raise ValueError(f"x has shape {x.shape}, expected ({nx},) = (nq + nu,) or a batch "
+                             f"(B, {nx})")
+        q, u = x[:model.nq], x[model.nq:]
+        if not np.all(np.isfinite(x)):
+            raise ValueError("x contains non-finite values")
+        q = model.normalize_configuration(q)
+        udot = _forward_dynamics(model, q, u, tau, method, self.fidelity, f_ext, None,
+                                 self.backend)
+        return np.concatenate([model.qdot(q, u), udot])
+
+
+def _into(out: np.ndarray | None, result: np.ndarray) -> np.ndarray:
+    """``result``, or ``out`` with ``result`` written into it (``ValueError`` naming a shape or
+    dtype that does not fit)."""
+    if out is None:
+        return result
+    if not isinstance(out, np.ndarray) or out.shape != result.shape \
+            or not np.can_cast(result.dtype, out.dtype, "same_kind"):
+        got = (f"{out.dtype} {out.shape}" if isinstance(out, np.ndarray)
+               else type(out).__name__)
+        raise ValueError(f"out must be an array of shape {result.shape} and dtype "
+                         f"{result.dtype}, got {got}")
+    out[...] = result
+    return out
+
+
+class _CachedDynamics(_WeakModel, Dynamics):
+    """A :class:`Dynamics` of the module-level functions' cache keyed by the model."""
+
+
+def bind(model: Model, *, fidelity: str | None = None, backend: str = "engine") -> Dynamics:
+    """The dynamics of ``model`` for one body model and backend, chosen once: a
+    :class:`Dynamics` whose methods take only the state.
+
+    Parameters
+    ----------
+    model : Model
+    fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES` (None: the default,
+        ``"exact"``).
+    backend : ``"engine"`` (compiled, default) or ``"reference"`` (numpy).
+
+    Example::
+
+        dyn = fd.bind(model)
+        udot = dyn.forward_dynamics(q, u, tau)
+        dyn.mass_matrix(q, out=M)      # into a preallocated (nu, nu) array
+    """
+    return Dynamics(model, fidelity, backend)
+
+
+def _bound(model: Model, fidelity: str, backend: str) -> Dynamics:
+    """The cached :class:`Dynamics` of the module-level functions, one per model, fidelity
+    and backend (built once, ``_cached``; ``ValueError`` for an unknown fidelity or
+    backend)."""
+    per_model = _ENGINES.get(model)
+    key = ("bound", fidelity, backend)
+    if per_model is not None and type(fidelity) is str and type(backend) is str:
+        run = per_model.get(key)
+        if run is not None:
+            return run
+    check_fidelity(fidelity)
+    _check_backend(backend)
+    return _cached(model, key, lambda: _CachedDynamics(model, fidelity, backend))
+
+
+def forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None = None,
+                     method: str = "articulated", fidelity: str = DEFAULT_FIDELITY,
+                     f_ext: np.ndarray | None = None, f_nodes=None,
+                     backend: str = "engine") -> np.ndarray:
+    """Generalized accelerations ``u̇`` (nu,) with ``M(q) u̇ + C(q, u) = τ``.
+
+    Raises ``ValueError``/``TypeError`` for invalid inputs (naming the argument),
+    :class:`~flexdyn.linalg.SingularInertiaError` for a degree of freedom without inertia and
+    ``FloatingPointError`` when inputs are so large that the result overflows.
+
+    Parameters
+    ----------
+    q : (nq,), u : (nu,), tau : (nu,) or None (zero) — layout of ``model-format.md``; or a
+        batch ``(B, nq)``, ``(B, nu)`` (see :func:`batched`).
+    method : ``"articulated"`` (O(N) articulated-body algorithm, Eq 58), ``"articulated-split"``
+        (flexible/hinge split, Eqs 62–64; Eq B3 for the ruthless model), ``"composite"``
+        (Eq 46) or ``"nodal"`` (Rodriguez's filter and smoother, O(nodes), for models of rigid
+        and nodal bodies: :mod:`flexdyn.nodal`, compiled in
+        :mod:`flexdyn.engine.nodal`; no ``f_nodes``).
+    fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
+        (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
+    f_ext : (n_bodies, 6) or None — external wrenches at the body frame origins.
+    f_nodes : mapping ``{(body, node): wrench (6,)}`` or None — wrenches at nodes, in the node
+        frames (:func:`nodal_loads`).
+    backend : ``"engine"`` (compiled, default) or ``"reference"`` (numpy); see the module
+        notes on which calls the engine runs.
+    """
+    return _bound(model, fidelity, backend).forward_dynamics(
+        q, u, tau, method=method, f_ext=f_ext, f_nodes=f_nodes)
+
+
+def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
+                     fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
+                     f_nodes=None, backend: str = "engine") -> np.ndarray:
+    """Generalized forces ``τ = M(q) u̇ + C(q, u)`` (nu,), Eqs 44–45: the motor forces, with
+    the joint forces ``τ_J`` of :mod:`flexdyn.joint_forces` (springs, dampers, friction,
+    limits) acting besides them (their torque limits are not applied).
+
+    Parameters
+    ----------
+    model : Model
+    q : (nq,) coordinates; u : (nu,) speeds; udot : (nu,) accelerations
+        (layout of ``model-format.md``: per body, joint then modal entries).
+    fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
+        (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
+    f_ext : (n_bodies, 6) or None — external wrenches ``[N m; N]`` at body frame
+        origins, in body coordinates.
+    f_nodes : as for :func:`forward_dynamics`.
+    backend : ``"engine"`` (compiled, default) or ``"reference"`` (numpy).
+
+    Returns
+    -------
+    τ : (nu,) — joint forces/torques and modal forces (N, N m, or modal units).
+    """
+    return _bound(model, fidelity, backend).inverse_dynamics(q, u, udot, f_ext=f_ext,
+                                                             f_nodes=f_nodes)
+
+
+def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,
+                    udot_prescribed: np.ndarray | None, prescribed: np.ndarray, *,
+                    fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
+                    f_nodes=None, backend: str = "engine") -> tuple[np.ndarray, np.ndarray]:
+    """Accelerations and loads with some accelerations prescribed and the rest free, O(N)
+    (:mod:`flexdyn.hybrid`: the articulated-body filter and smoother of Eq 58 with the
+    prescribed rows kept out of the articulated inertias).
+
+    Raises :class:`~flexdyn.linalg.SingularInertiaError` naming the body whose free degrees
+    of freedom carry no inertia, and ``FloatingPointError`` when the result overflows.
+
+    Parameters
+    ----------
+    q : (nq,), u : (nu,) — the state (or batches, see :func:`batched`).
+    tau : (nu,) or None (zero) — generalized forces; read where ``prescribed`` is False.
+    udot_prescribed : (nu,) or None (zero) — accelerations; read where ``prescribed``.
+    prescribed : (nu,) bool — which entries of ``u̇`` are given: whole joints, single dofs of
+        a joint, all joints with the modes free, …; the same for every state of a batch.
+    fidelity, f_ext, f_nodes : as for :func:`forward_dynamics`.
+    backend : ``"engine"`` (compiled, default: :meth:`flexdyn.engine.Engine.hybrid_dynamics`)
+        or ``"reference"`` (numpy, :func:`flexdyn.hybrid.hybrid_dynamics`); nodal loads and
+        complex inputs run the reference.
+
+    Returns
+    -------
+    u̇ : (nu,) — the prescribed entries as given, the free ones computed.
+    τ : (nu,) — the given forces at the free entries; at the prescribed ones the loads that
+        realise the motion (feedforward joint torques, modal loads).
+
+    For a model with loop closures the free accelerations also keep the closures and the
+    prescribed loads include the closure forces (:func:`closed_hybrid`; the prescribed
+    motion must leave the closures assemblable, else :class:`~flexdyn.ClosureError`).
+    """
+    return _bound(model, fidelity, backend).hybrid_dynamics(
+        q, u, tau, udot_prescribed, prescribed, f_ext=f_ext, f_nodes=f_nodes)
+
+
+def joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
+                   fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
+                   f_nodes=None, backend: str = "engine") -> np.ndarray:
+    """The spatial force ``[moment; force]`` (n_bodies, 6) each joint transmits from the
+    parent to the child, in the child's joint frame ``J_c`` about its origin (N m, N), for the
+    motion ``(q, u, u̇)`` (Eq 36) — fixed joints included, so the root load of an appendage is
+    available.  With ``u̇`` from :func:`forward_dynamics` or :func:`hybrid_dynamics`.
+
+    ``q`` (nq,), ``u``, ``udot`` (nu,) or batches (B, ·) (result (B, n_bodies, 6));
+    ``fidelity``, ``f_ext``, ``f_nodes`` as for :func:`inverse_dynamics`; ``backend``
+    ``"engine"`` (compiled, default: the modal forces of the engine's Newton–Euler,
+    :meth:`flexdyn.engine.Engine.joint_wrenches`) or ``"reference"``
+    (:func:`flexdyn.newton_euler.joint_wrenches`)."""
+    return _bound(model, fidelity, backend).joint_wrenches(q, u, udot, f_ext=f_ext,
+                                                           f_nodes=f_nodes)
+
+
+def bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
+                f_ext: np.ndarray | None = None, f_nodes=None,
+                backend: str = "engine") -> np.ndarray:
+    """Bias vector ``C(q, u)`` (nu,) of Eq 43 with gravity, stiffness, damping, external
+    forces and less the joint forces ``τ_J`` (:mod:`flexdyn.joint_forces`): everything but
+    ``M u̇``, so that ``M u̇ + C = τ`` (N, N m, or modal units).
+
+    ``q`` (nq,), ``u`` (nu,), ``fidelity``, ``f_ext`` (n_bodies, 6), ``f_nodes`` and
+    ``backend`` as for :func:`inverse_dynamics` (which this is with ``u̇ = 0``)."""
+    return _bound(model, fidelity, backend).bias_forces(q, u, f_ext=f_ext, f_nodes=f_nodes)
+
+
+def mass_matrix(model: Model, q: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
+                backend: str = "engine") -> np.ndarray:
+    """System mass matrix ``M(q)`` (nu × nu), Eqs 43, 49–50 (kg, kg m, kg m², modal units).
+
+    Parameters
+    ----------
+    q : (nq,) coordinates in the layout of ``model-format.md``.
+    fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`: ``"exact"``
+        (default), ``"consistent"``, ``"full"`` or ``"ruthless"``.
+    backend : ``"engine"`` (compiled, default) or ``"reference"`` (numpy).
+    """
+    return _bound(model, fidelity, backend).mass_matrix(q)
+
+
 def mass_matrix_inverse(model: Model, q: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
                         backend: str = "engine") -> np.ndarray:
     """``M⁻¹(q)`` (nu × nu) from the innovations factors (Lemma 4), without inverting ``M``:
@@ -928,9 +1262,4 @@ def mass_matrix_inverse(model: Model, q: np.ndarray, fidelity: str = DEFAULT_FID
     ``q`` (nq,) or a batch (B, nq); ``fidelity`` and ``backend`` as for :func:`mass_matrix`.
     Raises :class:`~flexdyn.linalg.SingularInertiaError` for a degree of freedom without
     inertia."""
-    _check_backend(backend)
-    q, _ = model.check_state(q)
-    if _for_engine(backend, q):
-        return _cached_engine(model, fidelity).mass_matrix_inverse(q)
-    pos, factors = innovations_factors(model, q, fidelity)
-    return apply_mass_matrix_inverse(model, pos, np.eye(model.nu), factors)
+    return _bound(model, fidelity, backend).mass_matrix_inverse(q)

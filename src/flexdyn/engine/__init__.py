@@ -141,6 +141,7 @@ class Engine:
         self._derivative = _DERIVATIVE | (_RIGID_TREE_DERIVATIVE if rigid else {})
         self._batch = _RIGID_TREE_BATCH if rigid else {}
         self._zero_wrenches = np.zeros((model.n_bodies, 6))
+        self._zero_speeds = np.zeros(model.nu)
         self._split: tuple[np.ndarray, ...] | None = None
         self._closures: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -176,6 +177,18 @@ class Engine:
     # (singular inertia).  The public methods raise for INVALID and a body index and return
     # an overflowed result as it is (the caller reports it).
 
+    def inverse_status(self, q, u, udot, f_ext, tau: np.ndarray) -> int:
+        """The status of Eq 44 into ``tau`` (nu,) for arguments already of the kernels' type
+        and shapes (unchecked), ``udot`` and ``f_ext`` may be None (zero)."""
+        zeros = self._zero_speeds if udot is None else udot
+        return kernels.inverse(*self.packed, q, u, zeros,
+                               self._zero_wrenches if f_ext is None else f_ext, tau)
+
+    def mass_status(self, q, M: np.ndarray) -> int:
+        """The status of Eqs 47/50 into ``M`` (nu × nu) for ``q`` already of the kernels' type
+        and shape (unchecked)."""
+        return kernels.mass(*self.packed, q, M)
+
     def inverse_dynamics(self, q, u, udot, f_ext=None) -> np.ndarray:
         """``τ`` (nu,), Eq 44."""
         tau = np.empty(self.model.nu)
@@ -195,13 +208,22 @@ class Engine:
             raise ValueError(f"unknown method {method!r}; the engine runs {tuple(_FORWARD)}")
         return _checked(*self.forward_status(*self._inputs(q, u, tau, f_ext, "tau"), method))
 
-    def forward_status(self, q, u, tau, f_ext, method: str) -> tuple[int, np.ndarray]:
+    def forward_entry(self, method: str) -> tuple[Callable, tuple[np.ndarray, ...]]:
+        """``(entry, buffers)``: the compiled forward dynamics of ``method`` (of
+        :data:`_FORWARD`, or the rigid tree's) and the buffers it takes before
+        ``(q, u, tau, f_ext, udot)``; it returns the status of :meth:`forward_status`."""
+        return self._forward[method], tuple(self.split_buffers if method == SPLIT
+                                            else self.packed)
+
+    def forward_status(self, q, u, tau, f_ext, method: str, udot: np.ndarray | None = None
+                       ) -> tuple[int, np.ndarray]:
         """``(status, u̇)`` of :meth:`forward_dynamics` for arguments already of the kernels'
         type and shapes, ``f_ext`` may be None (unchecked: the short way of the front door),
         without raising for
         :data:`~flexdyn.engine.kernels.INVALID` and
-        :data:`~flexdyn.engine.kernels.OVERFLOW` (a singular inertia raises)."""
-        udot = np.empty(self.model.nu)
+        :data:`~flexdyn.engine.kernels.OVERFLOW` (a singular inertia raises); into ``udot``
+        (nu,) where given."""
+        udot = np.empty(self.model.nu) if udot is None else udot
         f_ext = self._zero_wrenches if f_ext is None else f_ext
         buffers = self.split_buffers if method == SPLIT else self.packed
         status = self._forward[method](*buffers, q, u, tau, f_ext, udot)

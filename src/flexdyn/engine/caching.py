@@ -27,8 +27,10 @@ __all__ = ["SOURCES", "fingerprint", "install"]
 _ENGINE = Path(__file__).resolve().parent
 _PACKAGE = _ENGINE.parent
 #: every source the engine's compiled code depends on: the engine's modules (but the compile
-#: notice, which compiles nothing) and the modules whose functions or constants the kernels use
-SOURCES: tuple[Path, ...] = (*sorted(p for p in _ENGINE.glob("*.py") if p.name != "notice.py"),
+#: notice and the package's ``__init__``, the Python side of the engine, which compile
+#: nothing) and the modules whose functions or constants the kernels use
+SOURCES: tuple[Path, ...] = (*sorted(p for p in _ENGINE.glob("*.py")
+                                     if p.name not in ("notice.py", "__init__.py")),
                              *(_PACKAGE / name for name in ("scalar_kernels.py", "linalg.py",
                                                             "chain.py", "joints.py",
                                                             "joint_forces.py")))

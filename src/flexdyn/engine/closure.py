@@ -29,6 +29,7 @@ from .extras import _block_filter, _block_smoother, _poses
 from .kernels import (
     _E,
     _J,
+    _JA,
     _KIND,
     _M,
     _NJ,
@@ -348,7 +349,7 @@ def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
     return _derivative_outputs(pm, w, x, tau, fext, xdot, -1)
 
 
-@_J
+@_JA
 def _closure_rows(pm, w, ci, cf, u, g, J, gamma):
     """The closure terms after the position and velocity terms of ``w``: the body
     Jacobians (Eq 11 on the unit speeds), the accelerations at ``u̇ = 0`` (Eq 24 without

@@ -136,7 +136,9 @@ def _block_to_parent(ints, A, phi, i, f6, Z, Y):
     mp = ints[pa, _M]
     _mmt(f6, phi[i], Y, False)
     if ints[i, _AT] == 1:
-        Z[pa, :, mp:mp + 6] += Y
+        for c in range(Y.shape[0]):
+            for r in range(6):
+                Z[pa, c, mp + r] += Y[c, r]
     else:
         _mmt(Y, A[i, :mp + 6], Z[pa, :, :mp + 6], True)
 
@@ -169,7 +171,9 @@ def _block_smoother(ints, Hcal, A, phi, G, alpha, X, T):
             chi -= Ga
         al = alpha[i, :, :s]
         _mm(chi, Hcal[i, :k, :s], al)
-        al[:, m:] += a_plus
+        for c in range(al.shape[0]):
+            for r in range(6):
+                al[c, m + r] += a_plus[c, r]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -273,9 +273,9 @@ def _stiffness(pm, q, Kc, Ku):
 
 @_J
 def _amax(x):
-    """``max |x|``."""
+    """``max |x|`` of a vector or a matrix."""
     v = 0.0
-    for e in x:
+    for e in x.flat:
         v = max(v, abs(e))
     return v
 
@@ -520,7 +520,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Kc, Ku, Cu, Mk, tab, 
             converged = step <= tol if it == 1 else (theta < 1.0
                                                      and theta / (1.0 - theta) * step < tol)
         else:
-            converged = step <= tol * max(1.0, _amax(A.ravel()))
+            converged = step <= tol * max(1.0, _amax(A))
         if converged:
             break
         theta_max = max(theta_max, theta)

@@ -12,9 +12,13 @@ Only the entries (decorated ``_E``: :func:`terms`, :func:`forward_articulated`,
 :func:`forward_composite`, :func:`inverse`, :func:`mass`, :func:`batch`, :func:`hybrid`,
 :func:`derivative_articulated`, :func:`derivative_composite`, the rigid tree's
 :func:`forward_rigid_tree`, :func:`batch_rigid_tree` and :func:`derivative_rigid_tree`, and
-:func:`unpack`, :func:`workspace`) may be called from Python;
-the stages and helpers run inside compiled code only (they have no CPython wrapper, which
-saves compile time).
+:func:`workspace`) may be called from Python; the stages and helpers run inside compiled code
+only (they have no CPython wrapper, which saves compile time).  The sweeps and helpers
+(``_J``) allocate nothing and count no references: numba would otherwise add and drop a
+reference, each an atomic operation, for every block view such as ``w.P[i]``, which costs
+more than the arithmetic of a rigid body's step.  What allocates (``_JA``, ``_E``) counts
+references as usual; a ``_J`` function returns no array, since its caller would release a
+reference it never took.
 
 The equations are those of the reference tier, step for step: position terms
 (:func:`flexdyn.terms.position_terms`), velocity terms (:func:`flexdyn.terms.velocity_terms`,
@@ -48,12 +52,15 @@ notice.install()  # a line on standard error while an entry compiles for long
 
 # Compile cost: numba links a callee's code into each caller and optimizes the whole again, so
 # thin orchestration levels are inlined at numba's IR level (_JI), and functions called only
-# from compiled code get no CPython wrapper (_J); entries called from Python use _E.  Small
-# helpers that take the packed model or the workspace are inlined too (_JI): a call would
-# copy their dozens of array headers.
-_J = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True)
+# from compiled code get no CPython wrapper (_J, _JA); entries called from Python use _E.
+# Small helpers that take the packed model or the workspace are inlined too (_JI): a call
+# would copy their dozens of array headers.  _J: no allocation and no reference counting
+# (module notes); _JA: helpers that allocate.  numba passes an unset _nrt from caller to
+# callee, so the decorators that allocate set it explicitly.
+_J = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, _nrt=False)
+_JA = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, _nrt=True)
 _JI = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, inline="always")
-_E = numba.njit(cache=True, nogil=True)
+_E = numba.njit(cache=True, nogil=True, _nrt=True)
 # integer columns of the per-body table (pack.INT_FIELDS)
 _PARENT, _M, _NJ, _NQJ, _QS, _US, _JCODE, _KIND, _CN, _PN, _NN, _AT, _GS, _TK, _JF = range(15)
 _NI = len(INT_FIELDS)
@@ -68,15 +75,9 @@ INVALID, OVERFLOW = -2, -3
 # ----------------------------------------------------------------------------------------------
 # the packed model and the workspace
 # ----------------------------------------------------------------------------------------------
-@intrinsic
-def view(typingctx, buf, start, shape):
-    """``buf[start:start + prod(shape)].reshape(shape)`` for a C-contiguous vector ``buf``:
-    the C-contiguous array of that shape on ``buf``'s memory, its header written directly.
-    numba's ``reshape`` calls a helper per view (13 ns; :func:`unpack` and
-    :func:`workspace` take about seventy views per call) and compiles an error path with
-    string formatting into every caller.  No bounds check: the offsets come from
-    :func:`flexdyn.engine.pack.pack` and :func:`workspace`, whose sizes the field tables
-    fix."""
+def _view(buf, start, shape, owned: bool):
+    """The signature and code generator of :func:`view` (``owned``) and
+    :func:`borrowed_view`, or None for arguments they do not take."""
     if not (isinstance(buf, types.Array) and buf.ndim == 1 and buf.layout == "C"
             and isinstance(start, types.Integer) and isinstance(shape, types.BaseTuple)
             and all(isinstance(n, types.Integer) for n in shape)):
@@ -96,49 +97,74 @@ def view(typingctx, buf, start, shape):
         data = builder.gep(source.data, [context.cast(builder, args[1], sig.args[1],
                                                       types.intp)])
         out = make_array(result)(context, builder)
+        if owned:
+            populate_array(out, data=data, shape=dims, strides=strides,
+                           itemsize=source.itemsize, meminfo=source.meminfo,
+                           parent=source.parent)
+            return impl_ret_borrowed(context, builder, result, out._getvalue())
         populate_array(out, data=data, shape=dims, strides=strides,
-                       itemsize=source.itemsize, meminfo=source.meminfo,
-                       parent=source.parent)
-        return impl_ret_borrowed(context, builder, result, out._getvalue())
+                       itemsize=source.itemsize, meminfo=None, parent=None)
+        return out._getvalue()
 
     return result(buf, start, shape), codegen
 
 
-@_E
+@intrinsic
+def view(typingctx, buf, start, shape):
+    """``buf[start:start + prod(shape)].reshape(shape)`` for a C-contiguous vector ``buf``:
+    the C-contiguous array of that shape on ``buf``'s memory, its header written directly.
+    numba's ``reshape`` calls a helper per view (13 ns; :func:`unpack` and
+    :func:`workspace` take about seventy views per call) and compiles an error path with
+    string formatting into every caller.  No bounds check: the offsets come from
+    :func:`flexdyn.engine.pack.pack` and :func:`workspace`, whose sizes the field tables
+    fix."""
+    return _view(buf, start, shape, owned=True)
+
+
+@intrinsic
+def borrowed_view(typingctx, buf, start, shape):
+    """:func:`view` that holds no reference to ``buf``'s memory, so that neither making it nor
+    dropping it counts references (an atomic operation each): for a buffer that the caller
+    keeps alive while the view is used, such as the packed model an entry receives."""
+    return _view(buf, start, shape, owned=False)
+
+
+@_JA
 def unpack(ib, fb):
     """Named views of the flat buffers (the shapes of :data:`flexdyn.engine.pack.FIELDS`, in
-    its order)."""
+    its order), borrowed (:func:`borrowed_view`): the entries receive ``ib`` and ``fb`` from
+    their caller, who holds them for the whole call."""
     n, M, N, G = ib[0], ib[1], ib[2], ib[5]
     o = ib[_NH:_NH + HEAD_OFFSETS]
     return PackedModel(
-        ints=view(ib, _NH + HEAD_OFFSETS, (n, _NI)),
-        jparam=view(fb, o[0], (n, JOINT_PARAMS)),
-        place_R=view(fb, o[1], (n, 3, 3)),
-        place_p=view(fb, o[2], (n, 3)),
-        cplace_R=view(fb, o[3], (n, 3, 3)),
-        cplace_p=view(fb, o[4], (n, 3)),
-        l0=view(fb, o[5], (n, N, 3)),
-        node_m=view(fb, o[6], (n, N)),
-        node_I=view(fb, o[7], (n, N, 3, 3)),
-        Pi_r=view(fb, o[8], (n, N, 3, M)),
-        Pi_t=view(fb, o[9], (n, N, 3, M)),
-        M_rigid=view(fb, o[10], (n, 6, 6)),
-        M_m0=view(fb, o[11], (n, M + 6, M + 6)),
-        K=view(fb, o[12], (n, M, M)),
-        C=view(fb, o[13], (n, M, M)),
-        T_Jc_R=view(fb, o[14], (n, 3, 3)),
-        T_Jc_p=view(fb, o[15], (n, 3)),
-        X_joint0=view(fb, o[16], (n, 6, 6)),
-        Q0=view(fb, o[17], (n, 6, M)),
-        A0=view(fb, o[18], (n, M + 6, 6)),
-        T_t_R=view(fb, o[19], (n, 3, 3)),
-        T_t_p=view(fb, o[20], (n, 3)),
-        B_quad=view(fb, o[21], (n, M, 6, 6)),
-        gravity=view(fb, o[22], (3,)),
-        K1=view(fb, o[23], (n, G, G, G)),
-        K2=view(fb, o[24], (n, G, G, G, G)),
-        gs_rows=view(fb, o[25], (n, G)),
-        jforce=view(fb, o[26], (n, 6, N_FORCE_PARAMS)),
+        ints=borrowed_view(ib, _NH + HEAD_OFFSETS, (n, _NI)),
+        jparam=borrowed_view(fb, o[0], (n, JOINT_PARAMS)),
+        place_R=borrowed_view(fb, o[1], (n, 3, 3)),
+        place_p=borrowed_view(fb, o[2], (n, 3)),
+        cplace_R=borrowed_view(fb, o[3], (n, 3, 3)),
+        cplace_p=borrowed_view(fb, o[4], (n, 3)),
+        l0=borrowed_view(fb, o[5], (n, N, 3)),
+        node_m=borrowed_view(fb, o[6], (n, N)),
+        node_I=borrowed_view(fb, o[7], (n, N, 3, 3)),
+        Pi_r=borrowed_view(fb, o[8], (n, N, 3, M)),
+        Pi_t=borrowed_view(fb, o[9], (n, N, 3, M)),
+        M_rigid=borrowed_view(fb, o[10], (n, 6, 6)),
+        M_m0=borrowed_view(fb, o[11], (n, M + 6, M + 6)),
+        K=borrowed_view(fb, o[12], (n, M, M)),
+        C=borrowed_view(fb, o[13], (n, M, M)),
+        T_Jc_R=borrowed_view(fb, o[14], (n, 3, 3)),
+        T_Jc_p=borrowed_view(fb, o[15], (n, 3)),
+        X_joint0=borrowed_view(fb, o[16], (n, 6, 6)),
+        Q0=borrowed_view(fb, o[17], (n, 6, M)),
+        A0=borrowed_view(fb, o[18], (n, M + 6, 6)),
+        T_t_R=borrowed_view(fb, o[19], (n, 3, 3)),
+        T_t_p=borrowed_view(fb, o[20], (n, 3)),
+        B_quad=borrowed_view(fb, o[21], (n, M, 6, 6)),
+        gravity=borrowed_view(fb, o[22], (3,)),
+        K1=borrowed_view(fb, o[23], (n, G, G, G)),
+        K2=borrowed_view(fb, o[24], (n, G, G, G, G)),
+        gs_rows=borrowed_view(fb, o[25], (n, G)),
+        jforce=borrowed_view(fb, o[26], (n, 6, N_FORCE_PARAMS)),
     )
 
 
@@ -873,7 +899,7 @@ def _product_rate(jp, S, beta, n, out, W):
         c = e
 
 
-@_J
+@_JA
 def _product_qdot(jp, qj, uj, out):
     """``q̇ = Γ(q) β`` of a product joint: per factor ``ε̇_i = (B_iᵀ B_i)⁻¹ B_iᵀ S_i β_i``
     (Prop 2, Eqs 19 and 25), by Gaussian elimination with partial pivoting; NaN for a factor
@@ -2260,7 +2286,7 @@ def _finite(x):
     return True
 
 
-@_J
+@_JA
 def _finite_result(out):
     """−1 when every entry of ``out`` is finite, else :data:`OVERFLOW`."""
     return -1 if _finite(out.ravel()) else OVERFLOW
@@ -2522,7 +2548,7 @@ def derivative_composite(ib, fb, x, tau, fext, xdot):
     return _derivative_outputs(pm, w, x, tau, fext, xdot, status)
 
 
-@_J
+@_JA
 def state_derivative(ib, fb, method, x, tau, fext, xdot):
     """:func:`derivative_articulated` (``method`` :data:`ARTICULATED`) or
     :func:`derivative_composite` (:data:`COMPOSITE`), for the C entry

@@ -28,6 +28,7 @@ import numpy as np
 from .kernels import (
     _E,
     _J,
+    _JA,
     _KIND,
     _M,
     _NJ,
@@ -82,7 +83,7 @@ class SplitModel(NamedTuple):
     Omega: np.ndarray
 
 
-@_J
+@_JA
 def unpack_split(ib, sib, sfb):
     """Named views of the split's buffers (sizes ``n``, ``M`` from the packed model's
     ``ib``)."""
@@ -128,7 +129,7 @@ class SplitWork(NamedTuple):
     t_6: np.ndarray  # (5, 6)
 
 
-@_J
+@_JA
 def split_workspace(ib, sib):
     """One allocation, carved into the fields of :class:`SplitWork`."""
     n, M, k = ib[0], ib[1], 6 * sib[0]
@@ -166,7 +167,7 @@ def _sym_difference(A, B, out):
             out[c, r] = t
 
 
-@_J
+@_JA
 def _lu_solve(A, B):
     """``A X = B`` in place (``X`` into ``B``, ``A`` overwritten by its factors) by Gaussian
     elimination with partial pivoting (:func:`~flexdyn.engine.kernels.lu_factor`; LAPACK
