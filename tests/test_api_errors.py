@@ -94,3 +94,13 @@ def test_singular_mass_matrix_raises_for_composite():
     model = fd.Model.from_dict({"name": "s", "bodies": [slider, cart]})
     with pytest.raises(ValueError, match="mass matrix is singular"):
         fd.forward_dynamics(model, np.zeros(2), np.zeros(2), method="composite")
+
+
+def test_former_names_warn_and_give_the_class():
+    with pytest.warns(DeprecationWarning,
+                      match=r"flexdyn.Kinematics is deprecated; use flexdyn.PositionTerms"):
+        assert fd.Kinematics is fd.PositionTerms
+    with pytest.warns(DeprecationWarning, match=r"use flexdyn.VelocityTerms"):
+        assert fd.terms.Velocities is fd.VelocityTerms
+    with pytest.raises(AttributeError, match=r"module 'flexdyn' has no attribute 'Kinematic'"):
+        fd.Kinematic  # noqa: B018

@@ -53,7 +53,7 @@ SETTINGS = settings(
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
-def dense_factors(model: fd.Model, kin: fd.Kinematics, factors) -> dict[str, np.ndarray]:
+def dense_factors(model: fd.Model, kin: fd.PositionTerms, factors) -> dict[str, np.ndarray]:
     """The dense operators of Eqs 43 and 51–53 and the two innovations factors."""
     H, Phi = ops.Hcal(model, kin), ops.Phi(model, kin)
     K, Psi = ops.K_dense(model, kin, factors), ops.Psi(model, kin, factors)

@@ -95,7 +95,7 @@ def test_batches_run_the_engine_state_by_state():
 def test_nodal_loads_run_the_reference(monkeypatch):
     model = _arm()
     q, u = model.neutral_configuration(), np.full(model.nu, 0.3)
-    monkeypatch.setattr(dynamics, "_cached_engine", None)  # any engine call would fail
+    monkeypatch.setattr(dynamics, "cached_engine", None)  # any engine call would fail
     loads = {("link2", -1): [0.0, 0.0, 0.0, 0.0, 1.0, 0.0]}
     for fn, args in ((fd.forward_dynamics, (u, None)), (fd.inverse_dynamics, (u, u)),
                      (fd.bias_forces, (u,))):
@@ -244,7 +244,7 @@ def test_four_threads_building_at_once_share_one_engine():
     def first_call(_):
         start.wait()
         udot = fd.forward_dynamics(model, q, u, None)
-        return udot, dynamics._cached_engine(model, fd.DEFAULT_FIDELITY)
+        return udot, dynamics.cached_engine(model, fd.DEFAULT_FIDELITY)
 
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(first_call, range(4)))

@@ -508,7 +508,7 @@ def test_engine_closure_terms_equal_the_reference(seed, tip):
     q = model.normalize_configuration(q)
     for fidelity in ("full", "exact"):
         ref = closure_terms(model, *state_terms(model, q, u, fidelity), u)
-        g, J, gamma = fd.dynamics._cached_engine(model, fidelity).closure_terms(q, u)
+        g, J, gamma = fd.dynamics.cached_engine(model, fidelity).closure_terms(q, u)
         np.testing.assert_allclose(g, ref.g, rtol=0, atol=1e-12)
         np.testing.assert_allclose(J, ref.J, rtol=0, atol=1e-12 * max(1, np.abs(ref.J).max()))
         np.testing.assert_allclose(gamma, ref.gamma, rtol=0,
@@ -540,7 +540,7 @@ def test_the_command_line_lists_and_assembles_closures(tmp_path, capsys):
 
 
 def test_the_compiled_closed_derivative_equals_the_reference_and_names_redundant_closures():
-    from flexdyn.dynamics import _tree_forward_dynamics, closed_chain
+    from flexdyn.dynamics import closed_chain, tree_forward_dynamics
     from flexdyn.simulate import _compiled_derivative
 
     for model in (pendulum_pair(True), slider_crank()):
@@ -550,7 +550,7 @@ def test_the_compiled_closed_derivative_equals_the_reference_and_names_redundant
         for fidelity in ("full", "exact"):
             xdot = _compiled_derivative(model, fidelity, "articulated", "engine", 3, 7.0)(
                 0.0, np.concatenate([q, u]), tau, None)
-            udot_f = _tree_forward_dynamics(model, q, u, tau, "articulated", fidelity, None,
+            udot_f = tree_forward_dynamics(model, q, u, tau, "articulated", fidelity, None,
                                             None, "reference")
             expected = closed_chain(model, q, u, udot_f, fidelity, "reference", 7.0)[0]
             np.testing.assert_allclose(xdot[model.nq:model.nq + model.nu], expected,

@@ -91,7 +91,7 @@ def test_block_of_right_hand_sides_equals_the_reference(sample, fidelity, k):
     sweeps and, independently, ``M⁻¹ M = I``."""
     model, q = sample.model, sample.q
     rng = np.random.default_rng(k)
-    run = dynamics._cached_engine(model, fidelity)
+    run = dynamics.cached_engine(model, fidelity)
     pos = state_terms(model, q, None, fidelity)[0]
     B = rng.normal(size=(model.nu, k))
     got = run.apply_mass_matrix_inverse(q, B)
@@ -312,7 +312,7 @@ def test_singular_inertia_same_message(fidelity):
 
 def test_right_hand_sides_of_a_wrong_shape():
     model = fd.models.builtin_model("two_link_arm")
-    run = dynamics._cached_engine(model)
+    run = dynamics.cached_engine(model)
     q = model.neutral_configuration()
     for b in (np.zeros(model.nu + 1), np.zeros((model.nu, 2, 2)), np.zeros(())):
         with pytest.raises(ValueError, match=r"^b has shape"):

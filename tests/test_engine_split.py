@@ -283,7 +283,7 @@ def test_the_plain_entries_do_not_compile_the_split():
         q, z = model.neutral_configuration(), np.zeros(model.nu)
         for method in ("articulated", "composite"):
             fd.forward_dynamics(model, q, z, z, method=method)
-        assert dynamics._cached_engine(model)._split is None
+        assert dynamics.cached_engine(model)._split is None
         print(sum(len(f.signatures) for f in (split.forward_split, split.factors, split.batch)))
     """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -47,7 +47,7 @@ METHODS = [
 ]
 
 
-def twist_power(model: fd.Model, kin: fd.Kinematics, f: np.ndarray, w: np.ndarray) -> float:
+def twist_power(model: fd.Model, kin: fd.PositionTerms, f: np.ndarray, w: np.ndarray) -> float:
     """``Σ_i f(i)·V(i)``: power of the wrenches ``f`` for the body twists of speeds ``w``."""
     vel = fd.compute_velocities(model, kin, w)
     return float(sum(f[i] @ vel.V_m[i][int(model.n_modes[i]):] for i in range(model.n_bodies)))

@@ -45,7 +45,7 @@ def bias_floor(M: np.ndarray, u: np.ndarray) -> float:
     return float(np.max(np.abs(M)) * np.max(np.abs(u)) ** 2)
 
 
-def pose_err(model: fd.Model, kin: fd.Kinematics, poses: list) -> float:
+def pose_err(model: fd.Model, kin: fd.PositionTerms, poses: list) -> float:
     return max(
         max(np.max(np.abs(kin.pose[i].R - R)), np.max(np.abs(kin.pose[i].p - p)))
         for i, (R, p) in enumerate(poses)

@@ -187,7 +187,7 @@ def assert_transforms_close(got: list, ref: list, what: str) -> None:
         assert_close(a.p, b.p, f"{what}[{i}].p", scale=1.0)
 
 
-def gammas(model: fd.Model, kin: fd.Kinematics, factors, i: int) -> list:
+def gammas(model: fd.Model, kin: fd.PositionTerms, factors, i: int) -> list:
     """``Γ(c) = φ(c) P_R⁺(c) φ*(c)`` of the children ``c`` of body ``i``."""
     return [kin.phi[c] @ factors.P_R_plus[c] @ kin.phi[c].T for c in model.children[i]]
 

@@ -36,12 +36,11 @@ from .simulate import Stepper, StiffnessWarning, pack_state, rhs, simulate, unpa
 from .terms import (
     DEFAULT_FIDELITY,
     FIDELITIES,
-    Kinematics,
     PositionTerms,
-    Velocities,
     VelocityTerms,
     compute_kinematics,
     compute_velocities,
+    former_name,
 )
 
 __version__ = "0.1.0"
@@ -53,7 +52,6 @@ __all__ = [
     "EnsembleResult",
     "Equilibrium",
     "FIDELITIES",
-    "Kinematics",
     "Linearization",
     "ModalAnalysis",
     "Model",
@@ -65,7 +63,6 @@ __all__ = [
     "Stepper",
     "StiffnessWarning",
     "TimeFunction",
-    "Velocities",
     "VelocityTerms",
     "assemble",
     "bias_forces",
@@ -105,3 +102,8 @@ __all__ = [
     "total_energy",
     "unpack_state",
 ]
+
+
+def __getattr__(name: str) -> type:
+    """The deprecated former names (:data:`flexdyn.terms.FORMER_NAMES`)."""
+    return former_name(__name__, name)

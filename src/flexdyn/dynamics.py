@@ -88,6 +88,13 @@ __all__ = [
     "Dynamics",
     "bind",
     "assemble",
+    "batch_op",
+    "cached_engine",
+    "check_backend",
+    "closures_on_engine",
+    "is_entry_array",
+    "on_engine",
+    "tree_forward_dynamics",
     "closed_chain",
     "closed_hybrid",
     "stabilized_forward_dynamics",
@@ -234,7 +241,7 @@ def _engine_batch(op: str, arguments: dict, per_state: dict[str, np.ndarray],
         f_ext = np.repeat(f_one[None], n, axis=0)
     names = (*state_args, None, None, None)
     u, x = arrays.get(names[0]), arrays.get(names[1])
-    engine = _cached_engine(model, arguments.get("fidelity", DEFAULT_FIDELITY))
+    engine = cached_engine(model, arguments.get("fidelity", DEFAULT_FIDELITY))
     if op == "hybrid":
         results = engine.hybrid_dynamics(q, u, x, arrays.get(names[2]),
                                          arguments["prescribed"], f_ext)
@@ -243,7 +250,7 @@ def _engine_batch(op: str, arguments: dict, per_state: dict[str, np.ndarray],
     return result if np.all(np.isfinite(result)) else None
 
 
-def _on_engine(arguments: dict) -> bool:
+def _batch_on_engine(arguments: dict) -> bool:
     """Whether a batch with these arguments is for the engine: the default backend, a known
     fidelity and no nodal loads."""
     return (arguments.get("backend", "engine") == "engine" and not arguments.get("f_nodes")
@@ -254,14 +261,14 @@ def _forward_op(arguments: dict) -> str | None:
     """The engine operation of a forward-dynamics batch: its method (None: not on the
     engine, or a closed chain, whose batch runs the loop)."""
     method = arguments.get("method", "articulated")
-    ok = (isinstance(method, str) and method in ENGINE_METHODS and _on_engine(arguments)
+    ok = (isinstance(method, str) and method in ENGINE_METHODS and _batch_on_engine(arguments)
           and not arguments["model"].constraints)
     return method if ok else None
 
 
-def _plain_op(op: str) -> Callable[[dict], str | None]:
+def batch_op(op: str) -> Callable[[dict], str | None]:
     """``op`` for a batch on the engine (else None)."""
-    return lambda arguments: op if _on_engine(arguments) else None
+    return lambda arguments: op if _batch_on_engine(arguments) else None
 
 
 def _hybrid_op(arguments: dict) -> str | None:
@@ -269,7 +276,7 @@ def _hybrid_op(arguments: dict) -> str | None:
     (else None: the loop, which names a bad mask)."""
     mask = np.asarray(arguments["prescribed"])
     model = arguments["model"]
-    ok = (mask.dtype == bool and mask.shape == (model.nu,) and _on_engine(arguments)
+    ok = (mask.dtype == bool and mask.shape == (model.nu,) and _batch_on_engine(arguments)
           and not model.constraints)
     return "hybrid" if ok else None
 
@@ -350,7 +357,7 @@ def _external(model: Model, pos: PositionTerms, f_ext, f_nodes):
     return (f if f_ext is None else f_ext + f), g
 
 
-def _check_backend(backend: str) -> str:
+def check_backend(backend: str) -> str:
     """``backend`` if it is one of :data:`BACKENDS`, else ``ValueError`` listing them."""
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
@@ -385,7 +392,7 @@ def _cached(model: Model, key: Any, build: Callable[[], Any]) -> Any:
         return per_model[key]
 
 
-def _cached_engine(model: Model, fidelity: str = DEFAULT_FIDELITY) -> Engine:
+def cached_engine(model: Model, fidelity: str = DEFAULT_FIDELITY) -> Engine:
     """The compiled engine of ``model`` for ``fidelity``, built once (``_cached``)."""
     check_fidelity(fidelity)
     return _cached(model, fidelity, lambda: _CachedEngine(model, fidelity))
@@ -401,20 +408,20 @@ def _cached_nodal_engine(model: Model, fidelity: str = DEFAULT_FIDELITY) -> Noda
 #: The compiled engine of each forward-dynamics method it runs, by method (the modal engine
 #: for :data:`ENGINE_METHODS`, the nodal one for ``"nodal"``).
 COMPILED_FORWARD: dict[str, Callable[[Model, str], Any]] = {
-    **dict.fromkeys(ENGINE_METHODS, _cached_engine), "nodal": _cached_nodal_engine}
+    **dict.fromkeys(ENGINE_METHODS, cached_engine), "nodal": _cached_nodal_engine}
 
 
 _FLOAT64 = np.dtype(np.float64)
 
 
-def _plain(a, n: int) -> bool:
+def is_entry_array(a, n: int) -> bool:
     """Whether ``a`` is a writable, aligned, C-contiguous float64 array of shape (n,) (the
     compiled entries' one type)."""
     return (type(a) is np.ndarray and (a.dtype is _FLOAT64 or a.dtype == _FLOAT64)
             and a.shape == (n,) and a.flags.carray)
 
 
-def _for_engine(backend: str, *arrays: np.ndarray | None) -> bool:
+def on_engine(backend: str, *arrays: np.ndarray | None) -> bool:
     """Whether validated ``arrays`` go to the compiled engine: ``backend`` is ``"engine"``
     and every array is real, at most double precision (else the reference: complex step,
     extended precision)."""
@@ -452,17 +459,17 @@ def stabilized_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray,
     :func:`forward_dynamics`; ignored for a tree): the inputs validated, then one compiled
     call for a closed chain on the engine's articulated method, else the tree's
     accelerations closed by :func:`closed_chain`."""
-    _check_backend(backend)
+    check_backend(backend)
     if not isinstance(method, str) or method not in FORWARD_METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {tuple(FORWARD_METHODS)}")
     q, u, tau = model.check_state(q, u, tau=np.zeros(model.nu) if tau is None else tau)
     f_ext = check_external_forces(model, f_ext)
-    if model.constraints and method == "articulated" and not f_nodes and _closure_engine(
+    if model.constraints and method == "articulated" and not f_nodes and closures_on_engine(
             model, fidelity, backend, q, u, tau, f_ext):
         udot = _closed_on_engine(model, q, u, tau, fidelity, f_ext, rate)
         if udot is not None:
             return _finite(udot, "u̇")
-    udot = _tree_forward_dynamics(model, q, u, tau, method, fidelity, f_ext, f_nodes, backend)
+    udot = tree_forward_dynamics(model, q, u, tau, method, fidelity, f_ext, f_nodes, backend)
     if model.constraints:
         udot = closed_chain(model, q, u, udot, fidelity, backend, rate)[0]
     return _finite(udot, "u̇")
@@ -473,7 +480,7 @@ def _closed_on_engine(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarra
     """A closed chain's ``u̇`` by one compiled call
     (:func:`flexdyn.engine.closure.closed_derivative`, Baumgarte's ``rate``), or None where
     it reports singular closures (the caller's reference path then names them)."""
-    run = _cached_engine(model, fidelity)
+    run = cached_engine(model, fidelity)
     out = np.empty(model.nq + model.nu)
     status = run.closed_derivative_status(
         np.concatenate([q, u]).astype(float), np.asarray(tau, dtype=float),
@@ -482,11 +489,11 @@ def _closed_on_engine(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarra
     return None if status != -1 and status != kernels.OVERFLOW else out[model.nq:]
 
 
-def _tree_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
+def tree_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
                            method: str, fidelity: str, f_ext: np.ndarray | None, f_nodes,
                            backend: str) -> np.ndarray:
     """The tree's accelerations ``u̇_f`` (closures left out) for validated inputs."""
-    if _for_engine(backend, q, u, tau, f_ext) and method in COMPILED_FORWARD and not f_nodes:
+    if on_engine(backend, q, u, tau, f_ext) and method in COMPILED_FORWARD and not f_nodes:
         return COMPILED_FORWARD[method](model, fidelity).forward_dynamics(q, u, tau, f_ext,
                                                                           method)
     if f_nodes and FORWARD_TERMS[method] is not state_terms:
@@ -516,10 +523,10 @@ def closed_chain(model: Model, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarr
     return udot, lam, terms
 
 
-def _closure_engine(model: Model, fidelity: str, backend: str, *arrays: np.ndarray) -> bool:
+def closures_on_engine(model: Model, fidelity: str, backend: str, *arrays: np.ndarray) -> bool:
     """Whether the closure terms run on the engine: real inputs and a fidelity whose kernels
     have the deformed node frames (:func:`~flexdyn.terms.deformed_geometry`)."""
-    return (_for_engine(backend, *arrays)
+    return (on_engine(backend, *arrays)
             and deformed_geometry(body_models(model, fidelity), model))
 
 
@@ -528,8 +535,8 @@ def _closure_terms(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str, ba
     """The closure terms at a validated state and ``B ↦ M⁻¹ B`` (B (nu, k)) at it (Lemma 4):
     the engine's (:meth:`flexdyn.engine.Engine.closure_terms`, its block sweeps) where it
     runs them, else the reference's from one set of per-state terms."""
-    if _closure_engine(model, fidelity, backend, q, u):
-        run = _cached_engine(model, fidelity)
+    if closures_on_engine(model, fidelity, backend, q, u):
+        run = cached_engine(model, fidelity)
         return (ClosureTerms(*run.closure_terms(q, u), owner=_owners(model)),
                 lambda B: run.apply_mass_matrix_inverse(q, B))
     pos, vel = state_terms(model, q, u, fidelity)
@@ -560,7 +567,7 @@ def constraint_forces(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarra
     Raises :class:`~flexdyn.closure.ClosureError` (a ``ValueError``) naming redundant or
     singular closures, ``ValueError`` for a model without closures.
     """
-    _check_backend(backend)
+    check_backend(backend)
     if not model.constraints:
         raise ValueError(f"constraint_forces: model {model.name!r} has no loop closures "
                          "(its 'constraints' list is empty)")
@@ -568,7 +575,7 @@ def constraint_forces(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarra
         raise ValueError(f"unknown method {method!r}; expected one of {tuple(FORWARD_METHODS)}")
     q, u, tau = model.check_state(q, u, tau=np.zeros(model.nu) if tau is None else tau)
     f_ext = check_external_forces(model, f_ext)
-    udot = _tree_forward_dynamics(model, q, u, tau, method, fidelity, f_ext, f_nodes, backend)
+    udot = tree_forward_dynamics(model, q, u, tau, method, fidelity, f_ext, f_nodes, backend)
     return _finite(closed_chain(model, q, u, udot, fidelity, backend)[1], "λ")
 
 
@@ -658,17 +665,17 @@ def assemble(model: Model, q: np.ndarray | None = None, u: np.ndarray | None = N
     return q, u
 
 
-@batched("u", "udot", engine_op=_plain_op("inverse"))
+@batched("u", "udot", engine_op=batch_op("inverse"))
 def _inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
                       fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
                       f_nodes=None, backend: str = "engine") -> np.ndarray:
     """:func:`inverse_dynamics` in full: validated, batched, on either backend, for every
     input."""
-    _check_backend(backend)
+    check_backend(backend)
     q, u, udot = model.check_state(q, u, udot=udot)
     f_ext = check_external_forces(model, f_ext)
-    if _for_engine(backend, q, u, udot, f_ext) and not f_nodes:
-        return _finite(_cached_engine(model, fidelity).inverse_dynamics(q, u, udot, f_ext), "τ")
+    if on_engine(backend, q, u, udot, f_ext) and not f_nodes:
+        return _finite(cached_engine(model, fidelity).inverse_dynamics(q, u, udot, f_ext), "τ")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
@@ -683,7 +690,7 @@ def _hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray
                      f_nodes=None, backend: str = "engine") -> tuple[np.ndarray, np.ndarray]:
     """:func:`hybrid_dynamics` in full: validated, batched, on either backend, for every
     input."""
-    _check_backend(backend)
+    check_backend(backend)
     mask = np.asarray(prescribed)
     if mask.dtype != bool or mask.shape != (model.nu,):
         raise ValueError(f"prescribed must be a boolean array of shape ({model.nu},), got "
@@ -707,8 +714,8 @@ def _tree_hybrid(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
                  f_ext: np.ndarray | None, f_nodes, backend: str
                  ) -> tuple[np.ndarray, np.ndarray]:
     """The tree's hybrid dynamics ``(u̇, τ)`` (closures left out) for validated inputs."""
-    if _for_engine(backend, q, u, tau, udot_known, f_ext) and not f_nodes:
-        return _cached_engine(model, fidelity).hybrid_dynamics(q, u, tau, udot_known, mask,
+    if on_engine(backend, q, u, tau, udot_known, f_ext) and not f_nodes:
+        return cached_engine(model, fidelity).hybrid_dynamics(q, u, tau, udot_known, mask,
                                                                f_ext)
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
@@ -752,17 +759,17 @@ def closed_hybrid(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
     T[~mask] = tau[~mask]
     return udot, T, lam, terms
 
-@batched("u", "udot", engine_op=_plain_op("joint_wrenches"))
+@batched("u", "udot", engine_op=batch_op("joint_wrenches"))
 def _joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray,
                     fidelity: str = DEFAULT_FIDELITY, f_ext: np.ndarray | None = None,
                     f_nodes=None, backend: str = "engine") -> np.ndarray:
     """:func:`joint_wrenches` in full: validated, batched, on either backend, for every
     input."""
-    _check_backend(backend)
+    check_backend(backend)
     q, u, udot = model.check_state(q, u, udot=udot)
     f_ext = check_external_forces(model, f_ext)
-    if _for_engine(backend, q, u, udot, f_ext) and not f_nodes:
-        return _finite(_cached_engine(model, fidelity).joint_wrenches(q, u, udot, f_ext),
+    if on_engine(backend, q, u, udot, f_ext) and not f_nodes:
+        return _finite(cached_engine(model, fidelity).joint_wrenches(q, u, udot, f_ext),
                        "joint wrenches")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
@@ -771,17 +778,17 @@ def _joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray
         return _finite(wrenches_of_modal_forces(model, pos, f), "joint wrenches")
 
 
-@batched("u", engine_op=_plain_op("inverse"))
+@batched("u", engine_op=batch_op("inverse"))
 def _bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
                  f_ext: np.ndarray | None = None, f_nodes=None,
                  backend: str = "engine") -> np.ndarray:
     """:func:`bias_forces` in full: validated, batched, on either backend, for every
     input."""
-    _check_backend(backend)
+    check_backend(backend)
     q, u = model.check_state(q, u)
     f_ext = check_external_forces(model, f_ext)
-    if _for_engine(backend, q, u, f_ext) and not f_nodes:
-        return _finite(_cached_engine(model, fidelity).inverse_dynamics(q, u, None, f_ext), "C")
+    if on_engine(backend, q, u, f_ext) and not f_nodes:
+        return _finite(cached_engine(model, fidelity).inverse_dynamics(q, u, None, f_ext), "C")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
@@ -808,15 +815,15 @@ def coriolis_matrix(model: Model, q: np.ndarray, u: np.ndarray,
     return _coriolis_matrix(model, q, u, fidelity)
 
 
-@batched(engine_op=_plain_op("mass"))
+@batched(engine_op=batch_op("mass"))
 def _mass_matrix(model: Model, q: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
                  backend: str = "engine") -> np.ndarray:
     """:func:`mass_matrix` in full: validated, batched, on either backend, for every
     input."""
-    _check_backend(backend)
+    check_backend(backend)
     q, _ = model.check_state(q)
-    if _for_engine(backend, q):
-        return _cached_engine(model, fidelity).mass_matrix(q)
+    if on_engine(backend, q):
+        return cached_engine(model, fidelity).mass_matrix(q)
     return crba(model, state_terms(model, q, None, fidelity)[0])
 
 
@@ -830,15 +837,15 @@ def innovations_factors(model: Model, q: np.ndarray, fidelity: str = DEFAULT_FID
     return pos, articulated_body_inertias(model, pos)
 
 
-@batched(engine_op=_plain_op("mass_inverse"))
+@batched(engine_op=batch_op("mass_inverse"))
 def _mass_matrix_inverse(model: Model, q: np.ndarray, fidelity: str = DEFAULT_FIDELITY,
                          backend: str = "engine") -> np.ndarray:
     """:func:`mass_matrix_inverse` in full: validated, batched, on either backend, for every
     input."""
-    _check_backend(backend)
+    check_backend(backend)
     q, _ = model.check_state(q)
-    if _for_engine(backend, q):
-        return _cached_engine(model, fidelity).mass_matrix_inverse(q)
+    if on_engine(backend, q):
+        return cached_engine(model, fidelity).mass_matrix_inverse(q)
     pos, factors = innovations_factors(model, q, fidelity)
     return apply_mass_matrix_inverse(model, pos, np.eye(model.nu), factors)
 
@@ -873,7 +880,7 @@ class Dynamics:
         check_fidelity(fidelity)
         self.model = model
         self.fidelity = fidelity
-        self.backend = _check_backend(backend)
+        self.backend = check_backend(backend)
         self._run: Engine | bool | None = None if backend == "engine" else False
         self._nq, self._nu, self._nb = model.nq, model.nu, model.n_bodies
         self._zero_tau = np.zeros(model.nu)
@@ -888,7 +895,7 @@ class Dynamics:
         """The compiled engine of a tree on the engine backend (built on first use), else
         None (the general path)."""
         if self._run is None:
-            self._run = False if self.model.constraints else _cached_engine(self.model,
+            self._run = False if self.model.constraints else cached_engine(self.model,
                                                                               self.fidelity)
         return self._run or None
 
@@ -897,8 +904,9 @@ class Dynamics:
         (None) and ``out`` (``n_out``,; None) are what its entries take, else None."""
         run = self._run if self._run is not None else self._engine()
         nu = self._nu
-        if not (run and _plain(q, n_q) and (u is None or _plain(u, nu))
-                and (x is None or _plain(x, nu)) and (out is None or _plain(out, n_out))
+        if not (run and is_entry_array(q, n_q) and (u is None or is_entry_array(u, nu))
+                and (x is None or is_entry_array(x, nu))
+                and (out is None or is_entry_array(out, n_out))
                 and (f_ext is None or self._plain_wrenches(f_ext))):
             return None
         return run
@@ -927,9 +935,9 @@ class Dynamics:
         entry = self._forward_entry(method) if type(method) is str and f_nodes is None \
             else None
         nu = self._nu
-        if entry is not None and entry[0] is not None and _plain(q, self._nq) \
-                and _plain(u, nu) and (tau is None or _plain(tau, nu)) \
-                and (out is None or _plain(out, nu)) \
+        if entry is not None and entry[0] is not None and is_entry_array(q, self._nq) \
+                and is_entry_array(u, nu) and (tau is None or is_entry_array(tau, nu)) \
+                and (out is None or is_entry_array(out, nu)) \
                 and (f_ext is None or self._plain_wrenches(f_ext)):
             udot = np.empty(nu) if out is None else out
             status = entry[0](*entry[1], q, u, self._zero_tau if tau is None else tau,
@@ -1110,7 +1118,7 @@ def _bound(model: Model, fidelity: str, backend: str) -> Dynamics:
         if run is not None:
             return run
     check_fidelity(fidelity)
-    _check_backend(backend)
+    check_backend(backend)
     return _cached(model, key, lambda: _CachedDynamics(model, fidelity, backend))
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .chain import Model
-from .dynamics import _cached_engine, _check_backend, _for_engine, _plain_op, batched
+from .dynamics import batch_op, batched, cached_engine, check_backend, on_engine
 from .engine.extras import KINETIC, MOMENTUM, POTENTIAL
 from .joint_forces import joint_potential
 from .terms import DEFAULT_FIDELITY, PositionTerms, modal_velocities, state_terms
@@ -23,7 +23,7 @@ from .terms import DEFAULT_FIDELITY, PositionTerms, modal_velocities, state_term
 __all__ = ["energies", "kinetic_energy", "momentum", "potential_energy", "total_energy"]
 
 #: the batch operation of the engine that evaluates them all
-_ON_ENGINE = _plain_op("energy_momentum")
+_ON_ENGINE = batch_op("energy_momentum")
 
 
 def _kinetic(model: Model, kin: PositionTerms, u: np.ndarray) -> float:
@@ -63,10 +63,10 @@ def _evaluate(model: Model, q, u, fidelity: str, backend: str,
               reference: Callable[[PositionTerms, np.ndarray | None], object]):
     """Validate ``(q, u)`` once, then ``of_row`` of the engine's row ``[T, V, h, p]`` or
     ``reference(kin, u)`` from the position terms ``kin``; ``u`` None is at rest."""
-    _check_backend(backend)
+    check_backend(backend)
     q, u = model.check_state(q, u)
-    if _for_engine(backend, q, u):
-        return of_row(_cached_engine(model, fidelity).energy_momentum(q, u))
+    if on_engine(backend, q, u):
+        return of_row(cached_engine(model, fidelity).energy_momentum(q, u))
     return reference(state_terms(model, q, None, fidelity)[0], u)
 
 

@@ -70,19 +70,19 @@ from .closure import ClosureError
 from .dynamics import (
     BACKENDS,
     FORWARD_METHODS,
-    _cached_engine,
-    _closure_engine,
-    _for_engine,
-    _plain,
-    _tree_forward_dynamics,
+    cached_engine,
     check_external_forces,
     closed_chain,
     closed_hybrid,
     closure_residuals,
+    closures_on_engine,
     forward_dynamics,
     hybrid_dynamics,
+    is_entry_array,
     nodal_loads,
+    on_engine,
     stabilized_forward_dynamics,
+    tree_forward_dynamics,
 )
 from .engine import DERIVATIVE_METHODS, galpha, kernels
 from .engine.closure import SINGULAR
@@ -275,12 +275,13 @@ def rhs(model: Model, fidelity: str = DEFAULT_FIDELITY, method: str = "articulat
     rate = _closure_rate(closure_rate)
     derivative = _compiled_derivative(model, fidelity, method, backend, 0, rate)
     engine = (None if derivative is None or fext_fn is not None or model.constraints
-              else _cached_engine(model, fidelity))
+              else cached_engine(model, fidelity))
     nx = model.nq + model.nu
     zeros_tau, no_wrenches = np.zeros(model.nu), np.zeros((model.n_bodies, 6))
 
     def f(t: float, x: np.ndarray, tau: Any = None) -> np.ndarray:
-        if engine is not None and _plain(x, nx) and (tau is None or _plain(tau, model.nu)):
+        if engine is not None and is_entry_array(x, nx) and (
+                tau is None or is_entry_array(tau, model.nu)):
             # the short way: float64 arrays straight into the compiled derivative; anything
             # it does not accept takes the full way below, which names the problem
             out = np.empty(nx)
@@ -293,7 +294,7 @@ def rhs(model: Model, fidelity: str = DEFAULT_FIDELITY, method: str = "articulat
         try:
             tau_t = np.zeros(model.nu) if tau_fn is None else tau_fn(t, q, u)
             fe = None if fext_fn is None else fext_fn(t, q, u)
-            if derivative is not None and _for_engine(backend, q, u, tau_t, fe):
+            if derivative is not None and on_engine(backend, q, u, tau_t, fe):
                 return derivative(t, np.concatenate([q, u]), tau_t, fe)
         except _RhsFailure as exc:
             raise SimulationError(f"at t = {t:.6g} s: {exc.message}", t, exc.message) from None
@@ -356,9 +357,9 @@ def _compiled_derivative(model: Model, fidelity: str, method: str, backend: str,
     if backend != "engine" or method not in DERIVATIVE_METHODS:
         return None
     closed = bool(model.constraints)
-    if closed and not (method == "articulated" and _closure_engine(model, fidelity, backend)):
+    if closed and not (method == "articulated" and closures_on_engine(model, fidelity, backend)):
         return None
-    engine = _cached_engine(model, fidelity)
+    engine = cached_engine(model, fidelity)
     nx = model.nq + model.nu
     no_wrenches = np.zeros((model.n_bodies, 6))
 
@@ -614,7 +615,7 @@ class _Ode:
     def tree(self, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
              f_ext: np.ndarray | None) -> np.ndarray:
         """The tree's accelerations ``u̇_f`` (closures left out) at one state."""
-        return _tree_forward_dynamics(self.model, q, u, tau, self.method, self.fidelity, f_ext,
+        return tree_forward_dynamics(self.model, q, u, tau, self.method, self.fidelity, f_ext,
                                       None, self.backend)
 
     def closed(self, t: float, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarray
@@ -1191,7 +1192,7 @@ class _CompiledLoop:
                  error_norm: int, rtol: float, atol: float, max_step: float,
                  record_steps: bool):
         g, nu = galpha, model.nu
-        self.engine = _cached_engine(model, fidelity)
+        self.engine = cached_engine(model, fidelity)
         xdot0 = _failing(_compiled_derivative(model, fidelity, "articulated", "engine",
                                               _N_EXTRA), t0, np.concatenate([q0, u0]), tau,
                          f_ext)

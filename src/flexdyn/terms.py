@@ -34,6 +34,7 @@ per (model, fidelity) and cached here, outside the (immutable) model.
 from __future__ import annotations
 
 import threading
+import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,9 +51,7 @@ __all__ = [
     "BODY_MODELS",
     "DEFAULT_FIDELITY",
     "FIDELITIES",
-    "Kinematics",
     "PositionTerms",
-    "Velocities",
     "VelocityTerms",
     "body_models",
     "check_fidelity",
@@ -373,6 +372,21 @@ def compute_velocities(model: Model, kin: PositionTerms, u: np.ndarray) -> Veloc
     return velocity_terms(model, kin, model.check_state(kin.q, u)[1])
 
 
-#: Former names of the position and velocity terms.
-Kinematics = PositionTerms
-Velocities = VelocityTerms
+#: Former names of the position and velocity terms (deprecated: a ``DeprecationWarning`` on
+#: use, naming the class to use instead).
+FORMER_NAMES = {"Kinematics": "PositionTerms", "Velocities": "VelocityTerms"}
+
+
+def former_name(module: str, name: str) -> type:
+    """The class a former name of :data:`FORMER_NAMES` stands for, with a
+    ``DeprecationWarning`` at the caller's line; ``AttributeError`` for any other name of
+    ``module`` (the module's ``__getattr__``)."""
+    if name not in FORMER_NAMES:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warnings.warn(f"flexdyn.{name} is deprecated; use flexdyn.{FORMER_NAMES[name]} (the same "
+                  "class)", DeprecationWarning, stacklevel=3)
+    return globals()[FORMER_NAMES[name]]
+
+
+def __getattr__(name: str) -> type:
+    return former_name(__name__, name)
