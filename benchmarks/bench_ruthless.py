@@ -69,7 +69,7 @@ from flexdyn_bench.costs import (  # noqa: E402  (benchmarks/ is the script's fo
 
 from flexdyn.articulated_body import articulated_body_inertias_split  # noqa: E402
 from flexdyn.beam import beam_modes  # noqa: E402
-from flexdyn.engine import Engine, kernels  # noqa: E402
+from flexdyn.engine import Engine, algebra  # noqa: E402
 from flexdyn.ruthless import RuthlessModel  # noqa: E402
 from flexdyn.terms import position_terms  # noqa: E402
 
@@ -142,7 +142,7 @@ def _copy2(M: np.ndarray, b: np.ndarray):
 
 
 def _chol_copy(M: np.ndarray, b: np.ndarray, x: np.ndarray):
-    return kernels.cholesky_solve(M.copy(), b.copy(), x)
+    return algebra.cholesky_solve(M.copy(), b.copy(), x)
 
 
 def _ab(model: fd.Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray) -> np.ndarray:

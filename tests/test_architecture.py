@@ -255,22 +255,11 @@ def test_no_import_cycles():
         for members, cycle in cycles)
 
 
-#: the modules that still import private names of the engine's kernels (and the closures' of
-#: its block sweeps), by the module they import from; the engine's split by stage makes them
-#: public.  Nothing else in the package may import another module's private names.
-PRIVATE_IMPORT_DEBT = {
-    "flexdyn.engine.split": {"flexdyn.engine.kernels"},
-    "flexdyn.engine.closure": {"flexdyn.engine.kernels", "flexdyn.engine.extras"},
-    "flexdyn.engine.extras": {"flexdyn.engine.kernels"},
-    "flexdyn.engine.nodal": {"flexdyn.engine.kernels"},
-    "flexdyn.engine.galpha": {"flexdyn.engine.kernels"},
-}
-
-
-def private_imports(name: str) -> Iterator[tuple[str, str, int]]:
+def private_imports(name: str, tree: ast.Module | None = None
+                    ) -> Iterator[tuple[str, str, int]]:
     """``(module, private name, line)`` of each ``from module import _name`` in module
-    ``name`` that names another module of the package."""
-    for node in ast.walk(_parse(name)):
+    ``name`` (its source, or ``tree``) that names another module of the package."""
+    for node in ast.walk(_parse(name) if tree is None else tree):
         if isinstance(node, ast.ImportFrom) and node.level:
             base = name if _is_package(name) else name.rpartition(".")[0]
             for _ in range(node.level - 1):
@@ -283,12 +272,17 @@ def private_imports(name: str) -> Iterator[tuple[str, str, int]]:
 
 def test_no_module_imports_another_modules_private_names():
     offenders = [f"{_display(name)}:{line} imports {private} from {source}"
-                 for name in MODULES for source, private, line in private_imports(name)
-                 if source not in PRIVATE_IMPORT_DEBT.get(name, ())]
+                 for name in MODULES for source, private, line in private_imports(name)]
     assert not offenders, "private names imported across modules:\n  " + "\n  ".join(
         offenders)
-    for name, sources in PRIVATE_IMPORT_DEBT.items():  # the list shrinks, never grows stale
-        assert {s for s, _, _ in private_imports(name)} == sources, name
+
+
+def test_private_imports_are_found():
+    tree = ast.parse("from .kernels import _hidden, shown\nfrom ..chain import _also, __all__\n"
+                     "from . import _module\n")
+    found = {(s, n) for s, n, _ in private_imports("flexdyn.engine.split", tree)}
+    assert found == {("flexdyn.engine.kernels", "_hidden"), ("flexdyn.chain", "_also"),
+                     ("flexdyn.engine", "_module")}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import sys
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -306,26 +307,33 @@ def test_a_second_process_loads_the_kernels_from_the_cache(tmp_path):
     assert second["misses"] == 0 and second["hits"] > 0, (first, second)
 
 
-def test_the_engine_cache_is_keyed_by_every_engine_source(tmp_path):
-    """Every compiled engine function is cached under one stamp, the fingerprint of all the
-    sources the engine compiles from: editing any of them (kernels.py, inlined into the
-    split's entries; a tolerance of linalg.py) invalidates every entry, never leaving one
-    stale."""
-    from flexdyn.engine import caching, ccall, extras, split
+def test_the_engine_cache_is_keyed_by_the_sources_each_entry_compiles_from(tmp_path):
+    """Every compiled engine function is stamped with the fingerprint of its module, of the
+    engine modules it imports (directly or through others) and of the package modules the
+    kernels use: editing any of them (a stage inlined into the entries, a tolerance of
+    linalg.py) invalidates the entries that depend on it, never leaving one stale, and an
+    edit of a module they do not import (the compiled integrators) leaves them cached."""
+    from flexdyn.engine import caching, ccall, extras, galpha, split
 
     names = {p.name for p in caching.SOURCES}
-    assert {"kernels.py", "split.py", "extras.py", "pack.py", "caching.py", "linalg.py",
-            "scalar_kernels.py", "chain.py", "joints.py"} <= names
-    stamp = caching.fingerprint()
-    dispatchers = [f for module in (kernels, split, extras) for f in vars(module).values()
+    assert {"kernels.py", "terms.py", "articulated_body.py", "split.py", "extras.py", "pack.py",
+            "caching.py", "linalg.py", "scalar_kernels.py", "chain.py", "joints.py"} <= names
+    dispatchers = [f for module in (kernels, split, extras, galpha) for f in vars(module).values()
                    if isinstance(f, numba.core.dispatcher.Dispatcher)
                    and f.py_func.__module__.startswith("flexdyn.engine.")]
     assert len(dispatchers) > 20
     for f in dispatchers:
         locator = f._cache._impl.locator
         assert isinstance(locator, caching._EngineSources), f
-        assert locator.get_source_stamp() == stamp
+        module = Path(f.py_func.__code__.co_filename).resolve()
+        assert locator.get_source_stamp() == caching.fingerprint(
+            (*caching.dependencies(module), *caching.SHARED)), f
     assert ccall.flexdyn_state_derivative is not None
+    of_kernels = {p.name for p in caching.dependencies(Path(kernels.__file__))}
+    assert {"terms.py", "articulated_body.py", "rigid_tree.py", "layout.py"} <= of_kernels
+    assert not {"galpha.py", "split.py", "extras.py", "closure.py"} & of_kernels
+    assert "kernels.py" in {p.name for p in caching.dependencies(Path(galpha.__file__))}
+    stamp = caching.fingerprint()
     copies = []
     for p in caching.SOURCES:
         copy = tmp_path / p.name

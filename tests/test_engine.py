@@ -105,11 +105,11 @@ def test_engine_names_a_wrong_argument():
 
 
 def test_view_is_the_reshaped_slice():
-    """``kernels.view`` (the intrinsic behind every named view of the packed model and the
+    """``layout.view`` (the intrinsic behind every named view of the packed model and the
     workspace) equals numpy's reshape of the slice, C-contiguous, on the buffer's memory."""
     import numba
 
-    from flexdyn.engine.kernels import view
+    from flexdyn.engine.layout import view
 
     @numba.njit
     def views(buf, ints):

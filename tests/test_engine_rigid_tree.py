@@ -1,4 +1,4 @@
-"""The rigid tree's entries of the engine (:func:`flexdyn.engine.kernels.is_rigid_tree`: rigid
+"""The rigid tree's entries of the engine (:func:`~flexdyn.engine.rigid_tree.is_rigid_tree`: rigid
 bodies on revolute, prismatic and screw joints), which the articulated method takes for such
 models, against the general entries on the same packed model and against the numpy reference:
 forward dynamics, the state derivative, batches, joint forces, and the same errors."""

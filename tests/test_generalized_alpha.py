@@ -20,7 +20,7 @@ import strategies
 from flexdyn import models
 from flexdyn.beam import beam_modes
 from flexdyn.engine import Engine, galpha
-from flexdyn.engine.kernels import unpack
+from flexdyn.engine.layout import unpack
 from flexdyn.terms import body_models
 from helpers import pendulum, pendulum_period
 

@@ -19,10 +19,11 @@ from ..chain import Model
 from ..linalg import SingularInertiaError
 from ..ruthless import RuthlessBodyModel
 from ..terms import DEFAULT_FIDELITY, body_models
-from . import closure, extras, kernels, split
+from . import closure, extras, kernels, layout, rigid_tree, split
 from .pack import Packed, pack, pack_split
 
 __all__ = ["BATCH_OPS", "DERIVATIVE_METHODS", "SPLIT", "CEntry", "Engine", "kernel_array"]
+
 
 #: the method of the flexible/hinge split (Eqs 62–64), whose entries take the split's buffers
 #: after the packed model's and are compiled on first use
@@ -43,7 +44,7 @@ DERIVATIVE_METHODS = {"articulated": kernels.ARTICULATED, "composite": kernels.C
 #: the compiled state derivative by method: ``(ib, fb, x, tau, f_ext, xdot) -> status``
 _DERIVATIVE = {"articulated": kernels.derivative_articulated,
                "composite": kernels.derivative_composite}
-#: the entries of a rigid tree on one-dof joints (:func:`flexdyn.engine.kernels.is_rigid_tree`)
+#: the entries of a rigid tree on one-dof joints (:func:`flexdyn.engine.rigid_tree.is_rigid_tree`)
 #: by the method they replace: forward dynamics, the state derivative and the batch entry
 _RIGID_TREE_FORWARD = {"articulated": kernels.forward_rigid_tree}
 _RIGID_TREE_DERIVATIVE = {"articulated": kernels.derivative_rigid_tree}
@@ -118,7 +119,7 @@ class Engine:
     (Eq 36).
 
     A rigid tree on revolute, prismatic and screw joints
-    (:func:`flexdyn.engine.kernels.is_rigid_tree`, ``rigid_tree``) runs the articulated
+    (:func:`flexdyn.engine.rigid_tree.is_rigid_tree`, ``rigid_tree``) runs the articulated
     method's forward dynamics, state derivative and batches through the rigid tree's entries:
     the same recursions in three fused sweeps of fixed-size loops, equal to the general
     entries to round-off.
@@ -135,7 +136,7 @@ class Engine:
         self.packed: Packed = pack(model, body_models(model, fidelity))
         #: whether the model is a rigid tree on one-dof joints, whose articulated method runs
         #: the rigid tree's entries (same results to round-off, fixed-size sweeps)
-        self.rigid_tree = kernels.is_rigid_tree(self.packed.ib)
+        self.rigid_tree = rigid_tree.is_rigid_tree(self.packed.ib)
         rigid = self.rigid_tree
         self._forward = _FORWARD | (_RIGID_TREE_FORWARD if rigid else {})
         self._derivative = _DERIVATIVE | (_RIGID_TREE_DERIVATIVE if rigid else {})
@@ -166,7 +167,7 @@ class Engine:
                 else kernel_array(f_ext, lead + wrench, "f_ext"))
 
     def terms(self, q: np.ndarray, u: np.ndarray, f_ext: np.ndarray | None = None
-              ) -> kernels.Work:
+              ) -> layout.Work:
         """The workspace after the position and velocity terms (fields named as the
         reference's :class:`flexdyn.terms.PositionTerms` and ``VelocityTerms``, padded)."""
         q, u, _, f_ext = self._inputs(q, u, None, f_ext, "")
@@ -210,7 +211,7 @@ class Engine:
 
     def forward_entry(self, method: str) -> tuple[Callable, tuple[np.ndarray, ...]]:
         """``(entry, buffers)``: the compiled forward dynamics of ``method`` (of
-        :data:`_FORWARD`, or the rigid tree's) and the buffers it takes before
+        ``_FORWARD``, or the rigid tree's) and the buffers it takes before
         ``(q, u, tau, f_ext, udot)``; it returns the status of :meth:`forward_status`."""
         return self._forward[method], tuple(self.split_buffers if method == SPLIT
                                             else self.packed)
@@ -220,8 +221,8 @@ class Engine:
         """``(status, u̇)`` of :meth:`forward_dynamics` for arguments already of the kernels'
         type and shapes, ``f_ext`` may be None (unchecked: the short way of the front door),
         without raising for
-        :data:`~flexdyn.engine.kernels.INVALID` and
-        :data:`~flexdyn.engine.kernels.OVERFLOW` (a singular inertia raises); into ``udot``
+        :data:`~flexdyn.engine.layout.INVALID` and
+        :data:`~flexdyn.engine.layout.OVERFLOW` (a singular inertia raises); into ``udot``
         (nu,) where given."""
         udot = np.empty(self.model.nu) if udot is None else udot
         f_ext = self._zero_wrenches if f_ext is None else f_ext
@@ -472,7 +473,7 @@ class Engine:
 
     def _single(self, status: int, method: str) -> None:
         """Raise for the status of one state: ``ValueError`` for
-        :data:`~flexdyn.engine.kernels.INVALID`, :class:`SingularInertiaError` for a body
+        :data:`~flexdyn.engine.layout.INVALID`, :class:`SingularInertiaError` for a body
         index; nothing for done or an overflow (the caller reports it)."""
         if status >= 0:
             raise self._singular(method, status)

@@ -1,39 +1,47 @@
-"""The on-disk cache of the compiled engine, keyed by all of the engine's sources.
+"""The on-disk cache of the compiled engine, keyed by the sources each entry compiles from.
 
 numba keys a cached function by the content of the file that defines it.  The engine's
-entries, though, inline functions and constants of other files (the kernels of
-:mod:`flexdyn.engine.kernels` inside the entries of :mod:`~flexdyn.engine.split`, the
+entries, though, inline functions and constants of other files (the stages of
+:mod:`flexdyn.engine.terms` inside the entries of :mod:`~flexdyn.engine.kernels`, the
 tolerances of :mod:`flexdyn.linalg`, …), so a change of one file would leave the others'
 cached machine code stale: after an edit, or an upgrade installed over an old cache, an
 entry could run yesterday's kernels on today's packed model.  :func:`install` gives numba
-locators for the engine's files whose source stamp is one fingerprint of every file the
-engine compiles from (:data:`SOURCES`) and of numba's version: any change of any of them
-invalidates every cached entry at once.  The cache stays where numba would put it
-(``NUMBA_CACHE_DIR``, else the package's ``__pycache__``, else the user-wide cache), in a
-folder ``flexdyn-engine`` of ``NUMBA_CACHE_DIR`` or of the user-wide cache whatever the path
-of the sources, so that checkouts with the same sources share it.
+locators for the engine's files whose source stamp is a fingerprint of the module's own
+source, of every engine module it imports (directly or through others, :func:`dependencies`),
+of the package's modules whose functions or constants the kernels use (:data:`SHARED`) and
+of numba's version: an edit invalidates the cached entries of the modules that depend on
+the edited file, and no others (an edit of the compiled integrators,
+:mod:`~flexdyn.engine.galpha`, leaves the entries of :mod:`~flexdyn.engine.kernels`
+cached).  The cache stays where numba would put it (``NUMBA_CACHE_DIR``, else the
+package's ``__pycache__``, else the user-wide cache), in a folder ``flexdyn-engine`` of
+``NUMBA_CACHE_DIR`` or of the user-wide cache whatever the path of the sources, so that
+checkouts with the same sources share it.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 from pathlib import Path
 
 import numba
 from numba.core import caching
 
-__all__ = ["SOURCES", "fingerprint", "install"]
+__all__ = ["SHARED", "SOURCES", "dependencies", "fingerprint", "install", "stamp"]
+
 
 _ENGINE = Path(__file__).resolve().parent
 _PACKAGE = _ENGINE.parent
-#: every source the engine's compiled code depends on: the engine's modules (but the compile
-#: notice and the package's ``__init__``, the Python side of the engine, which compile
-#: nothing) and the modules whose functions or constants the kernels use
+#: the engine's modules that compile nothing: the compile notice and the package's
+#: ``__init__`` (the Python side of the engine)
+_PYTHON_ONLY = ("notice.py", "__init__.py")
+#: the package's modules whose functions or constants the kernels use
+SHARED: tuple[Path, ...] = tuple(_PACKAGE / name for name in (
+    "scalar_kernels.py", "linalg.py", "chain.py", "joints.py", "joint_forces.py"))
+#: every source the engine's compiled code depends on
 SOURCES: tuple[Path, ...] = (*sorted(p for p in _ENGINE.glob("*.py")
-                                     if p.name not in ("notice.py", "__init__.py")),
-                             *(_PACKAGE / name for name in ("scalar_kernels.py", "linalg.py",
-                                                            "chain.py", "joints.py",
-                                                            "joint_forces.py")))
+                                     if p.name not in _PYTHON_ONLY), *SHARED)
 
 
 def fingerprint(sources: tuple[Path, ...] = SOURCES) -> bytes:
@@ -45,11 +53,34 @@ def fingerprint(sources: tuple[Path, ...] = SOURCES) -> bytes:
     return digest.digest()
 
 
+def dependencies(module: Path) -> tuple[Path, ...]:
+    """The engine's module ``module`` and the engine modules it imports, directly or through
+    others (``from .x import …``, ``from . import x``), sorted; the modules of
+    ``_PYTHON_ONLY`` left out."""
+    found: set[Path] = set()
+    todo = [module.resolve()]
+    while todo:
+        path = todo.pop()
+        if path in found or path.name in _PYTHON_ONLY or not path.exists():
+            continue
+        found.add(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                names = [node.module] if node.module else [a.name for a in node.names]
+                todo += [_ENGINE / f"{name.split('.')[0]}.py" for name in names]
+    return tuple(sorted(found))
+
+
+@functools.cache
+def stamp(module: Path) -> bytes:
+    """The source stamp of the entries of ``module``: :func:`fingerprint` of its
+    :func:`dependencies` and :data:`SHARED`."""
+    return fingerprint((*dependencies(module), *SHARED))
+
+
 class _EngineSources:
     """Mixin of a numba cache locator: only for functions defined in the engine's modules,
-    stamped with :func:`fingerprint`."""
-
-    stamp: bytes = b""
+    stamped with the :func:`stamp` of their module."""
 
     @classmethod
     def from_function(cls, py_func, py_file):
@@ -58,7 +89,7 @@ class _EngineSources:
         return super().from_function(py_func, py_file)
 
     def get_source_stamp(self) -> bytes:
-        return _EngineSources.stamp
+        return stamp(Path(self._py_file).resolve())
 
     @classmethod
     def get_suitable_cache_subpath(cls, py_file) -> str:
@@ -82,8 +113,7 @@ class EngineUserWideLocator(_EngineSources, caching.UserWideCacheLocator):
 
 def install() -> None:
     """Put the engine's locators first among numba's (idempotent); called by
-    :mod:`flexdyn.engine.kernels` before it compiles anything."""
-    _EngineSources.stamp = fingerprint()
+    :mod:`flexdyn.engine.jit` before anything compiles."""
     locators = caching.CacheImpl._locator_classes
     for cls in (EngineUserWideLocator, EngineInTreeLocator, EngineUserProvidedLocator):
         if cls not in locators:

@@ -32,6 +32,7 @@ from .pack import HEAD_OFFSETS, HEADER, INT_FIELDS
 
 __all__ = ["CTYPES_PROTOTYPE", "SIGNATURE", "flexdyn_state_derivative"]
 
+
 _I64P, _F64P = types.CPointer(types.int64), types.CPointer(types.float64)
 #: the C signature (numba types) of ``flexdyn_state_derivative``
 SIGNATURE = types.int64(_I64P, _F64P, types.int64, _F64P, _F64P, _F64P, _F64P)

@@ -25,44 +25,29 @@ import numpy as np
 
 from ..constraints import CONSTRAINT_KINDS, Closure
 from ..linalg import LAMBDA_RTOL
-from .extras import _block_filter, _block_smoother, _poses
+from .algebra import cholesky_factor, cholesky_substitute, copy, cross_motion, mtv
+from .extras import block_filter, block_smoother, poses
+from .jit import allocating_helper, entry_point, helper
 from .kernels import (
-    _E,
-    _J,
-    _JA,
-    _KIND,
-    _M,
-    _NJ,
-    _PARENT,
-    _TK,
-    _US,
-    FULL,
-    INVALID,
-    _copy,
-    _cross_motion,
-    _derivative_inputs,
-    _derivative_outputs,
-    _forward_articulated,
-    _from_parent,
-    _modal_velocities,
-    _mtv,
-    _node_twist,
-    _node_twist_rate,
-    _terms,
-    cholesky_factor,
-    cholesky_substitute,
-    unpack,
-    workspace,
+    articulated_forward_dynamics,
+    derivative_inputs,
+    derivative_outputs,
+    position_velocity_terms,
 )
+from .layout import INVALID, KIND, MODES, NJ, PARENT, TK, US, unpack, workspace
+from .pack import FULL
+from .terms import from_parent, modal_velocities
+from .tip import node_twist, node_twist_rate
 
 __all__ = ["CLOSURE_CODES", "SINGULAR", "closed_derivative", "closure_terms", "pack_closures"]
+
 
 #: kernel code of each closure kind (literal here, so that the engine's cache stamp covers
 #: it; every kind of :data:`~flexdyn.constraints.CONSTRAINT_KINDS` has one)
 CLOSURE_CODES = {"ball": 0, "revolute": 1, "weld": 2, "pin": 3, "point-on-line": 4,
                  "point-on-plane": 5}
 assert set(CLOSURE_CODES) == set(CONSTRAINT_KINDS)
-_REVOLUTE, _WELD, _PIN, _LINE, _PLANE = 1, 2, 3, 4, 5
+REVOLUTE, _WELD, _PIN, _LINE, _PLANE = 1, 2, 3, 4, 5
 #: rows of each kind, by code
 _ROWS = np.array([3, 5, 6, 2, 2, 1], dtype=np.int64)
 #: status of :func:`closed_derivative` for a singular ``Λ`` (redundant or locked closures)
@@ -98,7 +83,7 @@ def pack_closures(closures: tuple[Closure, ...]) -> tuple[np.ndarray, np.ndarray
 # ----------------------------------------------------------------------------------------------
 # endpoints
 # ----------------------------------------------------------------------------------------------
-@_J
+@helper
 def _cross(a, b, out):
     """``out = a × b`` (3,)."""
     x = a[1] * b[2] - a[2] * b[1]
@@ -107,19 +92,19 @@ def _cross(a, b, out):
     out[0], out[1], out[2] = x, y, z
 
 
-@_J
+@helper
 def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@_J
+@helper
 def _rot(R, x, out):
     """``out = R x`` (3,)."""
     for r in range(3):
         out[r] = R[r, 0] * x[0] + R[r, 1] * x[1] + R[r, 2] * x[2]
 
 
-@_J
+@helper
 def _endpoint(pm, w, u, Jm, alpha0, Rb, pb, k, node, point, R, kin, Je, t6, t3, no_modes):
     """Endpoint on body ``k`` (−1: the ground, at ``point``): its orientation ``R`` (3 × 3),
     ``kin`` (5, 3) with rows ``p, ω, v, α, a`` (inertial; ``α``, ``a`` at ``u̇ = 0``) and its
@@ -137,14 +122,14 @@ def _endpoint(pm, w, u, Jm, alpha0, Rb, pb, k, node, point, R, kin, Je, t6, t3, 
             R[r, r] = 1.0
             kin[0, r] = point[r]
         return
-    m = ints[k, _M]
-    mn = m if node >= 0 and ints[k, _KIND] == FULL else 0  # modes that move the endpoint
+    m = ints[k, MODES]
+    mn = m if node >= 0 and ints[k, KIND] == FULL else 0  # modes that move the endpoint
     RT, pT = t3[0:3], t3[3]
     E = no_modes
-    if node >= 0 and ints[k, _KIND] == FULL:  # the kernel's deformed node frame
+    if node >= 0 and ints[k, KIND] == FULL:  # the kernel's deformed node frame
         E = w.fE[k, node, :, :m]
-        _copy(w.fR[k, node], RT)
-        _copy(w.fp[k, node], pT)
+        copy(w.fR[k, node], RT)
+        copy(w.fp[k, node], pT)
     else:  # a point, or a node of a rigid body: fixed in F_k, unrotated
         RT[:, :] = 0.0
         for r in range(3):
@@ -159,19 +144,19 @@ def _endpoint(pm, w, u, Jm, alpha0, Rb, pb, k, node, point, R, kin, Je, t6, t3, 
             R[r, c] = Rb[k, r, 0] * RT[0, c] + Rb[k, r, 1] * RT[1, c] + Rb[k, r, 2] * RT[2, c]
         kin[0, r] = x
     for c in range(Je.shape[1]):  # the Jacobian, column by column, then to inertial axes
-        _node_twist(RT, pT, E, mn, Jm[k, :m, c], Jm[k, m:m + 6, c], col)
+        node_twist(RT, pT, E, mn, Jm[k, :m, c], Jm[k, m:m + 6, c], col)
         for r in range(3):
             Je[r, c] = R[r, 0] * col[0] + R[r, 1] * col[1] + R[r, 2] * col[2]
             Je[3 + r, c] = R[r, 0] * col[3] + R[r, 1] * col[4] + R[r, 2] * col[5]
-    _node_twist(RT, pT, E, mn, w.V_m[k, :m], w.V_m[k, m:m + 6], V)
-    _node_twist(RT, pT, E, 0, zero, alpha0[k, m:m + 6], A)
-    if node >= 0 and m > 0 and ints[k, _KIND] == FULL:
-        s = ints[k, _US] + ints[k, _NJ]
-        _node_twist_rate(ints[k, _TK], w.fth[k, node], pm.Pi_r[k, node], E, u[s:s + m], m,
+    node_twist(RT, pT, E, mn, w.V_m[k, :m], w.V_m[k, m:m + 6], V)
+    node_twist(RT, pT, E, 0, zero, alpha0[k, m:m + 6], A)
+    if node >= 0 and m > 0 and ints[k, KIND] == FULL:
+        s = ints[k, US] + ints[k, NJ]
+        node_twist_rate(ints[k, TK], w.fth[k, node], pm.Pi_r[k, node], E, u[s:s + m], m,
                          col, w6, w.t_tip)
         for r in range(6):
             A[r] += col[r]
-        _cross_motion(V, w6, A, True)
+        cross_motion(V, w6, A, True)
     _cross(V[:3], V[3:], t3[4])
     for r in range(3):
         t3[5, r] = A[3 + r] + t3[4, r]
@@ -184,7 +169,7 @@ def _endpoint(pm, w, u, Jm, alpha0, Rb, pb, k, node, point, R, kin, Je, t6, t3, 
 # ----------------------------------------------------------------------------------------------
 # rows (flexdyn.constraints: point_rows, axis_rows, attitude_rows)
 # ----------------------------------------------------------------------------------------------
-@_J
+@helper
 def _point_rows(A, B, RB, N, k, g, WA, WB, gamma, t):
     """``g = nᵀ (p_A − p_B)`` along ``n = R_B N[:, i]``, i < k; ``t`` (6, 3) scratch."""
     n, d, dd, nd, ndd, x = t[0], t[1], t[2], t[3], t[4], t[5]
@@ -208,7 +193,7 @@ def _point_rows(A, B, RB, N, k, g, WA, WB, gamma, t):
                     + n[2] * (A[4, 2] - B[4, 2]) + _dot(ndd, d) + 2.0 * _dot(nd, dd))
 
 
-@_J
+@helper
 def _axis_rows(A, RA, B, RB, a_A, P, g, WA, WB, gamma, t):
     """``g_i = a·b_i``, ``a = R_A a_A``, ``b_i = R_B P[:, i]`` (i = 0, 1); ``t`` (6, 3)."""
     a, b, c, y, z, dw = t[0], t[1], t[2], t[3], t[4], t[5]
@@ -232,7 +217,7 @@ def _axis_rows(A, RA, B, RB, a_A, P, g, WA, WB, gamma, t):
         gamma[i] = rate + _dot(z, dw)
 
 
-@_J
+@helper
 def _log(E, out):
     """The rotation vector (3,) of the rotation matrix ``E``."""
     v0 = 0.5 * (E[2, 1] - E[1, 2])
@@ -260,7 +245,7 @@ def _log(E, out):
             out[r] *= angle
 
 
-@_J
+@helper
 def _attitude_rows(A, RA, B, RB, R0, g, WA, WB, gamma, t, T):
     """``g = log(R_Bᵀ R_A R0ᵀ)``, rows ``±R_Bᵀ`` on ``ω``,
     ``γ = R_Bᵀ (α_A − α_B + (ω_A − ω_B) × ω_B)``; ``t`` (6, 3), ``T`` (2, 3, 3) scratch."""
@@ -288,17 +273,17 @@ def _attitude_rows(A, RA, B, RB, R0, g, WA, WB, gamma, t, T):
 # ----------------------------------------------------------------------------------------------
 # the entry
 # ----------------------------------------------------------------------------------------------
-@_E
+@entry_point
 def closure_terms(ib, fb, ci, cf, q, u, g, J, gamma):
     """``g`` (n_c,), ``J`` (n_c, nu), ``γ`` (n_c,) of the packed closures ``ci``, ``cf`` at
     a valid ``(q, u)`` (unit quaternions), as :func:`flexdyn.closure.closure_terms`."""
     pm, w = unpack(ib, fb), workspace(ib)
     w.flat[:] = 0.0
-    _terms(pm, w, q, u, np.zeros((pm.ints.shape[0], 6)))
+    position_velocity_terms(pm, w, q, u, np.zeros((pm.ints.shape[0], 6)))
     _closure_rows(pm, w, ci, cf, u, g, J, gamma)
 
 
-@_E
+@entry_point
 def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
     """:func:`~flexdyn.engine.kernels.derivative_articulated` of a closed chain: the tree's
     ``u̇_f`` (Eqs 51/58), its closure terms (``_closure_rows``, from the same terms),
@@ -310,9 +295,9 @@ def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
     pm, w = unpack(ib, fb), workspace(ib)
     nq, nu, n, s = ib[4], ib[3], ib[0], ib[1] + 6
     u, udot = x[nq:nq + nu], xdot[nq:nq + nu]
-    if not _derivative_inputs(pm, w, x, tau, fext):
+    if not derivative_inputs(pm, w, x, tau, fext):
         return INVALID
-    status = _forward_articulated(pm, w, w.q_n, u, tau, fext, udot)
+    status = articulated_forward_dynamics(pm, w, w.q_n, u, tau, fext, udot)
     if status >= 0:
         return status
     nc = 0
@@ -322,9 +307,9 @@ def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
     _closure_rows(pm, w, ci, cf, u, g, J, gamma)
     Yt = np.empty((nc, nu))
     Z, alpha, T = np.empty((n, nc, s)), np.empty((n, nc, s)), np.empty((3, nc, s))
-    _block_filter(pm.ints, w.Hcal, w.A, w.phi, w.P, w.G, J, Z, Yt, w.t_PH, w.t_D, w.t_L,
+    block_filter(pm.ints, w.Hcal, w.A, w.phi, w.P, w.G, J, Z, Yt, w.t_PH, w.t_D, w.t_L,
                   w.t_Li, T)
-    _block_smoother(pm.ints, w.Hcal, w.A, w.phi, w.G, alpha, Yt, T)
+    block_smoother(pm.ints, w.Hcal, w.A, w.phi, w.G, alpha, Yt, T)
     L, b = np.zeros((nc, nc)), np.zeros(nc)
     for i in range(nc):
         Ju = 0.0
@@ -346,10 +331,10 @@ def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
         for i in range(nc):
             e -= Yt[i, c] * b[i]
         udot[c] = e
-    return _derivative_outputs(pm, w, x, tau, fext, xdot, -1)
+    return derivative_outputs(pm, w, x, tau, fext, xdot, -1)
 
 
-@_JA
+@allocating_helper
 def _closure_rows(pm, w, ci, cf, u, g, J, gamma):
     """The closure terms after the position and velocity terms of ``w``: the body
     Jacobians (Eq 11 on the unit speeds), the accelerations at ``u̇ = 0`` (Eq 24 without
@@ -361,20 +346,20 @@ def _closure_rows(pm, w, ci, cf, u, g, J, gamma):
     for c in range(nu):
         unit[:] = 0.0
         unit[c] = 1.0
-        _modal_velocities(ints, w.Hcal, w.phi, w.A, unit, Vt, t6)
+        modal_velocities(ints, w.Hcal, w.phi, w.A, unit, Vt, t6)
         for i in range(n):
             for r in range(s):
                 Jm[i, r, c] = Vt[i, r]
     alpha0 = np.zeros((n, s))  # Eq 24 at u̇ = 0, no gravity
     for i in range(n):
-        m = ints[i, _M]
+        m = ints[i, MODES]
         for r in range(s):
             alpha0[i, r] = w.a_m[i, r]
-        if ints[i, _PARENT] >= 0:
-            _from_parent(ints, w.A, i, alpha0, t6)
-            _mtv(w.phi[i], t6, alpha0[i, m:m + 6], True)
+        if ints[i, PARENT] >= 0:
+            from_parent(ints, w.A, i, alpha0, t6)
+            mtv(w.phi[i], t6, alpha0[i, m:m + 6], True)
     Rb, pb = np.zeros((n, 3, 3)), np.zeros((n, 3))
-    _poses(ints, w.A, w.phi, Rb, pb, np.zeros((3, 3)), np.zeros(3))
+    poses(ints, w.A, w.phi, Rb, pb, np.zeros((3, 3)), np.zeros(3))
     RA, RB = np.zeros((3, 3)), np.zeros((3, 3))
     KA, KB = np.zeros((5, 3)), np.zeros((5, 3))
     JA, JB = np.zeros((6, nu)), np.zeros((6, nu))
@@ -403,7 +388,7 @@ def _closure_rows(pm, w, ci, cf, u, g, J, gamma):
                 N[r, r] = 1.0
             _point_rows(KA, KB, RB, N, 3, g[row:], WA, WB, gamma[row:], t3s)
             nr = 3
-            if code == _REVOLUTE:
+            if code == REVOLUTE:
                 P = f[_P:_P + 6].reshape((2, 3)).T.copy()
                 _axis_rows(KA, RA, KB, RB, f[_AX:_AX + 3], P, g[row + 3:], WA[3:], WB[3:],
                            gamma[row + 3:], t3s)

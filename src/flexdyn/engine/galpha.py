@@ -49,33 +49,16 @@ import numpy as np
 
 from ..joint_forces import DAMPING, STIFFNESS
 from ..linalg import MASS_MATRIX_RTOL
-from .kernels import (
-    _E,
-    _GS,
-    _J,
-    _JF,
-    _M,
-    _NJ,
-    _NQJ,
-    _QS,
-    _US,
-    INVALID,
-    _copy,
-    _finite,
-    _inverse,
-    _power,
-    cholesky_factor,
-    cholesky_substitute,
-    crba,
-    geometric_tangent,
-    lu_factor,
-    lu_substitute,
-    motor_torques,
-    unpack,
-    workspace,
-)
+from .algebra import cholesky_factor, cholesky_substitute, copy, lu_factor, lu_substitute
+from .composite_body import crba
+from .forces import motor_torques
+from .jit import entry_point, helper
+from .kernels import finite, inverse_dynamics, power_rates
+from .layout import GS, INVALID, JF, MODES, NJ, NQJ, QS, US, unpack, workspace
+from .terms import geometric_tangent
 
 __all__ = ["generalized_alpha", "sample"]
+
 
 #: slots of the float parameters ``c``
 (ALPHA_M, ALPHA_F, BETA, GAMMA, ERROR_CONSTANT, RTOL, ATOL, NEWTON_TOL, H_MIN, H_MAX, T_END,
@@ -205,7 +188,7 @@ N_COUNTERS = 7
 #: statuses of :func:`generalized_alpha`: the end time reached, the output buffer full, the
 #: allowed tries made; failures: the Newton iteration did not converge (fixed steps), the
 #: step size fell below ``c[H_MIN]``, the iteration matrix is not positive definite, and
-#: :data:`~flexdyn.engine.kernels.INVALID` (a non-finite state with fixed steps)
+#: :data:`~flexdyn.engine.layout.INVALID` (a non-finite state with fixed steps)
 FINISHED, FULL, PAUSED = 0, 1, 2
 NEWTON_FAILED, STEP_TOO_SMALL, SINGULAR = -4, -5, -6
 #: a contraction of the Newton iteration above which the kept iteration matrix is formed
@@ -237,7 +220,7 @@ def error_constant(rho_inf: float) -> float:
 # ----------------------------------------------------------------------------------------------
 # one step
 # ----------------------------------------------------------------------------------------------
-@_J
+@helper
 def _modal_blocks(pm, nu, Ku, Cu):
     """The modal stiffness and damping of every body and the joint springs' and dampers'
     (:mod:`flexdyn.joint_forces`; friction and limits left out) in the layout of ``u``
@@ -246,32 +229,32 @@ def _modal_blocks(pm, nu, Ku, Cu):
     Cu[:, :] = 0.0
     ints = pm.ints
     for i in range(ints.shape[0]):
-        m, us, nj = ints[i, _M], ints[i, _US], ints[i, _NJ]
+        m, us, nj = ints[i, MODES], ints[i, US], ints[i, NJ]
         s = us + nj
         for r in range(m):
             for k in range(m):
                 Ku[s + r, s + k] = pm.K[i, r, k]
                 Cu[s + r, s + k] = pm.C[i, r, k]
-        if ints[i, _JF] != 0:
+        if ints[i, JF] != 0:
             for k in range(nj):
                 Ku[us + k, us + k] = pm.jforce[i, k, STIFFNESS]
                 Cu[us + k, us + k] = pm.jforce[i, k, DAMPING]
 
 
-@_J
+@helper
 def _stiffness(pm, q, Kc, Ku):
     """``Ku = Kc`` (the constant blocks of :func:`_modal_blocks`) plus the tangent of every
-    body's geometric elastic force at ``q`` (:func:`~flexdyn.engine.kernels.geometric_tangent`;
+    body's geometric elastic force at ``q`` (:func:`~flexdyn.engine.terms.geometric_tangent`;
     Damaren & Sharf's Eq 20): the stiffness of the iteration matrix (nu × nu)."""
-    _copy(Kc, Ku)
+    copy(Kc, Ku)
     ints = pm.ints
     for i in range(ints.shape[0]):
-        if ints[i, _GS] > 0:
-            m, s, qs = ints[i, _M], ints[i, _US] + ints[i, _NJ], ints[i, _QS] + ints[i, _NQJ]
+        if ints[i, GS] > 0:
+            m, s, qs = ints[i, MODES], ints[i, US] + ints[i, NJ], ints[i, QS] + ints[i, NQJ]
             geometric_tangent(pm, i, m, q[qs:qs + m], Ku[s:s + m, s:s + m])
 
 
-@_J
+@helper
 def _amax(x):
     """``max |x|`` of a vector or a matrix."""
     v = 0.0
@@ -280,13 +263,13 @@ def _amax(x):
     return v
 
 
-@_J
+@helper
 def _solve_step(pm, w, c, max_iter, h, y, tau, fext, Kc, Ku, Cu, Mk, S, s, new, base, r, dx,
                 cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, a, q̈`` at ``t_n``) into ``new``:
     the modified Newton iteration on ``q̈_{n+1}`` (module docstring), starting from
     ``q̈_n``.  Returns ``_CONVERGED``, :data:`NEWTON_FAILED`,
-    :data:`SINGULAR` or :data:`~flexdyn.engine.kernels.INVALID`.  ``Mk`` holds the kept mass
+    :data:`SINGULAR` or :data:`~flexdyn.engine.layout.INVALID`.  ``Mk`` holds the kept mass
     matrix (valid when ``s[M_KEPT]`` is 1), ``S`` the factor of the iteration matrix formed
     with it and ``s[H_FACTOR]`` its step size (0: none)."""
     am, af, beta, gamma, tol = c[ALPHA_M], c[ALPHA_F], c[BETA], c[GAMMA], c[NEWTON_TOL]
@@ -312,9 +295,9 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, Kc, Ku, Cu, Mk, S, s, new, 
         for k in range(nu):
             q1[k] = qb[k] + cq * qdd[k]
             v1[k] = vb[k] + cv * qdd[k]
-        if not (_finite(q1) and _finite(v1)):
+        if not (finite(q1) and finite(v1)):
             return INVALID
-        _inverse(pm, w, q1, v1, qdd, fext, r)
+        inverse_dynamics(pm, w, q1, v1, qdd, fext, r)
         cnt[RESIDUALS] += 1
         for k in range(nu):
             r[k] -= tau[k]
@@ -365,7 +348,7 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, Kc, Ku, Cu, Mk, S, s, new, 
     return _CONVERGED
 
 
-@_J
+@helper
 def _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
     """LU factors (with partial pivoting) of the blocks ``B_i = M + h λ_i C + h² λ_i² K`` of
     the transformed iteration matrix (:func:`eigen_table` ``eig``): a real eigenvalue's into
@@ -393,7 +376,7 @@ def _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
     return True
 
 
-@_J
+@helper
 def _solve_blocks(eig, S, Jc, piv, r, zr, zc, dx):
     """``dx = (T ⊗ I) diag(B_i)⁻¹ (T⁻¹ ⊗ I) r`` (s nu,) with the factors of
     :func:`_factor_blocks`: the Newton correction of the stage accelerations; ``zr``
@@ -427,7 +410,7 @@ def _solve_blocks(eig, S, Jc, piv, r, zr, zc, dx):
                     dx[e * nu + k] += 2.0 * (t * zc[k, 0]).real
 
 
-@_J
+@helper
 def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Kc, Ku, Cu, Mk, tab, eig, scaled,
                       displacement, S, Jc, piv, s, stages, r, dx, zr, zc, p, new, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈, q⁗`` at ``t_n``) into ``new`` by
@@ -459,9 +442,9 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Kc, Ku, Cu, Mk, tab, 
     ``q̈_{n+1}``, ``q⃛_{n+1}`` and ``q⁗_{n+1}`` from the polynomial of degree s − 1 through
     the stages (the columns ``d₀, d₁, d₂`` of :func:`tableau`; ``q̈_{n+1}`` is the last
     stage itself for Radau IIA, whose ``c_s = 1``); ``p`` (s, 3)
-    holds the energy-balance integrands (:func:`_power`) at the stages, from the last
-    iterate.  Returns :data:`_CONVERGED`, :data:`NEWTON_FAILED`, :data:`SINGULAR` or
-    :data:`~flexdyn.engine.kernels.INVALID`."""
+    holds the energy-balance integrands (:func:`~flexdyn.engine.kernels.power_rates`) at the stages,
+    from the last iterate.  Returns :data:`_CONVERGED`, :data:`NEWTON_FAILED`, :data:`SINGULAR` or
+    :data:`~flexdyn.engine.layout.INVALID`."""
     tol = c[NEWTON_TOL]
     ns = tab.shape[0]
     a, a2, cn, b, ba = tab[:, :ns], tab[:, ns:2 * ns], tab[:, 2 * ns], tab[:, 2 * ns + 1], \
@@ -488,15 +471,15 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Kc, Ku, Cu, Mk, tab, 
                     qi += a2[i, j] * A[j, k]
                 Vs[i, k] = v0[k] + h * vi
                 Qs[i, k] = q0[k] + cn[i] * h * v0[k] + h * h * qi
-            if not (_finite(Qs[i]) and _finite(Vs[i])):
+            if not (finite(Qs[i]) and finite(Vs[i])):
                 return INVALID
         for i in range(ns):
             ri, ti, fi = r[i * nu:(i + 1) * nu], tau[i * nu:(i + 1) * nu], fext[i * n:(i + 1) * n]
-            _inverse(pm, w, Qs[i], Vs[i], A[i], fi, ri)
+            inverse_dynamics(pm, w, Qs[i], Vs[i], A[i], fi, ri)
             cnt[RESIDUALS] += 1
             for k in range(nu):
                 ri[k] -= ti[k]
-            _power(pm, w, Qs[i], Vs[i], ti, fi, p[i])
+            power_rates(pm, w, Qs[i], Vs[i], ti, fi, p[i])
             if not factored:  # M(Q_1) after the position terms of the first residual
                 crba(pm, w, Mk)
                 _stiffness(pm, Qs[i], Kc, Ku)
@@ -550,7 +533,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Kc, Ku, Cu, Mk, tab, 
     return _CONVERGED
 
 
-@_J
+@helper
 def _stage_norm(c, h, y, a, a2, dA, displacement):
     """The root mean square of the stage-state changes ``δQ_i = h² Σ_j (a²)_ij δA_j`` and
     ``δV_i = h Σ_j a_ij δA_j`` of the correction ``δA`` (s nu,) over
@@ -570,7 +553,7 @@ def _stage_norm(c, h, y, a, a2, dA, displacement):
     return math.sqrt(total / (2 * ns * nu))
 
 
-@_J
+@helper
 def _radau_error(c, h, y, new, stages, Mk, Cu, S, piv, displacement, rq, ru, e):
     """The scaled norm of Radau IIA's local error estimate of the step ``y → new``
     (:data:`RADAU_E`; Hairer & Wanner, Sec IV.8) for ``ẋ = f(x)``, ``x = (q, q̇)``:
@@ -610,7 +593,7 @@ def _radau_error(c, h, y, new, stages, Mk, Cu, S, piv, displacement, rq, ru, e):
     return math.sqrt(total / (2 * nu))
 
 
-@_J
+@helper
 def _next_step(c, ctl, s, cnt):
     """``(t_{n+1}, h)`` of the next try: fixed steps ``t_start + (n + 1) h`` (the last one
     ending on ``T_END``); adaptive ones ``s[H]`` at most ``H_MAX``, stretched by up to 1 % or
@@ -626,7 +609,7 @@ def _next_step(c, ctl, s, cnt):
     return t + h, h
 
 
-@_J
+@helper
 def _sample(y, new, wq, pw, h, theta, out):
     """The state at ``t_n + θ h`` by cubic Hermite interpolation on the step (``q`` from
     ``q, q̇`` at both ends, ``q̇`` from ``q̇, q̈``, the work integrals from ``wq`` (2, 3) and
@@ -642,7 +625,7 @@ def _sample(y, new, wq, pw, h, theta, out):
                            + h11 * h * pw[1, k])
 
 
-@_E
+@entry_point
 def sample(y, new, wq, pw, h, theta, out):
     """The states at ``t_n + θ_k h`` (``theta`` (m,)) into the rows of ``out`` (m, 2 nu + 3)
     by ``_sample``'s interpolation on the step ``y → new``: the dense output of one step
@@ -651,7 +634,7 @@ def sample(y, new, wq, pw, h, theta, out):
         _sample(y, new, wq, pw, h, theta[k], out[k])
 
 
-@_J
+@helper
 def _predict(c, ctl, s, cnt, y, nodes, pred):
     """The rows ``pred[i] = [t_n + c_i h; q*; q̇*]`` of the next try (step ``h``) at its
     force times ``c_i`` (``nodes``): ``q* = q + c_i h q̇ + ½ (c_i h)² q̈``,
@@ -669,7 +652,7 @@ def _predict(c, ctl, s, cnt, y, nodes, pred):
 # ----------------------------------------------------------------------------------------------
 # the entry
 # ----------------------------------------------------------------------------------------------
-@_E
+@entry_point
 def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, out_t, out_x,
                       pred, cnt):
     """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,)
@@ -799,7 +782,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
                 else:
                     power[k] = pw[0, k] = pw[1, k] = (wq[1, k] - wq[0, k]) / h
         else:
-            _power(pm, w, new[0], new[1], tau, fext, power)
+            power_rates(pm, w, new[0], new[1], tau, fext, power)
             for k in range(3):
                 wq[0, k] = s[W_TAU + k]
                 wq[1, k] = s[W_TAU + k] + 0.5 * h * (s[P_TAU + k] + power[k])
@@ -832,7 +815,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
                 for k in range(nu):
                     new[2, k] += shift * (new[2, k] - y[2, k])
             s[H] = h_next
-        _copy(new, y)
+        copy(new, y)
         s[T] = t1
         cnt[STEPS] += 1
     _predict(c, ctl, s, cnt, y, nodes, pred)

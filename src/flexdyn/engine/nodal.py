@@ -17,7 +17,6 @@ from __future__ import annotations
 import weakref
 from typing import NamedTuple
 
-import numba
 import numpy as np
 import scipy.sparse
 
@@ -26,40 +25,34 @@ from ..joint_forces import applied_forces
 from ..linalg import SingularInertiaError
 from ..nodal import nodal_constants, nodal_forward_dynamics, nodal_terms
 from ..terms import DEFAULT_FIDELITY, deformed_nodes
-from .kernels import (
-    _PRODUCT,
-    _UNIVERSAL,
-    _block_end,
-    _compose3,
-    _copy,
-    _cross_force,
-    _cross_motion,
-    _inertia_scale,
-    _joint,
-    _joint_rate,
-    _mm,
-    _mmt,
-    _motion_to_parent,
-    _mtv,
-    _mv,
-    _phi,
-    _phi_congruence,
-    _product_rate,
-    _spd_inverse,
-    _tip_frame,
-    _tip_rate,
+from .algebra import (
+    compose3,
+    copy,
+    cross_force,
+    cross_motion,
+    mm,
+    mmt,
+    motion_to_parent,
+    mtv,
+    mv,
+    phi_congruence,
+    phi_matrix,
 )
+from .articulated_body import inertia_scale, spd_inverse
+from .jit import entry_point, helper
+from .joint_kernels import block_end, joint_kernel, joint_kernel_rate, product_rate
+from .layout import PRODUCT, UNIVERSAL
+from .tip import tip_frame, tip_rate
 
 __all__ = ["NODAL_INT_FIELDS", "NodalEngine", "NodalPacked", "nodal_forward", "pack_nodal"]
 
-_E = numba.njit(cache=True, nogil=True)
 
 #: columns of the per-body table: parent, joint speeds and coordinates, start of the joint's
 #: q and u, joint kernel code, first free node and number of free nodes, the parent's free
 #: node the body hangs from (−1: a point fixed in the parent's frame, or the ground), the
 #: tip-kinematics code
 NODAL_INT_FIELDS = ("parent", "nj", "nqj", "qs", "us", "jcode", "fs", "nf", "slot", "tk")
-(_PARENT, _NJ, _NQJ, _QS, _US, _JCODE, _FS, _NF, _SLOT, _TK) = range(10)
+(PARENT, NJ, NQJ, QS, US, JCODE, _FS, _NF, _SLOT, TK) = range(10)
 
 
 class NodalPacked(NamedTuple):
@@ -126,7 +119,7 @@ def pack_nodal(model: Model) -> NodalPacked:
         gravity=np.array(model.gravity, dtype=float))
 
 
-@numba.njit(cache=True, nogil=True, no_cpython_wrapper=True)
+@helper
 def _csr_product(ptr, idx, val, x, out):
     """``out = A x`` for a CSR matrix ``A``."""
     for r in range(ptr.shape[0] - 1):
@@ -136,7 +129,7 @@ def _csr_product(ptr, idx, val, x, out):
         out[r] = s
 
 
-@_E
+@entry_point
 def nodal_forward(pk, deformed, q, u, tau, fext, udot):
     """``u̇`` of Rodriguez's filter and smoother into ``udot`` (nu,): −1, or the index of a
     body with a singular articulated inertia (``q`` with unit quaternions, every input
@@ -176,153 +169,153 @@ def nodal_forward(pk, deformed, q, u, tau, fext, udot):
     theta, ud = np.zeros(3), np.zeros(6)
     # ---- node-wise terms, base to tip (nodal_terms) ----
     for k in range(n):
-        nj, nqj, qs, us = ints[k, _NJ], ints[k, _NQJ], ints[k, _QS], ints[k, _US]
-        code, par, slot = ints[k, _JCODE], ints[k, _PARENT], ints[k, _SLOT]
-        _joint(code, pk.jparam[k], q[qs:qs + nqj], Rj, pj, S, R1, R2)
-        _compose3(pk.place_R[k], pk.place_p[k], Rj, pj, R1, p1)
-        _compose3(R1, p1, pk.T_Jc_R[k], pk.T_Jc_p[k], R2, p2)
-        _phi(R2, p2, phi[k])
-        _mm(pk.X_joint[k], S[:, :nj], T6[:, :nj])  # H = (X_joint S)ᵀ
-        _copy(T6[:, :nj].T, H[k, :nj, :])
+        nj, nqj, qs, us = ints[k, NJ], ints[k, NQJ], ints[k, QS], ints[k, US]
+        code, par, slot = ints[k, JCODE], ints[k, PARENT], ints[k, _SLOT]
+        joint_kernel(code, pk.jparam[k], q[qs:qs + nqj], Rj, pj, S, R1, R2)
+        compose3(pk.place_R[k], pk.place_p[k], Rj, pj, R1, p1)
+        compose3(R1, p1, pk.T_Jc_R[k], pk.T_Jc_p[k], R2, p2)
+        phi_matrix(R2, p2, phi[k])
+        mm(pk.X_joint[k], S[:, :nj], T6[:, :nj])  # H = (X_joint S)ᵀ
+        copy(T6[:, :nj].T, H[k, :nj, :])
         if par < 0:  # V_t: the twist of the point the body hangs from
             v6[:] = 0.0
         elif slot >= 0:
-            _copy(Vs[slot], v6)
+            copy(Vs[slot], v6)
         else:
-            _mtv(pk.A[k], V[par], v6, False)
+            mtv(pk.A[k], V[par], v6, False)
         beta = u[us:us + nj]
-        _mtv(H[k, :nj], beta, w6, False)  # Hᵀ β
-        _mtv(phi[k], v6, V[k], False)  # V = φᵀ V_t + Hᵀ β
+        mtv(H[k, :nj], beta, w6, False)  # Hᵀ β
+        mtv(phi[k], v6, V[k], False)  # V = φᵀ V_t + Hᵀ β
         V[k] += w6
-        _cross_motion(V[k], w6, a_V[k], False)  # a_V = V × Hᵀβ (+ X Ḣ*β)
-        if code == _UNIVERSAL or (code == _PRODUCT and _block_end(pk.jparam[k], 0, nj) < nj):
+        cross_motion(V[k], w6, a_V[k], False)  # a_V = V × Hᵀβ (+ X Ḣ*β)
+        if code == UNIVERSAL or (code == PRODUCT and block_end(pk.jparam[k], 0, nj) < nj):
             t6[:] = 0.0
-            if code == _UNIVERSAL:
-                _joint_rate(code, pk.jparam[k], q[qs:qs + nqj], beta, t6, Rs)
+            if code == UNIVERSAL:
+                joint_kernel_rate(code, pk.jparam[k], q[qs:qs + nqj], beta, t6, Rs)
             else:
-                _product_rate(pk.jparam[k], S, beta, nj, t6, Rs)
-            _mv(pk.X_joint[k], t6, a_V[k], True)
-        _mv(pk.M_F[k], V[k], t6, False)
-        _cross_force(V[k], t6, b_F[k], False)
+                product_rate(pk.jparam[k], S, beta, nj, t6, Rs)
+            mv(pk.X_joint[k], t6, a_V[k], True)
+        mv(pk.M_F[k], V[k], t6, False)
+        cross_force(V[k], t6, b_F[k], False)
         for g in range(ints[k, _FS], ints[k, _FS] + ints[k, _NF]):
             ua = q[pk.q_index[g]:pk.q_index[g] + 6]
             for c in range(6):  # the rates in the velocity products
                 ud[c] = u[pk.u_index[g] + c] if deformed else 0.0
             if deformed:
-                _copy(ua[:3], theta)
-                _tip_frame(ints[k, _TK], theta, eye3, 3, R[g], Et)
+                copy(ua[:3], theta)
+                tip_frame(ints[k, TK], theta, eye3, 3, R[g], Et)
                 for r in range(3):
                     pj[r] = pk.l0[g, r] + ua[3 + r]
             else:
-                _copy(eye3, R[g])
-                _copy(eye3, Et[:3, :])
-                _copy(pk.l0[g], pj)
+                copy(eye3, R[g])
+                copy(eye3, Et[:3, :])
+                copy(pk.l0[g], pj)
             E[g, :, :] = 0.0  # E = diag(J, Rᵀ)
-            _copy(Et[:3, :], E[g, :3, :3])
-            _copy(R[g].T, E[g, 3:, 3:])
+            copy(Et[:3, :], E[g, :3, :3])
+            copy(R[g].T, E[g, 3:, 3:])
             # X = φ*(F, j): the motion map of the pose of F in the node frame, (Rᵀ, −Rᵀ p)
-            _copy(R[g].T, R1)
-            _mv(R1, pj, p1, False)
+            copy(R[g].T, R1)
+            mv(R1, pj, p1, False)
             p1 *= -1.0
-            _motion_to_parent(R1, p1, X[g])
-            _mv(E[g], ud, w6, False)  # w = E u̇, V_s = X V + w
-            _mv(X[g], V[k], Vs[g], False)
+            motion_to_parent(R1, p1, X[g])
+            mv(E[g], ud, w6, False)  # w = E u̇, V_s = X V + w
+            mv(X[g], V[k], Vs[g], False)
             Vs[g] += w6
             t6[:] = 0.0  # κ = Ė u̇ + V_s × w,  Ė u̇ = [J̇ θ̇; −w_r × w_t]
             if deformed:
-                _tip_rate(ints[k, _TK], theta, ud[:3], t6, Rs)
+                tip_rate(ints[k, TK], theta, ud[:3], t6, Rs)
                 t6[3] = -(w6[1] * w6[5] - w6[2] * w6[4])
                 t6[4] = -(w6[2] * w6[3] - w6[0] * w6[5])
                 t6[5] = -(w6[0] * w6[4] - w6[1] * w6[3])
-            _cross_motion(Vs[g], w6, t6, True)
-            _copy(t6, kappa[g])
-            _mv(pk.M_s[g], Vs[g], v6, False)
-            _cross_force(Vs[g], v6, bias[g], False)
+            cross_motion(Vs[g], w6, t6, True)
+            copy(t6, kappa[g])
+            mv(pk.M_s[g], Vs[g], v6, False)
+            cross_force(Vs[g], v6, bias[g], False)
     # ---- Riccati equation and inward filter, tip to base (9.1–9.18) ----
     for k in range(n - 1, -1, -1):
-        nj, us, par, slot = ints[k, _NJ], ints[k, _US], ints[k, _PARENT], ints[k, _SLOT]
+        nj, us, par, slot = ints[k, NJ], ints[k, US], ints[k, PARENT], ints[k, _SLOT]
         for g in range(ints[k, _FS], ints[k, _FS] + ints[k, _NF]):
             pg, Eg = p_art[g], E[g]
-            _mv(pg, kappa[g], z[g], True)  # z = p κ + b + Σ φ Z⁺(c)  (9.11)
+            mv(pg, kappa[g], z[g], True)  # z = p κ + b + Σ φ Z⁺(c)  (9.11)
             z[g] += bias[g]
             Dm[:, :] = 0.0  # d = Eᵀ p E  (9.3)
-            _phi_congruence(Eg.T, pg, Dm, T6)
-            if not _spd_inverse(Dm, _inertia_scale(pg, Eg.T), L6, d_inv[g]):
+            phi_congruence(Eg.T, pg, Dm, T6)
+            if not spd_inverse(Dm, inertia_scale(pg, Eg.T), L6, d_inv[g]):
                 return k
-            _mm(pg, Eg, T6)  # g = p E d⁻¹  (9.4)
-            _mm(T6, d_inv[g], gain[g])
-            _mmt(gain[g], T6, T6b, False)  # p⁺ = p − g (pE)ᵀ  (9.5)
+            mm(pg, Eg, T6)  # g = p E d⁻¹  (9.4)
+            mm(T6, d_inv[g], gain[g])
+            mmt(gain[g], T6, T6b, False)  # p⁺ = p − g (pE)ᵀ  (9.5)
             for r in range(6):
                 for c in range(6):
                     T6b[r, c] = pg[r, c] - T6b[r, c]
-            _mtv(Eg, z[g], v6, False)  # e = τ − (K u + C u̇) − Eᵀ z  (9.12)
+            mtv(Eg, z[g], v6, False)  # e = τ − (K u + C u̇) − Eᵀ z  (9.12)
             for c in range(6):
                 i = 6 * g + c
                 v6[c] = tau[pk.u_index[g] + c] - elastic[i] - damping[i] - v6[c]
-            _mv(d_inv[g], v6, e_plus[g], False)  # e⁺ = d⁻¹ e  (9.13)
-            _copy(z[g], w6)  # z⁺ = z + g e  (9.14)
-            _mv(gain[g], v6, w6, True)
-            _phi_congruence(X[g].T, T6b, P[k], T6)  # P += Xᵀ p⁺ X  (9.6)
-            _mtv(X[g], w6, Z[k], True)  # Z += Xᵀ z⁺  (9.15)
+            mv(d_inv[g], v6, e_plus[g], False)  # e⁺ = d⁻¹ e  (9.13)
+            copy(z[g], w6)  # z⁺ = z + g e  (9.14)
+            mv(gain[g], v6, w6, True)
+            phi_congruence(X[g].T, T6b, P[k], T6)  # P += Xᵀ p⁺ X  (9.6)
+            mtv(X[g], w6, Z[k], True)  # Z += Xᵀ z⁺  (9.15)
         for r in range(6):  # symmetrize; Z += b_F − f_ext + P a_V
             for c in range(r + 1, 6):
                 P[k, r, c] = P[k, c, r] = 0.5 * (P[k, r, c] + P[k, c, r])
         Z[k] += b_F[k]
         Z[k] -= fext[k]
-        _mv(P[k], a_V[k], Z[k], True)
+        mv(P[k], a_V[k], Z[k], True)
         # the joint: D = H P Hᵀ, G = P Hᵀ D⁻¹, P⁺ = P − G (P Hᵀ)ᵀ  (9.7–9.9)
         Hk = H[k, :nj]
-        _mmt(P[k], Hk, T6[:, :nj], False)  # P Hᵀ
-        _mm(Hk, T6[:, :nj], Dm[:nj, :nj])
-        if nj > 0 and not _spd_inverse(Dm[:nj, :nj], _inertia_scale(P[k], Hk), L6[:nj, :nj],
+        mmt(P[k], Hk, T6[:, :nj], False)  # P Hᵀ
+        mm(Hk, T6[:, :nj], Dm[:nj, :nj])
+        if nj > 0 and not spd_inverse(Dm[:nj, :nj], inertia_scale(P[k], Hk), L6[:nj, :nj],
                                        D_inv[k, :nj, :nj]):
             return k
-        _mm(T6[:, :nj], D_inv[k, :nj, :nj], G[k, :, :nj])
-        _mmt(G[k, :, :nj], T6[:, :nj], P_plus[k], False)
+        mm(T6[:, :nj], D_inv[k, :nj, :nj], G[k, :, :nj])
+        mmt(G[k, :, :nj], T6[:, :nj], P_plus[k], False)
         for r in range(6):
             for c in range(6):
                 P_plus[k, r, c] = P[k, r, c] - P_plus[k, r, c]
-        _mv(Hk, Z[k], v6[:nj], False)  # E = T − H Z, E⁺ = D⁻¹ E, Z⁺ = Z + G E (9.16–9.18)
+        mv(Hk, Z[k], v6[:nj], False)  # E = T − H Z, E⁺ = D⁻¹ E, Z⁺ = Z + G E (9.16–9.18)
         for r in range(nj):
             v6[r] = tau[us + r] - v6[r]
-        _mv(D_inv[k, :nj, :nj], v6[:nj], E_plus[k, :nj], False)
-        _copy(Z[k], w6)
-        _mv(G[k, :, :nj], v6[:nj], w6, True)
+        mv(D_inv[k, :nj, :nj], v6[:nj], E_plus[k, :nj], False)
+        copy(Z[k], w6)
+        mv(G[k, :, :nj], v6[:nj], w6, True)
         if par >= 0:  # hand φ P⁺ φᵀ and φ Z⁺ to the node or frame the body hangs from
-            _mv(phi[k], w6, t6, False)
+            mv(phi[k], w6, t6, False)
             if slot >= 0:
-                _phi_congruence(phi[k], P_plus[k], p_art[slot], T6)
+                phi_congruence(phi[k], P_plus[k], p_art[slot], T6)
                 z[slot] += t6
             else:
-                _mm(pk.A[k], phi[k], T6b)
-                _phi_congruence(T6b, P_plus[k], P[par], T6)
-                _mv(pk.A[k], t6, Z[par], True)
+                mm(pk.A[k], phi[k], T6b)
+                phi_congruence(T6b, P_plus[k], P[par], T6)
+                mv(pk.A[k], t6, Z[par], True)
     # ---- outward smoother (9.19–9.26) ----
     for k in range(n):
-        nj, us, par, slot = ints[k, _NJ], ints[k, _US], ints[k, _PARENT], ints[k, _SLOT]
+        nj, us, par, slot = ints[k, NJ], ints[k, US], ints[k, PARENT], ints[k, _SLOT]
         if par < 0:  # A_t: the ground's [0; −g], a node's a, or a fixed point's X_n A
             v6[:3] = 0.0
             v6[3:] = -pk.gravity
         elif slot >= 0:
-            _copy(a_node[slot], v6)
+            copy(a_node[slot], v6)
         else:
-            _mtv(pk.A[k], A_F[par], v6, False)
-        _mtv(phi[k], v6, w6, False)  # A⁺ = φᵀ A_t
-        _mtv(G[k, :, :nj], w6, t6[:nj], False)  # θ̈ = E⁺ − Gᵀ A⁺  (9.20)
+            mtv(pk.A[k], A_F[par], v6, False)
+        mtv(phi[k], v6, w6, False)  # A⁺ = φᵀ A_t
+        mtv(G[k, :, :nj], w6, t6[:nj], False)  # θ̈ = E⁺ − Gᵀ A⁺  (9.20)
         for r in range(nj):
             udot[us + r] = E_plus[k, r] - t6[r]
-        _copy(w6, A_F[k])  # A = A⁺ + Hᵀ θ̈ + a_V  (9.21)
+        copy(w6, A_F[k])  # A = A⁺ + Hᵀ θ̈ + a_V  (9.21)
         A_F[k] += a_V[k]
-        _mtv(H[k, :nj], udot[us:us + nj], A_F[k], True)
+        mtv(H[k, :nj], udot[us:us + nj], A_F[k], True)
         for g in range(ints[k, _FS], ints[k, _FS] + ints[k, _NF]):
-            _mv(X[g], A_F[k], t6, False)  # a⁺ = X A  (9.22, 9.23)
+            mv(X[g], A_F[k], t6, False)  # a⁺ = X A  (9.22, 9.23)
             b = pk.u_index[g]
-            _mtv(gain[g], t6, v6, False)  # ü = e⁺ − gᵀ a⁺  (9.24)
+            mtv(gain[g], t6, v6, False)  # ü = e⁺ − gᵀ a⁺  (9.24)
             for c in range(6):
                 udot[b + c] = e_plus[g, c] - v6[c]
-            _copy(t6, a_node[g])  # a = a⁺ + E ü + κ  (9.25)
+            copy(t6, a_node[g])  # a = a⁺ + E ü + κ  (9.25)
             a_node[g] += kappa[g]
-            _mv(E[g], udot[b:b + 6], a_node[g], True)
+            mv(E[g], udot[b:b + 6], a_node[g], True)
     return -1
 
 

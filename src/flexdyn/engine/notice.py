@@ -24,6 +24,7 @@ from numba.core import event
 
 __all__ = ["ENTRIES", "ESTIMATES", "NOTICE_AFTER", "describe", "install", "silenced"]
 
+
 #: seconds a compile runs before the notice is printed
 NOTICE_AFTER = 1.0
 #: the engine's entries by qualified name: what they compute, as the notice names them

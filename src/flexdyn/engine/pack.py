@@ -6,7 +6,7 @@ two arrays, not two dozen.
 :data:`FIELDS` is the documented field table: :func:`pack` lays its entries out one after
 the other in the float buffer ``fb`` and writes their offsets into the header of the integer
 buffer ``ib``; the compiled code takes views of them by name
-(:func:`flexdyn.engine.kernels.unpack`).  ``ib`` holds ``[n, M, N, nu, nq, offsets of FIELDS and
+(:func:`flexdyn.engine.layout.unpack`).  ``ib`` holds ``[n, M, N, nu, nq, offsets of FIELDS and
 the end, per-body table]`` where the per-body table has the columns :data:`INT_FIELDS`:
 
 =============  ===============================================================
@@ -47,6 +47,7 @@ from ..stiffening import ConsistentBodyModel, ExactBodyModel
 
 __all__ = ["FIELDS", "FULL", "HEADER", "HEAD_OFFSETS", "INT_FIELDS", "RIGID", "RUTHLESS",
            "SPLIT_FIELDS", "SPLIT_INT_FIELDS", "Packed", "PackedModel", "pack", "pack_split"]
+
 
 #: body kernel codes
 RIGID, FULL, RUTHLESS = 0, 1, 2

@@ -25,42 +25,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .kernels import (
-    _E,
-    _J,
-    _JA,
-    _KIND,
-    _M,
-    _NJ,
-    _PARENT,
-    _US,
-    INVALID,
-    _child_inertia,
-    _copy,
-    _finite_result,
-    _gravity_acceleration,
-    _inertia_scale,
-    _mm,
-    _mmt,
-    _mtv,
-    _mv,
-    _parent_acceleration,
-    _pose_congruence,
-    _spd_inverse,
-    _sub_mtv,
-    _sub_mv,
-    _symmetrize,
-    _terms,
-    _to_parent,
-    _valid_state,
-    applied_forces,
-    lu_factor,
-    lu_substitute,
-    unpack,
-    view,
-    workspace,
-)
+from .algebra import copy, lu_factor, lu_substitute, mm, mmt, mtv, mv, pose_congruence
+from .articulated_body import inertia_scale, spd_inverse, sub_mv, symmetrize
+from .composite_body import child_inertia
+from .forces import applied_forces, sub_mtv
+from .jit import allocating_helper, entry_point, helper
+from .kernels import finite_result, position_velocity_terms, valid_state
+from .layout import INVALID, KIND, MODES, NJ, PARENT, US, unpack, view, workspace
+from .newton_euler import gravity_acceleration, parent_acceleration
 from .pack import RUTHLESS, SPLIT_FIELDS, SPLIT_INT_FIELDS
+from .terms import to_parent
 
 # columns of the split's per-body table (pack.SPLIT_INT_FIELDS)
 _C0, _NC, _B3, _OM = range(4)
@@ -83,7 +57,7 @@ class SplitModel(NamedTuple):
     Omega: np.ndarray
 
 
-@_JA
+@allocating_helper
 def unpack_split(ib, sib, sfb):
     """Named views of the split's buffers (sizes ``n``, ``M`` from the packed model's
     ``ib``)."""
@@ -121,7 +95,7 @@ class SplitWork(NamedTuple):
     t_Df: np.ndarray  # (M, M) D_f
     t_L: np.ndarray  # (M, M) Cholesky factor
     t_66: np.ndarray  # (5, 6, 6) P^{rr}, products, P_R H_F*, D_R, its factor
-    t_EY: np.ndarray  # (M+6, 6) E_t* φ P_R⁺ φᵀ of a child on a node (_attach_congruence)
+    t_EY: np.ndarray  # (M+6, 6) E_t* φ P_R⁺ φᵀ of a child on a node (attach_congruence)
     t_Z: np.ndarray  # (M, 6) ζ Γ
     t_N: np.ndarray  # (6C, 6C) [I + Ω Γ]*
     t_X: np.ndarray  # (6C, M)
@@ -129,7 +103,7 @@ class SplitWork(NamedTuple):
     t_6: np.ndarray  # (5, 6)
 
 
-@_JA
+@allocating_helper
 def split_workspace(ib, sib):
     """One allocation, carved into the fields of :class:`SplitWork`."""
     n, M, k = ib[0], ib[1], 6 * sib[0]
@@ -156,7 +130,7 @@ def split_workspace(ib, sib):
 # ----------------------------------------------------------------------------------------------
 # small algebra the kernels do not have
 # ----------------------------------------------------------------------------------------------
-@_J
+@helper
 def _sym_difference(A, B, out):
     """``out = sym(A − B) = ((A − B) + (A − B)ᵀ) / 2`` (:func:`flexdyn.linalg.sym`)."""
     for r in range(A.shape[0]):
@@ -167,10 +141,10 @@ def _sym_difference(A, B, out):
             out[c, r] = t
 
 
-@_JA
+@allocating_helper
 def _lu_solve(A, B):
     """``A X = B`` in place (``X`` into ``B``, ``A`` overwritten by its factors) by Gaussian
-    elimination with partial pivoting (:func:`~flexdyn.engine.kernels.lu_factor`; LAPACK
+    elimination with partial pivoting (:func:`~flexdyn.engine.algebra.lu_factor`; LAPACK
     ``gesv``, which ``np.linalg.solve`` calls)."""
     piv = np.empty(A.shape[0], dtype=np.int64)
     lu_factor(A, piv)
@@ -180,7 +154,7 @@ def _lu_solve(A, B):
 # ----------------------------------------------------------------------------------------------
 # the flexible step (Eq 63; Eq B3) and the hinge step (Eq 63), per body, on plain arrays
 # ----------------------------------------------------------------------------------------------
-@_J
+@helper
 def _flexible_step(P, M_m, Hf, P_rr, mu, PH, Df, L, Df_inv):
     """Eq 63, flexible step of the full and rigid body models (``BodyModel.flexible_step``):
     ``P = M_m + Σ_c A Γ A*`` (the children's part already in ``P``), ``P^{rr}``,
@@ -190,42 +164,42 @@ def _flexible_step(P, M_m, Hf, P_rr, mu, PH, Df, L, Df_inv):
     for r in range(m + 6):
         for c in range(m + 6):
             P[r, c] += M_m[r, c]
-    _mmt(P, Hf, PH, False)
-    _mm(Hf, PH, Df)
-    _copy(P[m:, m:], P_rr)
-    _copy(PH[m:], mu)
-    return _spd_inverse(Df, _inertia_scale(P, Hf), L, Df_inv)
+    mmt(P, Hf, PH, False)
+    mm(Hf, PH, Df)
+    copy(P[m:, m:], P_rr)
+    copy(PH[m:], mu)
+    return spd_inverse(Df, inertia_scale(P, Hf), L, Df_inv)
 
 
-@_J
+@helper
 def _ruthless_rigid_part(M_rr, M_rf_Hf, A, Gam, zeta, kids, P_rr, mu, AG):
     """Eq 63 for the ruthless model without forming ``P`` (``RuthlessBodyModel
     .flexible_step``): ``P^{rr} = M⁰_rr + Σ_c A_r Γ(c) A_r*`` and
     ``μ = [M⁰_rf, M⁰_rr] ℋ_f* + Σ_c A_r Γ(c) ζ(c)*`` with ``A_r`` the rigid rows of
     ``A(c)``; ``AG`` (6 × 6) scratch."""
     m = mu.shape[1]
-    _copy(M_rr, P_rr)
-    _copy(M_rf_Hf, mu)
+    copy(M_rr, P_rr)
+    copy(M_rf_Hf, mu)
     for c in kids:
         A_r = A[c, m:m + 6]
-        _mm(A_r, Gam[c], AG)
-        _mmt(AG, A_r, P_rr, True)
-        _mmt(AG, zeta[c, :m], mu, True)
+        mm(A_r, Gam[c], AG)
+        mmt(AG, A_r, P_rr, True)
+        mmt(AG, zeta[c, :m], mu, True)
 
 
-@_J
+@helper
 def _explicit_Df_inverse(D_f0, zeta, Gam, kids, scale, Df, Z, L, Df_inv):
     """``D_f⁻¹ = [Λ⁻¹ + Σ_c ζ(c) Γ(c) ζ(c)*]⁻¹`` by Cholesky (the ruthless model below
     ``indirect_min_modes``); ``Z`` (m × 6) scratch; False when ``D_f`` is singular."""
     m = Df.shape[0]
-    _copy(D_f0, Df)
+    copy(D_f0, Df)
     for c in kids:
-        _mm(zeta[c, :m], Gam[c], Z)
-        _mmt(Z, zeta[c, :m], Df, True)
-    return _spd_inverse(Df, scale, L, Df_inv)
+        mm(zeta[c, :m], Gam[c], Z)
+        mmt(Z, zeta[c, :m], Df, True)
+    return spd_inverse(Df, scale, L, Df_inv)
 
 
-@_J
+@helper
 def _push_through(Lambda, Upsilon, Omega, Gam, kids, N, X, Df_inv):
     """Eq B3: ``D_f⁻¹ = Λ − Υ Γ [I + Ω Γ]⁻¹ Υ*`` with ``Γ = diag{Γ(c)}`` (no ``Γ⁻¹``, O(m²)):
     ``X = [I + Ω Γ]⁻* (Υ Γ)*`` by one solve (``N``, ``X`` scratch of 6 n_c rows), then
@@ -253,24 +227,24 @@ def _push_through(Lambda, Upsilon, Omega, Gam, kids, N, X, Df_inv):
                 for b in range(6):
                     s -= X[6 * l + b, r] * Upsilon[kids[l], c, b]
             Df_inv[r, c] = s
-    _symmetrize(Df_inv)
+    symmetrize(Df_inv)
 
 
-@_J
+@helper
 def _hinge_step(P_rr, mu, Df_inv, H_F, g, P_R, DR_inv, G_R, P_R_plus, T, PH, D_R, L):
     """Eq 63, the hinge step on the massless fictitious body: ``g = μ D_f⁻¹``,
     ``P_R = sym(P^{rr} − g μ*)``, ``D_R = H_F P_R H_F*`` inverted by Cholesky,
     ``G_R = P_R H_F* D_R⁻¹``, ``P_R⁺ = sym(P_R − G_R (P_R H_F*)*)``; ``T``, ``PH``, ``D_R``,
     ``L`` scratch; False when ``D_R`` is singular."""
-    _mm(mu, Df_inv, g)
-    _mmt(g, mu, T, False)
+    mm(mu, Df_inv, g)
+    mmt(g, mu, T, False)
     _sym_difference(P_rr, T, P_R)
-    _mmt(P_R, H_F, PH, False)
-    _mm(H_F, PH, D_R)
-    if not _spd_inverse(D_R, _inertia_scale(P_rr, H_F), L, DR_inv):
+    mmt(P_R, H_F, PH, False)
+    mm(H_F, PH, D_R)
+    if not spd_inverse(D_R, inertia_scale(P_rr, H_F), L, DR_inv):
         return False
-    _mm(PH, DR_inv, G_R)
-    _mmt(G_R, PH, T, False)
+    mm(PH, DR_inv, G_R)
+    mmt(G_R, PH, T, False)
     _sym_difference(P_R, T, P_R_plus)
     return True
 
@@ -278,7 +252,7 @@ def _hinge_step(P_rr, mu, Df_inv, H_F, g, P_R, DR_inv, G_R, P_R_plus, T, PH, D_R
 # ----------------------------------------------------------------------------------------------
 # the sweeps
 # ----------------------------------------------------------------------------------------------
-@_J
+@helper
 def split_inertias(pm, sm, w, sw):
     """Eqs 62–63 (B3), tip to base: per body the flexible step (its body model's) and the
     hinge step into ``sw``, then ``Γ = φ P_R⁺ φ*`` to a ruthless parent, ``A Γ A*`` into the
@@ -289,24 +263,24 @@ def split_inertias(pm, sm, w, sw):
     P_rr, T = sw.t_66[0], sw.t_66[1]
     w.P[:] = 0.0  # the children's inertias accumulate here
     for i in range(n - 1, -1, -1):
-        m, nj, pa = ints[i, _M], ints[i, _NJ], ints[i, _PARENT]
+        m, nj, pa = ints[i, MODES], ints[i, NJ], ints[i, PARENT]
         s = m + 6
         Hf = w.Hcal[i, nj:nj + m, :s]
         mu, Df, L, Df_inv = sw.t_mu[:, :m], sw.t_Df[:m, :m], sw.t_L[:m, :m], sw.Df_inv[i, :m, :m]
-        if ints[i, _KIND] == RUTHLESS:
+        if ints[i, KIND] == RUTHLESS:
             kids = sm.children[S[i, _C0]:S[i, _C0] + S[i, _NC]]
             _ruthless_rigid_part(pm.M_m0[i, m:s, m:s], sm.M_rf_Hf[i, :, :m], w.A, sw.Gam,
                                  sm.zeta, kids, P_rr, mu, T)
             ok = True
             if kids.shape[0] == 0:
-                _copy(sm.Lambda[i, :m, :m], Df_inv)
+                copy(sm.Lambda[i, :m, :m], Df_inv)
             elif S[i, _B3] == 1:
                 k = 6 * kids.shape[0]
                 _push_through(sm.Lambda[i, :m, :m], sm.Upsilon, sm.Omega[S[i, _OM]:],
                               sw.Gam, kids, sw.t_N[:k, :k], sw.t_X[:k, :m], Df_inv)
             else:
                 ok = _explicit_Df_inverse(sm.D_f0[i, :m, :m], sm.zeta, sw.Gam, kids,
-                                          _inertia_scale(P_rr, Hf), Df, sw.t_Z[:m], L, Df_inv)
+                                          inertia_scale(P_rr, Hf), Df, sw.t_Z[:m], L, Df_inv)
         else:
             ok = _flexible_step(w.P[i, :s, :s], w.M_m[i, :s, :s], Hf, P_rr, mu,
                                 sw.t_PH[:s, :m], Df, L, Df_inv)
@@ -317,16 +291,16 @@ def split_inertias(pm, sm, w, sw):
                            sw.t_66[2, :, :nj], sw.t_66[3, :nj, :nj], sw.t_66[4, :nj, :nj]):
             return n + i
         if pa >= 0:
-            if ints[pa, _KIND] == RUTHLESS:
+            if ints[pa, KIND] == RUTHLESS:
                 sw.Gam[i] = 0.0
-                _pose_congruence(w.R_phi[i], w.p_phi[i], sw.P_R_plus[i], sw.Gam[i], w.t_33)
+                pose_congruence(w.R_phi[i], w.p_phi[i], sw.P_R_plus[i], sw.Gam[i], w.t_33)
             else:
-                _child_inertia(ints, w.A, w.R_t, w.p_t, w.R_phi, w.p_phi, w.P, i,
+                child_inertia(ints, w.A, w.R_t, w.p_t, w.R_phi, w.p_phi, w.P, i,
                                sw.P_R_plus[i], w.t_33, sw.t_66[1], sw.t_EY)
     return -1
 
 
-@_J
+@helper
 def split_filter(pm, w, sw, tau):
     """Eq 64, tip to base: ``z = Σ_c Φ z⁺(c) + b`` (bias with stiffness, damping and
     ``f_ext``), ``ε_f = T_f − ℋ_f z``, ``ν_f = D_f⁻¹ ε_f``, ``z_R = z^r + g ε_f + P_R a_m^r``,
@@ -335,61 +309,61 @@ def split_filter(pm, w, sw, tau):
     eps_f, z_R, t = sw.t_v, sw.t_6[0], sw.t_6[2]
     w.z[:] = 0.0  # the children's forces accumulate here
     for i in range(ints.shape[0] - 1, -1, -1):
-        m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
+        m, nj, us = ints[i, MODES], ints[i, NJ], ints[i, US]
         s = m + 6
         z = w.z[i, :s]
         for r in range(s):
             z[r] += w.bias[i, r]
         ef = eps_f[:m]
-        _copy(tau[us + nj:us + nj + m], ef)
-        _sub_mv(w.Hcal[i, nj:nj + m, :s], z, ef)
-        _mv(sw.Df_inv[i, :m, :m], ef, sw.nu_f[i, :m], False)
-        _copy(z[m:s], z_R)
-        _mv(sw.g[i, :, :m], ef, z_R, True)
-        _mv(sw.P_R[i], w.a_m[i, m:s], z_R, True)
+        copy(tau[us + nj:us + nj + m], ef)
+        sub_mv(w.Hcal[i, nj:nj + m, :s], z, ef)
+        mv(sw.Df_inv[i, :m, :m], ef, sw.nu_f[i, :m], False)
+        copy(z[m:s], z_R)
+        mv(sw.g[i, :, :m], ef, z_R, True)
+        mv(sw.P_R[i], w.a_m[i, m:s], z_R, True)
         eps_R = sw.t_6[1, :nj]
-        _copy(tau[us:us + nj], eps_R)
-        _sub_mv(w.Hcal[i, :nj, m:s], z_R, eps_R)
-        _mv(sw.DR_inv[i, :nj, :nj], eps_R, sw.nu_R[i, :nj], False)
-        if ints[i, _PARENT] >= 0:
-            _mv(sw.G_R[i, :, :nj], eps_R, z_R, True)
-            _to_parent(ints, w.A, w.phi, i, z_R, w.z, t)
+        copy(tau[us:us + nj], eps_R)
+        sub_mv(w.Hcal[i, :nj, m:s], z_R, eps_R)
+        mv(sw.DR_inv[i, :nj, :nj], eps_R, sw.nu_R[i, :nj], False)
+        if ints[i, PARENT] >= 0:
+            mv(sw.G_R[i, :, :nj], eps_R, z_R, True)
+            to_parent(ints, w.A, w.phi, i, z_R, w.z, t)
 
 
-@_J
+@helper
 def split_smoother(pm, w, sw, udot):
     """Eq 64, base to tip: ``a_R = φ* A* α(p)``, ``β̇ = ν_R − G_R* a_R``,
     ``a_R ← a_R + H_F* β̇ + a_m^r``, ``η̈ = ν_f − g* a_R``, ``α = [η̈; a_R + Q η̈]``, with
     ``β̇``, ``η̈`` into ``udot``."""
     ints = pm.ints
     a_g = sw.t_6[3]
-    _gravity_acceleration(pm, a_g)
+    gravity_acceleration(pm, a_g)
     for i in range(ints.shape[0]):
-        m, nj, us = ints[i, _M], ints[i, _NJ], ints[i, _US]
+        m, nj, us = ints[i, MODES], ints[i, NJ], ints[i, US]
         s = m + 6
         al = w.alpha[i, :s]
         a_R = al[m:]
-        _parent_acceleration(ints, w.A, w.phi, w.alpha, i, a_g, a_R, sw.t_6[4])
+        parent_acceleration(ints, w.A, w.phi, w.alpha, i, a_g, a_R, sw.t_6[4])
         beta_dot = udot[us:us + nj]
-        _copy(sw.nu_R[i, :nj], beta_dot)
-        _sub_mtv(sw.G_R[i, :, :nj], a_R, beta_dot)
-        _mtv(w.Hcal[i, :nj, m:s], beta_dot, a_R, True)
+        copy(sw.nu_R[i, :nj], beta_dot)
+        sub_mtv(sw.G_R[i, :, :nj], a_R, beta_dot)
+        mtv(w.Hcal[i, :nj, m:s], beta_dot, a_R, True)
         for r in range(6):
             a_R[r] += w.a_m[i, m + r]
         eta_ddot = udot[us + nj:us + nj + m]
-        _copy(sw.nu_f[i, :m], eta_ddot)
-        _sub_mtv(sw.g[i, :, :m], a_R, eta_ddot)
-        _copy(eta_ddot, al[:m])
-        _mv(w.Q[i, :, :m], eta_ddot, a_R, True)
+        copy(sw.nu_f[i, :m], eta_ddot)
+        sub_mtv(sw.g[i, :, :m], a_R, eta_ddot)
+        copy(eta_ddot, al[:m])
+        mv(w.Q[i, :, :m], eta_ddot, a_R, True)
 
 
 # ----------------------------------------------------------------------------------------------
 # entry points (compiled on first use; all release the GIL)
 # ----------------------------------------------------------------------------------------------
-@_J
+@helper
 def _forward_split(pm, sm, w, sw, q, u, tau, fext, udot):
     """Terms, then Eqs 62–64 into ``udot``: the status of :func:`split_inertias`."""
-    _terms(pm, w, q, u, fext)
+    position_velocity_terms(pm, w, q, u, fext)
     status = split_inertias(pm, sm, w, sw)
     if status < 0:
         split_filter(pm, w, sw, applied_forces(pm, w, q, u, tau))
@@ -397,20 +371,20 @@ def _forward_split(pm, sm, w, sw, q, u, tau, fext, udot):
     return status
 
 
-@_E
+@entry_point
 def forward_split(ib, fb, sib, sfb, q, u, tau, fext, udot):
-    """``_forward_split`` of one state, validated: −1, :data:`~.kernels.INVALID`,
-    :data:`~.kernels.OVERFLOW`, ``i`` (``D_f`` of body ``i`` singular) or ``n + i``
+    """``_forward_split`` of one state, validated: −1, :data:`~flexdyn.engine.layout.INVALID`,
+    :data:`~flexdyn.engine.layout.OVERFLOW`, ``i`` (``D_f`` of body ``i`` singular) or ``n + i``
     (its ``D_R``)."""
     pm, sm = unpack(ib, fb), unpack_split(ib, sib, sfb)
     w, sw = workspace(ib), split_workspace(ib, sib)
-    if not _valid_state(pm, q, u, tau, fext, w.q_n):
+    if not valid_state(pm, q, u, tau, fext, w.q_n):
         return INVALID
     status = _forward_split(pm, sm, w, sw, w.q_n, u, tau, fext, udot)
-    return status if status >= 0 else _finite_result(udot)
+    return status if status >= 0 else finite_result(udot)
 
 
-@_E
+@entry_point
 def factors(ib, fb, sib, sfb, q):
     """``(status, w, sw)``: the factors of Eq 63 at ``q`` (in ``sw``; the full and rigid
     bodies' ``P`` in ``w.P``), status as :func:`forward_split`."""
@@ -418,13 +392,13 @@ def factors(ib, fb, sib, sfb, q):
     w, sw = workspace(ib), split_workspace(ib, sib)
     nu, n = ib[3], ib[0]
     u, fext = np.zeros(nu), np.zeros((n, 6))
-    if not _valid_state(pm, q, u, u, fext, w.q_n):
+    if not valid_state(pm, q, u, u, fext, w.q_n):
         return INVALID, w, sw
-    _terms(pm, w, w.q_n, u, fext)
+    position_velocity_terms(pm, w, w.q_n, u, fext)
     return split_inertias(pm, sm, w, sw), w, sw
 
 
-@_E
+@entry_point
 def batch(ib, fb, sib, sfb, t, n_threads, q, u, tau, fext, out, status):
     """``_forward_split`` on the states ``t, t + n_threads, …`` of the leading axis of
     ``q``, ``u``, ``tau``, ``fext`` into ``out`` (B, nu) and ``status`` (B,), in one

@@ -1,0 +1,234 @@
+"""Tip kinematics (:mod:`flexdyn.tip_kinematics`): ``R(θ)``, the rotation rows of
+``E = J(θ) Π_r`` and ``J̇(θ) θ̇`` of a node, by the model's parametrisation."""
+
+from __future__ import annotations
+
+import math
+
+from .algebra import so3_coefficients
+from .jit import helper
+
+__all__ = ["node_frame", "node_twist", "node_twist_rate", "node_wrench", "tip_frame", "tip_rate"]
+
+
+_EXPONENTIAL, _NEGLECT, _EULER_123, _EULER_321 = range(4)
+
+
+@helper
+def _exp_frame(theta, Pi_r, m, R, E):
+    """``R = exp(θ̃) = I + a θ̃ + b θ̃²`` and ``E[:3] = J_r(θ) Π_r`` with
+    ``J_r = I − b θ̃ + c θ̃²`` and ``θ̃² = θθᵀ − |θ|² I``."""
+    t0, t1, t2 = theta[0], theta[1], theta[2]
+    s = t0 * t0 + t1 * t1 + t2 * t2
+    a, b, c, _, _, _ = so3_coefficients(s)
+    for r in range(3):
+        for q in range(3):
+            R[r, q] = theta[r] * theta[q] * b
+        R[r, r] += 1.0 - b * s
+    R[0, 1] -= a * t2
+    R[1, 0] += a * t2
+    R[0, 2] += a * t1
+    R[2, 0] -= a * t1
+    R[1, 2] -= a * t0
+    R[2, 1] += a * t0
+    for k in range(m):
+        x0, x1, x2 = Pi_r[0, k], Pi_r[1, k], Pi_r[2, k]
+        d = t0 * x0 + t1 * x1 + t2 * x2
+        E[0, k] = x0 - b * (t1 * x2 - t2 * x1) + c * (t0 * d - s * x0)
+        E[1, k] = x1 - b * (t2 * x0 - t0 * x2) + c * (t1 * d - s * x1)
+        E[2, k] = x2 - b * (t0 * x1 - t1 * x0) + c * (t2 * d - s * x2)
+
+
+@helper
+def _exp_rate(theta, d0, d1, d2, out):
+    """``out[:3] = J̇_r(θ) θ̇`` for ``θ̇ = (d0, d1, d2)``.  With ``θ̃θ̇ = θ × θ̇``,
+    ``θ̃̇θ̇ = 0``: ``J̇_r θ̇ = −ḃ θ × θ̇ + ċ θ × (θ × θ̇) + c θ̇ × (θ × θ̇)``,
+    ``ḃ = b' 2θ·θ̇``."""
+    t0, t1, t2 = theta[0], theta[1], theta[2]
+    s = t0 * t0 + t1 * t1 + t2 * t2
+    _, b, c, _, db, dc = so3_coefficients(s)
+    dt2 = 2.0 * (t0 * d0 + t1 * d1 + t2 * d2)
+    cb, cc = db * dt2, dc * dt2
+    x0, x1, x2 = t1 * d2 - t2 * d1, t2 * d0 - t0 * d2, t0 * d1 - t1 * d0  # θ × θ̇
+    out[0] = -cb * x0 + cc * (t1 * x2 - t2 * x1) + c * (d1 * x2 - d2 * x1)
+    out[1] = -cb * x1 + cc * (t2 * x0 - t0 * x2) + c * (d2 * x0 - d0 * x2)
+    out[2] = -cb * x2 + cc * (t0 * x1 - t1 * x0) + c * (d0 * x1 - d1 * x0)
+
+
+@helper
+def _elementary(k, co, si, r, q):
+    """Entry ``(r, q)`` of the rotation about coordinate axis ``k`` by the angle of cosine
+    ``co`` and sine ``si``."""
+    if r == q:
+        return 1.0 if r == k else co
+    if r == (k + 1) % 3 and q == (k + 2) % 3:
+        return -si
+    if r == (k + 2) % 3 and q == (k + 1) % 3:
+        return si
+    return 0.0
+
+
+@helper
+def _euler_columns(a, b, c, theta, R):
+    """``R = R_b(θ_b) R_c(θ_c)`` (3 × 3, overwritten) and the columns of ``J``
+    (tip_kinematics.euler_maps): returns ``u_a = (R_b R_c)ᵀ e_a`` and ``u_b = R_cᵀ e_b``
+    (6 scalars), with the cosine and sine of ``θ_a``."""
+    cb, sb = math.cos(theta[b]), math.sin(theta[b])
+    cc, sc = math.cos(theta[c]), math.sin(theta[c])
+    for r in range(3):
+        for q in range(3):
+            x = 0.0
+            for t in range(3):
+                x += _elementary(b, cb, sb, r, t) * _elementary(c, cc, sc, t, q)
+            R[r, q] = x
+    return (R[a, 0], R[a, 1], R[a, 2], _elementary(c, cc, sc, b, 0),
+            _elementary(c, cc, sc, b, 1), _elementary(c, cc, sc, b, 2),
+            math.cos(theta[a]), math.sin(theta[a]))
+
+
+@helper
+def _euler_frame(a, b, c, theta, Pi_r, m, R, E):
+    """``R = R_a R_b R_c`` and ``E[:3] = J Π_r`` with ``J = [u_a, u_b, e_c]`` in the columns
+    ``a, b, c`` (tip_kinematics.euler_maps)."""
+    ua0, ua1, ua2, ub0, ub1, ub2, ca, sa = _euler_columns(a, b, c, theta, R)
+    i1, i2 = (a + 1) % 3, (a + 2) % 3  # R ← R_a R: rows i1, i2 turn
+    for q in range(3):
+        r1, r2 = R[i1, q], R[i2, q]
+        R[i1, q] = ca * r1 - sa * r2
+        R[i2, q] = sa * r1 + ca * r2
+    for k in range(m):
+        xa, xb = Pi_r[a, k], Pi_r[b, k]
+        E[0, k] = ua0 * xa + ub0 * xb
+        E[1, k] = ua1 * xa + ub1 * xb
+        E[2, k] = ua2 * xa + ub2 * xb
+        E[c, k] += Pi_r[c, k]
+
+
+@helper
+def _euler_rate(a, b, c, theta, d, out, R):
+    """``out[:3] = J̇ θ̇ = θ̇_c (θ̇_a u_a + θ̇_b u_b) × e_c + θ̇_a θ̇_b u_a × u_b``
+    (tip_kinematics.euler_rate) for ``θ̇ = d`` (3,); ``R`` (3 × 3) scratch."""
+    ua0, ua1, ua2, ub0, ub1, ub2, _, _ = _euler_columns(a, b, c, theta, R)
+    da, db, dc = d[a], d[b], d[c]
+    v0, v1, v2 = da * ua0 + db * ub0, da * ua1 + db * ub1, da * ua2 + db * ub2
+    ab = da * db
+    out[0] = ab * (ua1 * ub2 - ua2 * ub1)
+    out[1] = ab * (ua2 * ub0 - ua0 * ub2)
+    out[2] = ab * (ua0 * ub1 - ua1 * ub0)
+    c1, c2 = (c + 1) % 3, (c + 2) % 3  # v × e_c = v_c2 e_c1 − v_c1 e_c2
+    v = (v0, v1, v2)
+    out[c1] += dc * v[c2]
+    out[c2] -= dc * v[c1]
+
+
+@helper
+def tip_frame(code, theta, Pi_r, m, R, E):
+    """The node rotation ``R(θ)`` and the rotation rows ``E[:3] = J(θ) Π_r`` of the tip
+    kinematics ``code``."""
+    if code == _EXPONENTIAL:
+        _exp_frame(theta, Pi_r, m, R, E)
+    elif code == _NEGLECT:
+        for r in range(3):
+            for q in range(3):
+                R[r, q] = 1.0 if r == q else 0.0
+            for k in range(m):
+                E[r, k] = 0.0
+    elif code == _EULER_123:
+        _euler_frame(0, 1, 2, theta, Pi_r, m, R, E)
+    else:
+        _euler_frame(2, 1, 0, theta, Pi_r, m, R, E)
+
+
+@helper
+def tip_rate(code, theta, d, out, R):
+    """``out[:3] = J̇(θ) θ̇`` (``θ̇ = d`` (3,)) of the tip kinematics ``code``; ``R`` (3 × 3)
+    scratch."""
+    if code == _EXPONENTIAL:
+        _exp_rate(theta, d[0], d[1], d[2], out)
+    elif code == _NEGLECT:
+        out[0] = out[1] = out[2] = 0.0
+    elif code == _EULER_123:
+        _euler_rate(0, 1, 2, theta, d, out, R)
+    else:
+        _euler_rate(2, 1, 0, theta, d, out, R)
+
+
+@helper
+def node_frame(code, Pi_r, Pi_t, l0, eta, m, R, p, E, theta):
+    """Node frame at ``η``: ``θ = Π_r η``, ``p = l0 + Π_t η``, ``R(θ)`` and
+    ``E = [J(θ) Π_r; Rᵀ Π_t]`` (6 × m) of the tip kinematics ``code`` (``tip_frame``)."""
+    for r in range(3):
+        th = 0.0
+        pr = l0[r]
+        for k in range(m):
+            th += Pi_r[r, k] * eta[k]
+            pr += Pi_t[r, k] * eta[k]
+        theta[r] = th
+        p[r] = pr
+    tip_frame(code, theta, Pi_r, m, R, E)
+    for k in range(m):
+        for r in range(3):
+            E[3 + r, k] = R[0, r] * Pi_t[0, k] + R[1, r] * Pi_t[1, k] + R[2, r] * Pi_t[2, k]
+
+
+@helper
+def node_twist_rate(code, theta, Pi_r, E, etad, m, out, w, t):
+    """``out = Ė_j η̇ = [J̇(θ) θ̇; −(E_r η̇) × (E_t η̇)]`` with ``θ̇ = Π_r η̇``
+    (Body.node_twist_rate; ``tip_rate``), and ``w = E_j η̇`` (6,); ``t`` (4, 3)
+    scratch."""
+    d = t[0]
+    d[0] = d[1] = d[2] = 0.0
+    for k in range(m):
+        d[0] += Pi_r[0, k] * etad[k]
+        d[1] += Pi_r[1, k] * etad[k]
+        d[2] += Pi_r[2, k] * etad[k]
+    for r in range(6):
+        x = 0.0
+        for k in range(m):
+            x += E[r, k] * etad[k]
+        w[r] = x
+    tip_rate(code, theta, d, out, t[1:4])
+    out[3] = -(w[1] * w[5] - w[2] * w[4])
+    out[4] = -(w[2] * w[3] - w[0] * w[5])
+    out[5] = -(w[0] * w[4] - w[1] * w[3])
+
+
+@helper
+def node_twist(R, p, E, m, etad, V, out):
+    """``out = B_j [η̇; V] = E_j η̇ + [Rᵀ ω; Rᵀ (v + ω × p)]`` (6,): the twist of node ``j``
+    in its own frame from the body's twist ``V = [ω; v]`` and modal rates."""
+    w0, w1, w2 = V[0], V[1], V[2]
+    v0 = V[3] + w1 * p[2] - w2 * p[1]
+    v1 = V[4] + w2 * p[0] - w0 * p[2]
+    v2 = V[5] + w0 * p[1] - w1 * p[0]
+    for r in range(3):
+        out[r] = R[0, r] * w0 + R[1, r] * w1 + R[2, r] * w2
+        out[3 + r] = R[0, r] * v0 + R[1, r] * v1 + R[2, r] * v2
+    for r in range(6):
+        x = out[r]
+        for k in range(m):
+            x += E[r, k] * etad[k]
+        out[r] = x
+
+
+@helper
+def node_wrench(R, p, E, m, y, out):
+    """``out += B_jᵀ y = [E_jᵀ y; R n + p × R f; R f]`` (m + 6,): a wrench ``y = [n; f]`` at
+    node ``j`` (its frame) as modal and rigid forces of the body."""
+    for k in range(m):
+        x = 0.0
+        for r in range(6):
+            x += E[r, k] * y[r]
+        out[k] += x
+    n0 = R[0, 0] * y[0] + R[0, 1] * y[1] + R[0, 2] * y[2]
+    n1 = R[1, 0] * y[0] + R[1, 1] * y[1] + R[1, 2] * y[2]
+    n2 = R[2, 0] * y[0] + R[2, 1] * y[1] + R[2, 2] * y[2]
+    f0 = R[0, 0] * y[3] + R[0, 1] * y[4] + R[0, 2] * y[5]
+    f1 = R[1, 0] * y[3] + R[1, 1] * y[4] + R[1, 2] * y[5]
+    f2 = R[2, 0] * y[3] + R[2, 1] * y[4] + R[2, 2] * y[5]
+    out[m] += n0 + p[1] * f2 - p[2] * f1
+    out[m + 1] += n1 + p[2] * f0 - p[0] * f2
+    out[m + 2] += n2 + p[0] * f1 - p[1] * f0
+    out[m + 3] += f0
+    out[m + 4] += f1
+    out[m + 5] += f2
