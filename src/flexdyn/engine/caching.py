@@ -20,9 +20,9 @@ checkouts with the same sources share it.
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
+import re
 from pathlib import Path
 
 import numba
@@ -64,11 +64,20 @@ def dependencies(module: Path) -> tuple[Path, ...]:
         if path in found or path.name in _PYTHON_ONLY or not path.exists():
             continue
         found.add(path)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                names = [node.module] if node.module else [a.name for a in node.names]
-                todo += [_ENGINE / f"{name.split('.')[0]}.py" for name in names]
+        todo += _imports(path)
     return tuple(sorted(found))
+
+
+@functools.cache
+def _imports(path: Path) -> list[Path]:
+    """The engine modules that the source ``path`` imports by relative imports of one level,
+    read from its text (numba asks for the stamps as it creates each cached function, at
+    import, where parsing every module would take a second)."""
+    text = path.read_text(encoding="utf-8")
+    names = re.findall(r"^from \.(\w+)", text, re.MULTILINE)
+    for group in re.findall(r"^from \. import \(?([\w, \n]+)\)?", text, re.MULTILINE):
+        names += [name.strip() for name in group.replace("\n", ",").split(",") if name.strip()]
+    return [_ENGINE / f"{name}.py" for name in names]
 
 
 @functools.cache
