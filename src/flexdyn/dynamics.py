@@ -414,11 +414,11 @@ COMPILED_FORWARD: dict[str, Callable[[Model, str], Any]] = {
 _FLOAT64 = np.dtype(np.float64)
 
 
-def is_entry_array(a, n: int) -> bool:
-    """Whether ``a`` is a writable, aligned, C-contiguous float64 array of shape (n,) (the
-    compiled entries' one type)."""
+def is_entry_array(a, *shape: int) -> bool:
+    """Whether ``a`` is a writable, aligned, C-contiguous float64 array of shape ``shape``
+    (the compiled entries' one type)."""
     return (type(a) is np.ndarray and (a.dtype is _FLOAT64 or a.dtype == _FLOAT64)
-            and a.shape == (n,) and a.flags.carray)
+            and a.shape == shape and a.flags.carray)
 
 
 def on_engine(backend: str, *arrays: np.ndarray | None) -> bool:
@@ -899,22 +899,19 @@ class Dynamics:
                                                                               self.fidelity)
         return self._run or None
 
-    def _short(self, q, n_q: int, u, x, f_ext, out, n_out: int) -> Engine | None:
-        """The engine when ``q`` (``n_q``,), ``u``, ``x`` (nu,; None: zero), ``f_ext``
-        (None) and ``out`` (``n_out``,; None) are what its entries take, else None."""
+    def _short(self, q, n_q: int, u, x, f_ext, out, out_shape: tuple[int, ...]
+               ) -> Engine | None:
+        """The engine when ``q`` (``n_q``,), ``u``, ``x`` (nu,), ``f_ext`` (n_bodies, 6) and
+        ``out`` (``out_shape``) are what its entries take (``u``, ``x``, ``f_ext``, ``out`` may
+        be None), else None."""
         run = self._run if self._run is not None else self._engine()
         nu = self._nu
         if not (run and is_entry_array(q, n_q) and (u is None or is_entry_array(u, nu))
                 and (x is None or is_entry_array(x, nu))
-                and (out is None or is_entry_array(out, n_out))
-                and (f_ext is None or self._plain_wrenches(f_ext))):
+                and (out is None or is_entry_array(out, *out_shape))
+                and (f_ext is None or is_entry_array(f_ext, self._nb, 6))):
             return None
         return run
-
-    def _plain_wrenches(self, f_ext) -> bool:
-        """Whether ``f_ext`` is of the entries' type and shape (n_bodies, 6)."""
-        return (type(f_ext) is np.ndarray and f_ext.dtype == _FLOAT64
-                and f_ext.shape == (self._nb, 6) and f_ext.flags.carray)
 
     def _forward_entry(self, method: str) -> tuple | None:
         """``(entry, buffers)``: the engine's forward dynamics of ``method`` and the buffers
@@ -935,10 +932,11 @@ class Dynamics:
         entry = self._forward_entry(method) if type(method) is str and f_nodes is None \
             else None
         nu = self._nu
+        # the checks of _short written out on this hot path (one Python call less)
         if entry is not None and entry[0] is not None and is_entry_array(q, self._nq) \
                 and is_entry_array(u, nu) and (tau is None or is_entry_array(tau, nu)) \
                 and (out is None or is_entry_array(out, nu)) \
-                and (f_ext is None or self._plain_wrenches(f_ext)):
+                and (f_ext is None or is_entry_array(f_ext, self._nb, 6)):
             udot = np.empty(nu) if out is None else out
             status = entry[0](*entry[1], q, u, self._zero_tau if tau is None else tau,
                               self._zero_wrenches if f_ext is None else f_ext, udot)
@@ -973,7 +971,7 @@ class Dynamics:
 
     def _inverse(self, q, u, udot, f_ext, out, what: str) -> np.ndarray | None:
         """Eq 44 by the engine's entry for arguments it takes, else None."""
-        run = self._short(q, self._nq, u, udot, f_ext, out, self._nu)
+        run = self._short(q, self._nq, u, udot, f_ext, out, (self._nu,))
         if run is None:
             return None
         tau = np.empty(self._nu) if out is None else out
@@ -985,12 +983,8 @@ class Dynamics:
     def mass_matrix(self, q: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
         """``M(q)`` (nu × nu), Eqs 47/50: :func:`mass_matrix`."""
         nu = self._nu
-        run = self._short(q, self._nq, None, None, None, None, 0)
-        if run is not None and (out is None or (type(out) is np.ndarray
-                                                and out.dtype == np.float64
-                                                and out.shape == (nu, nu)
-                                                and out.flags.c_contiguous
-                                                and out.flags.writeable)):
+        run = self._short(q, self._nq, None, None, None, out, (nu, nu))
+        if run is not None:
             M = np.empty((nu, nu)) if out is None else out
             if run.mass_status(q, M) != kernels.INVALID:
                 return M
@@ -1032,11 +1026,11 @@ class Dynamics:
         stabilization (:func:`flexdyn.rhs` adds Baumgarte's).  A batch ``x`` (B, nq + nu)
         with ``τ`` (B, nu) gives (B, nq + nu)."""
         nx = self._nq + self._nu
-        run = self._short(x, nx, None, tau, f_ext, out, nx)
+        run = self._short(x, nx, None, tau, f_ext, out, (nx,))
         if run is not None and type(method) is str and method in DERIVATIVE_METHODS:
             xdot = np.empty(nx) if out is None else out
             status = run.derivative_status(x, self._zero_tau if tau is None else tau,
-                                           run._zero_wrenches if f_ext is None else f_ext,
+                                           self._zero_wrenches if f_ext is None else f_ext,
                                            method, xdot)
             if status == -1:
                 return xdot

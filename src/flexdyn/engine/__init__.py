@@ -193,14 +193,12 @@ class Engine:
     def inverse_dynamics(self, q, u, udot, f_ext=None) -> np.ndarray:
         """``τ`` (nu,), Eq 44."""
         tau = np.empty(self.model.nu)
-        args = self._inputs(q, u, udot, f_ext, "udot")
-        return _checked(kernels.inverse(*self.packed, *args, tau), tau)
+        return _checked(self.inverse_status(*self._inputs(q, u, udot, f_ext, "udot"), tau), tau)
 
     def mass_matrix(self, q) -> np.ndarray:
         """``M`` (nu × nu), Eqs 47/50."""
         M = np.empty((self.model.nu, self.model.nu))
-        return _checked(kernels.mass(*self.packed, kernel_array(q, (self.model.nq,), "q"), M),
-                        M)
+        return _checked(self.mass_status(kernel_array(q, (self.model.nq,), "q"), M), M)
 
     def forward_dynamics(self, q, u, tau, f_ext=None, method: str = "articulated"):
         """``u̇`` (nu,): ``"articulated"`` (Eqs 51/58), ``"articulated-split"`` (Eqs 62–64,
@@ -216,18 +214,15 @@ class Engine:
         return self._forward[method], tuple(self.split_buffers if method == SPLIT
                                             else self.packed)
 
-    def forward_status(self, q, u, tau, f_ext, method: str, udot: np.ndarray | None = None
-                       ) -> tuple[int, np.ndarray]:
+    def forward_status(self, q, u, tau, f_ext, method: str) -> tuple[int, np.ndarray]:
         """``(status, u̇)`` of :meth:`forward_dynamics` for arguments already of the kernels'
-        type and shapes, ``f_ext`` may be None (unchecked: the short way of the front door),
-        without raising for
-        :data:`~flexdyn.engine.layout.INVALID` and
-        :data:`~flexdyn.engine.layout.OVERFLOW` (a singular inertia raises); into ``udot``
-        (nu,) where given."""
-        udot = np.empty(self.model.nu) if udot is None else udot
-        f_ext = self._zero_wrenches if f_ext is None else f_ext
-        buffers = self.split_buffers if method == SPLIT else self.packed
-        status = self._forward[method](*buffers, q, u, tau, f_ext, udot)
+        type and shapes, ``f_ext`` may be None (unchecked), by the entry of
+        :meth:`forward_entry`, without raising for :data:`~flexdyn.engine.layout.INVALID` and
+        :data:`~flexdyn.engine.layout.OVERFLOW` (a singular inertia raises)."""
+        entry, buffers = self.forward_entry(method)
+        udot = np.empty(self.model.nu)
+        status = entry(*buffers, q, u, tau, self._zero_wrenches if f_ext is None else f_ext,
+                       udot)
         if status >= 0:
             raise self._singular(method, status)
         return status, udot
