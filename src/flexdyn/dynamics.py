@@ -896,7 +896,7 @@ class Dynamics:
         None (the general path)."""
         if self._run is None:
             self._run = False if self.model.constraints else cached_engine(self.model,
-                                                                              self.fidelity)
+                                                                           self.fidelity)
         return self._run or None
 
     def _short(self, q, n_q: int, u, x, f_ext, out, out_shape: tuple[int, ...]

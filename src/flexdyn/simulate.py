@@ -616,7 +616,7 @@ class _Ode:
              f_ext: np.ndarray | None) -> np.ndarray:
         """The tree's accelerations ``u̇_f`` (closures left out) at one state."""
         return tree_forward_dynamics(self.model, q, u, tau, self.method, self.fidelity, f_ext,
-                                      None, self.backend)
+                                     None, self.backend)
 
     def closed(self, t: float, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

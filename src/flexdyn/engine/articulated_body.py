@@ -122,8 +122,8 @@ def articulated_inertias(pm, w, tau, prescribed, udot_known):
                                   w.alpha[i, :s])
         elif m == 0 and nj == 1:
             ok = rigid_one_dof_step(w.P[i, :6, :6], w.Hcal[i, 0, :6], w.a_m[i, :6],
-                                     w.bias[i, :6], tau[us], w.z[i, :6], w.G[i, :6, 0],
-                                     w.innov[i, :1], w.t_6[1], zp, Pr)
+                                    w.bias[i, :6], tau[us], w.z[i, :6], w.G[i, :6, 0],
+                                    w.innov[i, :1], w.t_6[1], zp, Pr)
         else:
             ok = _articulated_step(w.P[i, :s, :s], w.Hcal[i, :k, :s], m, nj, w.a_m[i, :s],
                                    w.bias[i, :s], tau[us:us + k], w.z[i, :s], w.G[i, :s, :k],
@@ -134,7 +134,7 @@ def articulated_inertias(pm, w, tau, prescribed, udot_known):
         if pa >= 0:
             to_parent(ints, w.A, w.phi, i, zp, w.z, w.t_6[3])
             child_inertia(ints, w.A, w.R_t, w.p_t, w.R_phi, w.p_phi, w.P, i, Pr, w.t_33,
-                           w.t_66[1], w.t_EY)
+                          w.t_66[1], w.t_EY)
     return -1
 
 
@@ -349,7 +349,7 @@ def articulated_accelerations(pm, w, udot):
         parent_acceleration(ints, w.A, w.phi, w.alpha, i, a_g, al[m:], w.t_6[1])
         if m == 0 and nj == 1:
             udot[us] = rigid_one_dof_acceleration(w.G[i, :6, 0], w.Hcal[i, 0, :6],
-                                                   w.a_m[i, :6], w.innov[i, 0], al)
+                                                  w.a_m[i, :6], w.innov[i, 0], al)
             continue
         chi = udot[us:us + k]
         copy(w.innov[i, :k], chi)

@@ -57,7 +57,7 @@ def child_inertia(ints, A, R_t, p_t, R_phi, p_phi, P, i, X, T, Y, EY):
         pose_congruence(R_phi[i], p_phi[i], X, P[pa, mp:mp + 6, mp:mp + 6], T)
     else:
         attach_congruence(A[i, :mp], R_t[i], p_t[i], R_phi[i], p_phi[i], X,
-                           P[pa, :mp + 6, :mp + 6], T, Y, EY[:mp + 1])
+                          P[pa, :mp + 6, :mp + 6], T, Y, EY[:mp + 1])
 
 
 @helper
@@ -71,7 +71,7 @@ def composite_inertias(pm, w):
             m = ints[i, MODES]
             copy(w.P[i, m:m + 6, m:m + 6], w.t_66[0])
             child_inertia(ints, w.A, w.R_t, w.p_t, w.R_phi, w.p_phi, w.P, i, w.t_66[0],
-                           w.t_33, w.t_66[1], w.t_EY)
+                          w.t_33, w.t_66[1], w.t_EY)
 
 
 @helper

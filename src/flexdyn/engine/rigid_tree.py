@@ -105,8 +105,8 @@ def rigid_tree_inertias(pm, w, tau):
     zp, Pr, PH = w.t_6[3], w.t_66[0], w.t_6[4]
     for i in range(ints.shape[0] - 1, -1, -1):
         if not rigid_one_dof_step(w.P[i], w.Hcal[i, 0], w.a_m[i], w.bias[i],
-                                   tau[ints[i, US]], w.z[i], w.G[i, :, 0], w.innov[i, :1],
-                                   PH, zp, Pr):
+                                  tau[ints[i, US]], w.z[i], w.G[i, :, 0], w.innov[i, :1],
+                                  PH, zp, Pr):
             return i
         pa = ints[i, PARENT]
         if pa >= 0:
@@ -127,9 +127,9 @@ def rigid_tree_accelerations(pm, w, udot):
     for i in range(ints.shape[0]):
         pa, al = ints[i, PARENT], w.alpha[i]
         node_twist(w.R_phi[i], w.p_phi[i], pm.X_joint0[i], 0, al,
-                    a_g if pa < 0 else w.alpha[pa], al)  # φ*(i) α(p): no modes (m = 0)
+                   a_g if pa < 0 else w.alpha[pa], al)  # φ*(i) α(p): no modes (m = 0)
         udot[ints[i, US]] = rigid_one_dof_acceleration(w.G[i, :, 0], w.Hcal[i, 0], w.a_m[i],
-                                                         w.innov[i, 0], al)
+                                                       w.innov[i, 0], al)
 
 
 @inlined

@@ -96,7 +96,7 @@ def _full_body_frames(pm, i, eta, w):
     m, nn = pm.ints[i, MODES], pm.ints[i, NN]
     for j in range(nn):
         node_frame(pm.ints[i, TK], pm.Pi_r[i, j], pm.Pi_t[i, j], pm.l0[i, j], eta, m,
-                    w.fR[i, j], w.fp[i, j], w.fE[i, j], w.fth[i, j])
+                   w.fR[i, j], w.fp[i, j], w.fE[i, j], w.fth[i, j])
     _modal_mass(m, nn, pm.node_m[i], pm.node_I[i], pm.M_rigid[i], w.fR[i], w.fp[i],
                 w.fE[i], w.t_X[:6, :m], w.M_m[i])
 
@@ -391,7 +391,7 @@ def _full_parent_rate(pm, w, i, V_nl, aV):
     V_t, w_t, eps = w.t_6[4], w.t_6[5], w.t_6[6]
     mtv(w.A[i, :mp + 6], V_nl[pa, :mp + 6], V_t, False)
     node_twist_rate(pm.ints[pa, TK], w.fth[pa, pn], pm.Pi_r[pa, pn], w.fE[pa, pn],
-                     w.u_nl[s:s + mp], mp, eps, w_t, w.t_tip)
+                    w.u_nl[s:s + mp], mp, eps, w_t, w.t_tip)
     cross_motion(V_t, w_t, eps, True)
     mtv(w.phi[i], eps, aV, True)
 
@@ -402,7 +402,7 @@ def _full_own_rate(pm, w, i, etad, V, aV):
     m, cn = pm.ints[i, MODES], pm.ints[i, CN]
     eps, w_c, Xe, Qe = w.t_6[4], w.t_6[5], w.t_6[6], w.t_6[7]
     node_twist_rate(pm.ints[i, TK], w.fth[i, cn], pm.Pi_r[i, cn], w.fE[i, cn], etad, m,
-                     eps, w_c, w.t_tip)
+                    eps, w_c, w.t_tip)
     _rotate_node_twist(w.R_nc[i], w.p_nc[i], eps, Xe)
     mv(w.Q[i, :, :m], etad, Qe, False)
     cross_motion(V, Qe, aV, True)
