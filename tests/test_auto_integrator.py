@@ -1,6 +1,6 @@
 """Tests of ``simulate``'s default integrator (``integrator="auto"``,
-:func:`flexdyn.simulate.auto_integrator`) and its default tolerances
-(:data:`flexdyn.simulate.DEFAULT_TOLERANCES`): which problems get Radau IIA in displacements,
+:func:`flexdyn.simulation.auto_integrator`) and its default tolerances
+(:data:`flexdyn.simulation.DEFAULT_TOLERANCES`): which problems get Radau IIA in displacements,
 that the others keep DOP853 and its tolerances, and that the default run of a stiff
 flexible model is as accurate as the tolerances promise against a tight DOP853 reference;
 and loads of time alone (:func:`flexdyn.of_time`)."""
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import flexdyn as fd
 import strategies
 from flexdyn import models
-from flexdyn.simulate import DEFAULT_TOLERANCES, auto_integrator
+from flexdyn.simulation import DEFAULT_TOLERANCES, auto_integrator
 from helpers import pendulum
 
 RADAU = ("radau-iia", "displacement")

@@ -541,7 +541,7 @@ def test_the_command_line_lists_and_assembles_closures(tmp_path, capsys):
 
 def test_the_compiled_closed_derivative_equals_the_reference_and_names_redundant_closures():
     from flexdyn.dynamics import closed_chain, tree_forward_dynamics
-    from flexdyn.simulate import _compiled_derivative
+    from flexdyn.simulation.problem import compiled_derivative as _compiled_derivative
 
     for model in (pendulum_pair(True), slider_crank()):
         rng = np.random.default_rng(5)

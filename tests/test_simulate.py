@@ -204,7 +204,7 @@ def test_finiteness_check_of_every_right_hand_side():
     its opposite), real or complex."""
     import warnings
 
-    from flexdyn.simulate import _all_finite
+    from flexdyn.simulation.problem import all_finite as _all_finite
 
     big = np.finfo(float).max
     with warnings.catch_warnings():

@@ -195,9 +195,9 @@ def test_jacobian_of_the_implicit_integrators(fidelity, backend):
     """The Jacobian ``simulate`` hands to Radau/BDF/LSODA on either backend: its ``u̇`` rows
     equal central differences of the reference forward dynamics, its ``q̇`` rows are ``Γ(q)``
     in ``u``, and the rows of the work integrals are zero."""
-    import sys
+    from flexdyn.simulation.loop import implicit_jacobian
+    from flexdyn.simulation.problem import Problem
 
-    simulate_module = sys.modules["flexdyn.simulate"]
     model = damped_arm()
     nq, nu = model.nq, model.nu
     rng = np.random.default_rng(2)
@@ -205,9 +205,9 @@ def test_jacobian_of_the_implicit_integrators(fidelity, backend):
     u = rng.normal(size=nu)
     tau = rng.normal(size=nu)
     x = np.concatenate([q, u, np.zeros(3)])
-    ode = simulate_module._Ode(model, fidelity, "articulated", backend,
-                               lambda t, q, u: tau, None, None, None)
-    jac = simulate_module._jacobian(ode)
+    ode = Problem(model, fidelity, "articulated", backend, lambda t, q, u: tau, None, None,
+                  None)
+    jac = implicit_jacobian(ode)
     J = jac(0.0, x)
     assert J.shape == (nq + nu + 3, nq + nu + 3)
     central = np.empty((nu, nq + nu))

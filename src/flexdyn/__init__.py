@@ -32,7 +32,20 @@ from .jacobians import frame_jacobian, frame_pose, jacobian_rate_product
 from .loads import TimeFunction, of_time
 from .modal import ModalAnalysis, modal_analysis, tangent_stiffness
 from .results import SimulationError, SimulationResult
-from .simulate import Stepper, StiffnessWarning, pack_state, rhs, simulate, unpack_state
+from .simulation import (
+    RK4,
+    Auto,
+    GaussLegendre,
+    GeneralizedAlpha,
+    RadauIIA,
+    ScipyIVP,
+    Stepper,
+    StiffnessWarning,
+    pack_state,
+    rhs,
+    simulate,
+    unpack_state,
+)
 from .terms import (
     DEFAULT_FIDELITY,
     FIDELITIES,
@@ -46,17 +59,23 @@ from .terms import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Auto",
     "ClosureError",
     "DEFAULT_FIDELITY",
     "Dynamics",
     "EnsembleResult",
     "Equilibrium",
     "FIDELITIES",
+    "GaussLegendre",
+    "GeneralizedAlpha",
     "Linearization",
     "ModalAnalysis",
     "Model",
     "ModelBuilder",
     "PositionTerms",
+    "RK4",
+    "RadauIIA",
+    "ScipyIVP",
     "SimulationError",
     "SimulationResult",
     "StateEntry",

@@ -39,7 +39,7 @@ from .modal import FREE, LOCKED, modal_analysis
 from .model_file import json_schema
 from .models import BUILTIN_MODELS, builtin_model, modal_frequencies, slew_torque, spinup_torque
 from .results import SimulationError, SimulationResult
-from .simulate import simulate
+from .simulation import simulate
 from .terms import DEFAULT_FIDELITY, FIDELITIES
 
 __all__ = ["main"]

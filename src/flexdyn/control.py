@@ -28,7 +28,7 @@ from .modal import (
     refuse_closures,
 )
 from .outputs import Outputs
-from .simulate import PrescribedMotion
+from .simulation import PrescribedMotion
 from .stability import IMPLICIT, step_limit
 from .terms import DEFAULT_FIDELITY, check_fidelity
 

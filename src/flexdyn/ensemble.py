@@ -28,7 +28,7 @@ import numpy as np
 
 from .chain import Model, state_layout
 from .results import SimulationResult
-from .simulate import simulate
+from .simulation import simulate
 
 __all__ = ["EnsembleResult", "simulate_many"]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .chain import Model, save_model, state_layout
-from .simulate import Stepper
+from .simulation import Stepper
 from .terms import DEFAULT_FIDELITY
 
 __all__ = ["SLAVE_SOURCE", "build_fmu"]

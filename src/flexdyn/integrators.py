@@ -1,10 +1,11 @@
 """Fixed-step integrators in :class:`scipy.integrate.OdeSolver` form, for
-:func:`flexdyn.simulate` (``integrator="rk4"``) and :class:`flexdyn.Stepper`: the same
+:func:`flexdyn.simulate` (``integrator=flexdyn.RK4(h)``) and :class:`flexdyn.Stepper`: the same
 solver object advances both, so a stepper and a simulation with the same step take the same
 steps to the last bit.
 
-:class:`RK4` is the classical fourth-order Runge–Kutta method (Kutta 1901; Hairer, Nørsett
-& Wanner, *Solving ODEs I*, Table II.1.2): ``k₁ = f(t, y)``, ``k₂ = f(t + h/2, y + h k₁/2)``,
+:class:`ClassicalRungeKutta` is the classical fourth-order Runge–Kutta method (Kutta 1901;
+Hairer, Nørsett & Wanner, *Solving ODEs I*, Table II.1.2): ``k₁ = f(t, y)``,
+``k₂ = f(t + h/2, y + h k₁/2)``,
 ``k₃ = f(t + h/2, y + h k₂/2)``, ``k₄ = f(t + h, y + h k₃)``,
 ``y₁ = y + h (k₁ + 2k₂ + 2k₃ + k₄)/6``; no error control.  Its dense output is the cubic
 Hermite interpolant of ``y`` and ``f`` at both ends of the step (``f`` at the end is the next
@@ -14,12 +15,13 @@ step's ``k₁``: no extra evaluation; it is evaluated only when one of the two n
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import numpy as np
 from scipy.integrate import DenseOutput, OdeSolver
 
-__all__ = ["FIXED_STEP", "RK4"]
+__all__ = ["ClassicalRungeKutta"]
 
 
 class _HermiteOutput(DenseOutput):
@@ -41,7 +43,7 @@ class _HermiteOutput(DenseOutput):
         return out
 
 
-class RK4(OdeSolver):
+class ClassicalRungeKutta(OdeSolver):
     """Classical Runge–Kutta with the fixed step ``h`` (module docstring).
 
     Parameters
@@ -96,5 +98,12 @@ class RK4(OdeSolver):
         return _HermiteOutput(self.t_old, self.t, self.y_old, self.f_old, self.y, self.f)
 
 
-#: fixed-step integrators by name
-FIXED_STEP: dict[str, type[OdeSolver]] = {"rk4": RK4}
+def __getattr__(name: str) -> type:
+    """``RK4``, the former name of :class:`ClassicalRungeKutta` (now that of its option object,
+    :class:`flexdyn.RK4`), with a ``DeprecationWarning``."""
+    if name != "RK4":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn("flexdyn.integrators.RK4 is deprecated; use "
+                  "flexdyn.integrators.ClassicalRungeKutta (the same solver) or, for simulate, "
+                  "the option object flexdyn.RK4(h)", DeprecationWarning, stacklevel=2)
+    return ClassicalRungeKutta

@@ -6,7 +6,7 @@ that depends on ``t`` alone can say so: :func:`of_time` wraps ``f(t)`` in a
 :class:`TimeFunction`, still callable as ``f(t, q, u)``.  The compiled integrators evaluate
 loads at their stage times and at states predicted there, and hold them during the Newton
 iteration: exact for a function of time, outside the error estimate for a state feedback.
-So ``simulate``'s default integrator (:func:`flexdyn.simulate.auto_integrator`) takes a
+So ``simulate``'s default integrator (:func:`flexdyn.simulation.auto_integrator`) takes a
 model with time-function loads implicitly, and one with other callables with DOP853.
 """
 

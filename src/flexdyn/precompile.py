@@ -37,7 +37,7 @@ from .energy import total_energy
 from .engine import Engine
 from .modal import modal_analysis
 from .models import two_link_arm
-from .simulate import simulate
+from .simulation import simulate
 
 __all__ = ["Task", "precompile", "tasks"]
 

@@ -78,7 +78,7 @@ from .chain import Model
 from .dynamics import bias_forces as _bias_forces
 from .dynamics import forward_dynamics as _forward_dynamics
 from .dynamics import mass_matrix as _mass_matrix
-from .simulate import rhs as _rhs
+from .simulation import rhs as _rhs
 from .spatial import skew
 from .terms import (
     DEFAULT_FIDELITY,

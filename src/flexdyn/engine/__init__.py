@@ -231,8 +231,8 @@ class Engine:
                          ) -> np.ndarray:
         """``ẋ = [Γ(q) u; u̇]`` (nq + nu,) of the state ``x = [q; u]`` (nq + nu,) with ``τ``
         (nu,) or None and ``f_ext`` (n_bodies, 6) or None; quaternions are scaled to unit
-        length first (as :func:`flexdyn.simulate.rhs`).  ``ValueError`` for a model with loop
-        closures (:func:`flexdyn.simulate.rhs` closes them)."""
+        length first (as :func:`flexdyn.simulation.rhs`).  ``ValueError`` for a model with loop
+        closures (:func:`flexdyn.simulation.rhs` closes them)."""
         self._tree_only("state_derivative")
         nq, nu = self.model.nq, self.model.nu
         x = kernel_array(x, (nq + nu,), "x")

@@ -1,0 +1,399 @@
+"""The compiled integrators of :func:`~flexdyn.simulation.simulate` and
+:class:`~flexdyn.simulation.Stepper`: generalized-α, Gauss–Legendre and Radau IIA, whose time
+loop is the compiled entry :func:`flexdyn.engine.galpha.generalized_alpha`, driven from here
+(forces evaluated in Python between tries, samples, events, failures)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.integrate
+
+from ..chain import Model
+from ..dynamics import cached_engine
+from ..engine import galpha, kernels
+from ..results import SimulationError, SimulationResult
+from .loop import Events, Samples, keep_partial, progress_bar, result_of
+from .problem import N_EXTRA, Problem, RhsFailure, compiled_derivative, failing
+
+__all__ = ["LOOP_FAILURES", "CompiledLoop", "integrate_compiled"]
+
+#: the most Newton iterations of one try of the generalized-α step
+_MAX_NEWTON = 8
+#: samples per output buffer when every step is recorded (adaptive steps, no ``t_eval``)
+_CHUNK = 4096
+#: step tries per compiled call while a progress bar is shown
+_TRIES_PER_UPDATE = 256
+
+
+def _newton_tol(scheme: int, rtol: float, newton_tol: float | None) -> float:
+    """The ``newton_tol`` of a compiled scheme: the one given, else 1e-6 (of the
+    accelerations); for Radau IIA, whose iteration stops on the stage states scaled by
+    ``atol + rtol |x|``, RADAU5's ``min(0.03, √rtol)`` by default (Hairer & Wanner,
+    Sec IV.8), and never below ``10 ε/rtol``, where round-off would stall it."""
+    if scheme == galpha.RADAU_IIA:
+        return max(10.0 * np.finfo(float).eps / rtol,
+                   min(0.03, math.sqrt(rtol)) if newton_tol is None else newton_tol)
+    return 1e-6 if newton_tol is None else newton_tol
+
+
+#: what a failure status of the compiled integrators means
+LOOP_FAILURES = {
+    galpha.NEWTON_FAILED: f"the Newton iteration did not converge in {_MAX_NEWTON} iterations "
+                          "(a smaller h; generalized-alpha and radau-iia also take adaptive "
+                          "steps: h=None)",
+    galpha.STEP_TOO_SMALL: "the step size fell below the resolution of t",
+    galpha.SINGULAR: "the iteration matrix (M + γ' C + β' K, or a collocation scheme's) is "
+                     "singular (a degree of freedom without inertia?)",
+    kernels.INVALID: "the state became non-finite (a smaller h; generalized-alpha and "
+                     "radau-iia also take adaptive steps: h=None)"}
+
+
+class CompiledLoop:
+    """The arrays that carry a compiled integrator (:func:`flexdyn.engine.galpha.
+    generalized_alpha`) from call to call, set up at ``(q0, u0)`` at ``t0`` for a run to
+    ``t1`` with the forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) at ``t0`` (the initial
+    acceleration and energy-balance integrands come from the compiled state derivative;
+    ``RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈, 0``;
+    ``a`` and the last row are ``q⃛`` and ``q⁗`` for the collocation schemes), ``Mk``,
+    ``S``, ``Jc``, ``piv``, ``pred`` and ``cnt`` in the layouts of
+    :mod:`flexdyn.engine.galpha`.
+    ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps."""
+
+    def __init__(self, model: Model, fidelity: str, q0: np.ndarray, u0: np.ndarray, t0: float,
+                 t1: float, tau: np.ndarray, f_ext: np.ndarray, *, scheme: int,
+                 h: float | None, rho_inf: float, newton_tol: float | None,
+                 error_norm: int, rtol: float, atol: float, max_step: float,
+                 record_steps: bool):
+        g, nu = galpha, model.nu
+        self.engine = cached_engine(model, fidelity)
+        xdot0 = failing(compiled_derivative(model, fidelity, "articulated", "engine",
+                                            N_EXTRA), t0, np.concatenate([q0, u0]), tau,
+                        f_ext)
+        self.y = np.zeros((5, nu))
+        self.y[0], self.y[1] = q0, u0
+        self.y[3] = xdot0[nu:2 * nu]
+        # generalized-α's auxiliary acceleration, or the collocation schemes' rate of q̈
+        # (and in row 4 its second derivative, 0 at the start)
+        self.y[2] = self.y[3] if scheme == g.GENERALIZED_ALPHA else 0.0
+        self.c = c = np.zeros(g.N_PARAMS)
+        c[[g.ALPHA_M, g.ALPHA_F, g.BETA, g.GAMMA]] = g.coefficients(rho_inf)
+        c[g.ERROR_CONSTANT] = g.error_constant(rho_inf)
+        c[g.RTOL], c[g.ATOL] = rtol, atol
+        c[g.NEWTON_TOL] = _newton_tol(scheme, rtol, newton_tol)
+        c[g.H_MIN] = 64.0 * np.finfo(float).eps * max(abs(t0), abs(t1))
+        c[g.H_MAX], c[g.T_END] = max_step, t1
+        self.ctl = ctl = np.zeros(g.N_CONTROLS, dtype=np.int64)
+        ctl[g.ADAPTIVE] = h is None
+        ctl[g.MAX_NEWTON] = _MAX_NEWTON
+        ctl[g.RECORD_STEPS] = record_steps
+        ctl[g.SCHEME] = scheme
+        ctl[g.ERROR_NORM] = error_norm
+        ctl[g.MAX_TRIES] = -1
+        if h is not None:
+            ctl[g.N_FIXED] = max(1, math.ceil((t1 - t0) / h * (1.0 - 1e-12)))
+            c[g.H_FIXED] = (t1 - t0) / ctl[g.N_FIXED]
+        self.s = s = np.zeros(g.N_SCALARS)
+        s[g.T] = s[g.T_START] = t0
+        s[g.H] = min(max_step, (t1 - t0) / 100.0)
+        s[g.P_TAU:g.P_TAU + 3] = xdot0[2 * nu:]
+        self.Mk, self.S = np.zeros((nu, nu)), np.zeros((nu, nu))
+        #: the stage times of the scheme's forces (:func:`flexdyn.engine.galpha.nodes`)
+        self.nodes = g.nodes(scheme)
+        k = nu if scheme != g.GENERALIZED_ALPHA else 0
+        self.Jc, self.piv = np.zeros((k, k), dtype=complex), np.zeros((2, nu), dtype=np.int64)
+        self.pred = np.empty((self.nodes.size, 1 + 2 * nu))
+        self.cnt = np.zeros(g.N_COUNTERS, dtype=np.int64)
+
+    def held(self, tau: np.ndarray, f_ext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) held over a step, in the layout
+        :meth:`run` takes: once per stage (:attr:`nodes`)."""
+        k = self.nodes.size
+        return np.tile(tau, k), np.tile(f_ext, (k, 1))
+
+    def next_forces(self, forces: Callable) -> tuple[np.ndarray, np.ndarray]:
+        """The forces of the next try, in the layout :meth:`run` takes:
+        ``forces(t, q, u) -> (tau, f_ext)`` at the rows of :attr:`pred` (the compiled
+        entry's): the scheme's stage times ``t + c_i h`` (:attr:`nodes`; generalized-α: the
+        step's end) and the states predicted there, ``q + c_i h u + ½ (c_i h)² u̇``,
+        ``u + c_i h u̇``."""
+        nu = self.y.shape[1]
+        at = [forces(p[0], p[1:1 + nu], p[1 + nu:]) for p in self.pred]
+        return np.concatenate([a[0] for a in at]), np.concatenate([a[1] for a in at])
+
+    def summary(self) -> str:
+        """The counts of the run so far, for the result's message."""
+        g, cnt = galpha, self.cnt
+        name = next(k for k, v in g.SCHEMES.items() if v == self.ctl[g.SCHEME])
+        return (f"{name}: {cnt[g.STEPS]} steps, {cnt[g.REJECTED]} rejected tries, "
+                f"{cnt[g.ITERATIONS]} Newton iterations, {cnt[g.FACTORIZATIONS]} "
+                "factorizations")
+
+    def run(self, times: np.ndarray, tau: np.ndarray, f_ext: np.ndarray, out_t: np.ndarray,
+            out_x: np.ndarray) -> int:
+        """One call of the compiled entry (its status); the collocation schemes take
+        ``tau`` and ``f_ext`` stacked per stage."""
+        return galpha.generalized_alpha(*self.engine.packed, self.c, self.ctl, times, tau,
+                                        f_ext, self.y, self.s, self.Mk, self.S, self.Jc,
+                                        self.piv, out_t, out_x, self.pred, self.cnt)
+
+
+def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, t1: float,
+                       tau: Any, f_ext: Any, rtol: float, atol: float,
+                       t_eval: np.ndarray | None, max_step: float, progress: bool, *,
+                       h: float | None, rho_inf: float, newton_tol: float,
+                       error_norm: int, scheme: int, events: Events | None = None
+                       ) -> SimulationResult:
+    """:func:`simulate` with a compiled integrator (``integrator="generalized-alpha"``,
+    ``"gauss-legendre"`` or ``"radau-iia"``, ``scheme`` its code): the time loop runs in the
+    compiled entry :func:`flexdyn.engine.galpha.generalized_alpha`.  The collocation schemes
+    integrate the work integrals by their own quadrature at the stages (fourth and fifth
+    order).
+
+    * **Steps.** ``h`` given: ``ceil((t1 − t0)/h)`` equal steps, no error control (a Newton
+      iteration that does not converge in ``_MAX_NEWTON`` iterations is an error).
+      ``h`` None (generalized-α, Radau IIA): adaptive steps, at most ``max_step``.
+      Generalized-α estimates the local error of ``q`` from the change of the auxiliary
+      acceleration and holds it to ``atol + rtol |q|`` per step (the method is second order,
+      so ``rtol`` = 1e-8 takes many more steps than with DOP853; 1e-6 … 1e-4 are its range);
+      a try whose Newton iteration fails is retried with a quarter of the step.  Radau IIA
+      uses RADAU5's estimate and controller and halves a step whose iteration fails; with
+      ``error_norm="state"`` (the default) it measures the estimate of ``q`` and of ``u``
+      each against its own ``atol + rtol |x|`` (scipy's ``"Radau"``: about as many steps at
+      the same tolerances), with ``"displacement"`` it measures ``q`` and ``h u`` against
+      ``atol + rtol |q|``: an error of the speeds by the displacement it makes over the
+      step, as error estimators in structural dynamics measure displacements (Zienkiewicz &
+      Xie 1991), and the Newton corrections alike.  In the state norm the speeds of lightly
+      damped stiff modes, ``ω`` times their displacements, hold the step short; in
+      displacements it follows what those modes move: 2.5–6 times fewer steps at the same
+      tolerances on the problems of ``docs/simulation-performance.md``, with errors nearer
+      the tolerances (the state norm's lie orders of magnitude below them there); at the
+      same error 1.5–1.8 times less time on the 5-beam chain and the arm, about the same
+      on the spin-up beam.
+    * **Forces.** ``tau`` and ``f_ext`` None or constant arrays: the whole integration is one
+      compiled call.  A callable ``tau(t, q, u)`` or ``f_ext(t, q, u)`` is evaluated in
+      Python once per step try, at ``t_{n+1}`` and the predicted state
+      ``q* = q + h u + ½ h² u̇``, ``u* = u + h u̇`` (exact for forces of ``t`` alone;
+      second-order accurate for smooth state feedback), and held during the Newton
+      iteration; the compiled entry is then called once per try.  The collocation schemes
+      evaluate it at their stage times ``t_n + c_i h`` and the states predicted there
+      the same way (their full order for forces of ``t`` alone).
+    * **Outputs.** The ``t_eval`` samples by cubic Hermite interpolation on the step
+      (``q`` from ``q, u`` at both ends, ``u`` from ``u, u̇``, the work integrals from their
+      integrands at both ends; Gauss–Legendre's linearly), or every step.  ``nfev`` counts
+      the inverse-dynamics evaluations; the message gives the steps, rejected tries, Newton
+      iterations and factorizations of the iteration matrix.
+    * **Events.** With ``events`` the compiled entry is called once per accepted step
+      (:class:`_CompiledSteps`), and the events are located on that interpolation as with
+      the scipy integrators (``Events``)."""
+    model, fidelity, tau_fn, fext_fn = ode.model, ode.fidelity, ode.tau_fn, ode.fext_fn
+    nu = model.nu
+    forced = callable(tau) or callable(f_ext)
+    zeros_tau, no_wrenches = np.zeros(nu), np.zeros((model.n_bodies, 6))
+
+    def forces(t: float, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return (zeros_tau if tau_fn is None else np.array(tau_fn(t, q, u), dtype=float),
+                no_wrenches if fext_fn is None else np.array(fext_fn(t, q, u), dtype=float))
+
+    def failed(t: float, message: str, partial: SimulationResult | None = None,
+               cause: BaseException | None = None) -> SimulationError:
+        error = SimulationError(f"simulation failed at t = {t:.6g} s: {message}", t, message,
+                                partial=partial)
+        error.__cause__ = cause
+        return error
+
+    tau_t, fe = forces(t0, q0, u0)
+    try:
+        loop = CompiledLoop(model, fidelity, q0, u0, t0, t1, tau_t, fe, scheme=scheme, h=h,
+                            rho_inf=rho_inf, newton_tol=newton_tol, error_norm=error_norm,
+                            rtol=rtol, atol=atol, max_step=max_step,
+                            record_steps=t_eval is None)
+    except RhsFailure as exc:
+        raise failed(t0, exc.message, cause=exc.__cause__) from exc.__cause__
+    g = galpha
+    ctl, s, cnt = loop.ctl, loop.s, loop.cnt
+    tau_t, fe = loop.held(tau_t, fe)  # forces that vary are evaluated once paused
+    if events is not None:
+        return _compiled_with_events(ode, loop, events, t_eval, tau_t, fe,
+                                     forces if forced else None, failed, progress)
+    times = np.zeros(0) if t_eval is None else np.ascontiguousarray(t_eval)
+    n_out = times.size if t_eval is not None else (
+        int(ctl[g.N_FIXED]) if h is not None else _CHUNK)
+    out_t, out_x = np.empty(n_out), np.empty((n_out, 2 * nu + N_EXTRA))
+    chunks = [] if t_eval is not None else [(np.array([t0]),
+                                             np.concatenate([q0, u0, np.zeros(N_EXTRA)])[None])]
+    bar = progress_bar(t0, t1) if progress else None
+    ctl[g.MAX_TRIES] = 0 if forced else _TRIES_PER_UPDATE if bar is not None else -1
+    start = time.perf_counter()
+
+    def result(message: str) -> SimulationResult:
+        done = [*chunks, (out_t[:cnt[g.N_OUT]], out_x[:cnt[g.N_OUT]])]
+        t_out = np.concatenate([t for t, _ in done])
+        y_out = np.concatenate([x for _, x in done]).reshape(-1, 2 * nu + N_EXTRA)
+        return result_of(ode, t_out, y_out, message == "failed", nfev=int(cnt[g.RESIDUALS]),
+                         wall_time=time.perf_counter() - start,
+                         message=f"{message} ({loop.summary()})")
+
+    try:
+        with _Attempt(bar) as attempt:
+            while True:
+                status = loop.run(times, tau_t, fe, out_t, out_x)
+                if bar is not None:
+                    bar.update(s[g.T] - t0 - bar.n)
+                if status == g.FULL:
+                    chunks.append((out_t[:cnt[g.N_OUT]].copy(), out_x[:cnt[g.N_OUT]].copy()))
+                    cnt[g.N_OUT] = 0
+                elif status == g.PAUSED:
+                    if forced:
+                        ctl[g.MAX_TRIES] = 1
+                        tau_t, fe = loop.next_forces(forces)
+                else:
+                    break
+    except BaseException as exc:  # a user's callable failed, or KeyboardInterrupt
+        keep_partial(exc, lambda: result("failed"))
+        raise
+    failure = attempt.failure
+    if failure is None and status != g.FINISHED:
+        failure = (float(s[g.T]), LOOP_FAILURES[status], None)
+    if failure is not None:
+        raise failed(failure[0], failure[1], result("failed"), failure[2]) from failure[2]
+    return result("the integration reached t1")
+
+
+class _Attempt:
+    """The span of a compiled integration loop: a ``RhsFailure`` raised inside (a force
+    callable failed) is kept as :attr:`failure`, ``(t, message, cause)``, instead of
+    propagating, and the progress bar ``bar`` (or None) is closed."""
+
+    def __init__(self, bar: Any):
+        self.bar = bar
+        self.failure: tuple[float, str, BaseException | None] | None = None
+
+    def __enter__(self) -> _Attempt:
+        return self
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, tb: Any) -> bool:
+        if self.bar is not None:
+            self.bar.close()
+        if isinstance(exc, RhsFailure):
+            self.failure = (exc.t, exc.message, exc.__cause__)
+            return True
+        return False
+
+
+class _CompiledSteps(scipy.integrate.OdeSolver):
+    """A compiled integrator (:class:`CompiledLoop`) behind scipy's ``OdeSolver``
+    interface, one accepted step per :meth:`step` (its tries inside), so that
+    :func:`simulate`'s samples and events (``Samples``, ``Events``) apply to it.  The state
+    is ``x = [q; u; W_τ, W_ext, D]`` (the loop's ``q, q̇`` and work integrals), the dense
+    output is the loop's interpolation on the step
+    (:func:`flexdyn.engine.galpha.sample`).  ``forces(t, q, u) -> (tau, f_ext)``: forces
+    evaluated before each try (:meth:`CompiledLoop.next_forces`), or None when the loop's
+    are held; ``bar``: a progress bar or None."""
+
+    def __init__(self, loop: CompiledLoop, x0: np.ndarray, t0: float, t1: float,
+                 tau: np.ndarray, f_ext: np.ndarray, forces: Callable | None, bar: Any):
+        super().__init__(_no_derivative, t0, x0, t1, vectorized=False)
+        g = galpha
+        self.loop, self.forces, self.bar = loop, forces, bar
+        self.tau, self.f_ext = tau, f_ext
+        self.out_t, self.out_x = np.empty(1), np.empty((1, x0.size))
+        self.times = np.zeros(0)
+        loop.ctl[g.RECORD_STEPS] = 1
+        loop.ctl[g.MAX_TRIES] = 0
+        loop.run(self.times, tau, f_ext, self.out_t, self.out_x)  # the first predictor
+        loop.ctl[g.MAX_TRIES] = 1 if forces is not None else -1
+        self.ends: tuple[np.ndarray, ...] = ()  # the last step's (y, s) at both ends
+
+    def _step_impl(self) -> tuple[bool, str | None]:
+        g, loop = galpha, self.loop
+        y0, s0 = loop.y.copy(), loop.s.copy()
+        steps = loop.cnt[g.STEPS]
+        while loop.cnt[g.STEPS] == steps:
+            loop.cnt[g.N_OUT] = 0
+            if self.forces is not None:
+                self.tau, self.f_ext = loop.next_forces(self.forces)
+            status = loop.run(self.times, self.tau, self.f_ext, self.out_t, self.out_x)
+            if status not in (g.FULL, g.PAUSED, g.FINISHED):
+                return False, LOOP_FAILURES[status]
+        self.t, self.y = float(loop.s[g.T]), self.out_x[0].copy()
+        self.nfev = int(loop.cnt[g.RESIDUALS])
+        self.ends = (y0, s0, loop.y.copy(), loop.s.copy())
+        if self.bar is not None:
+            self.bar.update(self.t - self.t_old)
+        return True, None
+
+    def _dense_output_impl(self) -> scipy.integrate.DenseOutput:
+        g = galpha
+        y0, s0, y1, s1 = self.ends
+        w = slice(g.W_TAU, g.W_TAU + 3)
+        p = slice(g.P_TAU, g.P_TAU + 3)
+        wq = np.array([s0[w], s1[w]])
+        # Gauss–Legendre's integrands at the ends are not known: the step's mean at both
+        start = s1 if self.loop.ctl[g.SCHEME] == g.GAUSS_LEGENDRE else s0
+        pw = np.array([start[p], s1[p]])
+        return _StepOutput(self.t_old, self.t, y0, y1, wq, pw)
+
+
+class _StepOutput(scipy.integrate.DenseOutput):
+    """The dense output of one step of :class:`_CompiledSteps`."""
+
+    def __init__(self, t_old: float, t: float, y0: np.ndarray, y1: np.ndarray,
+                 wq: np.ndarray, pw: np.ndarray):
+        super().__init__(t_old, t)
+        self.y0, self.y1, self.wq, self.pw = y0, y1, wq, pw
+
+    def _call_impl(self, t: np.ndarray) -> np.ndarray:
+        h = self.t - self.t_old
+        theta = np.atleast_1d((t - self.t_old) / h).astype(float)
+        out = np.empty((theta.size, 2 * self.y0.shape[1] + N_EXTRA))
+        galpha.sample(self.y0, self.y1, self.wq, self.pw, h, theta, out)
+        return out[0] if np.ndim(t) == 0 else out.T
+
+
+def _no_derivative(t: float, x: np.ndarray) -> np.ndarray:
+    """The right-hand side :class:`_CompiledSteps` hands scipy's ``OdeSolver``, which never
+    calls it (the compiled loop evaluates its own)."""
+    raise NotImplementedError("the compiled integrators evaluate their own residuals")
+
+
+def _compiled_with_events(ode: Problem, loop: CompiledLoop, events: Events,
+                          t_eval: np.ndarray | None, tau: np.ndarray, f_ext: np.ndarray,
+                          forces: Callable | None, failed: Callable,
+                          progress: bool) -> SimulationResult:
+    """:func:`integrate_compiled` with ``events``: the loop stepped by
+    :class:`_CompiledSteps` through ``Samples``, which records the samples and locates the
+    events as for the scipy integrators; ``tau``, ``f_ext`` and ``forces`` as
+    :class:`_CompiledSteps` takes them, ``failed(t, message, partial, cause)`` the error to
+    raise."""
+    g = galpha
+    t0, t1 = float(loop.s[g.T]), float(loop.c[g.T_END])
+    x0 = np.concatenate([loop.y[0], loop.y[1], np.zeros(N_EXTRA)])
+    bar = progress_bar(t0, t1) if progress else None
+    samples = Samples(t0, x0, t_eval, events)
+    start = time.perf_counter()
+
+    def result(outcome: str) -> SimulationResult:
+        t_out, y_out = samples.arrays(x0.size)
+        return result_of(ode, t_out, y_out, outcome == "failed",
+                         nfev=int(loop.cnt[g.RESIDUALS]), wall_time=time.perf_counter() - start,
+                         message=f"{outcome} ({loop.summary()})", **events.results(ode.model))
+
+    try:
+        with _Attempt(bar) as attempt:
+            solver = _CompiledSteps(loop, x0, t0, t1, tau, f_ext, forces, bar)
+            message = samples.run(solver)
+            if solver.status == "failed":
+                attempt.failure = (float(solver.t), message, None)
+    except BaseException as exc:  # a user's callable failed, or KeyboardInterrupt
+        keep_partial(exc, lambda: result("failed"))
+        raise
+    failure = attempt.failure
+    if failure is not None:
+        raise failed(failure[0], failure[1], result("failed"), failure[2]) from failure[2]
+    return result("a terminal event occurred" if samples.stopped
+                  else "the integration reached t1")
