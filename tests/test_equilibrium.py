@@ -215,3 +215,30 @@ def test_equilibrium_errors_name_the_load():
                                          "stopped"):
         fd.equilibrium(fd.Model.from_dict({**fd.models.spacecraft().to_dict(),
                                            "gravity": [0, 0, -9.81]}))
+
+
+def test_spherical_pendulum_with_unaligned_gravity_hangs_or_balances_by_its_start():
+    """A body on a spherical joint, centre of mass and gravity along random unaligned axes:
+    started below the pivot's horizontal plane it hangs (centre of mass along gravity,
+    stable: the turn about the vertical has no stiffness and stays where it was), started
+    above it balances upright (unstable), both in one load step of the quaternion's tangent
+    coordinates."""
+    from flexdyn.spatial import quat_to_rot
+
+    rng = np.random.default_rng(7)
+    com, g = rng.standard_normal(3), rng.standard_normal(3) * 4.0
+    model = fd.ModelBuilder("spherical", gravity=tuple(g)).add_body(
+        "bob", joint={"type": "spherical"},
+        rigid={"mass": 2.0, "com": com.tolist(), "inertia": np.diag([0.1, 0.2, 0.15])}).build()
+    cosine = lambda Q: quat_to_rot(Q) @ com @ g / np.linalg.norm(com) / np.linalg.norm(g)  # noqa: E731
+    starts = [Q / np.linalg.norm(Q) for Q in rng.standard_normal((6, 4))]
+    assert any(cosine(Q) > 0.3 for Q in starts) and any(cosine(Q) < -0.3 for Q in starts)
+    for Q in starts:
+        if abs(cosine(Q)) < 0.3:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            eq = fd.equilibrium(model, Q)
+        hangs = cosine(Q) > 0
+        assert abs(cosine(eq.q[:4]) - (1.0 if hangs else -1.0)) < 1e-10
+        assert eq.stable == hangs

@@ -243,11 +243,11 @@ MIN_LOAD_STEP = 1e-6
 #: a load step is refused when the determinant of the tangent stiffness changes sign within
 #: it (Newton jumped to another branch) unless it is below this (a bifurcation on the path)
 MIN_CROSSING = 1e-3
-#: the scaled tangent stiffness is shifted (towards the loads' direction) where its
-#: condition number exceeds this: a singular start such as a horizontal pendulum
+#: directions of the scaled tangent stiffness with a singular value below its largest over
+#: this are singular (no stiffness): a horizontal pendulum, a turn about the vertical
 SINGULAR = 1e12
-#: the length of such a shifted step, relative to the largest scaled unit ``√D_ii`` (0.1 rad
-#: for a single pendulum)
+#: the length of a step along such directions, relative to the largest scaled unit
+#: ``√D_ii`` (0.1 rad for a single pendulum)
 SINGULAR_REACH = 0.1
 #: the tolerance of the intermediate load steps, relative to the largest force at ``q0``
 #: (the last one takes ``tol``)
@@ -268,16 +268,19 @@ def equilibrium(model: Model, q0: Any = None, *, tau: Any = None, f_ext: Any = N
     docstring of :mod:`flexdyn.modal`) about the current iterate with the exact tangent
     stiffness (:func:`flexdyn.modal.tangent_force_jacobian`: complex step).  The Newton
     systems are scaled by the mass matrix at ``q0`` (``D^{-½} K D^{-½}``, ``D = diag M``),
-    so stiff stretch modes and soft bending modes weigh alike; a load step is accepted when
-    each correction is at most half the one before (:data:`CONTRACTION`), else it is
-    quartered, as it is when the determinant of the tangent stiffness changes sign within
-    it (the iterate left the branch).  The whole load is tried first, so well-posed
-    problems take a few Newton steps; the continuation keeps the solution on the branch connected to ``q0`` (an arm
-    started near its hanging configuration does not jump to the inverted one) and carries
-    strongly nonlinear ones (slender booms with geometric stiffening) to the end.  Where
-    the tangent stiffness at an iterate is singular (a link horizontal in gravity), the
-    step is shifted towards the loads' direction, as the motion from rest would go, and
-    kept short (:data:`SINGULAR_REACH`).
+    so stiff stretch modes and soft bending modes weigh alike.  A load step is accepted when
+    each correction is at most half the one before (``CONTRACTION``) and the determinant of
+    the tangent stiffness (over its nonzero eigenvalues) keeps its sign (a change means the
+    iterate left the branch, unless the step is below ``MIN_CROSSING``: a bifurcation on
+    the path); else it is quartered.
+    The whole load is tried first, so well-posed problems take a few Newton steps; the
+    continuation keeps the solution on the branch connected to ``q0`` (an arm started near
+    its hanging configuration does not jump to the inverted one) and carries strongly
+    nonlinear ones (slender booms with geometric stiffening) to the end.  Along directions
+    without stiffness at an iterate (a link horizontal in gravity) the step goes the way
+    the loads push, as the motion from rest would, and is kept short (``SINGULAR_REACH``);
+    where the loads do not push (a turn about the vertical of a body hanging from a
+    spherical joint) it stays put.
 
     Parameters
     ----------
@@ -358,7 +361,9 @@ def equilibrium(model: Model, q0: Any = None, *, tau: Any = None, f_ext: Any = N
                                                   f_nodes=f_nodes, columns=free)
             count[0] += free.size
             S = K_d[free] / weight[:, None] / weight[None, :]
-            sign = float(np.linalg.slogdet(S)[0]) if np.all(np.isfinite(S)) else 0.0
+            if not np.all(np.isfinite(S)):
+                return q, imbalance, False, k
+            sign = _branch_sign(S)
             if side * sign < 0.0 and increment > MIN_CROSSING:
                 return q, imbalance, False, k  # the stiffness changed sign: jumped off
             side = side or sign
@@ -405,16 +410,30 @@ def equilibrium(model: Model, q0: Any = None, *, tau: Any = None, f_ext: Any = N
 
 def _scaled_newton_step(S: np.ndarray, r: np.ndarray, reach: float) -> np.ndarray:
     """``y`` with ``S y = −r`` (``S`` the scaled tangent stiffness, ``r`` the scaled
-    imbalance); where ``S`` is singular (condition number above :data:`SINGULAR`), of
-    ``(S + μ I) y = −r`` with ``μ = max(10⁻⁷ ‖S‖, ‖r‖ / reach)``: along the singular
-    directions a step of length ``reach`` at most, the way the loads push."""
+    imbalance), by singular values: in the singular directions (below ``1/SINGULAR`` of the
+    largest), which carry no stiffness (a link horizontal in gravity, a spherical pendulum's
+    turn about the vertical), the step is ``−r``'s part there over ``μ = ‖r‖ / reach``: at
+    most ``reach`` long, the way the loads push, and nothing where they do not push."""
     if S.size == 0:
         return np.zeros(0)
-    if np.all(np.isfinite(S)) and np.linalg.cond(S) <= SINGULAR:
-        return np.linalg.solve(S, -r)
-    S = np.where(np.isfinite(S), S, 0.0)
-    mu = max(1e-7 * float(np.linalg.norm(S, 2)), float(np.linalg.norm(r)) / reach)
-    return np.linalg.solve(S + mu * np.eye(r.size), -r)
+    U, sigma, Vt = np.linalg.svd(S)
+    regular = sigma > sigma[0] / SINGULAR
+    ur = U.T @ r
+    y = -Vt[regular].T @ (ur[regular] / sigma[regular])
+    if not regular.all():
+        r_null = U[:, ~regular] @ ur[~regular]
+        y -= r_null * (reach / max(float(np.linalg.norm(r)), 1e-300))
+    return y
+
+
+def _branch_sign(S: np.ndarray) -> float:
+    """The sign of the product of the eigenvalues of ``S`` that are not zero (below
+    ``1/SINGULAR`` of the largest modulus); 0 when none is."""
+    lam = np.linalg.eigvals(S)
+    if lam.size == 0 or not np.all(np.isfinite(lam)):
+        return 0.0
+    keep = np.abs(lam) > np.max(np.abs(lam)) / SINGULAR
+    return float(np.sign(np.prod(lam[keep]).real)) if keep.any() else 0.0
 
 
 #: :func:`equilibrium` calls an eigenvalue unstable when its real part exceeds this fraction
