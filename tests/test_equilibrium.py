@@ -242,3 +242,19 @@ def test_spherical_pendulum_with_unaligned_gravity_hangs_or_balances_by_its_star
         hangs = cosine(Q) > 0
         assert abs(cosine(eq.q[:4]) - (1.0 if hangs else -1.0)) < 1e-10
         assert eq.stable == hangs
+
+
+def test_large_deflection_equals_a_damped_simulation_at_rest():
+    """The exact model of a damped boom (ζ = 0.5) under four times gravity, whose tip sinks
+    by 14 % of its length: the equilibrium equals where a simulation from the straight boom
+    comes to rest (forward dynamics and an implicit integrator, not the inverse dynamics of
+    the solver)."""
+    beam = beam_modes(L, MU, EI_y=EI, EA=8e3 * EI / L**2, n_elements=10, damping_ratio=0.5,
+                      n_modes={"transverse_z": 3, "axial": 2})
+    model = (fd.ModelBuilder("boom", gravity=(0.0, 0.0, -40.0))
+             .add_body("beam", joint={"type": "fixed"}, flex=beam.to_flex_dict()).build())
+    eq = fd.equilibrium(model)
+    assert tip_deflection(model, eq.q) > 0.13 * L
+    res = fd.simulate(model, t_span=(0.0, 12.0), rtol=1e-10, atol=1e-12)
+    assert np.max(np.abs(res.u[-1])) < 1e-10  # at rest
+    assert rel_err(res.q[-1], eq.q) < 1e-9
