@@ -406,17 +406,19 @@ def test_the_stability_of_the_pendulum_s_two_equilibria():
 
 def test_an_arm_held_at_the_shoulder_balanced_upright_is_unstable():
     """The two-link arm in gravity with the shoulder held horizontal: from the straight
-    configuration the solver finds a balance of the forearm that gravity does not restore,
-    and says so; from below it finds the hanging forearm, which is stable."""
+    configuration (where gravity has no stiffness on the forearm) the solver goes the way
+    gravity pulls, to the hanging forearm, which is stable; started near upright it finds the
+    balanced forearm, which gravity does not restore, and says so."""
     arm = fd.models.two_link_arm(gravity=(0.0, -9.81, 0.0))
-    with pytest.warns(RuntimeWarning, match="unstable"):
-        upright = equilibrium(arm, held=["link1"])
-    assert not upright.stable and np.max(upright.eigenvalues.real) > 1.0
-    q0 = arm.neutral_configuration()
-    q0[arm.q_slice("link2")][0] = -1.4
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        hanging = equilibrium(arm, q0, held=["link1"])
-    assert hanging.stable
+        hanging = equilibrium(arm, held=["link1"])
+    assert hanging.stable and hanging.q[arm.q_slice("link2")][0] < -0.1
     # undamped: the eigenvalues are ±iω to round-off
     assert np.max(np.abs(hanging.eigenvalues.real)) < 1e-6 * np.max(np.abs(hanging.eigenvalues))
+    q0 = arm.neutral_configuration()
+    q0[arm.q_slice("link2")][0] = 1.4
+    with pytest.warns(RuntimeWarning, match="unstable"):
+        upright = equilibrium(arm, q0, held=["link1"])
+    assert not upright.stable and np.max(upright.eigenvalues.real) > 1.0
+    assert upright.q[arm.q_slice("link2")][0] > 1.0

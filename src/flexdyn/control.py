@@ -16,16 +16,22 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
-import scipy.optimize
 
 from .chain import Model, state_layout
-from .dynamics import closure_residuals, forward_dynamics, hybrid_dynamics, inverse_dynamics
+from .dynamics import (
+    closure_residuals,
+    forward_dynamics,
+    hybrid_dynamics,
+    inverse_dynamics,
+    mass_matrix,
+)
 from .modal import (
     DERIVATIVES,
     TangentCoordinates,
     complex_step_jacobian,
     held_speeds,
     refuse_closures,
+    tangent_force_jacobian,
 )
 from .outputs import Outputs
 from .simulation import PrescribedMotion
@@ -84,7 +90,8 @@ def _closure_basis(model: Model, tangent: TangentCoordinates, x0: np.ndarray,
 
 def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
               fidelity: str = DEFAULT_FIDELITY, prescribed: Mapping[str, Callable] | None = None,
-              t: float = 0.0, f_ext: Any = None, outputs: Sequence[str] = (),
+              t: float = 0.0, f_ext: Any = None, f_nodes: Mapping | None = None,
+              outputs: Sequence[str] = (),
               method: str = "articulated", derivative: str = "complex-step") -> Linearization:
     """Linearize ``ẋ = f(x, τ)`` about ``(q, u, τ)``: exact derivatives by complex step
     (default), or central differences on the compiled engine.
@@ -100,7 +107,8 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
     model : Model
     q : (nq,) operating configuration; u : (nu,) or None (zero) speeds; tau : (nu,) or None
         (zero) generalized forces at the operating point.
-    fidelity, method, f_ext : as for :func:`flexdyn.forward_dynamics` (``f_ext`` constant).
+    fidelity, method, f_ext, f_nodes : as for :func:`flexdyn.forward_dynamics` (constant
+        loads; nodal loads run the reference tier).
     prescribed : ``{body: f(t) -> (q_j, u_j, u̇_j)}``, :func:`flexdyn.simulate`'s form: those
         joints move as prescribed (their entries imposed on ``q``, ``u`` at time ``t``) and
         their entries leave the state — a body spinning at a prescribed rate linearizes
@@ -148,9 +156,9 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
     def accelerations(qc: np.ndarray, uc: np.ndarray, tc: np.ndarray) -> np.ndarray:
         if drive is None:
             return forward_dynamics(model, qc, uc, tc, method=method, fidelity=fidelity,
-                                    f_ext=f_ext, backend=backend)
+                                    f_ext=f_ext, f_nodes=f_nodes, backend=backend)
         return hybrid_dynamics(model, qc, uc, tc, known, mask, fidelity=fidelity,
-                               f_ext=f_ext, backend=backend)[0]
+                               f_ext=f_ext, f_nodes=f_nodes, backend=backend)[0]
 
     def f(x: np.ndarray, tc: np.ndarray = tau) -> np.ndarray:
         d, uc = x[:nu], x[nu:]
@@ -201,8 +209,9 @@ class Equilibrium(NamedTuple):
     q : (nq,) coordinates; u : (nu,) speeds (zero but the spin rates).
     tau : (nu,) generalized forces that hold it: the given ones at free speeds, the reactions
         (torques, forces) at held ones.
-    residual : the largest force imbalance at the free speeds (N, N m, modal units).
-    iterations : evaluations of the residual.
+    residual : the largest force imbalance reached at the free speeds (N, N m, modal
+        units): at most ``tol`` times the largest force at ``q0``.
+    iterations : evaluations of the forces (one per Jacobian column included).
     eigenvalues : (2 k,) complex — the eigenvalues of the linearization about it
         (:func:`linearize`, the held and spinning joints kept at their values and rates),
         over the ``k`` free speeds; 1/s.
@@ -210,6 +219,8 @@ class Equilibrium(NamedTuple):
         max(1, |λ|max)``): stable or marginally stable (undamped modes, rigid-body modes).
         False for an unstable equilibrium, such as an inverted pendulum: a small
         disturbance grows.
+    load_steps : the load steps of the continuation that reached it (1: the whole load at
+        once).
     """
 
     q: np.ndarray
@@ -219,37 +230,83 @@ class Equilibrium(NamedTuple):
     iterations: int
     eigenvalues: np.ndarray
     stable: bool
+    load_steps: int
+
+
+#: :func:`equilibrium`'s continuation: a load step is accepted when every Newton correction
+#: is at most this fraction of the one before (the path is followed, not jumped off)
+CONTRACTION = 0.5
+#: Newton corrections per load step at most
+CORRECTIONS = 10
+#: the smallest load step (fraction of the load) before :func:`equilibrium` gives up
+MIN_LOAD_STEP = 1e-6
+#: a load step is refused when the determinant of the tangent stiffness changes sign within
+#: it (Newton jumped to another branch) unless it is below this (a bifurcation on the path)
+MIN_CROSSING = 1e-3
+#: directions of the scaled tangent stiffness with a singular value below its largest over
+#: this are singular (no stiffness): a horizontal pendulum, a turn about the vertical
+SINGULAR = 1e12
+#: the length of a step along such directions, relative to the largest scaled unit
+#: ``√D_ii`` (0.1 rad for a single pendulum)
+SINGULAR_REACH = 0.1
+#: the tolerance of the intermediate load steps, relative to the largest force at ``q0``
+#: (the last one takes ``tol``)
+PATH_TOL = 1e-6
 
 
 def equilibrium(model: Model, q0: Any = None, *, tau: Any = None, f_ext: Any = None,
-                held: Collection[str] = (), spin: Mapping[str, Any] | None = None,
-                fidelity: str = DEFAULT_FIDELITY, tol: float = 1e-9) -> Equilibrium:
+                f_nodes: Mapping | None = None, held: Collection[str] = (),
+                spin: Mapping[str, Any] | None = None, fidelity: str = DEFAULT_FIDELITY,
+                tol: float = 1e-9) -> Equilibrium:
     """Static equilibrium under gravity and constant loads, or the steady state of a body
     spinning at a constant rate: the coordinates where the forces that hold ``(q, u)``
     with ``u̇ = 0`` (:func:`flexdyn.inverse_dynamics`) equal ``τ`` at every free speed.
 
-    Solved by :func:`scipy.optimize.root` (MINPACK's hybrid method) in the tangent
-    coordinates of the module docstring about ``q0``, with the exact Jacobian (complex
-    step).
+    Solved by continuation in the load from ``q0``: with ``r(q)`` the force imbalance at the
+    free speeds, the path ``r(q) = (1 − λ) r(q₀)`` is followed from ``λ = 0`` (``q₀``) to
+    ``λ = 1`` in load steps, each by Newton's method in the tangent coordinates (module
+    docstring of :mod:`flexdyn.modal`) about the current iterate with the exact tangent
+    stiffness (:func:`flexdyn.modal.tangent_force_jacobian`: complex step).  The Newton
+    systems are scaled by the mass matrix at ``q0`` (``D^{-½} K D^{-½}``, ``D = diag M``),
+    so stiff stretch modes and soft bending modes weigh alike.  A load step is accepted when
+    each correction is at most half the one before (``CONTRACTION``) and the determinant of
+    the tangent stiffness (over its nonzero eigenvalues) keeps its sign (a change means the
+    iterate left the branch, unless the step is below ``MIN_CROSSING``: a bifurcation on
+    the path); else it is quartered.
+    The whole load is tried first, so well-posed problems take a few Newton steps; the
+    continuation keeps the solution on the branch connected to ``q0`` (an arm started near
+    its hanging configuration does not jump to the inverted one) and carries strongly
+    nonlinear ones (slender booms with geometric stiffening) to the end.  Along directions
+    without stiffness at an iterate (a link horizontal in gravity) the step goes the way
+    the loads push, as the motion from rest would, and is kept short (``SINGULAR_REACH``);
+    where the loads do not push (a turn about the vertical of a body hanging from a
+    spherical joint) it stays put.
 
     Parameters
     ----------
     q0 : (nq,) or None (neutral) — the starting guess; held joints stay at their values.
     tau : (nu,) or None — constant generalized forces (read at the free speeds).
-    f_ext : (n_bodies, 6) or None — constant wrenches at the body frames, body coordinates.
+    f_ext : (n_bodies, 6) or None — constant wrenches at the body frames, body coordinates,
+        as for :func:`flexdyn.forward_dynamics`.
+    f_nodes : ``{(body, node): (6,) wrench}`` or None — wrenches ``[N m; N]`` at nodes of
+        flexible bodies in the nodes' (deformed) frames, as for
+        :func:`flexdyn.forward_dynamics`: a tip load on a cantilever.
     held : body names whose joints are held at ``q0``.
     spin : ``{body: rate}`` — those joints turn at the constant speeds ``rate`` (a number for
         a one-speed joint, else (nu_j,)) and are held in angle: the steady spin of a rotating
         body (its stretched state), for a joint whose axis keeps the loads steady.
-    tol : convergence on the force imbalance, relative to the largest force at ``q0``.
+    fidelity : the body model, one of :data:`~flexdyn.terms.FIDELITIES`.
+    tol : convergence on the force imbalance, relative to the largest force at ``q0`` (and
+        to 1).
 
     Returns
     -------
-    :class:`Equilibrium`, with the eigenvalues of the linearization about it and whether it
-    is stable (an equilibrium found from ``q0`` may be an unstable one: an arm hanging
-    upward; a ``RuntimeWarning`` says so).  ``ValueError`` when no equilibrium is found (a
-    free-floating body under gravity has none: hold it) and for a model with loop closures
-    (not handled yet).
+    :class:`Equilibrium`, with the imbalance reached, the eigenvalues of the linearization
+    about it and whether it is stable (an equilibrium found from ``q0`` may be an unstable
+    one: an arm started near upright; a ``RuntimeWarning`` says so).  ``ValueError`` when no
+    equilibrium is found (a free-floating body under gravity has none: hold it), naming the
+    load fraction and imbalance reached, and for a model with loop closures (not handled
+    yet).
     """
     check_fidelity(fidelity)
     refuse_closures(model, "equilibrium", "the closure forces would be left out: simulate "
@@ -270,34 +327,77 @@ def equilibrium(model: Model, q0: Any = None, *, tau: Any = None, f_ext: Any = N
                              f"{rate.tolist()}")
         u[us:us + nuj] = rate
     free = np.flatnonzero(~mask)
-    tangent = TangentCoordinates(model, q0)
     zero = np.zeros(model.nu)
+    count = [0]
 
-    def forces(x: np.ndarray) -> np.ndarray:
-        d = np.zeros(model.nu, dtype=x.dtype)
-        d[free] = x
-        return inverse_dynamics(model, tangent.configuration(d), u, zero, fidelity, f_ext,
+    def forces(q: np.ndarray) -> np.ndarray:
+        count[0] += 1
+        return inverse_dynamics(model, q, u, zero, fidelity, f_ext, f_nodes=f_nodes,
                                 backend="reference") - tau
 
-    def residual(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return forces(x)[free], complex_step_jacobian(lambda y: forces(y)[free], x)
+    start = forces(q0)
+    scale = max(float(np.max(np.abs(start), initial=0.0)), 1.0)
+    r0 = start[free]
+    weight = np.sqrt(np.abs(np.diag(mass_matrix(model, q0, fidelity, backend="reference"))))
+    weight = np.maximum(weight, 1e-12 * max(float(np.max(weight, initial=0.0)), 1e-300))[free]
+    reach = SINGULAR_REACH * max(float(np.max(weight, initial=0.0)), 1e-300)
 
-    x0 = np.zeros(free.size)
-    scale = max(float(np.max(np.abs(forces(x0)), initial=0.0)), 1.0)
-    sol = scipy.optimize.root(residual, x0, jac=True, method="hybr",
-                              options={"xtol": 1e-13})
-    d = np.zeros(model.nu)
-    d[free] = sol.x
-    q = tangent.configuration(d)
-    held_forces = forces(sol.x) + tau
-    imbalance = float(np.max(np.abs(held_forces[free] - tau[free]), initial=0.0))
-    if not np.all(np.isfinite(sol.x)) or imbalance > tol * scale:
-        raise ValueError(f"no equilibrium found from q0 (force imbalance {imbalance:.3g} after "
-                         f"{sol.nfev} evaluations: {sol.message}); a body on a free or "
-                         "unsupported joint under steady loads has none — hold it with held=[…]")
+    def correct(q: np.ndarray, lam: float, increment: float
+                ) -> tuple[np.ndarray, float, bool, int]:
+        """Newton from ``q`` (converged at ``λ − increment``) on ``r(q) = (1 − λ) r₀``:
+        ``(q, imbalance, converged, corrections)``."""
+        goal = (tol if lam == 1.0 else max(tol, PATH_TOL)) * scale
+        previous, side = math.inf, 0.0
+        for k in range(CORRECTIONS + 1):
+            residual = forces(q)[free] - (1.0 - lam) * r0
+            imbalance = float(np.max(np.abs(residual), initial=0.0))
+            if not np.isfinite(imbalance):
+                return q, imbalance, False, k
+            if imbalance <= goal:
+                return q, imbalance, True, k
+            if k == CORRECTIONS:
+                break
+            K_d, tangent = tangent_force_jacobian(model, q, u, fidelity=fidelity, f_ext=f_ext,
+                                                  f_nodes=f_nodes, columns=free)
+            count[0] += free.size
+            S = K_d[free] / weight[:, None] / weight[None, :]
+            if not np.all(np.isfinite(S)):
+                return q, imbalance, False, k
+            sign = _branch_sign(S)
+            if side * sign < 0.0 and increment > MIN_CROSSING:
+                return q, imbalance, False, k  # the stiffness changed sign: jumped off
+            side = side or sign
+            y = _scaled_newton_step(S, residual / weight, reach)
+            size = float(np.linalg.norm(y))
+            if not size <= CONTRACTION * previous:
+                return q, imbalance, False, k
+            previous = size
+            d = np.zeros(model.nu)
+            d[free] = y / weight
+            q = model.normalize_configuration(tangent.configuration(d))
+        return q, imbalance, False, CORRECTIONS
+
+    q, lam, increment, steps = q0, 0.0, 1.0, 0
+    imbalance = float(np.max(np.abs(r0), initial=0.0))
+    if imbalance > tol * scale:
+        while lam < 1.0:
+            target = min(1.0, lam + increment)
+            trial, trial_imbalance, converged, k = correct(q, target, target - lam)
+            if converged:
+                q, lam, imbalance, steps = trial, target, trial_imbalance, steps + 1
+                increment = 2.0 * increment if k <= 3 else increment
+            else:
+                increment /= 4.0
+                if increment < MIN_LOAD_STEP:
+                    raise ValueError(
+                        f"no equilibrium found from q0: the continuation stopped at "
+                        f"{lam:.3g} of the load (force imbalance {trial_imbalance:.3g} at "
+                        f"{target:.3g} of it, against {tol * scale:.3g}, after {count[0]} "
+                        "evaluations); a body on a free or unsupported joint under steady "
+                        "loads has none — hold it with held=[…]")
+    held_forces = forces(q) + tau
     out_tau = np.where(mask, held_forces, tau)
-    q = model.normalize_configuration(q)
-    eigenvalues = _eigenvalues_held(model, q, u, out_tau, mask, fidelity, f_ext)
+    eigenvalues = _eigenvalues_held(model, q, u, out_tau, mask, fidelity, f_ext, f_nodes)
     bound = STABILITY_RTOL * max(1.0, float(np.max(np.abs(eigenvalues), initial=0.0)))
     stable = bool(np.all(eigenvalues.real <= bound))
     if not stable:
@@ -305,7 +405,35 @@ def equilibrium(model: Model, q0: Any = None, *, tau: Any = None, f_ext: Any = N
                       f"eigenvalues with Re λ up to {float(np.max(eigenvalues.real)):.4g} 1/s "
                       "(Equilibrium.eigenvalues); start q0 nearer the one you want",
                       RuntimeWarning, stacklevel=2)
-    return Equilibrium(q, u, out_tau, imbalance, int(sol.nfev), eigenvalues, stable)
+    return Equilibrium(q, u, out_tau, imbalance, count[0], eigenvalues, stable, max(steps, 1))
+
+
+def _scaled_newton_step(S: np.ndarray, r: np.ndarray, reach: float) -> np.ndarray:
+    """``y`` with ``S y = −r`` (``S`` the scaled tangent stiffness, ``r`` the scaled
+    imbalance), by singular values: in the singular directions (below ``1/SINGULAR`` of the
+    largest), which carry no stiffness (a link horizontal in gravity, a spherical pendulum's
+    turn about the vertical), the step is ``−r``'s part there over ``μ = ‖r‖ / reach``: at
+    most ``reach`` long, the way the loads push, and nothing where they do not push."""
+    if S.size == 0:
+        return np.zeros(0)
+    U, sigma, Vt = np.linalg.svd(S)
+    regular = sigma > sigma[0] / SINGULAR
+    ur = U.T @ r
+    y = -Vt[regular].T @ (ur[regular] / sigma[regular])
+    if not regular.all():
+        r_null = U[:, ~regular] @ ur[~regular]
+        y -= r_null * (reach / max(float(np.linalg.norm(r)), 1e-300))
+    return y
+
+
+def _branch_sign(S: np.ndarray) -> float:
+    """The sign of the product of the eigenvalues of ``S`` that are not zero (below
+    ``1/SINGULAR`` of the largest modulus); 0 when none is."""
+    lam = np.linalg.eigvals(S)
+    if lam.size == 0 or not np.all(np.isfinite(lam)):
+        return 0.0
+    keep = np.abs(lam) > np.max(np.abs(lam)) / SINGULAR
+    return float(np.sign(np.prod(lam[keep]).real)) if keep.any() else 0.0
 
 
 #: :func:`equilibrium` calls an eigenvalue unstable when its real part exceeds this fraction
@@ -315,7 +443,7 @@ STABILITY_RTOL = 1e-6
 
 
 def _eigenvalues_held(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
-                      held: np.ndarray, fidelity: str, f_ext: Any) -> np.ndarray:
+                      held: np.ndarray, fidelity: str, f_ext: Any, f_nodes: Any) -> np.ndarray:
     """The eigenvalues of :func:`linearize`'s ``A`` about ``(q, u, τ)`` with the joints of
     the ``held`` speeds prescribed at their coordinates and (constant) speeds."""
     prescribed = {}
@@ -324,7 +452,7 @@ def _eigenvalues_held(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarra
             qj, uj = model.q_joint(q, i).copy(), model.u_joint(u, i).copy()
             # linearize reads the prescribed motion at t = 0 only
             prescribed[name] = lambda t, qj=qj, uj=uj: (qj, uj, np.zeros_like(uj))
-    lin = linearize(model, q, u, tau, fidelity=fidelity, f_ext=f_ext,
+    lin = linearize(model, q, u, tau, fidelity=fidelity, f_ext=f_ext, f_nodes=f_nodes,
                     prescribed=prescribed or None)
     return np.linalg.eigvals(lin.A) if lin.A.size else np.zeros(0, dtype=complex)
 

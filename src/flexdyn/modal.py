@@ -53,6 +53,7 @@ __all__ = [
     "highest_frequency",
     "modal_analysis",
     "refuse_closures",
+    "tangent_force_jacobian",
     "tangent_stiffness",
 ]
 
@@ -298,20 +299,37 @@ def held_speeds(model: Model, bodies: Collection[str], what: str) -> np.ndarray:
     return held
 
 
-def tangent_stiffness(model: Model, q: np.ndarray, u: np.ndarray | None = None, *,
-                      fidelity: str = DEFAULT_FIDELITY, f_ext: Any = None) -> np.ndarray:
-    """``K = ∂τ/∂ξ`` (nu × nu): how the generalized forces that hold the state ``(q, u)``
-    with ``u̇ = 0`` (:func:`flexdyn.inverse_dynamics`: elastic, gravity, velocity terms,
-    ``f_ext`` constant in body coordinates) change with a displacement ``δ = T ξ`` along the
-    speeds (``T = ∂δ̇/∂u``: tangent coordinates, module docstring).  At an equilibrium of
-    conservative forces it is the symmetric Hessian of the potential energy."""
-    q, u = (np.asarray(a, dtype=float) for a in
-            model.check_state(q, np.zeros(model.nu) if u is None else u))
+def tangent_force_jacobian(model: Model, q: np.ndarray, u: np.ndarray, *,
+                           fidelity: str = DEFAULT_FIDELITY, f_ext: Any = None, f_nodes=None,
+                           columns: Sequence[int] | None = None
+                           ) -> tuple[np.ndarray, TangentCoordinates]:
+    """``K_δ = ∂τ/∂δ`` (nu × len(columns)): how the generalized forces that hold the state
+    ``(q, u)`` with ``u̇ = 0`` (:func:`flexdyn.inverse_dynamics` on the reference tier:
+    elastic, gravity, velocity terms, ``f_ext`` constant in body coordinates, ``f_nodes``
+    in the nodes' frames) change with the tangent coordinates ``δ`` about ``q`` (module
+    docstring), the columns ``columns`` (default all), by complex step; and those tangent
+    coordinates (:class:`TangentCoordinates` about ``q``)."""
     tangent = TangentCoordinates(model, q)
     zero = np.zeros(model.nu)
     K_d = complex_step_jacobian(
         lambda d: inverse_dynamics(model, tangent.configuration(d), u, zero, fidelity, f_ext,
-                                   backend="reference"), zero)
+                                   f_nodes=f_nodes, backend="reference"), zero, columns)
+    return K_d, tangent
+
+
+def tangent_stiffness(model: Model, q: np.ndarray, u: np.ndarray | None = None, *,
+                      fidelity: str = DEFAULT_FIDELITY, f_ext: Any = None,
+                      f_nodes=None) -> np.ndarray:
+    """``K = ∂τ/∂ξ`` (nu × nu): how the generalized forces that hold the state ``(q, u)``
+    with ``u̇ = 0`` (:func:`flexdyn.inverse_dynamics`: elastic, gravity, velocity terms,
+    ``f_ext`` constant in body coordinates, ``f_nodes`` as there) change with a displacement
+    ``δ = T ξ`` along the speeds (``T = ∂δ̇/∂u``: tangent coordinates, module docstring).
+    At an equilibrium of conservative forces it is the symmetric Hessian of the potential
+    energy."""
+    q, u = (np.asarray(a, dtype=float) for a in
+            model.check_state(q, np.zeros(model.nu) if u is None else u))
+    K_d, tangent = tangent_force_jacobian(model, q, u, fidelity=fidelity, f_ext=f_ext,
+                                          f_nodes=f_nodes)
     return K_d @ tangent.rate_map()
 
 
