@@ -78,8 +78,8 @@ def run(maneuver: str, fidelity: str, span: float | None, limit: float) -> str:
     angles = "—"
     try:
         res = fd.simulate(model, t_span=(0.0, t1), tau=limited(tau, limit), fidelity=fidelity,
-                          rtol=1e-7, atol=1e-9, t_eval=np.linspace(0.0, t1, 1000),
-                          events=blow_up_event(model))
+                          t_eval=np.linspace(0.0, t1, 1000), events=blow_up_event(model),
+                          integrator=fd.Auto(rtol=1e-7, atol=1e-9))
         if len(res.t_events[0]):
             outcome = f"blew up at {res.t_events[0][0]:.1f} s"
         else:

@@ -250,7 +250,8 @@ def run(problem: Problem, integrator: str, label: str, rtol: float, atol: float)
     t0 = time.perf_counter()
     try:
         r = fd.simulate(problem.model, t_span=(0.0, problem.t1), tau=problem.tau,
-                        integrator=cls, rtol=rtol, atol=atol, t_eval=problem.t_eval)
+                        integrator=fd.ScipyIVP(cls, rtol=rtol, atol=atol),
+                        t_eval=problem.t_eval)
     except fd.SimulationError as exc:
         s = cls.last
         return Run(name, label, time.perf_counter() - t0, int(s.nfev), cls.calls, cls.steps,
@@ -482,7 +483,7 @@ def exudyn_side_by_side(path: Path, quick: bool, chain_ref: Run, chain_runs: lis
               f"1e-8: {r.wall / anchor.T_END:.3f} s per simulated second ({r.calls} rhs calls); "
               f"{angle}", flush=True)
     r = fd.simulate(planar.model, t_span=(0.0, anchor.T_END), t_eval=planar.t_eval,
-                    integrator="generalized-alpha", h=anchor.H)
+                    integrator=fd.GeneralizedAlpha(h=anchor.H))
     print(f"  flexdyn, same planar load case, generalized-alpha (compiled) at Exudyn's fixed "
           f"h = {anchor.H:g} s, rho_inf 0.9: {r.wall_time / anchor.T_END:.3f} s per simulated "
           f"second; first joint angle {_fmt(r.q[-1, 0])} rad ({r.message})", flush=True)
@@ -491,7 +492,7 @@ def exudyn_side_by_side(path: Path, quick: bool, chain_ref: Run, chain_runs: lis
             print(f"  flexdyn, spatial chain of problem 1, {r.integrator} at rtol 1e-8: "
                   f"{r.wall / t1:.3f} s per simulated second")
     gauss = fd.simulate(chain_default.model, t_span=(0.0, t1), t_eval=[t1],
-                        integrator="gauss-legendre", h=4e-3)
+                        integrator=fd.GaussLegendre(h=4e-3))
     for label, r in ((f"simulate's defaults: {_setting(chain_default)}", chain_default),
                      (f"gauss-legendre (compiled) at h = {gauss.settings['h']:g} s", gauss)):
         per_second = r.wall_time / t1

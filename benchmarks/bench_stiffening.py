@@ -55,8 +55,8 @@ def spinup(t_end: float, basis: str) -> None:
     for fidelity in ("ruthless", "full", "consistent", "exact"):
         fd.forward_dynamics(model, model.neutral_configuration(), np.zeros(model.nu),
                             fidelity=fidelity)  # compile outside the timing
-        res = fd.simulate(model, t_span=(0.0, t_end), tau=torque, fidelity=fidelity,
-                          rtol=1e-7, atol=1e-9, t_eval=t_eval)
+        res = fd.simulate(model, t_span=(0.0, t_end), tau=torque, fidelity=fidelity, t_eval=t_eval,
+                          integrator=fd.Auto(rtol=1e-7, atol=1e-9))
         tip = res.deflection("beam")
         rate = np.interp(min(15.0, t_end), res.t, res.u[:, 0])
         fe, nm = PAPER_TABLE_1[fidelity]

@@ -94,11 +94,13 @@ def simulate(run: Run, t_end: float | None, samples: int, limit: float) -> dict:
     try:
         if h is None:
             res = fd.simulate(model, t_span=(0.0, t1), tau=limited(tau, limit),
-                              fidelity=fidelity, rtol=rtol, atol=rtol * 1e-2,
-                              t_eval=np.linspace(0.0, t1, samples), events=blow_up_event(model))
+                              fidelity=fidelity,
+                              t_eval=np.linspace(0.0, t1,
+                              samples), events=blow_up_event(model),
+                              integrator=fd.Auto(rtol=rtol, atol=rtol * 1e-2))
         else:  # no events with generalized-α: a blow-up shows as a non-finite state
             res = fd.simulate(model, t_span=(0.0, t1), tau=tau, fidelity=fidelity,
-                              integrator="generalized-alpha", h=h, rho_inf=1.0,
+                              integrator=fd.GeneralizedAlpha(h=h, rho_inf=1.0),
                               t_eval=np.linspace(0.0, t1, samples))
         blown = res.t_events is not None and len(res.t_events[0]) > 0
         outcome = f"blew up at {res.t_events[0][0]:.1f} s" if blown else "done"

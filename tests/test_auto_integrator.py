@@ -65,10 +65,9 @@ def test_simulate_records_the_choice_and_its_tolerances(arm):
     assert (rigid.settings["integrator"], rigid.settings["error_norm"]) == DOP853
     assert (rigid.settings["rtol"], rigid.settings["atol"]) == DEFAULT_TOLERANCES["state"]
     # the tolerances of an error norm chosen by name; given ones are kept
-    named = fd.simulate(arm, t_span=(0.0, 0.05), integrator="radau-iia",
-                        error_norm="displacement")
+    named = fd.simulate(arm, t_span=(0.0, 0.05), integrator=fd.RadauIIA(error_norm="displacement"))
     assert named.settings["rtol"] == DEFAULT_TOLERANCES["displacement"][0]
-    given = fd.simulate(arm, t_span=(0.0, 0.05), rtol=1e-7)
+    given = fd.simulate(arm, t_span=(0.0, 0.05), integrator=fd.Auto(rtol=1e-7))
     assert (given.settings["rtol"], given.settings["atol"]) == (1e-7, 1e-7)
     assert fd.simulate(arm, t_span=(0.0, 0.05), integrator="DOP853").settings["rtol"] == 1e-8
 
@@ -91,8 +90,8 @@ def test_the_default_run_meets_its_tolerances(arm):
     tau[arm.u_start[0]] = 2.0
     t_eval = np.linspace(0.0, 1.0, 51)
     res = fd.simulate(arm, t_span=(0.0, 1.0), tau=tau, t_eval=t_eval)
-    ref = fd.simulate(arm, t_span=(0.0, 1.0), tau=tau, t_eval=t_eval, integrator="DOP853",
-                      rtol=1e-12, atol=1e-14)
+    ref = fd.simulate(arm, t_span=(0.0, 1.0), tau=tau, t_eval=t_eval,
+                      integrator=fd.ScipyIVP("DOP853", rtol=1e-12, atol=1e-14))
     assert res.settings["integrator"] == "radau-iia"
     assert np.max(np.abs(ref.q[:, arm.q_start[0]])) > 0.05  # it turns
     modal = np.ones(arm.nq, dtype=bool)
@@ -168,8 +167,8 @@ def test_the_spinup_beam_by_default_follows_dop853():
     assert isinstance(tau, fd.TimeFunction) and tau.rigid_inertia > 0.0
     t_eval = np.linspace(0.0, 3.0, 7)
     res = fd.simulate(beam, t_span=(0.0, 3.0), tau=tau, t_eval=t_eval)
-    ref = fd.simulate(beam, t_span=(0.0, 3.0), tau=tau, t_eval=t_eval, integrator="DOP853",
-                      rtol=1e-12, atol=1e-14)
+    ref = fd.simulate(beam, t_span=(0.0, 3.0), tau=tau, t_eval=t_eval,
+                      integrator=fd.ScipyIVP("DOP853", rtol=1e-12, atol=1e-14))
     assert (res.settings["integrator"], res.settings["tau"]) == ("radau-iia", "function of time")
     assert ref.q[-1, 0] > 0.2  # it spins up
     rtol, atol = DEFAULT_TOLERANCES["displacement"]

@@ -164,7 +164,7 @@ def test_simulating_a_driven_fourbar_follows_the_closed_form_and_balances_energy
     q0, u0 = fd.assemble(model, *fourbar_state(0.3, w), fixed=["crank"])
     res = fd.simulate(model, q0, u0, (0.0, 2.0), prescribed={"crank": lambda t: (0.3 + w * t,
                                                                                   w, 0.0)},
-                      t_eval=np.linspace(0, 2, 41), rtol=1e-10, atol=1e-12)
+                      t_eval=np.linspace(0, 2, 41), integrator=fd.Auto(rtol=1e-10, atol=1e-12))
     for k in (10, 25, 40):
         t2, t3 = fourbar_angles(res.q[k, 0])
         assert res.q[k, 2] == pytest.approx(t3, abs=1e-7)
@@ -187,8 +187,8 @@ def test_fourbar_fidelities_agree_on_rigid_bodies():
 def test_fourbar_simulation_conserves_energy_and_keeps_the_closure():
     model = fourbar()
     q0, u0 = fd.assemble(model, *fourbar_state(0.4, 3.0), fixed=["crank"])
-    res = fd.simulate(model, q0, u0, (0.0, 4.0), t_eval=np.linspace(0, 4, 81), rtol=1e-10,
-                      atol=1e-12)
+    res = fd.simulate(model, q0, u0, (0.0, 4.0), t_eval=np.linspace(0, 4, 81),
+                      integrator=fd.Auto(rtol=1e-10, atol=1e-12))
     E = res.total_energy
     assert np.max(np.abs(E - E[0])) < 1e-7 * np.max(np.abs(E))
     assert res.max_closure_drift < 1e-8
@@ -199,10 +199,10 @@ def test_fourbar_simulation_conserves_energy_and_keeps_the_closure():
                                fd.constraint_forces(model, res.q[k], res.u[k]), rtol=1e-5,
                                atol=1e-6)
     # without stabilization the drift grows, with it it stays at the integration error
-    free = fd.simulate(model, q0, u0, (0.0, 4.0), t_eval=np.linspace(0, 4, 81), rtol=1e-6,
-                       atol=1e-8, closure_rate=0.0)
-    held = fd.simulate(model, q0, u0, (0.0, 4.0), t_eval=np.linspace(0, 4, 81), rtol=1e-6,
-                       atol=1e-8)
+    free = fd.simulate(model, q0, u0, (0.0, 4.0), t_eval=np.linspace(0, 4, 81), closure_rate=0.0,
+                       integrator=fd.Auto(rtol=1e-6, atol=1e-8))
+    held = fd.simulate(model, q0, u0, (0.0, 4.0), t_eval=np.linspace(0, 4, 81),
+                       integrator=fd.Auto(rtol=1e-6, atol=1e-8))
     assert held.max_closure_drift < 0.2 * free.max_closure_drift
 
 
@@ -263,7 +263,7 @@ def test_flexible_coupler_slider_crank_balances_energy():
                          np.concatenate([[4.0, 0, 0], np.zeros(2)]), fixed=["crank"])
     torque = lambda t, q, u: np.concatenate([[2.0 * np.sin(3 * t)], np.zeros(model.nu - 1)])  # noqa: E731
     res = fd.simulate(model, q0, u0, (0.0, 0.5), tau=torque, t_eval=np.linspace(0, 0.5, 51),
-                      rtol=1e-9, atol=1e-11)
+                      integrator=fd.Auto(rtol=1e-9, atol=1e-11))
     assert res.energy_balance_rms < 1e-5
     assert res.max_closure_drift < 1e-8
     assert np.max(np.abs(res.modes("coupler")[0])) > 1e-9  # the coupler does bend

@@ -327,11 +327,12 @@ def test_simulate_warns_when_stiffness_limits_the_steps():
     default integrator (Radau IIA there) and a rigid pendulum do not."""
     model = three_link_arm(gravity=9.81)
     with pytest.warns(fd.StiffnessWarning, match=r"stiffest mode \(470\.\d Hz"):
-        fd.simulate(model, t_span=(0.0, 1.5), rtol=1e-3, atol=1e-3, integrator="DOP853")
+        fd.simulate(model, t_span=(0.0, 1.5),
+                    integrator=fd.ScipyIVP("DOP853", rtol=1e-3, atol=1e-3))
     # the default integrator takes this model implicitly, without the warning
     with warnings.catch_warnings():
         warnings.simplefilter("error", fd.StiffnessWarning)
-        assert fd.simulate(model, t_span=(0.0, 1.5), rtol=1e-3, atol=1e-3
+        assert fd.simulate(model, t_span=(0.0, 1.5), integrator=fd.Auto(rtol=1e-3, atol=1e-3)
                            ).settings["integrator"] == "radau-iia"
     pend = (fd.ModelBuilder("p", gravity=(0, -9.81, 0)).add_body(
         "p", joint={"type": "revolute", "axis": [0, 0, 1]},

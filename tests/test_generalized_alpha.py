@@ -64,7 +64,7 @@ def arm_case(t_end: float = 0.4):
 def arm_reference():
     model, tau, t_eval = arm_case()
     return fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
-                       integrator="Radau", rtol=1e-11, atol=1e-13)
+                       integrator=fd.ScipyIVP("Radau", rtol=1e-11, atol=1e-13))
 
 
 def arm_error(res, ref) -> float:
@@ -214,7 +214,7 @@ def test_work_integrals_close_the_energy_balance():
     with Radau's and close the energy balance to the integrator's accuracy."""
     model, tau, t_eval = arm_case()
     ref = fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
-                      integrator="Radau", rtol=1e-10, atol=1e-12)
+                      integrator=fd.ScipyIVP("Radau", rtol=1e-10, atol=1e-12))
     res = fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval, integrator=GA,
                       h=2.5e-4)
     assert np.max(np.abs(res.work)) > 0.01
@@ -245,7 +245,7 @@ def test_gauss_legendre_work_integrals_close_the_energy_balance(arm_reference):
     Radau's and close the energy balance."""
     model, tau, t_eval = arm_case()
     ref = fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
-                      integrator="Radau", rtol=1e-11, atol=1e-13)
+                      integrator=fd.ScipyIVP("Radau", rtol=1e-11, atol=1e-13))
     res = fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval, integrator=GL,
                       h=1e-3, newton_tol=1e-12)
     np.testing.assert_allclose(res.work, ref.work, atol=1e-7 * np.max(np.abs(ref.work)))
@@ -499,8 +499,8 @@ def test_radau_iia_adaptive_steps_pass_over_stiff_damped_modes():
     model = cantilever(damping_ratio=0.5)
     w = omega(model)
     t_eval = np.array([5.0, 10.0, 200.0]) / w
-    ref = fd.simulate(model, q0=[1e-3], t_span=(0.0, t_eval[-1]), t_eval=t_eval, rtol=1e-12,
-                      atol=1e-16, integrator="DOP853")
+    ref = fd.simulate(model, q0=[1e-3], t_span=(0.0, t_eval[-1]), t_eval=t_eval,
+                      integrator=fd.ScipyIVP("DOP853", rtol=1e-12, atol=1e-16))
     res = fd.simulate(model, q0=[1e-3], t_span=(0.0, t_eval[-1]), integrator=RADAU,
                       rtol=1e-6, atol=1e-12)
     assert res.t[-1] - res.t[-2] > 50.0 / w
@@ -515,7 +515,7 @@ def test_radau_iia_work_integrals_close_the_energy_balance(arm_reference):
     stage quadrature (fifth order) agree with scipy's Radau at 1e-11 and close the balance."""
     model, tau, t_eval = arm_case()
     ref = fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
-                      integrator="Radau", rtol=1e-11, atol=1e-13)
+                      integrator=fd.ScipyIVP("Radau", rtol=1e-11, atol=1e-13))
     res = fd.simulate(model, t_span=(0.0, t_eval[-1]), tau=tau, t_eval=t_eval,
                       integrator=RADAU, rtol=1e-9, atol=1e-11)
     np.testing.assert_allclose(res.work, ref.work, atol=1e-7 * np.max(np.abs(ref.work)))
@@ -535,8 +535,8 @@ def test_state_feedback_and_constant_torques_against_dop853():
         return np.array([-20.0 * (q[0] + 1.0) - 2.0 * u[0] + 3.0 * np.sin(5 * t)])
 
     for tau in (pd, np.array([1.5])):
-        ref = fd.simulate(model, t_span=(0.0, 2.0), tau=tau, t_eval=t_eval, rtol=1e-12,
-                          atol=1e-12)
+        ref = fd.simulate(model, t_span=(0.0, 2.0), tau=tau, t_eval=t_eval,
+                          integrator=fd.Auto(rtol=1e-12, atol=1e-12))
         errors = [np.max(np.abs(fd.simulate(model, t_span=(0.0, 2.0), tau=tau, t_eval=t_eval,
                                             integrator=GA, h=h).q - ref.q))
                   for h in (2e-3, 1e-3)]
@@ -603,8 +603,8 @@ def test_external_wrench_does_work():
     model = pendulum()
     f_ext = np.array([[0.0, 0.0, 0.5, 1.0, 0.0, 0.0]])
     t_eval = np.linspace(0.0, 1.0, 5)
-    ref = fd.simulate(model, t_span=(0.0, 1.0), f_ext=f_ext, t_eval=t_eval, rtol=1e-12,
-                      atol=1e-12)
+    ref = fd.simulate(model, t_span=(0.0, 1.0), f_ext=f_ext, t_eval=t_eval,
+                      integrator=fd.Auto(rtol=1e-12, atol=1e-12))
     res = fd.simulate(model, t_span=(0.0, 1.0), f_ext=f_ext, t_eval=t_eval, integrator=GA,
                       h=5e-4)
     assert np.max(np.abs(res.q - ref.q)) < 1e-5

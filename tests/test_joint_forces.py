@@ -84,8 +84,8 @@ def test_coulomb_creep_speed():
                                                  "forces": {"coulomb": mu, "smoothing": vs}},
                            rigid={"mass": mass, "inertia": np.eye(3)})
                  .build())
-        return fd.simulate(model, [0.0], [0.0], (0.0, 1.0), tau=[F], rtol=1e-10, atol=1e-12,
-                           t_eval=[0.0, 0.5, 1.0])
+        return fd.simulate(model, [0.0], [0.0], (0.0, 1.0), tau=[F],
+                           t_eval=[0.0, 0.5, 1.0], integrator=fd.Auto(rtol=1e-10, atol=1e-12))
 
     creep = slider(3.0)
     assert creep.u[-1, 0] == pytest.approx(vs * np.arctanh(3.0 / mu), rel=1e-6)
@@ -111,7 +111,7 @@ def test_pendulum_comes_to_rest_on_its_limit():
     """Dropped from 0.3 rad, the rod bounces on the limit and rests where the limit spring
     holds gravity: k_l (−θ) = m g l cos θ."""
     model = pendulum_on_limit()
-    res = fd.simulate(model, [0.3], [0.0], (0.0, 4.0), rtol=1e-10, atol=1e-12)
+    res = fd.simulate(model, [0.3], [0.0], (0.0, 4.0), integrator=fd.Auto(rtol=1e-10, atol=1e-12))
     from scipy.optimize import brentq
     theta = brentq(lambda th: 5e3 * (-th) - 2.0 * 9.81 * 0.5 * np.cos(th), -0.1, 0.0)
     assert res.q[-1, 0] == pytest.approx(theta, rel=1e-6)
@@ -142,7 +142,8 @@ def test_torque_limit_saturates_the_motor():
     assert fd.forward_dynamics(model, [0.0], [0.0], [10.0])[0] == pytest.approx(2.0 / I_ROTOR)
     assert fd.forward_dynamics(model, [0.0], [0.0], [-10.0])[0] == pytest.approx(-2.0 / I_ROTOR)
     assert fd.inverse_dynamics(model, [0.0], [0.0], [10.0])[0] == pytest.approx(8.0)
-    res = fd.simulate(model, [0.0], [0.0], (0.0, 1.0), tau=[10.0], rtol=1e-10, atol=1e-12)
+    res = fd.simulate(model, [0.0], [0.0], (0.0, 1.0), tau=[10.0],
+                      integrator=fd.Auto(rtol=1e-10, atol=1e-12))
     assert res.work[-1] == pytest.approx(0.5 * (2.0 * 1.0) ** 2 / I_ROTOR, rel=1e-8)
     assert res.energy_balance_rms < 1e-6
 
@@ -315,7 +316,7 @@ def test_simulated_energy_balance_of_a_forced_tree():
     forced, _, _ = forced_pair(11)
     rng = np.random.default_rng(5)
     q, u, tau = state(forced, rng)
-    res = fd.simulate(forced, q, u, (0.0, 1.0), tau=tau, rtol=1e-10, atol=1e-12)
+    res = fd.simulate(forced, q, u, (0.0, 1.0), tau=tau, integrator=fd.Auto(rtol=1e-10, atol=1e-12))
     assert res.energy_balance_rms < 1e-4
     assert res.dissipation[-1] > 0
     short = dict(tau=tau, rtol=1e-10, atol=1e-12, t_eval=[0.0, 0.05], integrator="DOP853")

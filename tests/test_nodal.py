@@ -458,8 +458,8 @@ def test_simulation_of_a_nodal_pendulum_conserves_energy():
              .build())
     q0 = np.zeros(model.nq)
     q0[0] = 0.5
-    res = fd.simulate(model, q0, np.zeros(model.nu), t_span=(0.0, 0.2), rtol=1e-10,
-                      atol=1e-12, method="nodal")
+    res = fd.simulate(model, q0, np.zeros(model.nu), t_span=(0.0, 0.2), method="nodal",
+                      integrator=fd.Auto(rtol=1e-10, atol=1e-12))
     assert np.max(np.abs(res.energy_balance_error)) < 1e-6
 
 

@@ -22,8 +22,9 @@ def arm_run(t_end, n_samples=101):
     model = models.two_link_arm()
     duration = 0.6 * t_end
     tau = slew_torque(model, duration=duration, angle=0.5 * (duration / 3.0) ** 2)
-    return fd.simulate(model, t_span=(0.0, t_end), tau=tau, rtol=1e-10, atol=1e-12,
-                       t_eval=np.linspace(0.0, t_end, n_samples))
+    return fd.simulate(model, t_span=(0.0, t_end), tau=tau,
+                       t_eval=np.linspace(0.0, t_end, n_samples), integrator=fd.Auto(rtol=1e-10,
+                       atol=1e-12))
 
 
 def check_arm_energy(res):
@@ -63,8 +64,8 @@ def spacecraft_state(model):
 def test_spacecraft_conserves_momentum():
     model = models.spacecraft()
     q0, u0 = spacecraft_state(model)
-    res = fd.simulate(model, q0, u0, (0.0, 1.0), rtol=1e-10, atol=1e-12,
-                      t_eval=np.linspace(0.0, 1.0, 11))
+    res = fd.simulate(model, q0, u0, (0.0, 1.0),
+                      t_eval=np.linspace(0.0, 1.0, 11), integrator=fd.Auto(rtol=1e-10, atol=1e-12))
     P = res.momentum()
     h, p = P[:, :3], P[:, 3:]
     dh = np.max(np.linalg.norm(h - h[0], axis=1)) / np.linalg.norm(h[0])
@@ -85,8 +86,8 @@ def test_spacecraft_hub_torque_changes_momentum():
     q0, u0 = spacecraft_state(model)
     tau = np.zeros(model.nu)
     tau[2] = 5.0
-    res = fd.simulate(model, q0, u0, (0.0, 0.2), tau=tau, rtol=1e-8,
-                      t_eval=np.linspace(0, 0.2, 3))
+    res = fd.simulate(model, q0, u0, (0.0, 0.2), tau=tau,
+                      t_eval=np.linspace(0, 0.2, 3), integrator=fd.Auto(rtol=1e-8))
     P = res.momentum()
     assert np.linalg.norm(P[-1, :3] - P[0, :3]) > 0.5
     np.testing.assert_allclose(P[-1, 3:], P[0, 3:], rtol=1e-9)  # a pure torque
@@ -101,8 +102,9 @@ def test_spinup_beam_both_fidelities():
     tau = models.spinup_torque(model, T=2.0, omega_s=1.0)  # a faster spin-up than the paper
     out = {}
     for fidelity in fd.FIDELITIES:
-        res = fd.simulate(model, t_span=(0.0, 1.0), tau=tau, fidelity=fidelity, rtol=1e-7,
-                          atol=1e-9, t_eval=np.linspace(0.0, 1.0, 101))
+        res = fd.simulate(model, t_span=(0.0, 1.0), tau=tau, fidelity=fidelity,
+                          t_eval=np.linspace(0.0, 1.0, 101), integrator=fd.Auto(rtol=1e-7,
+                          atol=1e-9))
         tip = res.deflection("beam")[:, 1]
         out[fidelity] = res
         print(f"spin-up {fidelity}: e_E,RMS = {res.energy_balance_rms:.3e} %, "
@@ -147,7 +149,7 @@ def test_tau_none_array_callable(beam):
     assert a.work[-1] == pytest.approx(10.0 * a.q[-1, 0], rel=1e-7)
     # a time-varying torque: the work is ∫ τ·u dt
     c = fd.simulate(beam, t_span=(0.0, 0.3), tau=lambda t, q, u: tau * np.cos(5 * t),
-                    t_eval=np.linspace(0.0, 0.3, 601), rtol=1e-10, atol=1e-12)
+                    t_eval=np.linspace(0.0, 0.3, 601), integrator=fd.Auto(rtol=1e-10, atol=1e-12))
     power = np.sum(c.tau * c.u, axis=1)
     simpson = cumulative_simpson(power, x=c.t, initial=0.0)
     np.testing.assert_allclose(c.work, simpson, rtol=0, atol=1e-8 * abs(simpson[-1]))
@@ -249,8 +251,8 @@ def test_progress_flag_is_harmless(beam):
 def test_damping_enters_the_balance():
     model = models.two_link_arm(damping_ratio=0.2)
     tau = slew_torque(model, duration=0.2, angle=0.002)
-    res = fd.simulate(model, t_span=(0.0, 0.3), tau=tau, rtol=1e-8, atol=1e-10,
-                      t_eval=np.linspace(0.0, 0.3, 7))
+    res = fd.simulate(model, t_span=(0.0, 0.3), tau=tau,
+                      t_eval=np.linspace(0.0, 0.3, 7), integrator=fd.Auto(rtol=1e-8, atol=1e-10))
     assert res.dissipation[-1] > 1e-3 * res.work.max()
     assert np.all(np.diff(res.dissipation) >= 0)
     assert np.max(np.abs(res.energy_balance_error)) < 1e-5
@@ -262,8 +264,8 @@ def test_external_wrench_work():
     f_ext = np.zeros((model.n_bodies, 6))
     f_ext[0] = [1.0, -2.0, 3.0, 10.0, 5.0, -4.0]
     f_ext[1] = [0.0, 0.0, 0.5, 0.0, 0.0, 1.0]
-    res = fd.simulate(model, q0, u0, (0.0, 0.3), f_ext=f_ext, rtol=1e-10, atol=1e-12,
-                      t_eval=np.linspace(0.0, 0.3, 4))
+    res = fd.simulate(model, q0, u0, (0.0, 0.3), f_ext=f_ext,
+                      t_eval=np.linspace(0.0, 0.3, 4), integrator=fd.Auto(rtol=1e-10, atol=1e-12))
     assert abs(res.external_work[-1]) > 1e-3
     assert np.all(res.work == 0.0)
     assert np.max(np.abs(res.energy_balance_error)) < 1e-6

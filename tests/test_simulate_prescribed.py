@@ -47,7 +47,7 @@ def test_free_coordinates_follow_the_partitioned_dense_equations():
     tau_free[3] = 0.7  # elbow torque (u layout: link1.theta, 2 modes, link2.theta, 2 modes)
     t_eval = np.linspace(0.0, 1.4, 15)
     res = fd.simulate(model, t_span=(0.0, 1.4), tau=tau_free, prescribed={"link1": shoulder},
-                      t_eval=t_eval, rtol=1e-10, atol=1e-12)
+                      t_eval=t_eval, integrator=fd.Auto(rtol=1e-10, atol=1e-12))
 
     def partitioned(t, x):
         q = np.empty(model.nq)
@@ -128,7 +128,7 @@ def test_root_tension_of_a_damped_spinning_beam_with_an_axial_mode():
              .build())
     res = fd.simulate(model, t_span=(0.0, 4.0),
                       prescribed={"beam": lambda t: (omega * t, omega, 0.0)},
-                      t_eval=[0.0, 4.0], rtol=1e-10, atol=1e-12)
+                      t_eval=[0.0, 4.0], integrator=fd.Auto(rtol=1e-10, atol=1e-12))
     body = model.bodies[0]
     eta = res.q[-1, 1:]
     assert np.max(np.abs(res.u[-1, 1:])) < 1e-7  # settled
@@ -188,8 +188,8 @@ def test_nodal_loads_in_simulate():
     def tip(t, q, u):
         return {("link2", -1): [0.0, 0.0, 0.0, 0.0, 2.0 * np.cos(3 * t), 0.0]}
 
-    res = fd.simulate(model, t_span=(0.0, 1.0), f_nodes=tip, rtol=1e-10, atol=1e-12,
-                      t_eval=np.linspace(0.0, 1.0, 21))
+    res = fd.simulate(model, t_span=(0.0, 1.0), f_nodes=tip,
+                      t_eval=np.linspace(0.0, 1.0, 21), integrator=fd.Auto(rtol=1e-10, atol=1e-12))
     for k in (5, 20):
         loads = tip(res.t[k], None, None)
         np.testing.assert_allclose(

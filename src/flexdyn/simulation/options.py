@@ -393,7 +393,8 @@ def integrator_options(integrator: str | type | Integrator | Auto,
     if given:
         method = [repr(integrator if isinstance(integrator, str) else integrator.__name__)
                   ] if cls is ScipyIVP else []
-        arguments = ", ".join([*method, *(f"{k}={v!r}" for k, v in kept.items())])
+        arguments = ", ".join([*method, *(f"{k}={v.item() if isinstance(v, np.generic) else v!r}"
+                                          for k, v in kept.items())])
         warnings.warn(f"simulate(..., {', '.join(f'{k}=…' for k in given)}) is deprecated: "
                       f"pass integrator=flexdyn.{cls.__name__}({arguments})",
                       DeprecationWarning, stacklevel=3)

@@ -36,10 +36,10 @@ from ..loads import TimeFunction
 from ..results import SimulationError
 from ..terms import DEFAULT_FIDELITY, check_fidelity, modal_velocities, state_terms
 
-__all__ = ["CLOSURE_RATE", "CLOSURE_TOL", "N_EXTRA", "Loads", "PrescribedMotion", "Problem",
-           "RhsFailure", "all_finite", "check_choice", "check_closures", "checked_closure_rate",
-           "compiled_derivative", "failing", "forcing", "load_kind", "nodal_forcing",
-           "normalized", "pack_state", "rhs", "unpack_state", "vector"]
+__all__ = ["CLOSURE_RATE", "CLOSURE_TOL", "N_EXTRA", "ConstantLoad", "Loads", "PrescribedMotion",
+           "Problem", "RhsFailure", "all_finite", "check_choice", "check_closures",
+           "checked_closure_rate", "compiled_derivative", "failing", "forcing", "load_kind",
+           "nodal_forcing", "normalized", "pack_state", "rhs", "unpack_state", "vector"]
 
 #: the work integrals after ``[q; u]`` in the augmented state: ``W_τ``, ``W_ext``, ``D``
 N_EXTRA = 3
@@ -148,7 +148,18 @@ def forcing(value: Any, shape: tuple[int, ...], name: str):
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} contains non-finite values")
     a.setflags(write=False)
-    return lambda t, q, u: a
+    return ConstantLoad(a)
+
+
+class ConstantLoad:
+    """A load given as a constant array: ``g(t, q, u)`` returns :attr:`value` (read-only),
+    so that the samples of a run take it without calling it per sample."""
+
+    def __init__(self, value: np.ndarray):
+        self.value = value
+
+    def __call__(self, t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+        return self.value
 
 
 def normalized(model: Model, q: np.ndarray) -> np.ndarray:
@@ -560,7 +571,8 @@ class Problem:
         NaN where they fail (:meth:`applied`)."""
         model = self.model
         nq, nu = model.nq, model.nu
-        q = np.array([normalized(model, row) for row in y[:, :nq]]).reshape(-1, nq)
+        q = (y[:, :nq].copy() if nq == nu else
+             np.array([normalized(model, row) for row in y[:, :nq]]).reshape(-1, nq))
         u = np.ascontiguousarray(y[:, nq:nq + nu])
         if self.drive is not None:
             q, u = self.drive.motion(t, q, u)
@@ -592,6 +604,14 @@ class Problem:
                      "closure_drift": np.zeros((0, model.n_constraints))}
             return {"q": q, "u": u, "tau": np.zeros((0, nu)), "udot": np.zeros((0, nu)),
                     "f_ext": None, **(empty if model.constraints else {})}
+        if not (model.constraints or self.drive is not None or self.nodes_fn is not None):
+            # the tree's accelerations at every sample in one batched call
+            tau = self.sampled(self.tau_fn, t, q, u, (nu,))
+            f_ext = (None if self.fext_fn is None else
+                     self.sampled(self.fext_fn, t, q, u, (model.n_bodies, 6)))
+            udot = forward_dynamics(model, q, u, tau, method=self.method,
+                                    fidelity=self.fidelity, f_ext=f_ext, backend=self.backend)
+            return {"q": q, "u": u, "tau": tau, "udot": udot, "f_ext": f_ext}
         rows = []
         for tk, qk, uk in zip(t, q, u, strict=True):
             s = self.loads(float(tk), np.concatenate([qk, uk]))
@@ -615,6 +635,19 @@ class Problem:
             out["constraint_forces"], out["closure_drift"] = (np.array(a) for a in
                                                               zip(*closure, strict=True))
         return out
+
+
+    @staticmethod
+    def sampled(load: Callable | None, t: np.ndarray, q: np.ndarray, u: np.ndarray,
+                shape: tuple[int, ...]) -> np.ndarray:
+        """A load at every sample (nt, *shape): zero for None, a constant's value repeated,
+        else the callable's value per sample."""
+        if load is None:
+            return np.zeros((t.size, *shape))
+        if isinstance(load, ConstantLoad):
+            return np.repeat(load.value[None], t.size, axis=0)
+        return np.array([load(float(tk), qk, uk) for tk, qk, uk in zip(t, q, u, strict=True)],
+                        dtype=float).reshape(t.size, *shape)
 
 
 def failing(derivative: Callable, t: float, x: np.ndarray, tau: np.ndarray,
