@@ -177,3 +177,11 @@ def test_progress_without_tqdm_prints_plain_lines(monkeypatch, capsys):
     lines = capsys.readouterr().err.splitlines()
     assert lines[-1].startswith("simulate: 100 % (0.5/0.5 s,")
     assert 2 <= len(lines) <= 10
+
+
+def test_the_former_module_path_warns_and_gives_the_same_objects():
+    with pytest.warns(DeprecationWarning, match="flexdyn.simulate.auto_integrator is "
+                                                "deprecated; use flexdyn.simulation"):
+        from flexdyn.simulate import auto_integrator
+    assert auto_integrator is fd.simulation.auto_integrator
+    assert callable(fd.simulate) and fd.simulate is fd.simulation.simulate
