@@ -962,9 +962,9 @@ class Dynamics:
     def ill_conditioned(self) -> bool:
         """Whether the mass matrix at the neutral configuration has a condition number above
         :data:`REFINE_CONDITION` (estimated once, by the reference tier, from its Cholesky
-        factor: LAPACK's ``dpocon``), so that the O(N) solves (the articulated-body and split methods,
-        :meth:`mass_matrix_inverse`) lose digits that one step of iterative refinement
-        restores: their error grows faster with ``κ(M)`` than a dense Cholesky solve's (a
+        factor: LAPACK's ``dpocon``), so that the O(N) solves (the articulated-body and split
+        methods, :meth:`mass_matrix_inverse`) lose digits that one step of iterative
+        refinement restores: their error grows faster with ``κ(M)`` than a dense Cholesky solve's (a
         heavy payload on light links, Jain & Rodriguez's Shuttle arm)."""
         if self._ill is None:
             q0 = self.model.neutral_configuration()
