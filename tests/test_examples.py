@@ -9,6 +9,7 @@ with a few cores; each test then checks one example's exit status and its key ou
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -84,8 +85,9 @@ _LIST = re.compile(r"\[[^\[\]]*\]")
 
 def _lines_without_figures(text: str) -> list[str]:
     """The lines of ``text`` with every figure a ``#``, every list of figures one ``#`` and
-    every bracketed list ``‹…›`` (the number of modes changes their length), runs of spaces one space, a run of lines that read the same
-    one line, and the lines of a saved figure left out."""
+    every bracketed list ``‹…›`` (the number of modes changes their length), runs of spaces
+    one space, a run of lines that read the same one line, and the lines of a saved figure
+    left out."""
     lines: list[str] = []
     for line in text.strip().splitlines():
         if line.startswith("plot written to"):
@@ -127,6 +129,47 @@ def test_lines_without_figures():
         "x at #: ‹…› m, # steps", "y ‹…›", "f # Hz"]
     assert _lines_without_figures("x 3 steps") != _lines_without_figures("x 3 stages")
     assert _lines_without_figures("a\nb") != _lines_without_figures("b\na")
+
+
+def _script_cells(script: str) -> list[tuple[str, str]]:
+    """``(kind, text)`` of each cell of a percent script, read line by line: the header
+    between two ``# ---`` lines skipped, a markdown cell's ``# `` prefixes removed."""
+    lines = script.split("\n")
+    if lines[0] == "# ---":
+        lines = lines[lines.index("# ---", 1) + 1:]
+    cells: list[tuple[str, list[str]]] = []
+    for line in lines:
+        if line in ("# %%", "# %% [markdown]"):
+            cells.append(("code" if line == "# %%" else "markdown", []))
+        else:
+            assert cells or not line.strip(), f"text before the first cell: {line!r}"
+            if cells:
+                kind, body = cells[-1]
+                body.append(line[2:] if kind == "markdown" else line)
+    return [(kind, "\n".join(body).strip("\n")) for kind, body in cells]
+
+
+def test_notebooks_are_the_scripts():
+    """Every example has a notebook beside it (``python examples/make_notebooks.py`` writes
+    them) whose cells are the script's cells, prose and code, in order; nbformat's own
+    validator accepts it."""
+    spec = importlib.util.spec_from_file_location("make_notebooks",
+                                                  EXAMPLES / "make_notebooks.py")
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    for name in NAMES:
+        script = (EXAMPLES / f"{name}.py").read_text(encoding="utf-8")
+        path = EXAMPLES / f"{name}.ipynb"
+        hint = "run python examples/make_notebooks.py"
+        assert path.exists(), f"{path.name} is missing: {hint}"
+        text = path.read_text(encoding="utf-8")
+        assert text == make.notebook_text(script), f"{path.name} is not its script's: {hint}"
+        cells = [(c["cell_type"], "".join(c["source"])) for c in json.loads(text)["cells"]]
+        assert cells == _script_cells(script), name
+        assert all(c[1].strip() for c in cells), f"an empty cell in {path.name}"
+    nbformat = pytest.importorskip("nbformat")
+    for name in NAMES:
+        nbformat.validate(nbformat.read(EXAMPLES / f"{name}.ipynb", as_version=4))
 
 
 @pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="the figures need matplotlib")
