@@ -9,11 +9,12 @@ Examples
     flexdyn demo --model spacecraft --t 20 --plot sc.png
     flexdyn info arm.json                          # bodies, joints, modal frequencies
     flexdyn validate arm.json                      # every error, exit status 2; or valid
-    flexdyn simulate arm.json --t 10 --out run.npz
+    flexdyn simulate arm.json --t 10 --tau shoulder=2 --out run.npz --animate run.gif
     flexdyn compile                                # compile the engine ahead of time
 
 Invalid input files are reported on one line (``flexdyn: error: ...``) with exit status 2;
-a failed integration exits with status 1.
+a failed integration exits with status 1.  The library is imported after the arguments are
+parsed, so that ``--help`` and an argument error answer at once.
 """
 
 from __future__ import annotations
