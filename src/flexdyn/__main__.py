@@ -154,7 +154,7 @@ def _check_extras(args: argparse.Namespace) -> None:
                           "extra: pip install 'flexdyn[animation]' (or write a .gif)")
 
 
-def _write_outputs(res: SimulationResult, outputs: Sequence[tuple[str, str | None, Callable]]
+def _write_outputs(outputs: Sequence[tuple[str, str | None, Callable[[str], object]]]
                    ) -> tuple[list[str], _InputError | None]:
     """Write each ``(label, path, write)`` with a path (``write(path)``); the lines that
     name the files written, and the first failure, if any, after trying every file (a file
@@ -259,7 +259,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     res = simulate(model, t_span=(0.0, args.t), tau=tau, fidelity=args.fidelity,
                    method=args.method, rtol=args.rtol, atol=args.atol,
                    t_eval=np.linspace(0.0, args.t, 501), integrator="DOP853")
-    written, failure = _write_outputs(res, [("plot", args.plot, res.plot)])
+    written, failure = _write_outputs([("plot", args.plot, res.plot)])
     _echo("\n".join([_summary(res, f"flexdyn demo: {args.model}, {what}"), *written,
                      f"  total time    {time.perf_counter() - wall:.2f} s"]))
     if failure:
@@ -323,7 +323,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
                    method=args.method, rtol=args.rtol, atol=args.atol,
                    t_eval=np.linspace(0.0, args.t, args.samples))
     # the files first: a summary that cannot be printed must not cost the run
-    written, failure = _write_outputs(res, [
+    written, failure = _write_outputs([
         ("written", out, lambda path: (res.to_npz if path.lower().endswith(".npz")
                                        else res.to_csv)(path)),
         ("plot", args.plot, res.plot),
