@@ -79,7 +79,7 @@ def planar_view(points: np.ndarray) -> str | None:
 
 def _encoder(path: Path, fps: float) -> Callable[[Iterator[np.ndarray], tuple[int, int]], None]:
     """``encode(frames, (width, height))``: writes the RGBA frames (height, width, 4) to
-    ``path`` through :func:`flexdyn.files.write_atomically`, as the suffix of ``path``
+    ``path`` through ``flexdyn.files.write_atomically``, as the suffix of ``path``
     says."""
     suffix = path.suffix.lower()
     if suffix == ".gif":
@@ -144,7 +144,7 @@ def animate(result: Any, path: str | Path, *, fps: float = 20.0, frames: int | N
         drawn point in one coordinate plane, :func:`planar_view`), else 3-D.
     elev, azim : the 3-D view (degrees).
 
-    The file is written through :func:`flexdyn.files.write_atomically`: ``path`` is
+    The file is written through ``flexdyn.files.write_atomically``: ``path`` is
     replaced only by a complete file.  ``ImportError`` naming the extra without matplotlib
     (or, for MP4, imageio-ffmpeg); ``ValueError`` for another suffix, an unknown view or an
     empty result.
