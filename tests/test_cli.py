@@ -28,7 +28,7 @@ def test_demo_prints_summary(capsys, tmp_path):
     except ImportError:
         have_mpl = False
     if have_mpl:
-        args += ["--plot", str(plot)]
+        args += ["--plot", str(plot), "--animate", str(tmp_path / "demo.gif")]
     assert main(args) == 0
     out = capsys.readouterr().out
     print(out)
@@ -38,6 +38,8 @@ def test_demo_prints_summary(capsys, tmp_path):
     assert "e_E,RMS" in out and "wall time" in out
     if have_mpl:
         assert plot.stat().st_size > 1000
+        assert (tmp_path / "demo.gif").read_bytes()[:6] == b"GIF89a"
+        assert f"animation     {tmp_path / 'demo.gif'}" in out
 
 
 def test_demo_spacecraft_ruthless(capsys):

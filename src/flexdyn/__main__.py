@@ -6,7 +6,7 @@ Examples
 ::
 
     flexdyn demo                                   # two-link flexible arm, 5 s slew
-    flexdyn demo --model spacecraft --t 20 --plot sc.png
+    flexdyn demo --model spacecraft --t 20 --plot sc.png --animate sc.gif
     flexdyn info arm.json                          # bodies, joints, modal frequencies
     flexdyn validate arm.json                      # every error, exit status 2; or valid
     flexdyn simulate arm.json --t 10 --tau shoulder=2 --out run.npz --animate run.gif
@@ -141,7 +141,7 @@ def _check_extras(args: argparse.Namespace) -> None:
     import importlib.util
 
     _check_output(args.plot, (".png", ".pdf", ".svg"), args.force, "--plot")
-    animation = getattr(args, "animate", None)
+    animation = args.animate
     _check_output(animation, (".gif", ".mp4"), args.force, "--animate")
     for flag, path, extra in (("--plot", args.plot, "plot"),
                               ("--animate", animation, "animation")):
@@ -259,7 +259,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     res = simulate(model, t_span=(0.0, args.t), tau=tau, fidelity=args.fidelity,
                    method=args.method, rtol=args.rtol, atol=args.atol,
                    t_eval=np.linspace(0.0, args.t, 501), integrator="DOP853")
-    written, failure = _write_outputs([("plot", args.plot, res.plot)])
+    written, failure = _write_outputs([("plot", args.plot, res.plot),
+                                       ("animation", args.animate, res.animate)])
     _echo("\n".join([_summary(res, f"flexdyn demo: {args.model}, {what}"), *written,
                      f"  total time    {time.perf_counter() - wall:.2f} s"]))
     if failure:
@@ -489,7 +490,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", choices=BUILTIN_MODEL_NAMES, default="two_link_arm")
     p.add_argument("--t", type=_positive_float, default=5.0, help="duration (s, default 5)")
     p.add_argument("--plot", metavar="PNG", help="save a plot (needs matplotlib)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
+    p.add_argument("--animate", metavar="GIF", help="save an animation (.gif, or .mp4; the "
+                                                    "'animation' extra)")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite existing --plot and --animate files")
     _add_common(p, rtol=1e-6, atol=1e-6)
     p.set_defaults(func=_cmd_demo)
 
