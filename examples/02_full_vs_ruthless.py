@@ -57,8 +57,9 @@ MODELS = ("full", "ruthless")
 
 def run(model, tau, t_end, fidelity, tol):
     wall = time.perf_counter()
-    res = fd.simulate(model, t_span=(0.0, t_end), tau=tau, fidelity=fidelity, rtol=tol,
-                      atol=tol * 1e-2, t_eval=np.linspace(0.0, t_end, 201))
+    res = fd.simulate(model, t_span=(0.0, t_end), tau=tau, fidelity=fidelity,
+                      t_eval=np.linspace(0.0, t_end, 201), integrator=fd.Auto(rtol=tol,
+                      atol=tol * 1e-2))
     return res, time.perf_counter() - wall
 
 

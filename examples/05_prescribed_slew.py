@@ -89,8 +89,8 @@ plan = {"link1": cycloid(np.pi / 2), "link2": cycloid(-np.pi / 4)}
 tol = 1e-7 if QUICK else 1e-9
 t_eval = np.linspace(0.0, t_end, 251 if QUICK else 501)
 wall = time.perf_counter()
-res = fd.simulate(model, t_span=(0.0, t_end), prescribed=plan, t_eval=t_eval, rtol=tol,
-                  atol=tol * 1e-2)
+res = fd.simulate(model, t_span=(0.0, t_end), prescribed=plan, t_eval=t_eval,
+                  integrator=fd.Auto(rtol=tol, atol=tol * 1e-2))
 print(f"simulated {t_end:g} s with prescribed joints in {time.perf_counter() - wall:.1f} s "
       f"({res.nfev} right-hand-side evaluations)")
 shoulder, elbow = model.u_start[0], model.u_start[1]
@@ -146,8 +146,8 @@ print(f"energy balance error: max |e_E| = {np.max(np.abs(res.energy_balance_erro
       f"(work of the joint torques {res.work[-1]:.3f} J)")
 spline = scipy.interpolate.CubicSpline(res.t, res.tau)
 t_check = T / 2
-replay = fd.simulate(model, t_span=(0.0, t_check), tau=lambda t, q, u: spline(t),
-                     rtol=tol, atol=tol * 1e-2, t_eval=[t_check])
+replay = fd.simulate(model, t_span=(0.0, t_check), tau=lambda t, q, u: spline(t), t_eval=[t_check],
+                     integrator=fd.Auto(rtol=tol, atol=tol * 1e-2))
 planned = np.array([plan["link1"](t_check)[0], plan["link2"](t_check)[0]])
 replayed = replay.q[-1, [model.q_start[0], model.q_start[1]]]
 print(f"open-loop replay of the torques: joint angles at t = {t_check:g} s differ from the "

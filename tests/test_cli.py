@@ -28,7 +28,7 @@ def test_demo_prints_summary(capsys, tmp_path):
     except ImportError:
         have_mpl = False
     if have_mpl:
-        args += ["--plot", str(plot)]
+        args += ["--plot", str(plot), "--animate", str(tmp_path / "demo.gif")]
     assert main(args) == 0
     out = capsys.readouterr().out
     print(out)
@@ -38,6 +38,8 @@ def test_demo_prints_summary(capsys, tmp_path):
     assert "e_E,RMS" in out and "wall time" in out
     if have_mpl:
         assert plot.stat().st_size > 1000
+        assert (tmp_path / "demo.gif").read_bytes()[:6] == b"GIF89a"
+        assert f"animation     {tmp_path / 'demo.gif'}" in out
 
 
 def test_demo_spacecraft_ruthless(capsys):
@@ -337,3 +339,106 @@ def test_torques_by_joint_name_and_validate(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"flexdyn: {broken}: not valid:") and "2 problems" in err, err
     assert "hinge" in err and "parent \"nobody\" does not exist" in err, err
+
+
+def test_unknown_joint_names_every_joint(capsys):
+    """``--tau`` with a name that is neither a joint nor a speed lists the model's joints by
+    the bodies they move, with the speeds of a joint that has several; a close name is
+    offered first."""
+    assert main(["simulate", data_file("two_link_arm"), "--tau", "link3=2"]) == 2
+    err = capsys.readouterr().err
+    assert ("'link3' is neither a joint nor a speed of the model; its joints, named by the "
+            "body they move: link1, link2; did you mean link") in err, err
+    assert err.count("link2") == 2 and err.rstrip().endswith("?"), err
+    sc = fd.models.spacecraft()
+    assert main(["simulate", "spacecraft", "--tau", "wheel=1"]) == 2
+    err = capsys.readouterr().err
+    speeds = ", ".join(e.name for e in fd.state_layout(sc)["u"][:6])
+    assert f"hub (6 speeds: {speeds})" in err and "array_pos (" not in err, err
+
+
+def test_parser_choices_are_the_librarys():
+    """The choices written out in the command line (so that ``--help`` imports nothing of
+    the library) are the library's."""
+    import flexdyn.__main__ as cli
+    from flexdyn.dynamics import FORWARD_METHODS
+
+    assert cli.FIDELITY_NAMES == fd.FIDELITIES
+    assert cli.DEFAULT_FIDELITY_NAME == fd.DEFAULT_FIDELITY
+    assert cli.METHOD_NAMES == tuple(FORWARD_METHODS)
+    assert cli.BUILTIN_MODEL_NAMES == tuple(sorted(fd.models.BUILTIN_MODELS))
+
+
+_HELP_ALONE = """
+import runpy, sys, types
+package = types.ModuleType("flexdyn")
+package.__path__ = [{folder!r}]
+sys.modules["flexdyn"] = package
+sys.argv = ["flexdyn", *{argv!r}]
+try:
+    runpy.run_module("flexdyn.__main__", run_name="__main__")
+except SystemExit as exc:
+    print("exit", exc.code)
+print("modules:", *sorted(m for m in sys.modules if m != "flexdyn"
+                      and m.split(".")[0] in ("numpy", "scipy", "numba", "flexdyn")))
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["simulate", "--help"], ["demo", "--t", "-1"]])
+def test_help_imports_nothing_of_the_library(argv):
+    """``flexdyn --help`` (and an argument error) with the package's ``__init__`` left out
+    imports none of numpy, scipy, numba or flexdyn's modules: the command line imports the
+    library after parsing (``benchmarks/bench_cli.py`` times it)."""
+    folder = str(Path(fd.__file__).parent)
+    proc = subprocess.run([sys.executable, "-c", _HELP_ALONE.format(folder=folder, argv=argv)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    *_, status, modules = proc.stdout.splitlines()
+    assert status == ("exit 0" if "--help" in argv else "exit 2"), proc.stdout
+    assert modules == "modules:", modules
+    if argv == ["--help"]:
+        assert "validate" in proc.stdout and "simulate" in proc.stdout
+
+
+def test_simulate_animates_and_refuses_before_the_run(tmp_path, capsys, monkeypatch):
+    """``--animate`` writes a GIF of the run; a wrong suffix, an existing file without
+    ``--force`` and a missing matplotlib are refused before the run, naming the extra."""
+    PIL = pytest.importorskip("PIL.Image")
+    gif = tmp_path / "run.gif"
+    args = ["simulate", "two_link_arm", "--t", "0.2", "--samples", "5", "--tau", "link1=2"]
+    assert main([*args, "--animate", str(gif)]) == 0
+    assert f"animation     {gif}" in capsys.readouterr().out
+    with PIL.open(gif) as im:
+        assert im.n_frames == 5
+    assert main([*args, "--animate", str(gif)]) == 2
+    assert "the file exists; use --force" in capsys.readouterr().err
+    assert main([*args, "--animate", str(tmp_path / "run.avi")]) == 2
+    assert "use a .gif or .mp4 file name" in capsys.readouterr().err
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else find_spec(name, *a))
+    assert main([*args, "--animate", str(tmp_path / "new.gif")]) == 2
+    assert ("--animate needs matplotlib; install the 'animation' extra: pip install "
+            "'flexdyn[animation]'") in capsys.readouterr().err
+    assert not (tmp_path / "new.gif").exists()
+
+
+def test_outputs_are_written_before_a_summary_that_cannot_be_printed(tmp_path, monkeypatch):
+    """A model whose name holds a lone surrogate, on a terminal that speaks ASCII only: the
+    run's file is written and the summary printed with the characters replaced."""
+    import io
+
+    d = fd.models.two_link_arm().to_dict()
+    d["name"] = "arm\udc80"
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(d), encoding="utf-8")  # JSON's \\udc80 escape
+    stdout = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    out = tmp_path / "odd.npz"
+    assert main(["simulate", str(path), "--t", "0.05", "--samples", "3", "--out", str(out)]) == 0
+    assert fd.SimulationResult.from_npz(out).model.name == "arm\udc80"
+    stdout.flush()
+    text = stdout.buffer.getvalue().decode("ascii")
+    assert "model         arm?: 2 bodies" in text and f"written       {out}" in text

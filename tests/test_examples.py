@@ -1,4 +1,5 @@
-"""The scripts in ``examples/`` run to completion (quick mode) and print what they promise.
+"""The scripts in ``examples/`` run to completion (quick mode), print what they promise, save
+their figures with ``--plot``, and print the lines that ``docs/examples.md`` shows.
 
 All examples are started at once as subprocesses with ``FLEXDYN_EXAMPLE_QUICK=1`` (one BLAS
 thread each), so the whole module takes about as long as the slowest example on a machine
@@ -8,6 +9,7 @@ with a few cores; each test then checks one example's exit status and its key ou
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -16,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
 NAMES = (
     "01_flexible_arm_slew",
     "02_full_vs_ruthless",
@@ -39,7 +42,7 @@ def runs(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
     procs = {}
     for name in NAMES:
         args = [sys.executable, str(EXAMPLES / f"{name}.py")]
-        if name == NAMES[0] and HAVE_MATPLOTLIB:
+        if HAVE_MATPLOTLIB:
             args += ["--plot", str(out_dir / f"{name}.png")]
         procs[name] = (args, subprocess.Popen(args, cwd=out_dir, env=env, text=True,
                                               stdout=subprocess.PIPE,
@@ -74,15 +77,116 @@ def test_examples_are_listed():
     assert sorted(p.stem for p in EXAMPLES.glob("[0-9][0-9]_*.py")) == sorted(NAMES)
 
 
+#: a number (with sign, decimals, exponent) or a hexadecimal address
+_FIGURE = re.compile(r"0x[0-9a-f]+|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+#: a bracketed list without brackets inside
+_LIST = re.compile(r"\[[^\[\]]*\]")
+
+
+def _lines_without_figures(text: str) -> list[str]:
+    """The lines of ``text`` with every figure a ``#``, every list of figures one ``#`` and
+    every bracketed list ``‹…›`` (the number of modes changes their length), runs of spaces
+    one space, a run of lines that read the same one line, and the lines of a saved figure
+    left out."""
+    lines: list[str] = []
+    for line in text.strip().splitlines():
+        if line.startswith("plot written to"):
+            continue
+        line = re.sub(r"#(?:, #)+", "#", _FIGURE.sub("#", line))
+        while _LIST.search(line):
+            line = _LIST.sub("‹…›", line)
+        line = " ".join(line.split())
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
+
+
+def _documented_outputs() -> dict[str, str]:
+    """``{example name: the output docs/examples.md shows above the example's listing}``."""
+    text = (ROOT / "docs" / "examples.md").read_text(encoding="utf-8")
+    found = re.findall(r"```text\n(.*?)```\s*```\{literalinclude\} \.\./examples/(\S+)\.py",
+                       text, re.S)
+    return {name: output for output, name in found}
+
+
+def test_documented_outputs_are_what_the_scripts_print(runs):
+    """Each output that ``docs/examples.md`` quotes (from a full run) has the lines that the
+    script prints in its quick run, line for line, the figures aside."""
+    documented = _documented_outputs()
+    assert sorted(documented) == sorted(NAMES)
+    for name in NAMES:
+        printed = _lines_without_figures(_output(runs, name))
+        shown = _lines_without_figures(documented[name])
+        assert shown == printed, f"docs/examples.md shows another output of {name}"
+
+
+def test_lines_without_figures():
+    """Figures, addresses and list lengths are left out; words, units and order are not."""
+    a = ("x at 0x7f1a: [1.5, -2e-3] m, 3 steps\n  y  [[1, 2], [3]]\n  y [4]\nf 1, 2.5 Hz\n"
+         "plot written to a")
+    b = "x at 0xab: [7.25] m, 10 steps\ny [[5]]\nf 0.5 Hz"
+    assert _lines_without_figures(a) == _lines_without_figures(b) == [
+        "x at #: ‹…› m, # steps", "y ‹…›", "f # Hz"]
+    assert _lines_without_figures("x 3 steps") != _lines_without_figures("x 3 stages")
+    assert _lines_without_figures("a\nb") != _lines_without_figures("b\na")
+
+
+def _script_cells(script: str) -> list[tuple[str, str]]:
+    """``(kind, text)`` of each cell of a percent script, read line by line: the header
+    between two ``# ---`` lines skipped, a markdown cell's ``# `` prefixes removed."""
+    lines = script.split("\n")
+    if lines[0] == "# ---":
+        lines = lines[lines.index("# ---", 1) + 1:]
+    cells: list[tuple[str, list[str]]] = []
+    for line in lines:
+        if line in ("# %%", "# %% [markdown]"):
+            cells.append(("code" if line == "# %%" else "markdown", []))
+        else:
+            assert cells or not line.strip(), f"text before the first cell: {line!r}"
+            if cells:
+                kind, body = cells[-1]
+                body.append(line[2:] if kind == "markdown" else line)
+    return [(kind, "\n".join(body).strip("\n")) for kind, body in cells]
+
+
+def test_notebooks_are_the_scripts():
+    """Every example has a notebook beside it (``python examples/make_notebooks.py`` writes
+    them) whose cells are the script's cells, prose and code, in order; nbformat's own
+    validator accepts it."""
+    spec = importlib.util.spec_from_file_location("make_notebooks",
+                                                  EXAMPLES / "make_notebooks.py")
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    for name in NAMES:
+        script = (EXAMPLES / f"{name}.py").read_text(encoding="utf-8")
+        path = EXAMPLES / f"{name}.ipynb"
+        hint = "run python examples/make_notebooks.py"
+        assert path.exists(), f"{path.name} is missing: {hint}"
+        text = path.read_text(encoding="utf-8")
+        assert text == make.notebook_text(script), f"{path.name} is not its script's: {hint}"
+        cells = [(c["cell_type"], "".join(c["source"])) for c in json.loads(text)["cells"]]
+        assert cells == _script_cells(script), name
+        assert all(c[1].strip() for c in cells), f"an empty cell in {path.name}"
+    nbformat = pytest.importorskip("nbformat")
+    for name in NAMES:
+        nbformat.validate(nbformat.read(EXAMPLES / f"{name}.ipynb", as_version=4))
+
+
+@pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="the figures need matplotlib")
+@pytest.mark.parametrize("name", NAMES)
+def test_plot_option_saves_the_figure(runs, name):
+    out = _output(runs, name)
+    path = runs["_plot_dir"] / f"{name}.png"
+    assert f"plot written to {path}" in out
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 @pytest.mark.slow
 def test_flexible_arm_slew(runs):
     out = _output(runs, "01_flexible_arm_slew")
     assert "same mass matrix as fd.models.two_link_arm: True" in out
     assert 0.01 < _number(r"max tip deflection: link1 (\S+) mm", out) * 1e-3 < 0.5
     assert _number(r"energy balance error: max \|e_E\| = (\S+) %", out) < 1e-3
-    if HAVE_MATPLOTLIB:
-        assert "plot written to" in out
-        assert (runs["_plot_dir"] / "01_flexible_arm_slew.png").stat().st_size > 0
 
 
 def test_full_vs_ruthless(runs):

@@ -6,14 +6,15 @@ Examples
 ::
 
     flexdyn demo                                   # two-link flexible arm, 5 s slew
-    flexdyn demo --model spacecraft --t 20 --plot sc.png
+    flexdyn demo --model spacecraft --t 20 --plot sc.png --animate sc.gif
     flexdyn info arm.json                          # bodies, joints, modal frequencies
     flexdyn validate arm.json                      # every error, exit status 2; or valid
-    flexdyn simulate arm.json --t 10 --out run.npz
+    flexdyn simulate arm.json --t 10 --tau shoulder=2 --out run.npz --animate run.gif
     flexdyn compile                                # compile the engine ahead of time
 
 Invalid input files are reported on one line (``flexdyn: error: ...``) with exit status 2;
-a failed integration exits with status 1.
+a failed integration exits with status 1.  The library is imported after the arguments are
+parsed, so that ``--help`` and an argument error answer at once.
 """
 
 from __future__ import annotations
@@ -26,25 +27,27 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
-import numpy as np
+if TYPE_CHECKING:  # the library is imported by the commands, after the arguments are parsed
+    import numpy as np
 
-from .chain import Model, load_model, state_layout
-from .closure import ClosureError
-from .dynamics import FORWARD_METHODS, assemble
-from .joint_forces import DEFAULTS, FORCE_KEYS, STIFFNESS
-from .modal import FREE, LOCKED, modal_analysis
-from .model_file import json_schema
-from .models import BUILTIN_MODELS, builtin_model, modal_frequencies, slew_torque, spinup_torque
-from .results import SimulationError, SimulationResult
-from .simulation import simulate
-from .terms import DEFAULT_FIDELITY, FIDELITIES
+    from .chain import Model
+    from .results import SimulationResult
 
 __all__ = ["main"]
 
 PROG = "flexdyn"
+# The choices the parser offers, written out so that ``flexdyn --help`` and a mistyped option
+# are answered without importing numpy, scipy, numba or the engine; the tests check that they
+# are the library's (``flexdyn.FIDELITIES``, ``DEFAULT_FIDELITY``, ``FORWARD_METHODS``,
+# ``flexdyn.models.BUILTIN_MODELS``).
+FIDELITY_NAMES = ("full", "ruthless", "consistent", "exact")
+DEFAULT_FIDELITY_NAME = "exact"
+METHOD_NAMES = ("articulated", "articulated-split", "composite", "nodal")
+BUILTIN_MODEL_NAMES = ("spacecraft", "spinup_beam", "two_link_arm")
 #: Most output samples of ``flexdyn simulate``.
 MAX_SAMPLES = 1_000_000
 
@@ -57,10 +60,24 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def _echo(text: str, file: TextIO | None = None) -> None:
+    """Print ``text``; characters the stream cannot encode (a lone surrogate in a model's
+    name, a terminal without UTF-8) are replaced rather than raised."""
+    stream = sys.stdout if file is None else file
+    try:
+        print(text, file=stream)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        print(text.encode(encoding, errors="replace").decode(encoding), file=stream)
+
+
 def _read(path: str) -> Model:
     """A model file, or a built-in model by name when no file of that name exists; a file
     that cannot be read is an ``_InputError``, the reader's errors pass through."""
-    if path in BUILTIN_MODELS and not Path(path).exists():
+    from .chain import load_model
+    from .models import builtin_model
+
+    if path in BUILTIN_MODEL_NAMES and not Path(path).exists():
         return builtin_model(path)
     try:
         return load_model(path)
@@ -81,7 +98,16 @@ def _load(path: str) -> Model:
         raise _InputError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
 
 
+def simulate(*args: Any, **kwargs: Any) -> SimulationResult:
+    """:func:`flexdyn.simulate`, imported when a command runs it."""
+    from .simulation import simulate as run
+
+    return run(*args, **kwargs)
+
+
 def _summary(res: SimulationResult, title: str) -> str:
+    import numpy as np
+
     m = res.model
     lines = [
         f"{title}",
@@ -109,29 +135,51 @@ def _summary(res: SimulationResult, title: str) -> str:
 # ----------------------------------------------------------------------------------------------
 # commands
 # ----------------------------------------------------------------------------------------------
-def _check_plot(args: argparse.Namespace) -> None:
+def _check_extras(args: argparse.Namespace) -> None:
+    """Refuse ``--plot`` and ``--animate`` before the run: the output path
+    (:func:`_check_output`), then matplotlib (and imageio-ffmpeg for an MP4)."""
+    import importlib.util
+
     _check_output(args.plot, (".png", ".pdf", ".svg"), args.force, "--plot")
-    if args.plot:
-        import importlib.util
+    animation = args.animate
+    _check_output(animation, (".gif", ".mp4"), args.force, "--animate")
+    for flag, path, extra in (("--plot", args.plot, "plot"),
+                              ("--animate", animation, "animation")):
+        if path and importlib.util.find_spec("matplotlib") is None:
+            raise _InputError(f"{flag} needs matplotlib; install the {extra!r} extra: "
+                              f"pip install 'flexdyn[{extra}]'")
+    if (animation and animation.lower().endswith(".mp4")
+            and importlib.util.find_spec("imageio_ffmpeg") is None):
+        raise _InputError("--animate: an MP4 needs imageio-ffmpeg; install the 'animation' "
+                          "extra: pip install 'flexdyn[animation]' (or write a .gif)")
 
-        if importlib.util.find_spec("matplotlib") is None:
-            raise _InputError("--plot needs matplotlib; install the 'plot' extra: "
-                              "pip install 'flexdyn[plot]'")
 
-
-def _write_plot(res: SimulationResult, path: str | None) -> None:
-    if path:
+def _write_outputs(outputs: Sequence[tuple[str, str | None, Callable[[str], object]]]
+                   ) -> tuple[list[str], _InputError | None]:
+    """Write each ``(label, path, write)`` with a path (``write(path)``); the lines that
+    name the files written, and the first failure, if any, after trying every file (a file
+    that cannot be written does not cost the others)."""
+    lines, failure = [], None
+    for label, path, write in outputs:
+        if not path:
+            continue
         try:
-            res.plot(path)
+            write(path)
         except OSError as exc:
-            raise _InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
-        print(f"  plot          {path}")
+            failure = failure or _InputError(f"{path}: cannot write: {exc.strerror or exc}")
+            continue
+        lines.append(f"  {label:<13} {path}")
+    return lines, failure
 
 
 def _assignments(model: Model, items: Sequence[str], kinds: Sequence[str], flag: str
-                 ) -> dict[int | str, dict[int, float]]:
+                 ) -> dict[str, dict[int, float]]:
     """``NAME=VALUE`` arguments: per kind (``"q"``, ``"u"``) the indices and values of the
-    named entries of the state layout; ``_InputError`` naming the closest names."""
+    named entries of the state layout; for the speeds alone (``--tau``) a joint may also be
+    named by the body it moves (:func:`_joint_speeds`).  ``_InputError`` naming the closest
+    names, and for ``--tau`` every joint."""
+    from .chain import state_layout
+
     layout = state_layout(model)
     index = {kind: {e.name: e.index for e in layout[kind]} for kind in kinds}
     joints = _joint_speeds(model) if tuple(kinds) == ("u",) else {}
@@ -140,6 +188,9 @@ def _assignments(model: Model, items: Sequence[str], kinds: Sequence[str], flag:
         name, sep, text = item.partition("=")
         if name in joints and name not in index["u"]:
             speeds = joints[name]
+            if not speeds:
+                raise _InputError(f"{flag} {item!r}: the joint of {name!r} is fixed (no "
+                                  "speeds): it takes no load")
             if len(speeds) != 1:
                 raise _InputError(f"{flag} {item!r}: the joint of {name!r} has "
                                   f"{len(speeds)} speeds; name one of "
@@ -153,13 +204,20 @@ def _assignments(model: Model, items: Sequence[str], kinds: Sequence[str], flag:
             raise _InputError(f"{flag} {item!r}: expected NAME=NUMBER")
         kind = next((k for k in kinds if name in index[k]), None)
         if kind is None:
-            names = [n for k in kinds for n in index[k]] + [
-                n for n, speeds in joints.items() if len(speeds) == 1]
-            close = difflib.get_close_matches(name, names, n=3)
+            names = [n for k in kinds for n in index[k]]
+            close = difflib.get_close_matches(name, [*joints, *names], n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            if joints:
+                listed = ", ".join(
+                    n if len(speeds) == 1 else f"{n} ({len(speeds)} speeds: "
+                    + ", ".join(e.name for e in speeds) + ")"
+                    for n, speeds in joints.items() if speeds)
+                raise _InputError(f"{flag}: {name!r} is neither a joint nor a speed of the "
+                                  f"model; its joints, named by the body they move: "
+                                  f"{listed}{hint}")
             raise _InputError(f"{flag}: {name!r} is not a state-layout name of "
                               + " or ".join(f"'{k}'" for k in kinds)
-                              + (f"; did you mean {', '.join(close)}?" if close else
-                                 f"; names: {', '.join(names)}"))
+                              + (hint or f"; names: {', '.join(names)}"))
         out[kind][index[kind][name]] = value
     return out
 
@@ -167,13 +225,21 @@ def _assignments(model: Model, items: Sequence[str], kinds: Sequence[str], flag:
 def _joint_speeds(model: Model) -> dict[str, list]:
     """The joint speeds' state-layout entries by the name of the body the joint moves (a
     one-speed joint's load may be named by its body: ``--tau shoulder=2``)."""
+    import numpy as np
+
+    from .chain import state_layout
+
     entries, positions = state_layout(model)["u"], np.arange(model.nu)
     return {name: [entries[k] for k in model.u_joint(positions, i)]
             for i, name in enumerate(model.names)}
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    _check_plot(args)
+    _check_extras(args)
+    import numpy as np
+
+    from .models import builtin_model, slew_torque, spinup_torque
+
     model = builtin_model(args.model)
     if args.model == "spinup_beam":
         tau = spinup_torque(model)
@@ -190,13 +256,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     wall = time.perf_counter()
     # DOP853, not simulate's default: on a fresh installation its first run compiles the
     # state derivative alone, which takes half or less of the compiled integrators' entry
+    from .simulation import ScipyIVP
+
     res = simulate(model, t_span=(0.0, args.t), tau=tau, fidelity=args.fidelity,
-                   method=args.method, rtol=args.rtol, atol=args.atol,
-                   t_eval=np.linspace(0.0, args.t, 501), integrator="DOP853")
-    text = _summary(res, f"flexdyn demo: {args.model}, {what}")
-    print(text)
-    _write_plot(res, args.plot)
-    print(f"  total time    {time.perf_counter() - wall:.2f} s")
+                   method=args.method, t_eval=np.linspace(0.0, args.t, 501),
+                   integrator=ScipyIVP("DOP853", rtol=args.rtol, atol=args.atol))
+    written, failure = _write_outputs([("plot", args.plot, res.plot),
+                                       ("animation", args.animate, res.animate)])
+    _echo("\n".join([_summary(res, f"flexdyn demo: {args.model}, {what}"), *written,
+                     f"  total time    {time.perf_counter() - wall:.2f} s"]))
+    if failure:
+        raise failure
     return 0
 
 
@@ -223,7 +293,13 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     model = _load(args.model)
     out = args.out
     _check_output(out, (".npz", ".csv"), args.force, "--out")
-    _check_plot(args)
+    _check_extras(args)
+    import numpy as np
+
+    from .chain import state_layout
+    from .closure import ClosureError
+    from .dynamics import assemble
+
     initial = _assignments(model, args.set, ("q", "u"), "--set")
     loads = _assignments(model, args.tau, ("u",), "--tau")["u"]
     q0, u0 = model.neutral_configuration(), np.zeros(model.nu)
@@ -246,19 +322,23 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         q0 = model.check_state(q0)[0]
     except ValueError as exc:
         raise _InputError(f"--set: {exc}") from None
+    from .simulation import Auto
+
     res = simulate(model, q0, u0, t_span=(0.0, args.t), tau=tau, fidelity=args.fidelity,
-                   method=args.method, rtol=args.rtol, atol=args.atol,
-                   t_eval=np.linspace(0.0, args.t, args.samples))
+                   method=args.method, t_eval=np.linspace(0.0, args.t, args.samples),
+                   integrator=Auto(rtol=args.rtol, atol=args.atol))
+    # the files first: a summary that cannot be printed must not cost the run
+    written, failure = _write_outputs([
+        ("written", out, lambda path: (res.to_npz if path.lower().endswith(".npz")
+                                       else res.to_csv)(path)),
+        ("plot", args.plot, res.plot),
+        ("animation", args.animate, res.animate)])
     what = (", ".join(f"tau[{n}] = {v:g}" for n, v in zip(
         [e.name for e in state_layout(model)["u"]], tau, strict=True) if v) or "zero torque")
-    print(_summary(res, f"flexdyn simulate: {args.model} ({what}, {start})"))
-    _write_plot(res, args.plot)
-    if out is not None:
-        try:
-            (res.to_npz if out.lower().endswith(".npz") else res.to_csv)(out)
-        except OSError as exc:
-            raise _InputError(f"{out}: cannot write: {exc.strerror or exc}") from None
-        print(f"  written       {out}")
+    _echo("\n".join([_summary(res, f"flexdyn simulate: {args.model} ({what}, {start})"),
+                     *written]))
+    if failure:
+        raise failure
     return 0
 
 
@@ -270,39 +350,47 @@ INFO_MAX_SPEEDS = 300
 def _print_assembled_modes(model: Model) -> None:
     """The assembled system's lowest frequencies at the neutral configuration, joints free
     and locked (:func:`flexdyn.modal_analysis`), and RK4's stable step."""
+    import numpy as np
+
+    from .modal import FREE, LOCKED, modal_analysis
+
     if model.nu > INFO_MAX_SPEEDS:
-        print(f"assembled modes: skipped (nu = {model.nu} > {INFO_MAX_SPEEDS}; call "
+        _echo(f"assembled modes: skipped (nu = {model.nu} > {INFO_MAX_SPEEDS}; call "
               "flexdyn.modal_analysis)")
         return
-    print("assembled system at the neutral configuration (Hz; flexdyn.modal_analysis):")
+    _echo("assembled system at the neutral configuration (Hz; flexdyn.modal_analysis):")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         for joints in (FREE, LOCKED):
             try:
                 modes = modal_analysis(model, joints=joints)
             except ValueError as exc:
-                print(f"  not available: {exc}")
+                _echo(f"  not available: {exc}")
                 return
             elastic = modes.frequencies[~modes.rigid & ~modes.unstable]
             shown = (", ".join(f"{v:.6g}" for v in elastic[:8]) + (" ..." if elastic.size > 8
                                                                    else "")) or "none"
             unstable = modes.growth_rates[modes.unstable]
-            print(f"  joints {joints:<6}: {modes.n_rigid} rigid-body modes; {shown}"
+            _echo(f"  joints {joints:<6}: {modes.n_rigid} rigid-body modes; {shown}"
                   + (f"; {unstable.size} unstable (growth rates "
                      + ", ".join(f"{r:.4g}" for r in unstable) + " 1/s)" if unstable.size
                      else ""))
             if joints == FREE and elastic.size:
-                print(f"  highest {elastic[-1]:.6g} Hz: RK4 is stable below "
+                _echo(f"  highest {elastic[-1]:.6g} Hz: RK4 is stable below "
                       f"h = {2 * np.sqrt(2) / (2 * np.pi * elastic[-1]):.3g} s "
                       "(flexdyn.max_stable_step)")
     if any("not symmetric" in str(w.message) for w in caught):
-        print("  note: the neutral configuration is not an equilibrium (gravity): these are the "
+        _echo("  note: the neutral configuration is not an equilibrium (gravity): these are the "
               "modes of the symmetric part of the stiffness; see flexdyn.equilibrium")
 
 
 def _describe_forces(rows: np.ndarray) -> str:
     """The keys of a joint's forces block that differ from their defaults, one value for all
     speeds or one per speed."""
+    import numpy as np
+
+    from .joint_forces import DEFAULTS, FORCE_KEYS
+
     parts = []
     for k, key in enumerate(FORCE_KEYS):
         values = rows[:, k]
@@ -315,42 +403,47 @@ def _describe_forces(rows: np.ndarray) -> str:
 
 def _cmd_info(args: argparse.Namespace) -> int:
     model = _load(args.model)
+    import numpy as np
+
+    from .joint_forces import STIFFNESS
+    from .models import modal_frequencies
+
     freqs = modal_frequencies(model)
-    print(f"model {model.name!r}: {model.n_bodies} bodies, nq = {model.nq}, nu = {model.nu}, "
+    _echo(f"model {model.name!r}: {model.n_bodies} bodies, nq = {model.nq}, nu = {model.nu}, "
           f"gravity {model.gravity.tolist()} m/s^2")
-    print(f"{'#':>3}  {'body':<16} {'parent':<16} {'joint':<12} {'nq':>3} {'nu':>3} "
+    _echo(f"{'#':>3}  {'body':<16} {'parent':<16} {'joint':<12} {'nq':>3} {'nu':>3} "
           f"{'nodes':>5} {'modes':>5}  {'kind':<6} mass (kg)")
     for i, body in enumerate(model.bodies):
         p = int(model.parent[i])
         parent = "(ground)" if p < 0 else model.names[p]
         j = model.joints[i]
-        print(f"{i:>3}  {body.name:<16} {parent:<16} {j.type:<12} {j.nq:>3} {j.nu:>3} "
+        _echo(f"{i:>3}  {body.name:<16} {parent:<16} {j.type:<12} {j.nq:>3} {j.nu:>3} "
               f"{body.n_nodes:>5} {body.n_modes:>5}  {body.kind:<6} {body.total_mass:.6g}")
-    print("modal frequencies sqrt(eig(K, M_ff))/2pi (Hz), body frame held fixed:")
+    _echo("modal frequencies sqrt(eig(K, M_ff))/2pi (Hz), body frame held fixed:")
     for body, f in zip(model.bodies, freqs, strict=True):
         if f.size:
-            print(f"  {body.name}: " + ", ".join(f"{v:.6g}" for v in f))
+            _echo(f"  {body.name}: " + ", ".join(f"{v:.6g}" for v in f))
         if np.any(np.isinf(f)):
-            print(f"  note: {body.name} has modes without inertia of their own (inf): they "
+            _echo(f"  note: {body.name} has modes without inertia of their own (inf): they "
                   "move only massless nodes or repeat another mode; fidelity 'ruthless' "
                   "cannot be used with this model")
     springs = any(rows is not None and np.any(rows[:, STIFFNESS] > 0)
                   for rows in model.joint_forces)
     if not any(f.size for f in freqs):
-        print("  (rigid model: no modes)")
+        _echo("  (rigid model: no modes)")
     if springs or any(f.size for f in freqs):
         _print_assembled_modes(model)
     for c in model.constraints:
         other = ("the ground" if c.other_body < 0 else model.names[c.other_body])
-        print(f"closure {c.name!r}: {c.kind} ({c.n_rows} rows) between "
+        _echo(f"closure {c.name!r}: {c.kind} ({c.n_rows} rows) between "
               f"{model.names[c.body]} and {other}")
     for i, rows in enumerate(model.joint_forces):
         if rows is not None:
-            print(f"joint forces of {model.names[i]} (flexdyn.joint_forces): "
+            _echo(f"joint forces of {model.names[i]} (flexdyn.joint_forces): "
                   + _describe_forces(rows))
     stiffened = [b.name for b in model.bodies if b.K1 is not None]
     if any(b.n_modes for b in model.bodies):
-        print("geometric stiffening data (fidelities 'consistent', 'exact'): "
+        _echo("geometric stiffening data (fidelities 'consistent', 'exact'): "
               + (", ".join(stiffened) if stiffened else "none (those fidelities give the "
                  "'full' terms)"))
     return 0
@@ -364,7 +457,7 @@ def _positive_float(text: str) -> float:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (np.isfinite(v) and v > 0):
+    if not (math.isfinite(v) and v > 0):
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
     return v
 
@@ -372,9 +465,9 @@ def _positive_float(text: str) -> float:
 def _add_common(p: argparse.ArgumentParser, rtol: float | None, atol: float | None) -> None:
     """``--fidelity``, ``--method``, ``--rtol`` and ``--atol``; tolerances None: those of
     :func:`flexdyn.simulate` for the integrator it chooses (``DEFAULT_TOLERANCES``)."""
-    p.add_argument("--fidelity", choices=FIDELITIES, default=DEFAULT_FIDELITY,
-                   help=f"body model (default: {DEFAULT_FIDELITY})")
-    p.add_argument("--method", choices=tuple(FORWARD_METHODS), default="articulated",
+    p.add_argument("--fidelity", choices=FIDELITY_NAMES, default=DEFAULT_FIDELITY_NAME,
+                   help=f"body model (default: {DEFAULT_FIDELITY_NAME})")
+    p.add_argument("--method", choices=METHOD_NAMES, default="articulated",
                    help="forward-dynamics algorithm (default: articulated)")
     chosen = "simulate's for the integrator it chooses"
     p.add_argument("--rtol", type=_positive_float, default=rtol,
@@ -387,7 +480,7 @@ def _add_model(p: argparse.ArgumentParser) -> None:
     """The positional ``MODEL.json``: a model file or a built-in model's name."""
     p.add_argument("model", metavar="MODEL.json",
                    help="model file, or the name of a built-in model: "
-                        + ", ".join(sorted(BUILTIN_MODELS)))
+                        + ", ".join(BUILTIN_MODEL_NAMES))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -398,10 +491,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="simulate a built-in model and print a summary",
                        description="Simulate a built-in model with a short slew torque "
                                    "profile (the spin-up torque for spinup_beam).")
-    p.add_argument("--model", choices=sorted(BUILTIN_MODELS), default="two_link_arm")
+    p.add_argument("--model", choices=BUILTIN_MODEL_NAMES, default="two_link_arm")
     p.add_argument("--t", type=_positive_float, default=5.0, help="duration (s, default 5)")
     p.add_argument("--plot", metavar="PNG", help="save a plot (needs matplotlib)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
+    p.add_argument("--animate", metavar="GIF", help="save an animation (.gif, or .mp4; the "
+                                                    "'animation' extra)")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite existing --plot and --animate files")
     _add_common(p, rtol=1e-6, atol=1e-6)
     p.set_defaults(func=_cmd_demo)
 
@@ -413,18 +509,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model(p)
     p.add_argument("--t", type=_positive_float, default=10.0, help="duration (s, default 10)")
     p.add_argument("--out", metavar="FILE", help="write the histories (.npz or .csv)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --out file")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite existing --out, --plot and --animate files")
     p.add_argument("--samples", type=int, default=1001,
                    help=f"number of output samples (default 1001, at most {MAX_SAMPLES})")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="an entry of the initial state by its state-layout name, e.g. "
                         "link1.theta=0.3 or link1.theta_dot=1 (repeatable; the rest neutral, "
                         "at rest)")
-    p.add_argument("--tau", action="append", default=[], metavar="NAME=VALUE",
-                   help="a constant generalized force by its speed's name, e.g. "
-                        "link1.theta_dot=2.5, or by the body of a one-speed joint, e.g. "
-                        "link1=2.5 (N m or N; repeatable)")
-    p.add_argument("--plot", metavar="PNG", help="save a plot (needs matplotlib)")
+    p.add_argument("--tau", action="append", default=[], metavar="JOINT=VALUE",
+                   help="a constant torque or force (N m or N) on a one-speed joint, named "
+                        "by the body it moves, e.g. shoulder=2.5; or on one speed by its "
+                        "state-layout name, e.g. hub.wz=0.1 (repeatable)")
+    p.add_argument("--plot", metavar="PNG", help="save a plot (.png, .pdf or .svg; needs "
+                                                 "matplotlib, the 'plot' extra)")
+    p.add_argument("--animate", metavar="GIF", help="save an animation of the deformed "
+                                                    "bodies (.gif, or .mp4; the 'animation' "
+                                                    "extra)")
     _add_common(p, rtol=None, atol=None)
     p.set_defaults(func=_cmd_simulate)
 
@@ -463,9 +564,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         model = _read(args.model)
     except (ValueError, KeyError, TypeError) as exc:
         # every error the reader found, one per line (not folded to one line)
-        print(f"{PROG}: {args.model}: not valid:\n{exc}", file=sys.stderr)
+        _echo(f"{PROG}: {args.model}: not valid:\n{exc}", file=sys.stderr)
         return 2
-    print(f"{args.model}: valid — model {model.name!r}, {model.n_bodies} bodies, "
+    _echo(f"{args.model}: valid — model {model.name!r}, {model.n_bodies} bodies, "
           f"nq = {model.nq}, nu = {model.nu}, {int(model.n_modes.sum())} modal coordinates, "
           f"{len(model.constraints)} loop closures")
     return 0
@@ -492,6 +593,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
+    from .model_file import json_schema
+
     print(json.dumps(json_schema(), indent=2))
     return 0
 
@@ -502,16 +605,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 2 <= getattr(args, "samples", 2) <= MAX_SAMPLES:
         parser.error(f"--samples must be between 2 and {MAX_SAMPLES}")
+    # imported after the arguments are parsed: --help and a mistyped option need none of it
+    from .results import SimulationError
+
     try:
         return int(args.func(args))
     except _InputError as exc:
-        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        _echo(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except SimulationError as exc:
-        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
-        return 1
-    except ImportError as exc:
-        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+    except (SimulationError, ImportError) as exc:
+        _echo(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return 1
 
 
