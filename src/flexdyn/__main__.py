@@ -36,7 +36,7 @@ from .closure import ClosureError
 from .dynamics import FORWARD_METHODS, assemble
 from .joint_forces import DEFAULTS, FORCE_KEYS, STIFFNESS
 from .modal import FREE, LOCKED, modal_analysis
-from .model_file import json_schema
+from .model_file import beam_summary, json_schema
 from .models import BUILTIN_MODELS, builtin_model, modal_frequencies, slew_torque, spinup_torque
 from .results import SimulationError, SimulationResult
 from .simulate import simulate
@@ -326,6 +326,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
         j = model.joints[i]
         print(f"{i:>3}  {body.name:<16} {parent:<16} {j.type:<12} {j.nq:>3} {j.nu:>3} "
               f"{body.n_nodes:>5} {body.n_modes:>5}  {body.kind:<6} {body.total_mass:.6g}")
+    for line in beam_summary(model.to_dict()):
+        print(line)
     print("modal frequencies sqrt(eig(K, M_ff))/2pi (Hz), body frame held fixed:")
     for body, f in zip(model.bodies, freqs, strict=True):
         if f.size:
