@@ -1005,8 +1005,11 @@ def _beam(path: str, value: Any) -> tuple[dict[str, Any], BeamModes]:
     counts = ({f: int(f in PLANE_FAMILIES[modes["plane"]]) for f in MODE_FAMILIES}
               if "plane" in modes else modes)
     props = section_properties(material, section, axial=True)
+    # the section's rotary inertia always (the body's mass); a stiffness only where modes
+    # are asked for (the other deformations are held: beam_modes' None)
     kwargs: dict[str, Any] = {
         "mass_per_length": props["mass_per_length"],
+        "polar_inertia_per_length": material.rho * (section.Iy + section.Iz),
         "EI_z": props["EI_z"] if counts["transverse_y"] else None,
         "EI_y": props["EI_y"] if counts["transverse_z"] else None,
         "EA": props["EA"] if counts["axial"] or stiffening else None}
@@ -1014,14 +1017,17 @@ def _beam(path: str, value: Any) -> tuple[dict[str, Any], BeamModes]:
         if material.G is None:
             raise ValueError(f"{path}.modes asks for torsion modes; the material needs a shear "
                              "modulus G (or Poisson's ratio nu)")
-        kwargs.update(GJ=props["GJ"], polar_inertia_per_length=props["polar_inertia_per_length"])
+        kwargs["GJ"] = props["GJ"]
     try:
         beam = beam_modes(length, **kwargs, n_elements=int(elements),
                           n_modes=modes["count"] if "plane" in modes else modes,
                           plane=modes.get("plane"), boundary=options["boundary"],
                           basis=options["basis"], damping_ratio=zeta)
     except ValueError as exc:
-        raise ValueError(f"{path}: {str(exc).removeprefix('beam_modes: ')}") from None
+        message = str(exc).removeprefix("beam_modes: ")  # in the block's words
+        for word, key in (("n_modes", "modes"), ("n_elements", "elements")):
+            message = message.replace(word, key)
+        raise ValueError(f"{path}: {message}") from None
     spec.update(material=material_spec, section=section_spec, modes=modes,
                 elements=int(elements), **options,
                 damping_ratio=zeta if isinstance(zeta, float) else zeta.tolist(),
