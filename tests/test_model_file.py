@@ -612,3 +612,83 @@ def test_placement_axes_and_quaternions_of_any_scale(scale):
     for big in (2.0**70, 1e300):
         np.testing.assert_allclose(_placed({"axis_angle": [0, 0, scale, big]}),
                                    _rodrigues([0, 0, 1], big), atol=1e-14)
+
+
+def _arm_with_constraint() -> dict[str, Any]:
+    """The two-link arm with a closure pinning the second link's tip to the ground."""
+    d = copy.deepcopy(fd.models.two_link_arm().to_dict())
+    d["constraints"] = [{"name": "pin", "type": "ball", "body": "link2", "node": 0,
+                         "other_point": [1.0, 0.0, 0.0]}]
+    return d
+
+
+def _errors_of(d: dict[str, Any]) -> list[str]:
+    from flexdyn.model_file import ModelFileError
+
+    with pytest.raises(ModelFileError) as info:
+        normalize_model_dict(d)
+    assert str(info.value).startswith(f"{len(info.value.errors)} problems in the model:") or (
+        len(info.value.errors) == 1)
+    return info.value.errors
+
+
+def test_header_body_block_and_constraint_errors_are_reported_together() -> None:
+    """A header error, an unknown top-level key, an unknown body key, three mistakes in one
+    rigid block, a joint mistake and a constraint mistake: one report naming each."""
+    d = _arm_with_constraint()
+    d["version"] = 2
+    d["gravty"] = [0, 0, -9.81]
+    d["bodies"][0]["colour"] = "red"
+    d["bodies"][1]["rigid"] = {"mass": -1.0, "com": [0.0, 0.0], "inertia": [[1, 2, 0], [0, 1, 0],
+                                                                           [0, 0, 1]]}
+    d["bodies"][1]["joint"]["axis"] = [0.0, 0.0, 2.0]
+    d["constraints"][0]["type"] = "bal"
+    errors = _errors_of(d)
+    expected = [
+        "model has unknown key 'gravty' (did you mean 'gravity'?)",
+        "model: version must be 1, got int 2",
+        'bodies[0] "link1": has unknown key \'colour\'',
+        'bodies[1] "link2": rigid.mass is negative (-1.0)',
+        'bodies[1] "link2": rigid.inertia is not symmetric',
+        'bodies[1] "link2": rigid.com has shape (2,), expected (3,)',
+        'bodies[1] "link2": joint.axis has norm 2.0',
+        'constraints[0] "pin": type must be one of',
+    ]
+    assert len(errors) == len(expected), errors
+    for want in expected:
+        assert sum(want in e for e in errors) == 1, (want, errors)
+
+
+def test_constraints_are_checked_when_a_body_failed() -> None:
+    """A closure's node is checked against a body whose flex block failed as against any
+    number of nodes; its other mistakes are still reported."""
+    d = _arm_with_constraint()
+    d["bodies"][1]["flex"]["node_masses"][0] = -1.0
+    d["constraints"][0]["other_point"] = [1.0, 0.0]
+    errors = _errors_of(d)
+    assert len(errors) == 2
+    assert "node_masses[0] is negative" in errors[0]
+    assert 'constraints[0] "pin".other_point has shape (2,), expected (3,)' in errors[1]
+
+
+def test_bad_body_names_do_not_hide_the_others() -> None:
+    d = fd.models.two_link_arm().to_dict()
+    d["bodies"][0]["name"] = "link.1"
+    d["bodies"][1]["parent"] = "link.1"
+    d["bodies"][1]["rigid"] = {"mass": "heavy"}
+    errors = _errors_of(d)
+    assert "name 'link.1' contains '.'" in errors[0]
+    assert any('bodies[1] "link2": parent "link.1" does not exist' in e for e in errors)
+    assert any("rigid.mass must be a number, got str 'heavy'" in e for e in errors)
+
+
+def test_unknown_keys_in_every_block_are_all_reported() -> None:
+    d = fd.models.two_link_arm().to_dict()
+    d["bodies"][0]["joint"]["axes"] = None
+    d["bodies"][0]["joint"]["axs"] = [0, 0, 1]
+    d["bodies"][0]["flex"]["mode"] = []
+    d["bodies"][1]["rigid"]["mas"] = 1.0
+    d["bodies"][1]["rigid"]["comm"] = [0, 0, 0]
+    errors = _errors_of(d)
+    for key in ("axs", "mode", "mas", "comm"):
+        assert sum(f"unknown key {key!r}" in e for e in errors) == 1, (key, errors)
