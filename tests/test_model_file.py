@@ -6,6 +6,7 @@ import copy
 import json
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -692,3 +693,44 @@ def test_unknown_keys_in_every_block_are_all_reported() -> None:
     errors = _errors_of(d)
     for key in ("axs", "mode", "mas", "comm"):
         assert sum(f"unknown key {key!r}" in e for e in errors) == 1, (key, errors)
+
+
+def test_a_negative_stiffness_cannot_hide_behind_a_large_one() -> None:
+    """``diag(1e14, −1)`` has the eigenvalue −1 (a growth rate of 1/s for a unit modal
+    mass), whatever the other mode's stiffness: rejected; a singular finite-element
+    stiffness (six rigid-body motions, eigenvalues at round-off) is accepted."""
+    from flexdyn.beam import nodal_beam
+
+    d = example()
+    d["bodies"][0]["flex"]["stiffness"] = [[1e14, 0.0], [0.0, -1.0]]
+    d["bodies"][0]["flex"]["modes"] = [[row[0], 0.0] for row in MODES]
+    with pytest.raises(ValueError, match=r"flex.stiffness is not positive semi-definite "
+                                         r"\(smallest eigenvalue -1;"):
+        normalize_model_dict(d)
+    boom = nodal_beam(2.0, 1.5, EI_y=30.0, EI_z=3e4, EA=1e9, GJ=20.0,
+                      polar_inertia_per_length=1e-3, n_elements=40)
+    assert np.linalg.eigvalsh(boom["nodal_stiffness"])[0] < 0  # round-off of the zeros
+    fd.ModelBuilder("boom").add_body("boom", joint={"type": "revolute", "axis": [0, 0, 1]},
+                                     flex=boom).build()
+
+
+@pytest.mark.parametrize("placement", [
+    {"rotation": [[1e300, 0, 0], [0, 1, 0], [0, 0, 1]]},
+    {"quaternion": [1e308, 1e308, float("nan"), 0]},
+    {"euler": {"sequence": "ZYX", "angles": [0.1, float("inf"), 0]}},
+])
+def test_placement_errors_name_the_body_and_key(placement: dict) -> None:
+    d = example()
+    d["bodies"][1]["joint"]["placement"] = placement
+    key = next(iter(placement))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=rf'bodies\[1\] "link2": joint.placement.{key}'):
+            normalize_model_dict(d)
+
+
+def test_euler_angles_of_any_size() -> None:
+    for big in (2.0**70, 1e300):
+        np.testing.assert_allclose(
+            _placed({"euler": {"sequence": "ZYX", "angles": [big, 0.0, 0.0]}}),
+            _rodrigues([0, 0, 1], big), atol=1e-14)

@@ -130,8 +130,11 @@ _MODAL_ONLY_KEYS = ("modes", "stiffness", "damping", "geometric_stiffness_1",
 
 #: Tolerance of the unit-length, orthonormality, symmetry and triangle-inequality checks.
 TOL = 1e-9
-#: A symmetric matrix is positive semi-definite when its smallest eigenvalue is at least
-#: ``−PSD_RTOL · max|eigenvalue|`` (a few hundred round-off units).
+#: A symmetric matrix ``A`` is positive semi-definite when the smallest eigenvalue of its
+#: Jacobi-scaled form ``B = D⁻¹ A D⁻¹`` is at least ``−PSD_RTOL · max|eigenvalue of B|`` (a
+#: few hundred round-off units), ``D² = diag(max(A_ii, PSD_RTOL · max_j A_jj))``: ``B`` has
+#: the signs of ``A``'s eigenvalues (Sylvester) but every coordinate at its own scale, so a
+#: negative eigenvalue cannot hide below the round-off of another coordinate's large one.
 PSD_RTOL = 1e-13
 #: Characters a body name may not contain: the state-layout separator and control characters.
 _NAME_FORBIDDEN = "." + "".join(map(chr, range(32))) + "\x7f"
@@ -337,9 +340,17 @@ def _check_sym_psd(path: str, mat: np.ndarray) -> np.ndarray:
     asym = float(np.max(np.abs(mat - mat.T)))
     if asym > TOL * scale:
         raise ValueError(f"{path} is not symmetric (max |A - Aᵀ| = {asym:.3g})")
-    eig = _extreme_eigenvalues(0.5 * (mat + mat.T))
-    if eig[0] < -PSD_RTOL * max(abs(eig[0]), abs(eig[-1])):
-        raise ValueError(f"{path} is not positive semi-definite (smallest eigenvalue {eig[0]:.6g})")
+    sym = 0.5 * (mat + mat.T)
+    eig = _extreme_eigenvalues(sym)
+    if eig[0] >= 0.0:
+        return eig
+    diag = np.diagonal(sym)
+    d = np.sqrt(np.maximum(diag, PSD_RTOL * max(float(np.max(diag)), 0.0)))
+    d[d == 0.0] = 1.0  # a zero matrix, or every diagonal entry <= 0: A's own scale
+    scaled = _extreme_eigenvalues(sym / d[:, None] / d[None, :])
+    if scaled[0] < -PSD_RTOL * max(abs(scaled[0]), abs(scaled[-1])):
+        raise ValueError(f"{path} is not positive semi-definite (smallest eigenvalue {eig[0]:.6g}"
+                         f"; {scaled[0]:.3g} relative to the scale of its coordinates)")
     return eig
 
 
@@ -393,7 +404,8 @@ def _checked_rotation(path: str, rot: np.ndarray) -> np.ndarray:
     naming ``path``; every form of a placement's rotation ends here."""
     if not np.all(np.isfinite(rot)):
         raise ValueError(f"{path} gives a rotation that is not finite")
-    err = float(np.max(np.abs(rot.T @ rot - np.eye(3))))
+    with np.errstate(over="ignore", invalid="ignore"):  # entries near the float limit: inf
+        err = float(np.max(np.abs(rot.T @ rot - np.eye(3))))
     if err > TOL:
         raise ValueError(
             f"{path} is not orthonormal (max |RᵀR - I| = {err:.3g} > {TOL:g}); write it to "
