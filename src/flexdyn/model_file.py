@@ -44,6 +44,7 @@ import itertools
 import json
 import numbers
 import os
+import reprlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -142,12 +143,26 @@ _NAME_FORBIDDEN = "." + "".join(map(chr, range(32))) + "\x7f"
 MAX_NESTING = 32
 #: Most nodes a YAML document may expand to.
 MAX_YAML_NODES = 10_000_000
+#: Most values (numbers, strings, lists, objects) a JSON model file may hold: each costs a
+#: Python object while it is read (about 100 bytes and 0.3 µs), so the limit bounds reading
+#: at about half a gigabyte and a few seconds.  Checked on the text before it is parsed
+#: (values are separated by commas).  A dense nodal stiffness of 800 nodes has 23 M numbers;
+#: models that large are built in Python (:func:`flexdyn.beam.nodal_beam`), not read.
+MAX_JSON_VALUES = 4_000_000
+#: Most values a YAML model file may hold (YAML is parsed in Python, a hundred times slower
+#: than JSON: YAML is meant for written models, JSON for generated data).  Checked on the
+#: text before it is parsed (values are separated by commas or line breaks).
+MAX_YAML_VALUES = 200_000
 #: Most nodes a YAML document's aliases may add to the nodes it writes out: an alias bomb of
 #: a kilobyte expands to millions (each costing a Python object), a model file that repeats
 #: a block by an alias adds a few.
 MAX_YAML_ALIAS_NODES = 100_000
 
 _Shape = tuple[int | None, ...]
+#: ``repr`` of values in messages, cut at a few levels and items
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict = 3, 4, 4, 4
+_REPR.maxstring = _REPR.maxother = 40
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,7 +175,7 @@ def _describe(value: Any) -> str:
     numbers)."""
     if isinstance(value, np.generic):
         value = value.item()
-    text = repr(value)
+    text = _REPR.repr(value)  # bounded: deep or self-referential lists cost nothing
     if len(text) > 40:
         text = text[:37] + "..."
     return f"{type(value).__name__} {text}"
@@ -237,16 +252,60 @@ def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
-def _check_leaves(path: str, value: Any) -> None:
-    """Check that a nested list holds only numbers (or numeric numpy arrays)."""
-    if isinstance(value, np.ndarray):
+def _numbers(path: str, value: Any) -> np.ndarray:
+    """``value`` — a number, a (nested) list of numbers or a numeric numpy array — as an
+    array (float64, or the numeric array itself).  The leaves are checked in one vectorized
+    pass over an object array (no Python recursion: deep and self-referential lists are
+    named errors, and a million numbers cost a fraction of a second)."""
+    if isinstance(value, np.ndarray) and value.dtype.kind != "O":
         if value.dtype.kind not in "iuf":
             raise ValueError(f"{path} must be numeric, got an array of dtype {value.dtype}")
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            _check_leaves(f"{path}[{i}]", item)
-    elif not _is_real(value):
-        raise ValueError(f"{path} must be a number or a list of numbers, got {_describe(value)}")
+        return value
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        if not _is_real(value):
+            raise ValueError(f"{path} must be a number or a list of numbers, got "
+                             f"{_describe(value)}")
+        try:
+            return np.array(float(value))
+        except OverflowError:
+            raise ValueError(f"{path} holds a number too large for a float") from None
+    try:
+        leaves = np.array(value, dtype=object)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{path} is not a regular array (ragged nested lists?): {exc}") from None
+    if leaves.ndim > MAX_NESTING:
+        raise ValueError(f"{path} holds lists nested deeper than {MAX_NESTING} levels (a "
+                         "list that contains itself?)")
+    kinds = np.frompyfunc(type, 1, 1)(leaves)
+    bad = {t for t in set(np.ravel(kinds).tolist()) if not _is_real_type(t)}
+    if bad:
+        if list in bad or tuple in bad:  # ragged: name the entry whose length is the odd one
+            sizes = np.frompyfunc(lambda v: len(v) if isinstance(v, (list, tuple)) else -1,
+                                  1, 1)(leaves).astype(np.int64)
+            values, counts = np.unique(sizes, return_counts=True)
+            odd = tuple(int(i) for i in np.argwhere(sizes != values[np.argmax(counts)])[0])
+            raise ValueError(f"{path} is not a regular array (ragged nested lists?): its entry "
+                             f"{''.join(f'[{i}]' for i in odd)} is "
+                             + ("a number" if sizes[odd] < 0 else f"a list of {sizes[odd]}")
+                             + " where most are " + ("numbers" if values[np.argmax(counts)] < 0
+                                                     else f"lists of {values[np.argmax(counts)]}"))
+        first = tuple(int(i) for i in np.argwhere(np.frompyfunc(
+            lambda t: t in bad, 1, 1)(kinds).astype(bool))[0])
+        leaf = leaves[first]
+        where = path + "".join(f"[{i}]" for i in first)
+        if isinstance(leaf, np.ndarray):
+            raise ValueError(f"{where} must be numeric, got an array of dtype {leaf.dtype}")
+        raise ValueError(f"{where} must be a number or a list of numbers, got "
+                         f"{_describe(leaf)}")
+    try:
+        return leaves.astype(np.float64)
+    except OverflowError:
+        raise ValueError(f"{path} holds a number too large for a float") from None
+
+
+def _is_real_type(t: type) -> bool:
+    """Whether values of type ``t`` are real numbers (booleans excluded)."""
+    return issubclass(t, numbers.Real) and not issubclass(t, (bool, np.bool_))
 
 
 def _check_finite(path: str, arr: np.ndarray) -> None:
@@ -265,13 +324,7 @@ def _array(
     dims: Sequence[str | None] | None = None,
 ) -> np.ndarray:
     """Convert ``value`` to a finite, read-only ``float64`` array of a given shape."""
-    _check_leaves(path, value)
-    try:
-        arr = np.array(value, dtype=np.float64)
-    except OverflowError:
-        raise ValueError(f"{path} holds a number too large for a float") from None
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"{path} is not a regular array (ragged nested lists?): {exc}") from None
+    arr = np.array(_numbers(path, value), dtype=np.float64)
     if arr.size == 0 and arr.ndim != len(shape):
         arr = arr.reshape(tuple(0 if s is None else s for s in shape))
     if arr.ndim != len(shape):
@@ -664,7 +717,7 @@ def _stiffening(path: str, value: Mapping, m: int) -> dict[str, np.ndarray]:
                                  f"difference under the index permutation {axes}: "
                                  f"{asym:.3g})")
     axial = value.get("axial_modes", [])
-    _check_leaves(f"{path}.axial_modes", axial)
+    _numbers(f"{path}.axial_modes", axial)  # numbers only; a few, so numpy infers ints
     indices = np.array(axial)
     if indices.ndim != 1 or (indices.size and not np.issubdtype(indices.dtype, np.integer)) \
             or np.any(indices < 0) or np.any(indices >= m) \
@@ -1777,10 +1830,16 @@ def _load_yaml(yaml: Any, text: str, path: Path) -> Any:
     :data:`MAX_YAML_ALIAS_NODES` nodes to those it writes out (checked on the composed node
     graph, each shared node once, before anything is built)."""
 
-    class Loader(yaml.SafeLoader):
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser if built
         def construct_mapping(self, node, deep=False):
             keys = set()
             for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # '<<: *base': merged by SafeLoader, the keys given here win
+                if not isinstance(key_node, yaml.ScalarNode):
+                    kind = "list" if isinstance(key_node, yaml.SequenceNode) else "mapping"
+                    raise ValueError(f"{path}: a mapping key must be a plain value (a name), "
+                                     f"got a {kind} (line {key_node.start_mark.line + 1})")
                 key = self.construct_object(key_node, deep=True)
                 if key in keys:
                     raise ValueError(f"{path}: duplicate key {key!r} (line "
@@ -1853,6 +1912,15 @@ def _import_yaml() -> Any:
     return yaml
 
 
+def _check_value_count(path: Path, separators: int, limit: int, what: str) -> None:
+    """Refuse a file whose text separates more values than ``limit``, before parsing it."""
+    if separators >= limit:
+        raise ValueError(f"{path}: the file holds {separators} {what}, more values than the "
+                         f"{limit} a {path.suffix.lstrip('.').upper()} model file may hold "
+                         "(flexdyn.model_file.MAX_JSON_VALUES, MAX_YAML_VALUES); build "
+                         "models this large in Python")
+
+
 def read_model_dict(path: str | os.PathLike) -> dict:
     """Read a raw model description from a JSON or YAML file.
 
@@ -1878,6 +1946,7 @@ def read_model_dict(path: str | os.PathLike) -> dict:
     suffix = path.suffix.lower()
     if suffix == ".json":
         text = read_text(path)
+        _check_value_count(path, text.count(","), MAX_JSON_VALUES, "commas")
         try:
             data = json.loads(text, object_pairs_hook=_unique_keys)
         except RecursionError:
@@ -1891,7 +1960,10 @@ def read_model_dict(path: str | os.PathLike) -> dict:
                 f"{path}: reading YAML model files needs PyYAML (pip install pyyaml); "
                 "or convert the file to JSON"
             )
-        data = _load_yaml(yaml, read_text(path), path)
+        text = read_text(path)
+        _check_value_count(path, text.count(",") + text.count("\n"), MAX_YAML_VALUES,
+                           "commas and line breaks")
+        data = _load_yaml(yaml, text, path)
     else:
         raise ValueError(
             f"{path}: unsupported model file type {suffix!r}; use .json, .yaml or .yml"
