@@ -130,3 +130,14 @@ def test_yaml_merge_keys_are_read(tmp_path):
     path.write_text("a: &x {k: 1}\nb: {<<: *x, j: 2, j: 3}\n")
     with pytest.raises(ValueError, match="duplicate key 'j'"):
         read_model_dict(path)
+
+
+def test_json_nesting_is_bounded_and_brackets_in_strings_are_not_nesting(tmp_path):
+    path = tmp_path / "m.json"
+    d = {"name": "[" * 40 + "{" * 40, "bodies": [{"name": "b", "joint": REV,
+                                                   "rigid": {"mass": 1.0}}]}
+    path.write_text(json.dumps(d))
+    assert read_model_dict(path)["name"] == d["name"]
+    path.write_text('{"bodies": ' + "[" * 40 + "]" * 40 + "}")
+    with pytest.raises(ValueError, match=r"m.json: nesting deeper than 32 levels \(34\)"):
+        read_model_dict(path)

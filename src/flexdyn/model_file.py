@@ -1824,6 +1824,20 @@ def _nesting(value: Any) -> int:
     return deepest
 
 
+def _bracket_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in ``text``, brackets inside strings included (so an
+    upper bound of a JSON document's nesting), in a few vectorized passes."""
+    codes = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    depth = deepest = 0
+    for start in range(0, codes.size, 1 << 22):  # in slices: a few MB of temporaries
+        c = codes[start:start + (1 << 22)]
+        steps = ((c == ord("[")).view(np.int8) + (c == ord("{")).view(np.int8)
+                 - (c == ord("]")).view(np.int8) - (c == ord("}")).view(np.int8))
+        run = np.cumsum(steps, dtype=np.int64) + depth
+        deepest, depth = max(deepest, int(run.max())), int(run[-1])
+    return deepest
+
+
 def _load_yaml(yaml: Any, text: str, path: Path) -> Any:
     """Parse YAML safely: duplicate keys are rejected, aliases may not expand the document
     beyond :data:`MAX_YAML_NODES` nodes or :data:`MAX_NESTING` levels, nor add more than
@@ -1968,9 +1982,12 @@ def read_model_dict(path: str | os.PathLike) -> dict:
         raise ValueError(
             f"{path}: unsupported model file type {suffix!r}; use .json, .yaml or .yml"
         )
-    depth = _nesting(data)
-    if depth > MAX_NESTING:
-        raise ValueError(f"{path}: nesting deeper than {MAX_NESTING} levels ({depth})")
+    # YAML's depth is checked on the composed graph; JSON's on its brackets (vectorized),
+    # and only where strings may have added some, object by object
+    if suffix == ".json" and _bracket_depth(text) > MAX_NESTING:
+        depth = _nesting(data)
+        if depth > MAX_NESTING:
+            raise ValueError(f"{path}: nesting deeper than {MAX_NESTING} levels ({depth})")
     if not isinstance(data, dict):
         raise ValueError(f"{path}: the top level must be an object, got {type(data).__name__}")
     return data
