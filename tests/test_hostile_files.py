@@ -139,5 +139,5 @@ def test_json_nesting_is_bounded_and_brackets_in_strings_are_not_nesting(tmp_pat
     path.write_text(json.dumps(d))
     assert read_model_dict(path)["name"] == d["name"]
     path.write_text('{"bodies": ' + "[" * 40 + "]" * 40 + "}")
-    with pytest.raises(ValueError, match=r"m.json: nesting deeper than 32 levels \(34\)"):
+    with pytest.raises(ValueError, match=r"m.json: nesting deeper than 32 levels \(33\)"):
         read_model_dict(path)
