@@ -5,10 +5,16 @@ specified in ``model-format.md``.  This module turns a *raw* description (as rea
 or built in Python from lists or numpy arrays) into a *normalised* dictionary with every default
 filled in and every array converted to a read-only ``float64`` numpy array, and back.
 
-Every malformed input is rejected with a single :class:`ValueError` whose message names the body
-(index and name) and the offending key, e.g.::
+Every malformed input is rejected with a single :class:`ValueError`
+(:class:`ModelFileError`) that lists every problem found, each message naming the body (index
+and name) and the offending key, e.g.::
 
     bodies[1] "link2": flex.modes has 17 rows, expected 6 × 3 nodes = 18
+
+A body's ``beam`` block (a straight uniform beam: geometry, material, section, modes per
+direction) is turned into its ``flex`` data by :func:`flexdyn.beam.beam_modes`; the
+normalised body keeps the block (what :func:`to_plain_dict` writes back) beside the
+generated data.
 
 Normalised structure
 --------------------
@@ -28,7 +34,8 @@ Normalised structure
                           "modes": (6n, m), "stiffness": (m, m), "damping": (m, m)}
                          or, for a nodal body, {"nodes", "node_masses", "node_inertias",
                           "nodal": True, "attach_node": int, "nodal_stiffness": (6n, 6n),
-                          "nodal_damping": (6n, 6n)}}, ...],
+                          "nodal_damping": (6n, 6n)},
+                 "beam": the normalised beam block (plain numbers and lists) or None}, ...],
      "constraints": [{"name": str, "type": str, "body": int, "node": int or None,
                       "point": (3,) or None, "other_body": int (-1 for ground),
                       "other_node": int or None, "other_point": (3,) or None,
