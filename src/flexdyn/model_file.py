@@ -785,12 +785,11 @@ def _typed_option(path: str, value: Any, jtype: str, types: Sequence[str]) -> bo
 
 def _joint(
     where: str, value: Any, parent: int, parent_nodes: int, own_nodes: int, parent_label: str,
-    report: _Report | None = None,
+    report: _Report,
 ) -> dict[str, Any] | None:
     """Parse the ``joint`` block of a body (unknown keys and the placements' problems go to
     ``report``; None if a placement failed)."""
     path = f"{where}: joint"
-    report = _Report() if report is None else report
     value = _mapping(path, value, _JOINT_KEYS, report)
     placements = {key: report.check(_placement, f"{path}.{key}", value.get(key))
                   for key in ("placement", "child_placement")}
