@@ -151,9 +151,9 @@ MAX_NESTING = 32
 #: Most nodes a YAML document may expand to.
 MAX_YAML_NODES = 10_000_000
 #: Most values (numbers, strings, lists, objects) a JSON model file may hold: each costs a
-#: Python object while it is read (about 100 bytes and 0.3 µs), so the limit bounds reading
-#: at about half a gigabyte and a few seconds.  Checked on the text before it is parsed
-#: (values are separated by commas).  A dense nodal stiffness of 800 nodes has 23 M numbers;
+#: Python object while it is read, so the limit bounds the time and memory of reading
+#: (``benchmarks/bench_hostile_files.py``).  Checked on the text before it is parsed (values
+#: are separated by commas).  A dense nodal stiffness of 800 nodes has 23 M numbers;
 #: models that large are built in Python (:func:`flexdyn.beam.nodal_beam`), not read.
 MAX_JSON_VALUES = 4_000_000
 #: Most values a YAML model file may hold (YAML is parsed in Python, a hundred times slower
