@@ -6,6 +6,7 @@ import copy
 import json
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -612,3 +613,124 @@ def test_placement_axes_and_quaternions_of_any_scale(scale):
     for big in (2.0**70, 1e300):
         np.testing.assert_allclose(_placed({"axis_angle": [0, 0, scale, big]}),
                                    _rodrigues([0, 0, 1], big), atol=1e-14)
+
+
+def _arm_with_constraint() -> dict[str, Any]:
+    """The two-link arm with a closure pinning the second link's tip to the ground."""
+    d = copy.deepcopy(fd.models.two_link_arm().to_dict())
+    d["constraints"] = [{"name": "pin", "type": "ball", "body": "link2", "node": 0,
+                         "other_point": [1.0, 0.0, 0.0]}]
+    return d
+
+
+def _errors_of(d: dict[str, Any]) -> list[str]:
+    from flexdyn.model_file import ModelFileError
+
+    with pytest.raises(ModelFileError) as info:
+        normalize_model_dict(d)
+    assert str(info.value).startswith(f"{len(info.value.errors)} problems in the model:") or (
+        len(info.value.errors) == 1)
+    return info.value.errors
+
+
+def test_header_body_block_and_constraint_errors_are_reported_together() -> None:
+    """A header error, an unknown top-level key, an unknown body key, three mistakes in one
+    rigid block, a joint mistake and a constraint mistake: one report naming each."""
+    d = _arm_with_constraint()
+    d["version"] = 2
+    d["gravty"] = [0, 0, -9.81]
+    d["bodies"][0]["colour"] = "red"
+    d["bodies"][1]["rigid"] = {"mass": -1.0, "com": [0.0, 0.0], "inertia": [[1, 2, 0], [0, 1, 0],
+                                                                           [0, 0, 1]]}
+    d["bodies"][1]["joint"]["axis"] = [0.0, 0.0, 2.0]
+    d["constraints"][0]["type"] = "bal"
+    errors = _errors_of(d)
+    expected = [
+        "model has unknown key 'gravty' (did you mean 'gravity'?)",
+        "model: version must be 1, got int 2",
+        'bodies[0] "link1": has unknown key \'colour\'',
+        'bodies[1] "link2": rigid.mass is negative (-1.0)',
+        'bodies[1] "link2": rigid.inertia is not symmetric',
+        'bodies[1] "link2": rigid.com has shape (2,), expected (3,)',
+        'bodies[1] "link2": joint.axis has norm 2.0',
+        'constraints[0] "pin": type must be one of',
+    ]
+    assert len(errors) == len(expected), errors
+    for want in expected:
+        assert sum(want in e for e in errors) == 1, (want, errors)
+
+
+def test_constraints_are_checked_when_a_body_failed() -> None:
+    """A closure's node is checked against a body whose flex block failed as against any
+    number of nodes; its other mistakes are still reported."""
+    d = _arm_with_constraint()
+    d["bodies"][1]["flex"]["node_masses"][0] = -1.0
+    d["constraints"][0]["other_point"] = [1.0, 0.0]
+    errors = _errors_of(d)
+    assert len(errors) == 2
+    assert "node_masses[0] is negative" in errors[0]
+    assert 'constraints[0] "pin".other_point has shape (2,), expected (3,)' in errors[1]
+
+
+def test_bad_body_names_do_not_hide_the_others() -> None:
+    d = fd.models.two_link_arm().to_dict()
+    d["bodies"][0]["name"] = "link.1"
+    d["bodies"][1]["parent"] = "link.1"
+    d["bodies"][1]["rigid"] = {"mass": "heavy"}
+    errors = _errors_of(d)
+    assert "name 'link.1' contains '.'" in errors[0]
+    assert any('bodies[1] "link2": parent "link.1" does not exist' in e for e in errors)
+    assert any("rigid.mass must be a number, got str 'heavy'" in e for e in errors)
+
+
+def test_unknown_keys_in_every_block_are_all_reported() -> None:
+    d = fd.models.two_link_arm().to_dict()
+    d["bodies"][0]["joint"]["axes"] = None
+    d["bodies"][0]["joint"]["axs"] = [0, 0, 1]
+    d["bodies"][0]["flex"]["mode"] = []
+    d["bodies"][1]["rigid"]["mas"] = 1.0
+    d["bodies"][1]["rigid"]["comm"] = [0, 0, 0]
+    errors = _errors_of(d)
+    for key in ("axs", "mode", "mas", "comm"):
+        assert sum(f"unknown key {key!r}" in e for e in errors) == 1, (key, errors)
+
+
+def test_a_negative_stiffness_cannot_hide_behind_a_large_one() -> None:
+    """``diag(1e14, −1)`` has the eigenvalue −1 (a growth rate of 1/s for a unit modal
+    mass), whatever the other mode's stiffness: rejected; a singular finite-element
+    stiffness (six rigid-body motions, eigenvalues at round-off) is accepted."""
+    from flexdyn.beam import nodal_beam
+
+    d = example()
+    d["bodies"][0]["flex"]["stiffness"] = [[1e14, 0.0], [0.0, -1.0]]
+    d["bodies"][0]["flex"]["modes"] = [[row[0], 0.0] for row in MODES]
+    with pytest.raises(ValueError, match=r"flex.stiffness is not positive semi-definite "
+                                         r"\(smallest eigenvalue -1;"):
+        normalize_model_dict(d)
+    boom = nodal_beam(2.0, 1.5, EI_y=30.0, EI_z=3e4, EA=1e9, GJ=20.0,
+                      polar_inertia_per_length=1e-3, n_elements=40)
+    assert np.linalg.eigvalsh(boom["nodal_stiffness"])[0] < 0  # round-off of the zeros
+    fd.ModelBuilder("boom").add_body("boom", joint={"type": "revolute", "axis": [0, 0, 1]},
+                                     flex=boom).build()
+
+
+@pytest.mark.parametrize("placement", [
+    {"rotation": [[1e300, 0, 0], [0, 1, 0], [0, 0, 1]]},
+    {"quaternion": [1e308, 1e308, float("nan"), 0]},
+    {"euler": {"sequence": "ZYX", "angles": [0.1, float("inf"), 0]}},
+])
+def test_placement_errors_name_the_body_and_key(placement: dict) -> None:
+    d = example()
+    d["bodies"][1]["joint"]["placement"] = placement
+    key = next(iter(placement))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=rf'bodies\[1\] "link2": joint.placement.{key}'):
+            normalize_model_dict(d)
+
+
+def test_euler_angles_of_any_size() -> None:
+    for big in (2.0**70, 1e300):
+        np.testing.assert_allclose(
+            _placed({"euler": {"sequence": "ZYX", "angles": [big, 0.0, 0.0]}}),
+            _rodrigues([0, 0, 1], big), atol=1e-14)

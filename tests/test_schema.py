@@ -70,7 +70,60 @@ def _valid_corpus() -> list[dict]:
                             axis=[0, 0, 1]))
     corpus.append(loop.build().to_dict())
     corpus.append(_forced())
+    corpus += _beams()
     return [_plain(d) for d in corpus]
+
+
+def _beams() -> list[dict]:
+    """Models with beam blocks: every form of geometry, material, section and modes."""
+    rev = {"type": "revolute", "axis": [0, 0, 1]}
+    blocks = [
+        {"length": 0.6, "material": "aluminium",
+         "section": {"shape": "rectangle", "size_y": 0.04, "size_z": 0.005},
+         "modes": {"plane": "xy", "count": 2}},
+        {"start": [0.1, 0, 0], "end": [0.1, 0.5, 0.5], "y_axis": [1, 0, 0],
+         "material": {"E": 200e9, "rho": 7800.0, "nu": 0.3},
+         "section": {"shape": "tube", "outer_radius": 0.02, "wall": 0.002},
+         "modes": {"transverse_y": 1, "transverse_z": 1, "axial": 0, "torsion": 1},
+         "elements": 4, "basis": "lumped", "boundary": "free-free",
+         "damping_ratio": [0.01, 0.02, 0.03], "stiffening": True},
+        {"length": 1.0, "axis": [0, 0, -2], "material": {"E": 70e9, "rho": 2700.0, "G": 26e9},
+         "section": {"A": 1e-4, "Iy": 1e-9, "Iz": 2e-9, "J": 2e-9},
+         "modes": {"transverse_z": 2}, "basis": "natural", "damping_ratio": 0.01},
+        {"length": 0.4, "material": "steel", "section": {"shape": "circle", "radius": 0.01},
+         "modes": {"axial": 1}, "basis": "finite", "elements": 2},
+    ]
+    out = []
+    for k, beam in enumerate(blocks):
+        model = fd.ModelBuilder(f"beam{k}").add_body("beam", joint=rev, beam=beam).build()
+        out += [{"name": f"beam{k}", "bodies": [{"name": "beam", "joint": rev, "beam": beam}]},
+                model.to_dict()]
+    return out
+
+
+@pytest.mark.parametrize("beam", [
+    {"section": {"shape": "rectangle", "width": 0.04, "height": 0.005}},
+    {"section": {"shape": "rectangle", "size_y": 0.04}},
+    {"section": {"shape": "tube", "radius": 0.01}},
+    {"material": "alumnium"},
+    {"material": {"E": 1e9}},
+    {"modes": {"bending_y": 1}},
+    {"modes": {"plane": "yz", "count": 1}},
+    {"modes": 3},
+    {"length": "1"},
+    {"end": [1, 0, 0]},
+    {"basis": "modal"},
+    {"stiffening": 1},
+])
+def test_beam_mistakes_fail_both(validator, beam):
+    good = {"length": 0.6, "material": "aluminium",
+            "section": {"shape": "rectangle", "size_y": 0.04, "size_z": 0.005},
+            "modes": {"transverse_y": 1}}
+    d = {"bodies": [{"name": "b", "joint": {"type": "revolute", "axis": [0, 0, 1]},
+                     "beam": {**good, **beam}}]}
+    with pytest.raises(ValueError):
+        normalize_model_dict(copy.deepcopy(d))
+    assert list(validator.iter_errors(d))
 
 
 def _forced() -> dict:

@@ -406,6 +406,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .joint_forces import STIFFNESS
+    from .model_file import beam_summary
     from .models import modal_frequencies
 
     freqs = modal_frequencies(model)
@@ -419,6 +420,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
         j = model.joints[i]
         _echo(f"{i:>3}  {body.name:<16} {parent:<16} {j.type:<12} {j.nq:>3} {j.nu:>3} "
               f"{body.n_nodes:>5} {body.n_modes:>5}  {body.kind:<6} {body.total_mass:.6g}")
+    for line in beam_summary(model.to_dict()):
+        _echo(line)
     _echo("modal frequencies sqrt(eig(K, M_ff))/2pi (Hz), body frame held fixed:")
     for body, f in zip(model.bodies, freqs, strict=True):
         if f.size:

@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-__all__ = ["ALUMINIUM", "BeamModes", "Material", "STEEL", "Section", "beam_modes", "circle",
+__all__ = ["ALUMINIUM", "BeamModes", "MODE_FAMILIES", "Material", "PLANE_FAMILIES", "STEEL",
+           "Section", "beam_modes", "circle",
            "frame_element_stiffness", "geometric_stiffness", "nodal_beam", "rectangle",
            "section_properties", "tube"]
 
@@ -95,6 +96,10 @@ class BeamModes:
         beam has no membrane strain).
     axial_modes : numpy.ndarray, shape (k,)
         Indices of the stretch (axial) modes.
+    families : tuple of str, length m
+        The family of each mode (:data:`MODE_FAMILIES`): ``"transverse_y"`` deflects along
+        the body y axis, ``"transverse_z"`` along z, ``"axial"`` stretches along x,
+        ``"torsion"`` twists about x.
     """
 
     nodes: np.ndarray
@@ -107,6 +112,7 @@ class BeamModes:
     geometric_stiffness_1: np.ndarray | None = None
     geometric_stiffness_2: np.ndarray | None = None
     axial_modes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    families: tuple[str, ...] = ()
 
     @property
     def n_nodes(self) -> int:
@@ -133,6 +139,32 @@ class BeamModes:
             ``diag(node_inertias[j], node_masses[j] * I3)``.
         """
         return _lumped_mass_matrix(self.node_masses, self.node_inertias)
+
+    def placed(self, origin: Any, rotation: Any) -> BeamModes:
+        """The same beam placed in another body frame: node ``j`` at ``origin + R x_j``, its
+        rotation and translation rows and its rotary inertia turned by ``R`` (``R Π_j``,
+        ``R J_j Rᵀ``); frequencies, modal stiffness, damping and stiffening tensors are those
+        of the modal coordinates and do not change.
+
+        Parameters
+        ----------
+        origin : array_like, shape (3,)
+            Where the beam starts (node 0) in the new frame [m].
+        rotation : array_like, shape (3, 3)
+            A rotation whose columns are the beam's x (along the beam), y and z axes in the
+            new frame.
+        """
+        R = np.asarray(rotation, dtype=float)
+        n = self.n_nodes
+        turned = np.einsum("ab,jkbm->jkam", R, self.modes.reshape(n, 2, 3, self.n_modes))
+        return BeamModes(nodes=np.asarray(origin, dtype=float) + self.nodes @ R.T,
+                         node_masses=self.node_masses,
+                         node_inertias=np.einsum("ab,jbc,dc->jad", R, self.node_inertias, R),
+                         modes=turned.reshape(6 * n, self.n_modes), stiffness=self.stiffness,
+                         damping=self.damping, frequencies=self.frequencies,
+                         geometric_stiffness_1=self.geometric_stiffness_1,
+                         geometric_stiffness_2=self.geometric_stiffness_2,
+                         axial_modes=self.axial_modes, families=self.families)
 
     def to_flex_dict(self) -> dict[str, Any]:
         """Plain, JSON-serialisable flexible-body description.
@@ -284,12 +316,26 @@ def circle(radius: float) -> Section:
     return tube(radius, radius)
 
 
-def rectangle(width: float, height: float) -> Section:
-    """A solid rectangle, ``width`` along the body y axis and ``height`` along z (m); the
-    torsion constant is Roark's ``a b³ (1/3 − 0.21 (b/a)(1 − b⁴/12a⁴))`` (``a ≥ b`` the
+def rectangle(width: float | None = None, height: float | None = None, *,
+              size_y: float | None = None, size_z: float | None = None) -> Section:
+    """A solid rectangle in the body y–z plane (m): ``rectangle(size_y=0.04, size_z=0.005)``
+    names the body axis of each side (the form to prefer: a 40 × 5 mm strip bends 64 times
+    more easily along z than along y, and swapping the sides swaps the two); the positional
+    ``rectangle(width, height)`` is the same with ``width`` along y and ``height`` along z.
+
+    The torsion constant is Roark's ``a b³ (1/3 − 0.21 (b/a)(1 − b⁴/12a⁴))`` (``a ≥ b`` the
     sides; within 0.5 % of the exact series)."""
-    _positive_float(width, "width", "rectangle")
-    _positive_float(height, "height", "rectangle")
+    if (width is None) != (height is None) or (size_y is None) != (size_z is None) or (
+            (width is None) == (size_y is None)):
+        raise ValueError("rectangle: give the sides as size_y= and size_z= (along the body y "
+                         "and z axes) or as width, height (along y, along z), not both")
+    if width is None:
+        width, height = size_y, size_z
+        labels = ("size_y", "size_z")
+    else:
+        labels = ("width", "height")
+    width = _positive_float(width, labels[0], "rectangle")
+    height = _positive_float(height, labels[1], "rectangle")
     a, b = max(width, height), min(width, height)
     J = a * b**3 * (1.0 / 3.0 - 0.21 * (b / a) * (1.0 - b**4 / (12.0 * a**4)))
     return Section(width * height, width * height**3 / 12.0, height * width**3 / 12.0, J)
@@ -329,7 +375,8 @@ def beam_modes(
     GJ: float | None = None,
     polar_inertia_per_length: float | None = None,
     n_elements: int = 10,
-    n_modes: int = 4,
+    n_modes: int | Mapping[str, int] = 4,
+    plane: str | None = None,
     boundary: str = "cantilever",
     damping_ratio: float | Sequence[float] | np.ndarray = 0.0,
     basis: str = "lumped",
@@ -352,7 +399,11 @@ def beam_modes(
         Together, the defaults of ``mass_per_length``, ``EI_y``, ``EI_z``, ``GJ`` and
         ``polar_inertia_per_length`` by :func:`section_properties` (bending both ways, torsion
         if the material has a shear modulus, no stretch: give ``EA`` for it); the keywords
-        given explicitly win, and ``None`` … is not "given".
+        given explicitly win, and ``None`` … is not "given".  Bending both ways means that an
+        integer ``n_modes`` takes the lowest modes of *both* bending directions (and of
+        torsion): a thin strip's out-of-plane modes come first.  Say which directions you
+        want with ``plane`` or with a mapping ``n_modes``; :attr:`BeamModes.families` names
+        the family of each mode returned.
     EI_y : float or None, optional
         Bending stiffness for deflection along z (``tz``, rotation ``ry``)
         [N m^2].  None suppresses this deformation (``tz`` and ``ry`` are
@@ -379,7 +430,13 @@ def beam_modes(
         the body y axis (stiffness ``EI_z``), ``"transverse_z"`` along z
         (``EI_y``), ``"axial"`` stretches (``EA``), ``"torsion"`` twists
         (``GJ``); a family left out has no modes.  Either way the modes are
-        returned in ascending frequency.
+        returned in ascending frequency (:data:`MODE_FAMILIES`).
+    plane : {"xy", "xz"} or None, optional
+        Motion in one plane only: ``"xy"`` keeps the deflection along y (``EI_z``) and the
+        stretch (``EA``, if given), ``"xz"`` the deflection along z (``EI_y``) and the
+        stretch; the out-of-plane bending and the torsion are suppressed (their stiffnesses
+        taken as None, whatever ``material`` and ``section`` give).  Default None: every
+        deformation whose stiffness is given.
     boundary : {"cantilever", "free-free"}, optional
         ``"cantilever"`` clamps all six DOFs of node 0 (its rows of the modal
         matrix are zero).  ``"free-free"`` leaves the beam unconstrained; its
@@ -457,6 +514,17 @@ def beam_modes(
         mass_per_length, EI_y, EI_z = (derived.get(k) for k in ("mass_per_length", "EI_y",
                                                                  "EI_z"))
         GJ, polar_inertia_per_length = derived.get("GJ"), derived.get("polar_inertia_per_length")
+    if plane is not None:
+        if not isinstance(plane, str) or plane not in PLANE_FAMILIES:
+            raise ValueError(f"{name}: plane={plane!r} is not one of "
+                             f"{', '.join(map(repr, PLANE_FAMILIES))} (or None)")
+        outside = [f for f in _FAMILIES if f not in PLANE_FAMILIES[plane]]
+        if isinstance(n_modes, Mapping) and any(n_modes.get(f) for f in outside):
+            raise ValueError(f"{name}: n_modes={dict(n_modes)!r} asks for modes out of the "
+                             f"plane {plane!r} (its families: "
+                             f"{', '.join(PLANE_FAMILIES[plane])})")
+        GJ = None
+        EI_y, EI_z = (None, EI_z) if plane == "xy" else (EI_y, None)
     L = _positive_float(length, "length", name)
     mu = _positive_float(mass_per_length, "mass_per_length", name)
     ea = _optional_stiffness(EA, "EA", name)
@@ -558,6 +626,7 @@ def beam_modes(
         geometric_stiffness_1=K1,
         geometric_stiffness_2=K2,
         axial_modes=np.flatnonzero(gid_all[order] == 2),
+        families=_family_names(gid_all[order]),
     )
 
 
@@ -749,7 +818,8 @@ def _finite_element_modes(L: float, mu: float, stiffness: dict, ip: float, ne: i
                      damping=np.diag(2.0 * zeta[:frequencies.size] * frequencies),
                      frequencies=frequencies, geometric_stiffness_1=K1,
                      geometric_stiffness_2=K2,
-                     axial_modes=np.flatnonzero(gid_all[order] == 2))
+                     axial_modes=np.flatnonzero(gid_all[order] == 2),
+                     families=_family_names(gid_all[order]))
 
 
 #: Gauss–Legendre points of the stiffening integrals of the natural modes (smooth integrands)
@@ -849,7 +919,8 @@ def _natural_modes(L: float, mu: float, stiffness: dict, ip: float, ne: int,
                      modes=modes, stiffness=np.diag(frequencies**2),
                      damping=np.diag(2.0 * zeta * frequencies), frequencies=frequencies,
                      geometric_stiffness_1=K1, geometric_stiffness_2=K2,
-                     axial_modes=np.flatnonzero(gid_all[order] == 2))
+                     axial_modes=np.flatnonzero(gid_all[order] == 2),
+                     families=_family_names(gid_all[order]))
 
 
 #: the bases of :func:`beam_modes` besides the lumped elements, by name: the builder of each
@@ -1026,8 +1097,18 @@ def _select_modes(lam: np.ndarray, gid: np.ndarray, families: dict | None, nm: i
     return order[np.isin(order, chosen)]
 
 
-#: the mode families of :func:`beam_modes` by group index (the order of its groups)
-_FAMILIES = ("transverse_y", "transverse_z", "axial", "torsion")
+#: The mode families of :func:`beam_modes` (in the order of its groups): deflection along the
+#: body y axis (bending stiffness ``EI_z``), deflection along z (``EI_y``), stretch along x
+#: (``EA``) and twist about x (``GJ``).
+MODE_FAMILIES = ("transverse_y", "transverse_z", "axial", "torsion")
+_FAMILIES = MODE_FAMILIES
+#: the families of each plane of motion (:func:`beam_modes`' ``plane``)
+PLANE_FAMILIES = {"xy": ("transverse_y", "axial"), "xz": ("transverse_z", "axial")}
+
+
+def _family_names(gids: np.ndarray) -> tuple[str, ...]:
+    """The family names of group indices."""
+    return tuple(_FAMILIES[int(g)] for g in gids)
 
 
 def _families(n_modes: Mapping, name: str) -> dict[str, int]:
@@ -1131,6 +1212,7 @@ def _damping_ratios(value: Any, n_modes: int, name: str) -> np.ndarray:
     return z
 
 
-#: 6061-T6-like aluminium and structural steel
+#: 6061-T6-like aluminium (E 69 GPa, ρ 2700 kg/m³, ν 0.33)
 ALUMINIUM = Material(E=69e9, rho=2700.0, nu=0.33)
+#: structural steel (E 210 GPa, ρ 7850 kg/m³, ν 0.30)
 STEEL = Material(E=210e9, rho=7850.0, nu=0.30)

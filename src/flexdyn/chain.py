@@ -33,7 +33,13 @@ from .body import Body
 from .constraints import Closure
 from .joint_forces import force_table
 from .joints import Joint, make_joint
-from .model_file import normalize_model_dict, read_model_dict, to_plain_dict, write_model_dict
+from .model_file import (
+    beam_nodes,
+    normalize_model_dict,
+    read_model_dict,
+    to_plain_dict,
+    write_model_dict,
+)
 from .spatial import Transform
 from .tip_kinematics import DEFAULT_TIP_KINEMATICS
 
@@ -335,13 +341,15 @@ class ModelBuilder:
 
     def add_body(self, name: str, parent: str | None = None, *, joint: Mapping[str, Any],
                  rigid: Mapping[str, Any] | None = None,
-                 flex: Mapping[str, Any] | None = None) -> ModelBuilder:
+                 flex: Mapping[str, Any] | None = None,
+                 beam: Mapping[str, Any] | None = None) -> ModelBuilder:
         """Append a body (parents before children); returns the builder for chaining.
 
         ``parent`` is a body name or None (ground); ``joint``, ``rigid`` and ``flex`` are the
         blocks of the model-file format (SI units; arrays may be numpy arrays); ``flex`` may
-        also be a :class:`~flexdyn.beam.BeamModes` (its ``to_flex_dict()``).  The joint's
-        ``parent_node`` may be ``"tip"``: the parent's last node.
+        also be a :class:`~flexdyn.beam.BeamModes` (its ``to_flex_dict()``), or give ``beam``,
+        a beam block (``docs/flexible-bodies.md``) instead.  The joint's ``parent_node`` may
+        be ``"tip"``: the parent's last node.
         """
         joint = dict(joint)
         if isinstance(joint.get("parent_node"), str):
@@ -352,6 +360,8 @@ class ModelBuilder:
             body["rigid"] = dict(rigid)
         if flex is not None:
             body["flex"] = dict(flex.to_flex_dict() if hasattr(flex, "to_flex_dict") else flex)
+        if beam is not None:
+            body["beam"] = dict(beam)
         self._d["bodies"].append(body)
         return self
 
@@ -364,7 +374,9 @@ class ModelBuilder:
 
     def _node(self, name: str | None, node: int | str, what: str) -> int:
         """A node of an added body: an index (negative from the end) or ``"tip"``."""
-        nodes = self._body(name, what).get("flex", {}).get("nodes")
+        body = self._body(name, what)
+        nodes = (beam_nodes(body["beam"], f"body {name!r}: beam") if body.get("beam")
+                 else body.get("flex", {}).get("nodes"))
         n = 0 if nodes is None else len(nodes)
         if n == 0:
             raise ValueError(f"{what}: body {name!r} has no nodes")
@@ -391,6 +403,9 @@ class ModelBuilder:
         if J.shape != (3, 3) or not np.all(np.isfinite(J)) or np.max(np.abs(J - J.T)) > 1e-12 * (
                 1 + np.max(np.abs(J))):
             raise ValueError(f"{what}: inertia must be a finite symmetric 3 × 3 matrix (kg m²)")
+        if self._body(body, what).get("beam"):
+            raise ValueError(f"{what}: body {body!r} is a beam block; carry the payload on a "
+                             "child body (or build the beam with flexdyn.beam.beam_modes)")
         flex = self._body(body, what)["flex"]
         masses = np.array(flex["node_masses"], dtype=float)
         inertias = (np.zeros((masses.size, 3, 3)) if flex.get("node_inertias") is None

@@ -5,10 +5,16 @@ specified in ``model-format.md``.  This module turns a *raw* description (as rea
 or built in Python from lists or numpy arrays) into a *normalised* dictionary with every default
 filled in and every array converted to a read-only ``float64`` numpy array, and back.
 
-Every malformed input is rejected with a single :class:`ValueError` whose message names the body
-(index and name) and the offending key, e.g.::
+Every malformed input is rejected with a single :class:`ValueError`
+(:class:`ModelFileError`) that lists every problem found, each message naming the body (index
+and name) and the offending key, e.g.::
 
     bodies[1] "link2": flex.modes has 17 rows, expected 6 × 3 nodes = 18
+
+A body's ``beam`` block (a straight uniform beam: geometry, material, section, modes per
+direction) is turned into its ``flex`` data by :func:`flexdyn.beam.beam_modes`; the
+normalised body keeps the block (what :func:`to_plain_dict` writes back) beside the
+generated data.
 
 Normalised structure
 --------------------
@@ -28,7 +34,8 @@ Normalised structure
                           "modes": (6n, m), "stiffness": (m, m), "damping": (m, m)}
                          or, for a nodal body, {"nodes", "node_masses", "node_inertias",
                           "nodal": True, "attach_node": int, "nodal_stiffness": (6n, 6n),
-                          "nodal_damping": (6n, 6n)}}, ...],
+                          "nodal_damping": (6n, 6n)},
+                 "beam": the normalised beam block (plain numbers and lists) or None}, ...],
      "constraints": [{"name": str, "type": str, "body": int, "node": int or None,
                       "point": (3,) or None, "other_body": int (-1 for ground),
                       "other_node": int or None, "other_point": (3,) or None,
@@ -38,11 +45,13 @@ Normalised structure
 from __future__ import annotations
 
 import collections
+import copy
 import difflib
 import itertools
 import json
 import numbers
 import os
+import reprlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,6 +59,20 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from .beam import (
+    ALUMINIUM,
+    MODE_FAMILIES,
+    PLANE_FAMILIES,
+    STEEL,
+    BeamModes,
+    Material,
+    Section,
+    beam_modes,
+    circle,
+    rectangle,
+    section_properties,
+    tube,
+)
 from .constraints import CONSTRAINT_KINDS
 from .files import read_text, write_atomically
 from .joint_forces import FORCE_KEYS
@@ -58,7 +81,10 @@ from .tip_kinematics import DEFAULT_TIP_KINEMATICS, TIP_KINEMATICS, check_tip_ki
 
 __all__ = [
     "JOINT_TYPES",
+    "MATERIALS",
     "ModelFileError",
+    "beam_nodes",
+    "beam_summary",
     "json_schema",
     "normalize_model_dict",
     "read_model_dict",
@@ -80,7 +106,7 @@ _AXIS_TYPES, _AXES_TYPES, _PITCH_TYPES, _MAP_TYPES, _FACTORS_TYPES, _SEQUENCE_TY
 
 _TOP_KEYS = ("$schema", "format", "version", "name", "gravity", "tip_kinematics", "bodies",
              "constraints")
-_BODY_KEYS = ("name", "parent", "joint", "rigid", "flex")
+_BODY_KEYS = ("name", "parent", "joint", "rigid", "flex", "beam")
 _JOINT_KEYS = (
     "type",
     "axis",
@@ -112,8 +138,11 @@ _MODAL_ONLY_KEYS = ("modes", "stiffness", "damping", "geometric_stiffness_1",
 
 #: Tolerance of the unit-length, orthonormality, symmetry and triangle-inequality checks.
 TOL = 1e-9
-#: A symmetric matrix is positive semi-definite when its smallest eigenvalue is at least
-#: ``−PSD_RTOL · max|eigenvalue|`` (a few hundred round-off units).
+#: A symmetric matrix ``A`` is positive semi-definite when the smallest eigenvalue of its
+#: Jacobi-scaled form ``B = D⁻¹ A D⁻¹`` is at least ``−PSD_RTOL · max|eigenvalue of B|`` (a
+#: few hundred round-off units), ``D² = diag(max(A_ii, PSD_RTOL · max_j A_jj))``: ``B`` has
+#: the signs of ``A``'s eigenvalues (Sylvester) but every coordinate at its own scale, so a
+#: negative eigenvalue cannot hide below the round-off of another coordinate's large one.
 PSD_RTOL = 1e-13
 #: Characters a body name may not contain: the state-layout separator and control characters.
 _NAME_FORBIDDEN = "." + "".join(map(chr, range(32))) + "\x7f"
@@ -121,12 +150,26 @@ _NAME_FORBIDDEN = "." + "".join(map(chr, range(32))) + "\x7f"
 MAX_NESTING = 32
 #: Most nodes a YAML document may expand to.
 MAX_YAML_NODES = 10_000_000
+#: Most values (numbers, strings, lists, objects) a JSON model file may hold: each costs a
+#: Python object while it is read, so the limit bounds the time and memory of reading
+#: (``benchmarks/bench_hostile_files.py``).  Checked on the text before it is parsed (values
+#: are separated by commas).  A dense nodal stiffness of 800 nodes has 23 M numbers;
+#: models that large are built in Python (:func:`flexdyn.beam.nodal_beam`), not read.
+MAX_JSON_VALUES = 4_000_000
+#: Most values a YAML model file may hold (YAML is parsed in Python, a hundred times slower
+#: than JSON: YAML is meant for written models, JSON for generated data).  Checked on the
+#: text before it is parsed (values are separated by commas or line breaks).
+MAX_YAML_VALUES = 200_000
 #: Most nodes a YAML document's aliases may add to the nodes it writes out: an alias bomb of
 #: a kilobyte expands to millions (each costing a Python object), a model file that repeats
 #: a block by an alias adds a few.
 MAX_YAML_ALIAS_NODES = 100_000
 
 _Shape = tuple[int | None, ...]
+#: ``repr`` of values in messages, cut at a few levels and items
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict = 3, 4, 4, 4
+_REPR.maxstring = _REPR.maxother = 40
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,7 +182,7 @@ def _describe(value: Any) -> str:
     numbers)."""
     if isinstance(value, np.generic):
         value = value.item()
-    text = repr(value)
+    text = _REPR.repr(value)  # bounded: deep or self-referential lists cost nothing
     if len(text) > 40:
         text = text[:37] + "..."
     return f"{type(value).__name__} {text}"
@@ -151,15 +194,44 @@ def _fmt_shape(shape: Sequence[int | None]) -> str:
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
-def _mapping(path: str, value: Any, allowed: Sequence[str] | None = None) -> Mapping:
-    """Check that ``value`` is a mapping whose keys are all in ``allowed``."""
+def _mapping(path: str, value: Any, allowed: Sequence[str] | None = None,
+             report: _Report | None = None) -> Mapping:
+    """Check that ``value`` is a mapping whose keys are all in ``allowed``; with a
+    ``report``, each unknown key is added to it and the others are still parsed."""
     if not isinstance(value, Mapping):
         raise ValueError(f"{path} must be an object (dict), got {_describe(value)}")
     for key in value:
         if allowed is not None and key not in allowed:
-            raise ValueError(f"{path} has unknown key {key!r}{_suggest(key, allowed)}; allowed "
-                             f"keys: {', '.join(allowed)}")
+            message = (f"{path} has unknown key {key!r}{_suggest(key, allowed)}; allowed "
+                       f"keys: {', '.join(allowed)}")
+            if report is None:
+                raise ValueError(message)
+            report.errors.append(message)
     return value
+
+
+class _Report:
+    """The problems found in a model description, one message each: ``check(parse, ...)``
+    runs one independent check and keeps its ``ValueError``'s message, so that every
+    problem of a file is reported at once (:class:`ModelFileError`)."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def check(self, parse: Callable[..., Any], *args: Any) -> Any:
+        """``parse(*args)``, or None with its message (or messages) kept."""
+        try:
+            return parse(*args)
+        except ModelFileError as exc:
+            self.errors.extend(exc.errors)
+        except ValueError as exc:
+            self.errors.append(str(exc))
+        return None
+
+    def raise_any(self) -> None:
+        """Raise :class:`ModelFileError` with every message kept, if any."""
+        if self.errors:
+            raise ModelFileError(self.errors)
 
 
 def _suggest(word: Any, choices: Sequence[str]) -> str:
@@ -187,16 +259,60 @@ def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
-def _check_leaves(path: str, value: Any) -> None:
-    """Check that a nested list holds only numbers (or numeric numpy arrays)."""
-    if isinstance(value, np.ndarray):
+def _numbers(path: str, value: Any) -> np.ndarray:
+    """``value`` — a number, a (nested) list of numbers or a numeric numpy array — as an
+    array (float64, or the numeric array itself).  The leaves are checked in one vectorized
+    pass over an object array (no Python recursion: deep and self-referential lists are
+    named errors, and a million numbers cost a fraction of a second)."""
+    if isinstance(value, np.ndarray) and value.dtype.kind != "O":
         if value.dtype.kind not in "iuf":
             raise ValueError(f"{path} must be numeric, got an array of dtype {value.dtype}")
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            _check_leaves(f"{path}[{i}]", item)
-    elif not _is_real(value):
-        raise ValueError(f"{path} must be a number or a list of numbers, got {_describe(value)}")
+        return value
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        if not _is_real(value):
+            raise ValueError(f"{path} must be a number or a list of numbers, got "
+                             f"{_describe(value)}")
+        try:
+            return np.array(float(value))
+        except OverflowError:
+            raise ValueError(f"{path} holds a number too large for a float") from None
+    try:
+        leaves = np.array(value, dtype=object)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{path} is not a regular array (ragged nested lists?): {exc}") from None
+    if leaves.ndim > MAX_NESTING:
+        raise ValueError(f"{path} holds lists nested deeper than {MAX_NESTING} levels (a "
+                         "list that contains itself?)")
+    kinds = np.frompyfunc(type, 1, 1)(leaves)
+    bad = {t for t in set(np.ravel(kinds).tolist()) if not _is_real_type(t)}
+    if bad:
+        if list in bad or tuple in bad:  # ragged: name the entry whose length is the odd one
+            sizes = np.frompyfunc(lambda v: len(v) if isinstance(v, (list, tuple)) else -1,
+                                  1, 1)(leaves).astype(np.int64)
+            values, counts = np.unique(sizes, return_counts=True)
+            odd = tuple(int(i) for i in np.argwhere(sizes != values[np.argmax(counts)])[0])
+            raise ValueError(f"{path} is not a regular array (ragged nested lists?): its entry "
+                             f"{''.join(f'[{i}]' for i in odd)} is "
+                             + ("a number" if sizes[odd] < 0 else f"a list of {sizes[odd]}")
+                             + " where most are " + ("numbers" if values[np.argmax(counts)] < 0
+                                                     else f"lists of {values[np.argmax(counts)]}"))
+        first = tuple(int(i) for i in np.argwhere(np.frompyfunc(
+            lambda t: t in bad, 1, 1)(kinds).astype(bool))[0])
+        leaf = leaves[first]
+        where = path + "".join(f"[{i}]" for i in first)
+        if isinstance(leaf, np.ndarray):
+            raise ValueError(f"{where} must be numeric, got an array of dtype {leaf.dtype}")
+        raise ValueError(f"{where} must be a number or a list of numbers, got "
+                         f"{_describe(leaf)}")
+    try:
+        return leaves.astype(np.float64)
+    except OverflowError:
+        raise ValueError(f"{path} holds a number too large for a float") from None
+
+
+def _is_real_type(t: type) -> bool:
+    """Whether values of type ``t`` are real numbers (booleans excluded)."""
+    return issubclass(t, numbers.Real) and not issubclass(t, (bool, np.bool_))
 
 
 def _check_finite(path: str, arr: np.ndarray) -> None:
@@ -215,13 +331,7 @@ def _array(
     dims: Sequence[str | None] | None = None,
 ) -> np.ndarray:
     """Convert ``value`` to a finite, read-only ``float64`` array of a given shape."""
-    _check_leaves(path, value)
-    try:
-        arr = np.array(value, dtype=np.float64)
-    except OverflowError:
-        raise ValueError(f"{path} holds a number too large for a float") from None
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"{path} is not a regular array (ragged nested lists?): {exc}") from None
+    arr = np.array(_numbers(path, value), dtype=np.float64)
     if arr.size == 0 and arr.ndim != len(shape):
         arr = arr.reshape(tuple(0 if s is None else s for s in shape))
     if arr.ndim != len(shape):
@@ -290,9 +400,17 @@ def _check_sym_psd(path: str, mat: np.ndarray) -> np.ndarray:
     asym = float(np.max(np.abs(mat - mat.T)))
     if asym > TOL * scale:
         raise ValueError(f"{path} is not symmetric (max |A - Aᵀ| = {asym:.3g})")
-    eig = _extreme_eigenvalues(0.5 * (mat + mat.T))
-    if eig[0] < -PSD_RTOL * max(abs(eig[0]), abs(eig[-1])):
-        raise ValueError(f"{path} is not positive semi-definite (smallest eigenvalue {eig[0]:.6g})")
+    sym = 0.5 * (mat + mat.T)
+    eig = _extreme_eigenvalues(sym)
+    if eig[0] >= 0.0:
+        return eig
+    diag = np.diagonal(sym)
+    d = np.sqrt(np.maximum(diag, PSD_RTOL * max(float(np.max(diag)), 0.0)))
+    d[d == 0.0] = 1.0  # a zero matrix, or every diagonal entry <= 0: A's own scale
+    scaled = _extreme_eigenvalues(sym / d[:, None] / d[None, :])
+    if scaled[0] < -PSD_RTOL * max(abs(scaled[0]), abs(scaled[-1])):
+        raise ValueError(f"{path} is not positive semi-definite (smallest eigenvalue {eig[0]:.6g}"
+                         f"; {scaled[0]:.3g} relative to the scale of its coordinates)")
     return eig
 
 
@@ -346,7 +464,8 @@ def _checked_rotation(path: str, rot: np.ndarray) -> np.ndarray:
     naming ``path``; every form of a placement's rotation ends here."""
     if not np.all(np.isfinite(rot)):
         raise ValueError(f"{path} gives a rotation that is not finite")
-    err = float(np.max(np.abs(rot.T @ rot - np.eye(3))))
+    with np.errstate(over="ignore", invalid="ignore"):  # entries near the float limit: inf
+        err = float(np.max(np.abs(rot.T @ rot - np.eye(3))))
     if err > TOL:
         raise ValueError(
             f"{path} is not orthonormal (max |RᵀR - I| = {err:.3g} > {TOL:g}); write it to "
@@ -436,26 +555,38 @@ _ROTATION_FORMS = {"rotation": _rotation, "axis_angle": _axis_angle,
                    "quaternion": _quaternion, "euler": _euler}
 
 
-def _rigid(where: str, value: Any) -> dict[str, Any]:
-    """Parse the ``rigid`` block of a body."""
+def _rigid(where: str, value: Any, report: _Report) -> dict[str, Any] | None:
+    """Parse the ``rigid`` block of a body, each key on its own (problems go to ``report``;
+    None if any)."""
     path = f"{where}: rigid"
-    value = _mapping(path, {} if value is None else value, _RIGID_KEYS)
-    mass = _scalar(f"{path}.mass", value.get("mass"), default=0.0)
+    value = _mapping(path, {} if value is None else value, _RIGID_KEYS, report)
+    mass = report.check(_mass, f"{path}.mass", value.get("mass"))
+    inertia = report.check(_inertia, f"{path}.inertia", value.get("inertia"))
+    com = report.check(_optional_array, f"{path}.com", value.get("com"), (3,))
+    if mass is None or inertia is None or com is None:
+        return None
+    return {"mass": mass, "com": com, "inertia": inertia}
+
+
+def _mass(path: str, value: Any) -> float:
+    """A mass ``>= 0`` (kg; default 0)."""
+    mass = _scalar(path, value, default=0.0)
     if mass < 0.0:
-        raise ValueError(f"{path}.mass is negative ({mass!r}); masses must be >= 0")
-    inertia = _optional_array(f"{path}.inertia", value.get("inertia"), (3, 3))
-    _check_inertia(f"{path}.inertia", inertia)
-    return {
-        "mass": mass,
-        "com": _optional_array(f"{path}.com", value.get("com"), (3,)),
-        "inertia": inertia,
-    }
+        raise ValueError(f"{path} is negative ({mass!r}); masses must be >= 0")
+    return mass
 
 
-def _flex(where: str, value: Any) -> dict[str, np.ndarray]:
-    """Parse the ``flex`` block of a body."""
+def _inertia(path: str, value: Any) -> np.ndarray:
+    """An inertia tensor (3, 3), zero by default (:func:`_check_inertia`)."""
+    inertia = _optional_array(path, value, (3, 3))
+    _check_inertia(path, inertia)
+    return inertia
+
+
+def _flex(where: str, value: Any, report: _Report | None = None) -> dict[str, np.ndarray]:
+    """Parse the ``flex`` block of a body (unknown keys go to ``report``)."""
     path = f"{where}: flex"
-    value = _mapping(path, {} if value is None else value, _FLEX_KEYS)
+    value = _mapping(path, {} if value is None else value, _FLEX_KEYS, report)
     _odd_node_count(path, value)
     if value:
         nodes = _array(f"{path}.nodes", _required(path, value, "nodes"), (None, 3))
@@ -593,7 +724,7 @@ def _stiffening(path: str, value: Mapping, m: int) -> dict[str, np.ndarray]:
                                  f"difference under the index permutation {axes}: "
                                  f"{asym:.3g})")
     axial = value.get("axial_modes", [])
-    _check_leaves(f"{path}.axial_modes", axial)
+    _numbers(f"{path}.axial_modes", axial)  # numbers only; a few, so numpy infers ints
     indices = np.array(axial)
     if indices.ndim != 1 or (indices.size and not np.issubdtype(indices.dtype, np.integer)) \
             or np.any(indices < 0) or np.any(indices >= m) \
@@ -653,11 +784,15 @@ def _typed_option(path: str, value: Any, jtype: str, types: Sequence[str]) -> bo
 
 
 def _joint(
-    where: str, value: Any, parent: int, parent_nodes: int, own_nodes: int, parent_label: str
-) -> dict[str, Any]:
-    """Parse the ``joint`` block of a body."""
+    where: str, value: Any, parent: int, parent_nodes: int, own_nodes: int, parent_label: str,
+    report: _Report,
+) -> dict[str, Any] | None:
+    """Parse the ``joint`` block of a body (unknown keys and the placements' problems go to
+    ``report``; None if a placement failed)."""
     path = f"{where}: joint"
-    value = _mapping(path, value, _JOINT_KEYS)
+    value = _mapping(path, value, _JOINT_KEYS, report)
+    placements = {key: report.check(_placement, f"{path}.{key}", value.get(key))
+                  for key in ("placement", "child_placement")}
     jtype = _required(path, value, "type")
     if not isinstance(jtype, str) or jtype not in JOINT_TYPES:
         raise ValueError(
@@ -707,13 +842,12 @@ def _joint(
             f"{path}.parent_node", value.get("parent_node"), parent_nodes, parent_label
         ),
         "child_node": _index(f"{path}.child_node", value.get("child_node"), own_nodes, "the body"),
-        "placement": _placement(f"{path}.placement", value.get("placement")),
-        "child_placement": _placement(f"{path}.child_placement", value.get("child_placement")),
+        **placements,
         "forces": None,
     }
     if value.get("forces") is not None:
         out["forces"] = _joint_forces(f"{path}.forces", value["forces"], out)
-    return out
+    return None if None in placements.values() else out
 
 
 def _joint_forces(path: str, value: Any, joint: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -755,35 +889,292 @@ _NONNEGATIVE_FORCE_KEYS = ("stiffness", "damping", "coulomb", "limit_stiffness",
 
 
 # ---------------------------------------------------------------------------------------------
+# beam blocks
+# ---------------------------------------------------------------------------------------------
+_BEAM_KEYS = ("start", "end", "length", "axis", "y_axis", "material", "section", "modes",
+              "elements", "basis", "boundary", "damping_ratio", "stiffening")
+_MATERIAL_KEYS = ("E", "G", "nu", "rho")
+#: the keys of each section shape (``shape`` absent: the properties themselves)
+_SECTION_SHAPES = {"rectangle": ("size_y", "size_z"), "tube": ("outer_radius", "wall"),
+                   "circle": ("radius",), None: ("A", "Iy", "Iz", "J")}
+_SECTION_KEYS = ("shape", *dict.fromkeys(k for keys in _SECTION_SHAPES.values() for k in keys))
+_MODE_KEYS = (*MODE_FAMILIES, "plane", "count")
+#: built-in materials of a beam block, by name
+MATERIALS = {"aluminium": ALUMINIUM, "steel": STEEL}
+_BEAM_DEFAULTS = {"start": [0.0, 0.0, 0.0], "elements": 10, "basis": "lumped",
+                  "boundary": "cantilever", "damping_ratio": 0.0, "stiffening": False}
+
+
+def _positive(path: str, value: Any) -> float:
+    """A finite number > 0."""
+    x = _scalar(path, value)
+    if x <= 0.0:
+        raise ValueError(f"{path} must be positive, got {x!r}")
+    return x
+
+
+def _direction(path: str, value: Any) -> np.ndarray:
+    """A non-zero 3-vector of any finite length, as a unit vector (scaled first: the norm of
+    ``[1e200, 1e200, 0]`` overflows)."""
+    v = _scaled(_array(path, value, (3,)))
+    if not np.any(v):
+        raise ValueError(f"{path} is the zero vector, expected a direction")
+    return v / np.linalg.norm(v)
+
+
+def _beam_material(path: str, value: Any) -> tuple[Any, Material]:
+    """A beam block's ``material``: the name of a built-in (:data:`MATERIALS`) or
+    ``{"E", "rho", "G" or "nu"}``; returns (its normalised form, the :class:`Material`)."""
+    if isinstance(value, str):
+        if value not in MATERIALS:
+            raise ValueError(f"{path} {value!r} is not a built-in material "
+                             f"({', '.join(MATERIALS)}){_suggest(value, list(MATERIALS))}; "
+                             "or give {E, rho, G or nu}")
+        return value, MATERIALS[value]
+    value = _mapping(path, value, _MATERIAL_KEYS)
+    out = {key: _positive(f"{path}.{key}", _required(path, value, key)) for key in ("E", "rho")}
+    if value.get("G") is not None and value.get("nu") is not None:
+        raise ValueError(f"{path} gives G and nu; give one (G = E / (2 (1 + nu)))")
+    for key in ("G", "nu"):
+        if value.get(key) is not None:
+            out[key] = _scalar(f"{path}.{key}", value[key])
+    try:
+        return out, Material(**out)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def _beam_section(path: str, value: Any) -> tuple[dict[str, Any], Section]:
+    """A beam block's ``section``: ``{"shape": "rectangle", "size_y", "size_z"}`` (the sides
+    along the section's y and z axes), ``{"shape": "tube", "outer_radius", "wall"}``,
+    ``{"shape": "circle", "radius"}`` or ``{"A", "Iy", "Iz", "J"}`` (SI units)."""
+    value = _mapping(path, value, _SECTION_KEYS)
+    shape = value.get("shape")
+    if shape not in _SECTION_SHAPES:
+        raise ValueError(f"{path}.shape must be one of "
+                         f"{', '.join(s for s in _SECTION_SHAPES if s)} (or absent: A, Iy, Iz, "
+                         f"J given), got {_describe(shape)}"
+                         f"{_suggest(shape, [s for s in _SECTION_SHAPES if s])}")
+    keys = _SECTION_SHAPES[shape]
+    stray = [k for k in value if k != "shape" and k not in keys]
+    if stray:
+        raise ValueError(f"{path}.{stray[0]} does not belong to a "
+                         f"{'section given by its properties' if shape is None else shape} "
+                         f"(its keys: {', '.join(keys)})")
+    sizes = {k: _positive(f"{path}.{k}", _required(path, value, k)) for k in keys}
+    make = {"rectangle": rectangle, "tube": tube, "circle": circle, None: Section}[shape]
+    try:
+        section = make(**sizes)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return ({} if shape is None else {"shape": shape}) | sizes, section
+
+
+def _beam_modes_choice(path: str, value: Any) -> dict[str, Any]:
+    """A beam block's ``modes``: a count per family (:data:`flexdyn.beam.MODE_FAMILIES`) or
+    ``{"plane": "xy" or "xz", "count": n}`` (the ``n`` lowest modes of motion in that plane
+    of the beam's axes)."""
+    value = _mapping(path, value, _MODE_KEYS)
+    if value.get("plane") is not None or value.get("count") is not None:
+        families = [k for k in MODE_FAMILIES if value.get(k) is not None]
+        if families:
+            raise ValueError(f"{path} gives both a plane and counts per family "
+                             f"({', '.join(families)}); use one")
+        plane = _required(path, value, "plane")
+        if plane not in PLANE_FAMILIES:
+            raise ValueError(f"{path}.plane must be one of {', '.join(PLANE_FAMILIES)}, got "
+                             f"{_describe(plane)}")
+        count = _required(path, value, "count")
+        if not _is_int(count) or count < 1:
+            raise ValueError(f"{path}.count must be an integer >= 1, got {_describe(count)}")
+        return {"plane": plane, "count": int(count)}
+    out = {}
+    for family in MODE_FAMILIES:
+        count = value.get(family, 0)
+        if not _is_int(count) or count < 0:
+            raise ValueError(f"{path}.{family} must be an integer >= 0, got {_describe(count)}")
+        out[family] = int(count)
+    if not any(out.values()):
+        raise ValueError(f"{path} selects no modes; give a count per family "
+                         f"({', '.join(MODE_FAMILIES)}) or {{plane, count}}")
+    return out
+
+
+def _beam_frame(path: str, value: Mapping) -> tuple[dict[str, Any], np.ndarray, np.ndarray,
+                                                    float]:
+    """A beam block's geometry: ``start`` and ``end``, or ``start``, ``length`` and ``axis``
+    (default x), and the section's ``y_axis`` (perpendicular to the beam; default the body y
+    axis made perpendicular to it, or z for a beam along y).  Returns (the normalised keys,
+    start, the rotation whose columns are the beam's x, y, z axes, the length)."""
+    start = _optional_array(f"{path}.start", value.get("start"), (3,))
+    out: dict[str, Any] = {"start": start.tolist()}
+    if value.get("end") is not None:
+        for key in ("length", "axis"):
+            if value.get(key) is not None:
+                raise ValueError(f"{path} gives end and {key}; give end, or length and axis")
+        end = _array(f"{path}.end", value["end"], (3,))
+        # difference of scaled points: end − start overflows for points near the float limit
+        top = max(_scale(start), _scale(end))
+        delta = end / top - start / top
+        length = float(np.linalg.norm(delta)) * top
+        if not np.isfinite(length) or length <= 0.0:
+            raise ValueError(f"{path}: end equals start (or the length overflows); a beam "
+                             "needs a positive length")
+        x = delta / np.linalg.norm(delta)
+        out["end"] = end.tolist()
+    else:
+        length = _positive(f"{path}.length", _required(path, value, "length"))
+        x = (np.array([1.0, 0.0, 0.0]) if value.get("axis") is None
+             else _direction(f"{path}.axis", value["axis"]))
+        out["length"] = length
+        if value.get("axis") is not None:
+            out["axis"] = _array(f"{path}.axis", value["axis"], (3,)).tolist()
+    if value.get("y_axis") is not None:
+        y = _direction(f"{path}.y_axis", value["y_axis"])
+        if abs(float(x @ y)) > TOL:
+            raise ValueError(f"{path}.y_axis is not perpendicular to the beam (cosine "
+                             f"{float(x @ y):.3g}); the section's y axis lies across it")
+        out["y_axis"] = _array(f"{path}.y_axis", value["y_axis"], (3,)).tolist()
+    else:
+        guess = np.eye(3)[1] if abs(x[1]) < 0.9 else np.eye(3)[2]
+        y = guess - (guess @ x) * x
+        y /= np.linalg.norm(y)
+    y = y - (y @ x) * x
+    y /= np.linalg.norm(y)
+    return out, start, np.column_stack([x, y, np.cross(x, y)]), length
+
+
+def _beam(path: str, value: Any) -> tuple[dict[str, Any], BeamModes]:
+    """Parse a body's ``beam`` block (``docs/flexible-bodies.md``): the normalised block
+    (every default filled in; what :func:`to_plain_dict` writes back) and its modal data from
+    :func:`flexdyn.beam.beam_modes`, placed in the body frame."""
+    value = _mapping(path, value, _BEAM_KEYS)
+    spec, start, rotation, length = _beam_frame(path, value)
+    material_spec, material = _beam_material(f"{path}.material",
+                                             _required(path, value, "material"))
+    section_spec, section = _beam_section(f"{path}.section", _required(path, value, "section"))
+    modes = _beam_modes_choice(f"{path}.modes", _required(path, value, "modes"))
+    elements = value.get("elements", _BEAM_DEFAULTS["elements"])
+    if not _is_int(elements) or elements < 1:
+        raise ValueError(f"{path}.elements must be an integer >= 1, got {_describe(elements)}")
+    options = {}
+    for key, choices in (("basis", ("lumped", "natural", "finite")),
+                         ("boundary", ("cantilever", "free-free"))):
+        options[key] = value.get(key, _BEAM_DEFAULTS[key])
+        if options[key] not in choices:
+            raise ValueError(f"{path}.{key} must be one of {', '.join(choices)}, got "
+                             f"{_describe(options[key])}{_suggest(options[key], choices)}")
+    stiffening = value.get("stiffening", False)
+    if not isinstance(stiffening, bool):
+        raise ValueError(f"{path}.stiffening must be true or false, got {_describe(stiffening)}")
+    n = sum(modes.values()) if "plane" not in modes else modes["count"]
+    raw_zeta = value.get("damping_ratio", 0.0)
+    zeta = (_scalar(f"{path}.damping_ratio", raw_zeta) if _is_real(raw_zeta) else
+            _array(f"{path}.damping_ratio", raw_zeta, (n,), ("one per mode",)))
+    if np.any(np.asarray(zeta) < 0.0):
+        raise ValueError(f"{path}.damping_ratio must be >= 0, got {_describe(raw_zeta)}")
+    counts = ({f: int(f in PLANE_FAMILIES[modes["plane"]]) for f in MODE_FAMILIES}
+              if "plane" in modes else modes)
+    props = section_properties(material, section, axial=True)
+    # the section's rotary inertia always (the body's mass); a stiffness only where modes
+    # are asked for (the other deformations are held: beam_modes' None)
+    kwargs: dict[str, Any] = {
+        "mass_per_length": props["mass_per_length"],
+        "polar_inertia_per_length": material.rho * (section.Iy + section.Iz),
+        "EI_z": props["EI_z"] if counts["transverse_y"] else None,
+        "EI_y": props["EI_y"] if counts["transverse_z"] else None,
+        "EA": props["EA"] if counts["axial"] or stiffening else None}
+    if counts["torsion"]:
+        if material.G is None:
+            raise ValueError(f"{path}.modes asks for torsion modes; the material needs a shear "
+                             "modulus G (or Poisson's ratio nu)")
+        kwargs["GJ"] = props["GJ"]
+    try:
+        beam = beam_modes(length, **kwargs, n_elements=int(elements),
+                          n_modes=modes["count"] if "plane" in modes else modes,
+                          plane=modes.get("plane"), boundary=options["boundary"],
+                          basis=options["basis"], damping_ratio=zeta)
+    except ValueError as exc:
+        message = str(exc).removeprefix("beam_modes: ")  # in the block's words
+        for word, key in (("n_modes", "modes"), ("n_elements", "elements")):
+            message = message.replace(word, key)
+        raise ValueError(f"{path}: {message}") from None
+    spec.update(material=material_spec, section=section_spec, modes=modes,
+                elements=int(elements), **options,
+                damping_ratio=zeta if isinstance(zeta, float) else zeta.tolist(),
+                stiffening=stiffening)
+    return spec, beam.placed(start, rotation)
+
+
+def beam_summary(d: Mapping) -> list[str]:
+    """One line per body with a ``beam`` block of the model ``d`` (raw, plain or normalised):
+    its length, material and section, and the frequencies (Hz) of its modes with their
+    families, after a heading; ``[]`` when no body has one.  The command line's ``info``
+    prints it."""
+    lines = []
+    for body in d.get("bodies", ()):
+        if not isinstance(body, Mapping) or body.get("beam") is None:
+            continue
+        spec, beam = _beam(f'body "{body.get("name")}": beam', body["beam"])
+        length = spec.get("length") or float(np.linalg.norm(
+            np.subtract(spec["end"], spec["start"])))
+        material = (spec["material"] if isinstance(spec["material"], str)
+                    else f"E = {spec['material']['E']:.4g} Pa")
+        section = spec["section"].get("shape", "section")
+        freqs = ", ".join(f"{w / (2 * np.pi):.6g} ({family})"
+                          for w, family in zip(beam.frequencies, beam.families, strict=True))
+        lines.append(f"  {body.get('name')}: beam of {length:.6g} m, {material}, {section}, "
+                     f"{spec['elements']} elements ({spec['basis']}, {spec['boundary']}): "
+                     f"{freqs} Hz")
+    return ["beam blocks (flexdyn.beam.beam_modes; Hz, family):", *lines] if lines else []
+
+
+def beam_nodes(block: Mapping, what: str = "beam") -> np.ndarray:
+    """The nodes (n, 3) in the body frame of the beam ``block`` (a body's ``beam``);
+    ``ValueError`` naming ``what`` if the block is invalid."""
+    return _beam(what, block)[1].nodes
+
+
+# ---------------------------------------------------------------------------------------------
 # the model
 # ---------------------------------------------------------------------------------------------
 
 
-def _body_names(bodies: Sequence[Any]) -> list[str]:
-    """Check the body list's entries and names (non-empty, unique); return the names."""
+def _body_names(bodies: Sequence[Any], report: _Report) -> list[str | None]:
+    """Check the body list's entries and names (non-empty, unique) and report each body's
+    unknown keys; return the names (None for an entry without a valid one)."""
     index: dict[str, int] = {}
+    names: list[str | None] = []
     for i, body in enumerate(bodies):
-        body = _mapping(f"bodies[{i}]", body)
-        name = _required(f"bodies[{i}]", body, "name")
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"bodies[{i}]: name must be a non-empty string, got {_describe(name)}")
-        bad = [c for c in name if c in _NAME_FORBIDDEN]
-        if bad:
-            raise ValueError(f"bodies[{i}]: name {name!r} contains {bad[0]!r}; names may not "
-                             "contain '.' (the state-layout separator) or control characters")
-        try:
-            name.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError(f"bodies[{i}]: name {name!r} is not valid Unicode (a lone "
-                             "surrogate?)") from None
-        _mapping(f'bodies[{i}] "{name}":', body, _BODY_KEYS)
-        if name in index:
-            raise ValueError(
-                f'bodies[{i}] "{name}": name is a duplicate of bodies[{index[name]}]; '
-                "body names must be unique"
-            )
-        index[name] = i
-    return list(index)
+        names.append(report.check(_body_name, i, body, index))
+        if isinstance(body, Mapping):
+            label = f'bodies[{i}]' + ("" if names[-1] is None else f' "{names[-1]}"')
+            _mapping(label + ":", body, _BODY_KEYS, report)
+    return names
+
+
+def _body_name(i: int, body: Any, index: dict[str, int]) -> str:
+    """The name of ``bodies[i]``, added to ``index`` (name → first index)."""
+    body = _mapping(f"bodies[{i}]", body)
+    name = _required(f"bodies[{i}]", body, "name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"bodies[{i}]: name must be a non-empty string, got {_describe(name)}")
+    bad = [c for c in name if c in _NAME_FORBIDDEN]
+    if bad:
+        raise ValueError(f"bodies[{i}]: name {name!r} contains {bad[0]!r}; names may not "
+                         "contain '.' (the state-layout separator) or control characters")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"bodies[{i}]: name {name!r} is not valid Unicode (a lone "
+                         "surrogate?)") from None
+    if name in index:
+        raise ValueError(
+            f'bodies[{i}] "{name}": name is a duplicate of bodies[{index[name]}]; '
+            "body names must be unique"
+        )
+    index[name] = i
+    return name
 
 
 def _parent(where: str, value: Any, i: int, names: dict[str, int]) -> int:
@@ -816,29 +1207,50 @@ def _parent(where: str, value: Any, i: int, names: dict[str, int]) -> int:
     return index
 
 
-def _header(d: Any) -> tuple[str, np.ndarray, str, Sequence[Any]]:
+def _header(d: Any, report: _Report) -> tuple[str, np.ndarray, str, Sequence[Any]]:
     """Check the top level of a model description: its name, gravity, tip kinematics and
-    list of bodies."""
-    d = _mapping("model", d, _TOP_KEYS)
+    list of bodies, each on its own (problems go to ``report``); raises when there is no
+    list of bodies to check."""
+    d = _mapping("model", d, _TOP_KEYS, report)
+    report.check(_format_version, d)
+    name = report.check(_model_name, d.get("name"))
+    gravity = report.check(_optional_array, "model: gravity", d.get("gravity"), (3,))
+    tip = d.get("tip_kinematics")
+    tip = DEFAULT_TIP_KINEMATICS if tip is None else report.check(
+        check_tip_kinematics, "model: tip_kinematics", tip)
+    bodies = report.check(_body_list, d)
+    if bodies is None:
+        report.raise_any()
+    return name, gravity, tip, bodies
+
+
+def _format_version(d: Mapping) -> None:
+    """Check the optional ``format`` and ``version``."""
     fmt = d.get("format")
     if fmt is not None and fmt != FORMAT_NAME:
         raise ValueError(f"model: format must be {FORMAT_NAME!r}, got {_describe(fmt)}")
     version = d.get("version")
     if version is not None and not (_is_int(version) and version == FORMAT_VERSION):
         raise ValueError(f"model: version must be {FORMAT_VERSION}, got {_describe(version)}")
-    name = "" if d.get("name") is None else d["name"]
+
+
+def _model_name(name: Any) -> str:
+    """The model's name (default ``""``)."""
+    if name is None:
+        return ""
     if not isinstance(name, str):
         raise ValueError(f"model: name must be a string, got {_describe(name)}")
-    gravity = _optional_array("model: gravity", d.get("gravity"), (3,))
-    tip = d.get("tip_kinematics")
-    tip = DEFAULT_TIP_KINEMATICS if tip is None else check_tip_kinematics(
-        "model: tip_kinematics", tip)
+    return name
+
+
+def _body_list(d: Mapping) -> Sequence[Any]:
+    """The non-empty list of bodies."""
     bodies = _required("model", d, "bodies")
     if isinstance(bodies, (str, bytes, Mapping)) or not isinstance(bodies, Sequence):
         raise ValueError(f"model: bodies must be a list of bodies, got {_describe(bodies)}")
     if not bodies:
         raise ValueError("model: bodies is empty; a model needs at least one body")
-    return name, gravity, tip, bodies
+    return bodies
 
 
 # ---------------------------------------------------------------------------------------------
@@ -899,8 +1311,36 @@ def json_schema() -> dict[str, Any]:
     body = block({"name": {"type": "string", "minLength": 1, "pattern": r"^[^.\x00-\x1f]*$"},
                   "parent": body_ref, "joint": {"$ref": "#/$defs/joint"},
                   "rigid": {"oneOf": [{"$ref": "#/$defs/rigid"}, {"type": "null"}]},
-                  "flex": {"oneOf": [{"$ref": "#/$defs/flex"}, {"type": "null"}]}},
+                  "flex": {"oneOf": [{"$ref": "#/$defs/flex"}, {"type": "null"}]},
+                  "beam": {"oneOf": [{"$ref": "#/$defs/beam"}, {"type": "null"}]}},
                  _BODY_KEYS, ["name", "joint"])
+    positive = {"type": "number", "exclusiveMinimum": 0}
+    count = {"type": "integer", "minimum": 0}
+    material = block({"E": positive, "G": positive, "nu": number, "rho": positive},
+                     _MATERIAL_KEYS, ["E", "rho"])
+    section = {"oneOf": [block({"shape": {"const": shape}, **dict.fromkeys(keys, positive)},
+                               ("shape", *keys), ["shape", *keys]) if shape else
+                         block(dict.fromkeys(keys, positive), keys, keys)
+                         for shape, keys in _SECTION_SHAPES.items()]}
+    modes = {"oneOf": [block(dict.fromkeys(MODE_FAMILIES, count), MODE_FAMILIES),
+                       block({"plane": {"enum": list(PLANE_FAMILIES)},
+                              "count": {"type": "integer", "minimum": 1}},
+                             ("plane", "count"), ["plane", "count"])]}
+    beam = block({"start": vec(3), "end": vec(3), "length": positive, "axis": vec(3),
+                  "y_axis": vec(3),
+                  "material": {"oneOf": [{"enum": list(MATERIALS)}, material]},
+                  "section": section, "modes": modes,
+                  "elements": {"type": "integer", "minimum": 1},
+                  "basis": {"enum": ["lumped", "natural", "finite"]},
+                  "boundary": {"enum": ["cantilever", "free-free"]},
+                  "damping_ratio": {"oneOf": [{"type": "number", "minimum": 0},
+                                              {"type": "array", "items": {
+                                                  "type": "number", "minimum": 0}}]},
+                  "stiffening": {"type": "boolean"}},
+                 _BEAM_KEYS, ["material", "section", "modes"])
+    beam["oneOf"] = [{"required": ["end"], "not": {"anyOf": [{"required": ["length"]},
+                                                             {"required": ["axis"]}]}},
+                     {"required": ["length"], "not": {"required": ["end"]}}]
     forms = {"unit": vec(3), "rotation": mat33}
     kind_keys = {k: forms[form] for kind in CONSTRAINT_KINDS.values()
                  for k, (form, _) in kind.keys.items()}
@@ -920,7 +1360,7 @@ def json_schema() -> dict[str, Any]:
             "title": "flexdyn model file",
             "description": "A tree of rigid and flexible bodies (docs/model-format.md).",
             **top, "$defs": {"placement": placement, "joint": joint, "forces": forces,
-                             "rigid": rigid, "flex": flex, "body": body,
+                             "rigid": rigid, "flex": flex, "beam": beam, "body": body,
                              "constraint": constraint}}
 
 
@@ -965,32 +1405,34 @@ def normalize_model_dict(d: Mapping) -> dict:
         each body's parent, rigid, flex and joint blocks are checked even when another has failed (a
         body whose parent failed is checked once the parent is right).
     """
-    name, gravity, tip, raw_bodies = _header(d)
-    names = _body_names(raw_bodies)
-    name_index = {n: i for i, n in enumerate(names)}
-    labels = [f'bodies[{i}] "{n}"' for i, n in enumerate(names)]
+    report = _Report()
+    name, gravity, tip, raw_bodies = _header(d, report)
+    names = _body_names(raw_bodies, report)
+    name_index = {n: i for i, n in enumerate(names) if n is not None}
+    labels = [f"bodies[{i}]" + ("" if n is None else f' "{n}"') for i, n in enumerate(names)]
     children = [0] * len(names)
     bodies: list[dict[str, Any] | None] = []
-    errors: list[str] = []
-
-    def checked(parse: Callable[..., Any], *args: Any) -> Any:
-        """``parse(*args)``, or None with its message kept (every error of a file is
-        reported)."""
-        try:
-            return parse(*args)
-        except ValueError as exc:
-            errors.append(str(exc))
-            return None
+    checked = report.check
 
     def joint_of(i: int, raw: Mapping, parent: int, parent_nodes: int, own_nodes: int,
-                 parent_label: str) -> dict[str, Any]:
+                 parent_label: str) -> dict[str, Any] | None:
         return _joint(labels[i], _required(labels[i] + ":", raw, "joint"), parent,
-                      parent_nodes, own_nodes, parent_label)
+                      parent_nodes, own_nodes, parent_label, report)
 
     for i, raw in enumerate(raw_bodies):
+        if not isinstance(raw, Mapping):
+            bodies.append(None)  # reported with its name
+            continue
         parent = checked(_parent, labels[i], raw.get("parent"), i, name_index)
-        flex = checked(_flex, labels[i], raw.get("flex"))
-        rigid = checked(_rigid, labels[i], raw.get("rigid"))
+        beam, flex = None, None
+        if raw.get("beam") is not None:
+            generated = checked(_beam, f"{labels[i]}: beam", raw["beam"])
+            if generated is not None:
+                beam = generated[0]
+                flex = checked(_beam_flex, labels[i], generated[1], raw.get("flex"))
+        else:
+            flex = checked(_flex, labels[i], raw.get("flex"), report)
+        rigid = checked(_rigid, labels[i], raw.get("rigid"), report)
         parent_body = bodies[parent] if parent is not None and parent >= 0 else None
         if parent is not None and parent >= 0:
             children[parent] += 1
@@ -1010,28 +1452,48 @@ def normalize_model_dict(d: Mapping) -> dict:
         if joint is not None and flex is not None and flex.get("nodal") and joint[
                 "child_node"] not in (
                 None, flex["attach_node"]):
-            errors.append(
+            report.errors.append(
                 f"{labels[i]}: joint.child_node = {joint['child_node']} must be null or the "
                 f"nodal body's flex.attach_node = {flex['attach_node']} (the node rigidly fixed "
                 "to the joint)")
             joint = None
-        ok = all(x is not None for x in (parent, flex, rigid, joint))
+        ok = all(x is not None for x in (names[i], parent, flex, rigid, joint))
         bodies.append({"name": names[i], "parent": parent, "joint": joint, "rigid": rigid,
-                       "flex": flex} if ok else None)
-    if errors:
-        raise ModelFileError(errors)
+                       "flex": flex, "beam": beam} if ok else None)
     for i, body in enumerate(bodies):
+        if body is None:
+            continue
         total = body["rigid"]["mass"] + float(np.sum(body["flex"]["node_masses"]))
         inertia = float(np.sum(np.abs(body["rigid"]["inertia"]))
                         + np.sum(np.abs(body["flex"]["node_inertias"])))
         if total == 0.0 and inertia == 0.0 and children[i] == 0:
-            raise ValueError(
+            report.errors.append(
                 f"{labels[i]}: has no mass, no rotary inertia and no children; a body without "
                 "inertia must carry other bodies (rigid.mass + sum of flex.node_masses is 0)"
             )
-    constraints = _constraints(d.get("constraints"), names, name_index, bodies)
+    constraints = _constraints(d.get("constraints"), names, name_index, bodies, report)
+    report.raise_any()
     return {"name": name, "gravity": gravity, "tip_kinematics": tip, "bodies": bodies,
             "constraints": constraints}
+
+
+def _beam_flex(label: str, beam: BeamModes, given: Any) -> dict[str, Any]:
+    """The flex block of a body's beam: its generated modal data; a ``flex`` block given
+    beside the beam must be that data (a normalised model read again), else it is an
+    error."""
+    data = {"nodes": beam.nodes, "node_masses": beam.node_masses,
+            "node_inertias": beam.node_inertias, "modes": beam.modes,
+            "stiffness": beam.stiffness, "damping": beam.damping}
+    if beam.geometric_stiffness_1 is not None:
+        data.update(geometric_stiffness_1=beam.geometric_stiffness_1,
+                    geometric_stiffness_2=beam.geometric_stiffness_2,
+                    axial_modes=beam.axial_modes)
+    flex = _flex(label, data)
+    if given is not None and not (isinstance(given, Mapping) and set(given) == set(flex) and all(
+            _is_exactly(given[k], flex[k]) for k in flex)):
+        raise ValueError(f"{label}: gives beam and flex; give one (the beam block generates "
+                         "the flex data)")
+    return flex
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1066,69 +1528,80 @@ def _endpoint(path: str, entry: Mapping, prefix: str, body: int, bodies: Sequenc
         if body < 0:
             raise ValueError(f"{path}.{node_key}: the ground has no nodes; give {point_key!r} "
                              "in inertial coordinates")
-        n_nodes = bodies[body]["flex"]["nodes"].shape[0]
+        n_nodes = (_UNKNOWN_COUNT if bodies[body] is None  # checked once the body is right
+                   else bodies[body]["flex"]["nodes"].shape[0])
         return _index(f"{path}.{node_key}", node, n_nodes, labels[body]), None
     return None, _array(f"{path}.{point_key}", point, (3,))
 
 
-def _constraints(raw: Any, names: Sequence[str], name_index: dict[str, int],
-                 bodies: Sequence[Mapping]) -> list[dict[str, Any]]:
-    """Parse the top-level ``constraints`` list (loop closures, ``docs/model-format.md``)."""
+def _constraints(raw: Any, names: Sequence[str | None], name_index: dict[str, int],
+                 bodies: Sequence[Mapping | None], report: _Report) -> list[dict[str, Any]]:
+    """Parse the top-level ``constraints`` list (loop closures, ``docs/model-format.md``),
+    each entry on its own (problems go to ``report``); a body that failed leaves its node
+    count unknown."""
     if raw is None:
         return []
     if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Sequence):
-        raise ValueError(f"model: constraints must be a list of closures, got {_describe(raw)}")
+        report.errors.append(f"model: constraints must be a list of closures, got "
+                             f"{_describe(raw)}")
+        return []
     labels = [f'body "{n}"' for n in names]
-    out: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
-    for k, entry in enumerate(raw):
-        path = f"constraints[{k}]"
-        entry = _mapping(path, entry)
-        cname = _required(path, entry, "name")
-        if not isinstance(cname, str) or not cname:
-            raise ValueError(f"{path}: name must be a non-empty string, got {_describe(cname)}")
-        if cname in seen:
-            raise ValueError(f'{path} "{cname}": name is a duplicate of constraints[{seen[cname]}]')
-        seen[cname] = k
-        path = f'{path} "{cname}"'
-        _mapping(path, entry, _CONSTRAINT_KEYS)
-        ctype = _required(path, entry, "type")
-        kind = CONSTRAINT_KINDS.get(ctype) if isinstance(ctype, str) else None
-        if kind is None:
-            raise ValueError(f"{path}: type must be one of {', '.join(CONSTRAINT_KINDS)}, got "
-                             f"{_describe(ctype)}{_suggest(ctype, list(CONSTRAINT_KINDS))}")
-        body = _closure_body(f"{path}: body", _required(path, entry, "body"), name_index, False)
-        other = _closure_body(f"{path}: other_body", entry.get("other_body"), name_index, True)
-        if other == body:
-            raise ValueError(f"{path}: body and other_body are the same body "
-                             f'"{names[body]}"; a closure joins two bodies (or one and the ground)')
-        node, point = _endpoint(path, entry, "", body, bodies, labels)
-        other_node, other_point = _endpoint(path, entry, "other_", other, bodies, labels)
-        params: dict[str, Any] = {}
-        for key in _CONSTRAINT_KEYS[len(_ENDPOINT_KEYS):]:
-            value = entry.get(key)
-            if key not in kind.keys:
-                if value is not None:
-                    owners = [t for t, kd in CONSTRAINT_KINDS.items() if key in kd.keys]
-                    raise ValueError(f"{path}.{key} is not allowed for a {ctype} closure (only "
-                                     f"for {', '.join(owners)})")
-                continue
-            form, required = kind.keys[key]
-            if value is None:
-                if required:
-                    raise ValueError(f"{path}.{key} is required for a {ctype} closure")
-                continue
-            if form == "unit":
-                params[key] = _array(f"{path}.{key}", value, (3,))
-                _unit(f"{path}.{key}", params[key])
-            else:
-                params[key] = _rotation(f"{path}.{key}", value)
-        for key, default in kind.defaults.items():
-            params.setdefault(key, default(params))
-        out.append({"name": cname, "type": ctype, "body": body, "node": node, "point": point,
-                    "other_body": other, "other_node": other_node, "other_point": other_point,
-                    **params})
-    return out
+    out = [report.check(_closure_entry, k, entry, names, name_index, bodies, labels, seen)
+           for k, entry in enumerate(raw)]
+    return [c for c in out if c is not None]
+
+
+def _closure_entry(k: int, entry: Any, names: Sequence[str | None], name_index: dict[str, int],
+                   bodies: Sequence[Mapping | None], labels: Sequence[str],
+                   seen: dict[str, int]) -> dict[str, Any]:
+    """The normalised ``constraints[k]`` (``seen``: the names of the entries before it)."""
+    path = f"constraints[{k}]"
+    entry = _mapping(path, entry)
+    cname = _required(path, entry, "name")
+    if not isinstance(cname, str) or not cname:
+        raise ValueError(f"{path}: name must be a non-empty string, got {_describe(cname)}")
+    if cname in seen:
+        raise ValueError(f'{path} "{cname}": name is a duplicate of constraints[{seen[cname]}]')
+    seen[cname] = k
+    path = f'{path} "{cname}"'
+    _mapping(path, entry, _CONSTRAINT_KEYS)
+    ctype = _required(path, entry, "type")
+    kind = CONSTRAINT_KINDS.get(ctype) if isinstance(ctype, str) else None
+    if kind is None:
+        raise ValueError(f"{path}: type must be one of {', '.join(CONSTRAINT_KINDS)}, got "
+                         f"{_describe(ctype)}{_suggest(ctype, list(CONSTRAINT_KINDS))}")
+    body = _closure_body(f"{path}: body", _required(path, entry, "body"), name_index, False)
+    other = _closure_body(f"{path}: other_body", entry.get("other_body"), name_index, True)
+    if other == body:
+        raise ValueError(f"{path}: body and other_body are the same body "
+                         f'"{names[body]}"; a closure joins two bodies (or one and the ground)')
+    node, point = _endpoint(path, entry, "", body, bodies, labels)
+    other_node, other_point = _endpoint(path, entry, "other_", other, bodies, labels)
+    params: dict[str, Any] = {}
+    for key in _CONSTRAINT_KEYS[len(_ENDPOINT_KEYS):]:
+        value = entry.get(key)
+        if key not in kind.keys:
+            if value is not None:
+                owners = [t for t, kd in CONSTRAINT_KINDS.items() if key in kd.keys]
+                raise ValueError(f"{path}.{key} is not allowed for a {ctype} closure (only "
+                                 f"for {', '.join(owners)})")
+            continue
+        form, required = kind.keys[key]
+        if value is None:
+            if required:
+                raise ValueError(f"{path}.{key} is required for a {ctype} closure")
+            continue
+        if form == "unit":
+            params[key] = _array(f"{path}.{key}", value, (3,))
+            _unit(f"{path}.{key}", params[key])
+        else:
+            params[key] = _rotation(f"{path}.{key}", value)
+    for key, default in kind.defaults.items():
+        params.setdefault(key, default(params))
+    return {"name": cname, "type": ctype, "body": body, "node": node, "point": point,
+            "other_body": other, "other_node": other_node, "other_point": other_point,
+            **params}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1242,9 +1715,12 @@ def to_plain_dict(nd: dict) -> dict:
                 "com": rigid["com"].tolist(),
                 "inertia": rigid["inertia"].tolist(),
             }
-        flex = _plain_flex(body["flex"])
-        if flex is not None:
-            out["flex"] = flex
+        if body.get("beam") is not None:
+            out["beam"] = copy.deepcopy(body["beam"])  # the block, not its generated data
+        else:
+            flex = _plain_flex(body["flex"])
+            if flex is not None:
+                out["flex"] = flex
         bodies.append(out)
     tip = nd["tip_kinematics"]
     out = {
@@ -1354,16 +1830,36 @@ def _nesting(value: Any) -> int:
     return deepest
 
 
+def _bracket_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in ``text``, brackets inside strings included (so an
+    upper bound of a JSON document's nesting), in a few vectorized passes."""
+    codes = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    depth = deepest = 0
+    for start in range(0, codes.size, 1 << 22):  # in slices: a few MB of temporaries
+        c = codes[start:start + (1 << 22)]
+        steps = ((c == ord("[")).view(np.int8) + (c == ord("{")).view(np.int8)
+                 - (c == ord("]")).view(np.int8) - (c == ord("}")).view(np.int8))
+        run = np.cumsum(steps, dtype=np.int64) + depth
+        deepest, depth = max(deepest, int(run.max())), int(run[-1])
+    return deepest
+
+
 def _load_yaml(yaml: Any, text: str, path: Path) -> Any:
     """Parse YAML safely: duplicate keys are rejected, aliases may not expand the document
     beyond :data:`MAX_YAML_NODES` nodes or :data:`MAX_NESTING` levels, nor add more than
     :data:`MAX_YAML_ALIAS_NODES` nodes to those it writes out (checked on the composed node
     graph, each shared node once, before anything is built)."""
 
-    class Loader(yaml.SafeLoader):
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser if built
         def construct_mapping(self, node, deep=False):
             keys = set()
             for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # '<<: *base': merged by SafeLoader, the keys given here win
+                if not isinstance(key_node, yaml.ScalarNode):
+                    kind = "list" if isinstance(key_node, yaml.SequenceNode) else "mapping"
+                    raise ValueError(f"{path}: a mapping key must be a plain value (a name), "
+                                     f"got a {kind} (line {key_node.start_mark.line + 1})")
                 key = self.construct_object(key_node, deep=True)
                 if key in keys:
                     raise ValueError(f"{path}: duplicate key {key!r} (line "
@@ -1436,6 +1932,15 @@ def _import_yaml() -> Any:
     return yaml
 
 
+def _check_value_count(path: Path, separators: int, limit: int, what: str) -> None:
+    """Refuse a file whose text separates more values than ``limit``, before parsing it."""
+    if separators >= limit:
+        raise ValueError(f"{path}: the file holds {separators} {what}, more values than the "
+                         f"{limit} a {path.suffix.lstrip('.').upper()} model file may hold "
+                         "(flexdyn.model_file.MAX_JSON_VALUES, MAX_YAML_VALUES); build "
+                         "models this large in Python")
+
+
 def read_model_dict(path: str | os.PathLike) -> dict:
     """Read a raw model description from a JSON or YAML file.
 
@@ -1461,6 +1966,7 @@ def read_model_dict(path: str | os.PathLike) -> dict:
     suffix = path.suffix.lower()
     if suffix == ".json":
         text = read_text(path)
+        _check_value_count(path, text.count(","), MAX_JSON_VALUES, "commas")
         try:
             data = json.loads(text, object_pairs_hook=_unique_keys)
         except RecursionError:
@@ -1474,14 +1980,20 @@ def read_model_dict(path: str | os.PathLike) -> dict:
                 f"{path}: reading YAML model files needs PyYAML (pip install pyyaml); "
                 "or convert the file to JSON"
             )
-        data = _load_yaml(yaml, read_text(path), path)
+        text = read_text(path)
+        _check_value_count(path, text.count(",") + text.count("\n"), MAX_YAML_VALUES,
+                           "commas and line breaks")
+        data = _load_yaml(yaml, text, path)
     else:
         raise ValueError(
             f"{path}: unsupported model file type {suffix!r}; use .json, .yaml or .yml"
         )
-    depth = _nesting(data)
-    if depth > MAX_NESTING:
-        raise ValueError(f"{path}: nesting deeper than {MAX_NESTING} levels ({depth})")
+    # YAML's depth is checked on the composed graph; JSON's on its brackets (vectorized),
+    # and only where strings may have added some, object by object
+    if suffix == ".json" and _bracket_depth(text) > MAX_NESTING:
+        depth = _nesting(data)
+        if depth > MAX_NESTING:
+            raise ValueError(f"{path}: nesting deeper than {MAX_NESTING} levels ({depth})")
     if not isinstance(data, dict):
         raise ValueError(f"{path}: the top level must be an object, got {type(data).__name__}")
     return data
