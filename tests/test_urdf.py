@@ -387,6 +387,8 @@ def test_keep_inertia_false_is_the_beam_alone():
     ({**FOREARM, "lenght": 1.0}, "unknown key 'lenght'"),
     ({**FOREARM, "section": tube(0.2, 0.05)}, "exceeds the link's"),
     ({**FOREARM, "end": [0.0, 0.0, 0.0]}, "no length"),
+    ({**FOREARM, "section": tube(0.01, 0.0005), "end": [1.0, 0.0, 0.0]},
+     "the link's inertia less the beam's is no body's: the inertia is not positive"),
     ({**FOREARM, "section": {"radius": 0.01, "wall": 0.001}}, "section must be"),
 ])
 def test_bad_flexible_entries(spec, message):
@@ -451,6 +453,9 @@ BAD = {
         "j", "a", "b", extra='<limit lower="1" upper="-1" effort="1" velocity="1"/>')),
         r'<joint name="j">: <limit lower="1" upper="-1">: lower must be below upper'),
     "not a robot": ("<model/>", r"the root element is <model>"),
+    "negative effort": (_robot(LINK.format("a"), LINK.format("b"), _joint(
+        "j", "a", "b", extra='<limit lower="-1" upper="1" effort="-3" velocity="1"/>')),
+        r'<joint name="j">: <limit effort="-3"> is negative'),
 }
 
 

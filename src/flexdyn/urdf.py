@@ -128,6 +128,21 @@ class _Joint:
     friction: float = 0.0
 
 
+def _inertia_problem(inertia: np.ndarray) -> str | None:
+    """Why an inertia tensor (3 × 3, kg m²) is no body's — not positive semi-definite, or its
+    principal moments violate the triangle inequality (the model file's tolerances) — or
+    None."""
+    eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+    scale = float(np.max(np.abs(eig)))
+    moments = ", ".join(f"{e:.6g}" for e in eig)
+    if eig[0] < -PSD_RTOL * scale:
+        return f"the inertia is not positive semi-definite (principal moments {moments} kg m²)"
+    if eig[0] + eig[1] < eig[2] - TOL * scale:
+        return (f"the principal moments {moments} kg m² violate the triangle inequality (no "
+                "body has them)")
+    return None
+
+
 def _rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
     """URDF's fixed-axis roll, pitch, yaw: ``R = R_z(yaw) R_y(pitch) R_x(roll)``."""
     cr, sr, cp, sp, cy, sy = (math.cos(roll), math.sin(roll), math.cos(pitch),
@@ -199,17 +214,9 @@ class _Reader:
         return _Link(name, mass, pose.p, inertia)
 
     def check_inertia(self, where: str, inertia: np.ndarray) -> None:
-        """An inertia tensor must be positive semi-definite and satisfy the triangle
-        inequality of its principal moments (the model file's tolerances)."""
-        eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
-        scale = float(np.max(np.abs(eig)))
-        moments = ", ".join(f"{e:.6g}" for e in eig)
-        if eig[0] < -PSD_RTOL * scale:
-            raise self.error(where, f"the inertia is not positive semi-definite (principal "
-                                    f"moments {moments} kg m²)")
-        if eig[0] + eig[1] < eig[2] - TOL * scale:
-            raise self.error(where, f"the principal moments {moments} kg m² violate the "
-                                    "triangle inequality (no body has them)")
+        problem = _inertia_problem(inertia)
+        if problem:
+            raise self.error(where, problem)
 
     def joint(self, el: ET.Element, name: str) -> _Joint:
         where = f'<joint name="{name}">'
@@ -240,6 +247,8 @@ class _Reader:
                     raise self.error(where, f"<limit lower=\"{lim.get('lower')}\" upper=\""
                                             f"{lim.get('upper')}\">: lower must be below upper")
             j.effort = self.number(lim, "effort", where)
+            if j.effort is not None and j.effort < 0.0:
+                raise self.error(where, f"<limit effort=\"{lim.get('effort')}\"> is negative")
         dyn = el.find("dynamics")
         if dyn is not None:
             j.damping, j.friction = (self.number(dyn, k, where, 0.0)
@@ -451,12 +460,10 @@ def _flexible(reader: _Reader, link: _Link, spec: Mapping[str, Any], child_origi
                                   f"{link.mass:.6g} kg; choose a lighter beam or keep_inertia="
                                   "False")
     rest["mass"] = max(rest["mass"], 0.0)
-    try:
-        reader.check_inertia(where, rest["inertia"])
-    except URDFError as exc:
-        raise reader.error(where, "the link's inertia less the beam's is not a physical "
-                                  f"inertia ({str(exc).split(': ', 2)[-1]}); choose a "
-                                  "lighter or shorter beam, or keep_inertia=False") from None
+    problem = _inertia_problem(rest["inertia"])
+    if problem:
+        raise reader.error(where, f"the link's inertia less the beam's is no body's: {problem}; "
+                                  "choose a lighter or shorter beam, or keep_inertia=False")
     return flex, rest
 
 
