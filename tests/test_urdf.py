@@ -172,6 +172,54 @@ def test_example_robot_data_matches_pinocchio(path, floating):
                       f"{path} seed {seed}")
 
 
+def random_urdf(seed: int) -> str:
+    """A random robot: a tree of 2 to 8 links on revolute, continuous, prismatic, fixed,
+    planar (normal z, as Pinocchio reads any) and floating joints with random names (so that
+    siblings come out of document order), rotated origins, unaligned axes and rotated
+    inertial frames."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 9))
+    names = [f"{rng.choice(list('abcXYZ'))}{k}" for k in range(n)]
+
+    def vec(v):
+        return " ".join(f"{x:.17g}" for x in v)
+
+    parts = []
+    for k in range(n):
+        m1, m2 = rng.uniform(0.01, 0.1, 2)
+        moments = [m1, m2, rng.uniform(abs(m1 - m2), m1 + m2)]
+        parts.append(f'<link name="L{k}"><inertial><mass value="{rng.uniform(0.2, 3):.17g}"/>'
+                     f'<origin xyz="{vec(rng.uniform(-0.2, 0.2, 3))}" '
+                     f'rpy="{vec(rng.uniform(-3, 3, 3))}"/><inertia ixx="{moments[0]:.17g}" '
+                     f'iyy="{moments[1]:.17g}" izz="{moments[2]:.17g}" ixy="0" ixz="0" '
+                     'iyz="0"/></inertial></link>')
+        if k == 0:
+            continue
+        jtype = rng.choice(["revolute", "revolute", "continuous", "prismatic", "fixed",
+                            "planar", "floating"])
+        axis = [0.0, 0.0, 1.0] if jtype == "planar" else rng.normal(size=3)
+        limit = ('<limit lower="-5" upper="5" effort="1000" velocity="1"/>'
+                 if jtype in ("revolute", "prismatic") else "")
+        parts.append(f'<joint name="{names[k]}" type="{jtype}"><parent link="L'
+                     f'{int(rng.integers(0, k))}"/><child link="L{k}"/>'
+                     f'<origin xyz="{vec(rng.uniform(-0.5, 0.5, 3))}" '
+                     f'rpy="{vec(rng.uniform(-3, 3, 3))}"/><axis xyz="{vec(axis)}"/>'
+                     f'{limit}</joint>')
+    rng.shuffle(parts)
+    return "<robot name='random'>" + "".join(parts) + "</robot>"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_robots_match_pinocchio(seed):
+    pin = pytest.importorskip("pinocchio")
+    text = random_urdf(seed)
+    floating = seed % 3 == 0
+    for merge_fixed in (True, False):
+        model = fd.load_urdf(text, floating_base=floating, merge_fixed=merge_fixed)
+        _assert_small(_pinocchio_errors(pin, text, model, floating, seed),
+                      f"seed {seed}, merge_fixed={merge_fixed}:\n{text}")
+
+
 def test_floating_joint_in_the_file_matches_pinocchio():
     """A ``floating`` joint from a world link is the free flyer of ``floating_base``."""
     pin = pytest.importorskip("pinocchio")
