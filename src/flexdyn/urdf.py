@@ -1,7 +1,7 @@
 """Robots from URDF files, with chosen links made flexible (``docs/urdf.md``).
 
 :func:`urdf_model_dict` reads a URDF robot (a file or its XML text, parsed with the standard
-library's :mod:`xml.etree.ElementTree`) and returns the model dict of the model-file format
+library's ``xml.etree.ElementTree``) and returns the model dict of the model-file format
 (``model-format.md``), which :func:`flexdyn.load_urdf` validates and builds.
 
 Mapping
