@@ -7,8 +7,9 @@ built model.
   ``flexdyn/__main__.py`` sit above the other modules).
 * The fidelity names ``"full"`` / ``"ruthless"`` are dispatched on in one module,
   ``flexdyn/terms.py``.
-* Joint-type names are dispatched on only by the joint registry ``flexdyn/joints.py`` and
-  the model-file reader ``flexdyn/model_file.py``.
+* Joint-type names are dispatched on only by the joint registry ``flexdyn/joints.py``, the
+  model-file reader ``flexdyn/model_file.py`` and the URDF reader ``flexdyn/urdf.py`` (whose
+  ``"revolute"``, ``"fixed"``, … are URDF's joint types).
 * The constant arrays of a built :class:`flexdyn.Model` and its bodies are read-only, and
   writing into the kinematics returned to a caller cannot corrupt the model.
 """
@@ -33,7 +34,7 @@ FIDELITY_MODULE = "flexdyn/terms.py"
 JOINT_TYPE_NAMES = frozenset(
     {"fixed", "revolute", "prismatic", "screw", "cylindrical", "universal", "spherical", "free"}
 )
-JOINT_TYPE_MODULES = frozenset({"flexdyn/joints.py", "flexdyn/model_file.py"})
+JOINT_TYPE_MODULES = frozenset({"flexdyn/joints.py", "flexdyn/model_file.py", "flexdyn/urdf.py"})
 #: the closure registry and the engine's closure codes: their ``"revolute"`` key is a kind
 #: of loop closure (5 rows), not a joint
 CLOSURE_MODULES = ("flexdyn/constraints.py", "flexdyn/engine/closure.py")
@@ -366,7 +367,7 @@ def test_joint_type_names_are_dispatched_on_in_joints_and_model_file_only():
     others = {m: hits for m, hits in found.items()
               if m not in JOINT_TYPE_MODULES and m not in CLOSURE_MODULES}
     assert not others, (
-        "joint-type names compared/keyed outside flexdyn/joints.py and flexdyn/model_file.py:\n"
+        f"joint-type names compared/keyed outside {', '.join(sorted(JOINT_TYPE_MODULES))}:\n"
         + "\n".join(f"  {m}:{h}" for m, hits in others.items() for h in hits))
 
 

@@ -22,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ["docs/quickstart.md", "docs/model-format.md", "docs/prescribed-motion.md",
          "docs/closed-chains.md", "docs/nodal-bodies.md", "docs/symbolic.md",
-         "docs/control-design.md", "docs/cosimulation.md"]
+         "docs/control-design.md", "docs/cosimulation.md", "docs/urdf.md"]
 PAGES += ["docs/index.md", "docs/animations.md"]
 _BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 _WALL_TIME = re.compile(r"\d+(\.\d+)? s\b")

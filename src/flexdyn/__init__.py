@@ -7,8 +7,16 @@ articulated-body O(N) forward dynamics, with a full (energy-conserving) and a ru
 linearized body model.  See ``docs/architecture.md`` for the layers of the package.
 """
 
-from . import models, speeds
-from .chain import Model, ModelBuilder, StateEntry, load_model, save_model, state_layout
+from . import models, speeds, urdf
+from .chain import (
+    Model,
+    ModelBuilder,
+    StateEntry,
+    load_model,
+    load_urdf,
+    save_model,
+    state_layout,
+)
 from .closure import ClosureError
 from .control import Equilibrium, Linearization, equilibrium, linearize, max_stable_step
 from .dynamics import (
@@ -102,6 +110,7 @@ __all__ = [
     "kinetic_energy",
     "linearize",
     "load_model",
+    "load_urdf",
     "mass_matrix",
     "mass_matrix_inverse",
     "max_stable_step",
@@ -120,6 +129,7 @@ __all__ = [
     "tangent_stiffness",
     "total_energy",
     "unpack_state",
+    "urdf",
 ]
 
 

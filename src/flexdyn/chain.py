@@ -23,7 +23,8 @@ nothing is cached on it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -42,6 +43,7 @@ from .model_file import (
 )
 from .spatial import Transform
 from .tip_kinematics import DEFAULT_TIP_KINEMATICS
+from .urdf import DEFAULT_GRAVITY, DEFAULT_LIMIT_DAMPING, DEFAULT_LIMIT_STIFFNESS, urdf_model_dict
 
 __all__ = [
     "QUATERNION_TOL",
@@ -49,6 +51,7 @@ __all__ = [
     "ModelBuilder",
     "StateEntry",
     "load_model",
+    "load_urdf",
     "numeric_array",
     "save_model",
     "state_layout",
@@ -435,8 +438,62 @@ class ModelBuilder:
 
 
 def load_model(path: str | Path) -> Model:
-    """Load a model file (JSON; YAML if PyYAML is installed).  ``ValueError`` if invalid."""
+    """Load a model file (JSON; YAML if PyYAML is installed; a ``.urdf`` robot as
+    :func:`load_urdf` reads it with its defaults).  ``ValueError`` if invalid."""
+    if Path(path).suffix.lower() == ".urdf":
+        return load_urdf(path)
     return Model.from_dict(read_model_dict(path))
+
+
+def load_urdf(
+    source: str | os.PathLike,
+    *,
+    flexible: Mapping[str, Mapping[str, Any]] | None = None,
+    floating_base: bool = False,
+    package_dirs: Sequence[str | os.PathLike] = (),
+    merge_fixed: bool = True,
+    limit_stiffness: float | None = DEFAULT_LIMIT_STIFFNESS,
+    limit_damping: float = DEFAULT_LIMIT_DAMPING,
+    gravity: Sequence[float] = DEFAULT_GRAVITY,
+) -> Model:
+    """A robot from a URDF file or text, with chosen links made flexible (``urdf.md``).
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+        A URDF file (a ``package://`` address is looked up in ``package_dirs``) or its XML
+        text (a string starting with ``<``).
+    flexible : mapping, optional
+        Link name → a flexible beam replacing the link: ``start``, ``end`` (points in the
+        link frame, m; default the link origin and its only child joint's origin),
+        ``material`` and ``section`` or beam properties, the options of
+        :func:`flexdyn.beam.beam_modes`, ``keep_inertia`` (default True: at zero deformation
+        the link keeps the URDF mass, centre of mass and inertia); see
+        :data:`flexdyn.urdf.FLEXIBLE_KEYS`.
+    floating_base : bool
+        Joint the root link to the ground by a ``free`` joint (else it is fixed).
+    merge_fixed : bool
+        Merge links on fixed joints into their parent's body (as Pinocchio does).
+    limit_stiffness, limit_damping : float
+        Penalty stiffness (N m/rad, N/m) and damping (N m s/rad, N s/m) of the URDF joint
+        limits; ``limit_stiffness=None`` leaves the limits out.
+    gravity : (3,) m/s²
+        Gravity in the inertial frame.
+
+    Returns
+    -------
+    Model
+        Bodies named after the links, in Pinocchio's depth-first joint order.
+
+    Raises
+    ------
+    flexdyn.urdf.URDFError
+        A ``ValueError`` naming the element of the first problem found in the file.
+    """
+    return Model.from_dict(urdf_model_dict(
+        source, flexible=flexible, floating_base=floating_base, package_dirs=package_dirs,
+        merge_fixed=merge_fixed, limit_stiffness=limit_stiffness, limit_damping=limit_damping,
+        gravity=gravity))
 
 
 def save_model(model: Model, path: str | Path) -> None:
