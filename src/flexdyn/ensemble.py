@@ -337,30 +337,56 @@ def _on_dask(client: Any, args: Sequence[tuple], collect: Callable[..., None]) -
 def _dask_round(client: Any, args: Sequence[tuple], collect: Callable[..., None]
                 ) -> list[tuple[tuple, BaseException]]:
     """Run members as Dask tasks and collect them; return those whose workers died
-    (``KilledWorker``) uncollected.  A finished member whose result cannot be gathered
-    within :data:`_DASK_GATHER_S` (it was lost with its worker) is submitted again."""
-    from distributed import as_completed as dask_completed
+    (``KilledWorker``) uncollected.
+
+    Under workers' deaths a client can miss the end of a task (its result lost with the
+    worker, or its report): when nothing has finished for :data:`_DASK_GATHER_S`, a member
+    the scheduler no longer runs or holds is submitted again (at most
+    :data:`_DASK_LOST_RESULTS` times)."""
+    from distributed import wait
 
     futures = {client.submit(_run_member, *a, pure=False): a for a in args}
     lost = dict.fromkeys((a[0] for a in args), 0)
     killed = []
-    completed = dask_completed(list(futures))
-    for future in completed:
-        a = futures.pop(future)  # once gathered, the cluster may forget the task
-        try:
-            collect(*future.result(timeout=_DASK_GATHER_S))
-        except TimeoutError:
-            lost[a[0]] += 1
-            if lost[a[0]] > _DASK_LOST_RESULTS:
-                collect(a[0], None, f"WorkerDied: the result of this member was lost with "
-                                    f"its Dask worker {lost[a[0]]} times")
+
+    def again(future: Any) -> None:
+        a = futures.pop(future)
+        lost[a[0]] += 1
+        if lost[a[0]] > _DASK_LOST_RESULTS:
+            collect(a[0], None, f"WorkerDied: the result of this member was lost with its "
+                                f"Dask worker {lost[a[0]]} times")
+        else:
+            futures[client.submit(_run_member, *a, pure=False)] = a
+
+    while futures:
+        done, _ = wait(list(futures), timeout=_DASK_GATHER_S, return_when="FIRST_COMPLETED")
+        if not done:
+            states = client.run_on_scheduler(_task_states, keys=[f.key for f in futures])
+            for future in [f for f in futures if states.get(f.key) not in _DASK_ACTIVE]:
+                again(future)
+            continue
+        for future in done:
+            a = futures[future]
+            try:
+                out = future.result(timeout=_DASK_GATHER_S)
+            except TimeoutError:  # finished, but its result went with its worker
+                again(future)
                 continue
-            again = client.submit(_run_member, *a, pure=False)
-            futures[again] = a
-            completed.add(again)
-        except Exception as exc:  # noqa: BLE001 — reported, the others go on
-            if _killed_worker(exc):
-                killed.append((a, exc))
-            else:  # the task itself failed: inputs that do not pickle
-                collect(a[0], None, _describe(exc))
+            except Exception as exc:  # noqa: BLE001 — reported, the others go on
+                if _killed_worker(exc):
+                    killed.append((a, exc))
+                else:  # the task itself failed: inputs that do not pickle
+                    collect(a[0], None, _describe(exc))
+            else:
+                collect(*out)
+            del futures[future]  # gathered: the cluster may forget the task
     return killed
+
+
+#: scheduler states of a task still on its way to a result
+_DASK_ACTIVE = ("released", "waiting", "queued", "processing", "no-worker")
+
+
+def _task_states(dask_scheduler: Any, keys: Sequence[str]) -> dict[str, str]:
+    """On the scheduler: the state of each task in ``keys`` (absent: forgotten)."""
+    return {k: dask_scheduler.tasks[k].state for k in keys if k in dask_scheduler.tasks}
