@@ -131,14 +131,15 @@ def test_every_model_name_gives_a_valid_slave_module(name):
 
 
 def test_an_existing_fmu_is_refused_before_building(arm, tmp_path):
-    """The folder's ``<Name>.fmu``, a named FMU and a dangling link named ``.FMU`` (upper
-    case: an FMU path, not a folder) are refused; nothing is created."""
+    """With ``overwrite=False`` the folder's ``<Name>.fmu``, a named FMU and a dangling link
+    named ``.FMU`` (upper case: an FMU path, not a folder) are refused; nothing is
+    created."""
     pytest.importorskip("pythonfmu")
     (tmp_path / "TwoLinkArm.fmu").write_bytes(b"old")
     (tmp_path / "other.FMU").symlink_to(tmp_path / "nowhere")
     for path in (tmp_path, tmp_path / "TwoLinkArm.fmu", tmp_path / "other.FMU"):
         with pytest.raises(FileExistsError, match="overwrite=True"):
-            build_fmu(arm, path, dt=0.01)
+            build_fmu(arm, path, dt=0.01, overwrite=False)
     assert (tmp_path / "TwoLinkArm.fmu").read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["TwoLinkArm.fmu", "other.FMU"]
 
@@ -147,7 +148,8 @@ def test_an_existing_fmu_is_refused_before_building(arm, tmp_path):
 def test_fmu_write_is_atomic_not_through_links_and_runs(tmp_path, monkeypatch):
     """A model named ``real`` built onto ``ARM.FMU``, a link to another file: the link is
     replaced by a valid FMU that fmpy runs, the link's target is untouched; a rebuild whose
-    write fails half-way (a full disk) leaves that FMU as it was."""
+    write fails half-way (a full disk) leaves that FMU as it was; a rebuild without
+    ``overwrite`` replaces it with a warning."""
     fmpy = pytest.importorskip("fmpy")
     pytest.importorskip("pythonfmu")
     model = fd.models.two_link_arm()
@@ -174,6 +176,10 @@ def test_fmu_write_is_atomic_not_through_links_and_runs(tmp_path, monkeypatch):
         build_fmu(model, path, dt=0.02, overwrite=True)
     assert path.read_bytes() == good
     assert dot_files(tmp_path) == []
+    monkeypatch.undo()
+    with pytest.warns(DeprecationWarning, match="overwrite=True"):
+        build_fmu(model, path, dt=0.02, outputs=["link1.theta"])
+    assert path.read_bytes() != good and zipfile.is_zipfile(path)
 
 
 # ---------------------------------------------------------------------------------------------

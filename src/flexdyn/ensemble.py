@@ -11,14 +11,15 @@ run in worker processes (:class:`concurrent.futures.ProcessPoolExecutor`), or as
 only submits and gathers.  A member that raises is reported with its inputs and the error;
 the others complete.
 
-Members are isolated from one another: a member that ends its worker process
-(``os._exit``, a crash in compiled code, an out-of-memory kill) costs only itself.  When a
-worker process dies the pool breaks and every member it had not finished is run again, each
-in a process of its own, so that the death is attributed to the member that caused it
-(reported as ``"WorkerDied: ..."`` with the exit code or signal) and the others complete.
-On Dask the members whose worker died (``KilledWorker``) are run again one at a time.  A
-member that raises anything — ``SystemExit`` from ``sys.exit`` included — is reported like
-any failure; only a ``KeyboardInterrupt`` of the calling process stops the ensemble.
+Members are isolated from one another: a member that ends its worker process (``os._exit``,
+a crash in compiled code, an out-of-memory kill) costs only itself.  When a worker process
+dies the pool breaks and every member it had not finished is run again, each in a process of
+its own, so that the death is attributed to the member that caused it (reported as
+``"WorkerDied: ..."`` with the exit code or signal) and the others complete; such a member
+runs twice.  On Dask, when several members failed with a dying worker (``KilledWorker``),
+they are run again one at a time.  A member that raises anything — ``SystemExit`` from
+``sys.exit`` included — is reported like any failure; only a ``KeyboardInterrupt`` of the
+calling process stops the ensemble.
 
 Everything a case holds travels to the workers by pickling: models and results pickle;
 callables (``tau``, ``build``) must be module-level functions (not lambdas) for processes
@@ -261,7 +262,8 @@ def simulate_many(cases: Sequence[Mapping[str, Any]], *, model: Model | None = N
     Returns
     -------
     :class:`EnsembleResult` — results in the order of ``cases``; failed members in
-    ``errors`` with their error, the others complete.
+    ``errors`` with their error (``"WorkerDied: ..."`` for one that ended its worker
+    process), the others complete.
     """
     cases = list(cases)
     for i, case in enumerate(cases):

@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -100,7 +101,7 @@ def _class_name(name: str) -> str:
 def build_fmu(model: Model, path: str | Path, *, dt: float, outputs: Sequence[str] | None = None,
               integrator: str = "rk4", substeps: int = 1,
               fidelity: str = DEFAULT_FIDELITY, q0: Any = None, u0: Any = None,
-              overwrite: bool = False) -> Path:
+              overwrite: bool | None = None) -> Path:
     """Build an FMI 2.0 co-simulation FMU of ``model`` (module docstring).
 
     Parameters
@@ -111,8 +112,9 @@ def build_fmu(model: Model, path: str | Path, *, dt: float, outputs: Sequence[st
     dt, integrator, substeps, fidelity, q0, u0 : the :class:`flexdyn.Stepper` inside.
     outputs : output names (:class:`flexdyn.outputs.Outputs`); default every coordinate and
         speed of the state layout.
-    overwrite : replace an existing FMU; by default an existing file is refused
-        (``FileExistsError``, before anything is built).
+    overwrite : True: replace an existing FMU; False: refuse it (``FileExistsError``,
+        before anything is built).  None (the default): replace it with a
+        ``DeprecationWarning`` — the default will become False.
 
     Returns
     -------
@@ -139,7 +141,12 @@ def build_fmu(model: Model, path: str | Path, *, dt: float, outputs: Sequence[st
         folder, target = path.parent, path
     else:
         folder, target = path, path / f"{name}.fmu"
-    if not overwrite and os.path.lexists(target):
+    if overwrite is None and os.path.lexists(target):
+        warnings.warn(f"build_fmu replaces the existing {target}; pass overwrite=True to "
+                      "replace it (build_fmu will refuse an existing FMU by default)",
+                      DeprecationWarning, stacklevel=2)
+        overwrite = True
+    elif not overwrite and os.path.lexists(target):
         raise FileExistsError(errno.EEXIST, f"{target}: the file exists; pass overwrite=True "
                                             "to replace it", str(target))
     folder.mkdir(parents=True, exist_ok=True)
@@ -156,5 +163,5 @@ def build_fmu(model: Model, path: str | Path, *, dt: float, outputs: Sequence[st
                                                     tmp_path / "settings.json"])
         with open(built, "rb") as source:
             write_atomically(target, lambda fh: shutil.copyfileobj(source, fh), binary=True,
-                             overwrite=overwrite)
+                             overwrite=bool(overwrite))
     return target

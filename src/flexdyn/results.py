@@ -25,7 +25,7 @@ from .files import write_atomically
 from .spatial import Transform
 from .terms import DEFAULT_FIDELITY, check_fidelity, state_terms
 
-__all__ = ["BodyTrajectory", "SimulationError", "SimulationResult"]
+__all__ = ["MAX_NPZ_BYTES", "BodyTrajectory", "SimulationError", "SimulationResult"]
 
 
 class SimulationError(RuntimeError):
