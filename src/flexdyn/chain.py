@@ -496,9 +496,13 @@ def load_urdf(
         gravity=gravity))
 
 
-def save_model(model: Model, path: str | Path) -> None:
-    """Write ``model`` as a JSON model file; loading it back gives identical dynamics."""
-    write_model_dict(model.to_dict(), path)
+def save_model(model: Model, path: str | Path, *, overwrite: bool = True) -> None:
+    """Write ``model`` as a JSON model file; loading it back gives identical dynamics.
+
+    The file is replaced atomically (:func:`flexdyn.files.write_atomically`: a symbolic
+    link is replaced, not written through); ``overwrite=False`` refuses an existing
+    ``path`` with ``FileExistsError``."""
+    write_model_dict(model.to_dict(), path, overwrite=overwrite)
 
 
 

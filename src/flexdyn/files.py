@@ -1,8 +1,12 @@
 """Safe file access shared by model files, result files and the command line.
 
 * :func:`write_atomically` — the new content goes to a temporary file in the destination's
-  folder, which then replaces the destination in one ``os.replace``: a write that fails
-  (an unencodable name, a full disk, a file-size limit) leaves the previous file intact.
+  folder, flushed to disk, which then replaces the destination in one ``os.replace``: a
+  write that fails (an unencodable name, a full disk, a file-size limit) leaves the
+  previous file intact; a symbolic link is replaced rather than written through; no
+  set-user-ID or set-group-ID bit is kept; ``overwrite=False`` refuses an existing file.
+  Every file flexdyn writes goes through it: model files and results replace an existing
+  file by default (``overwrite=True``), FMUs and the command line refuse one unless told.
 * :func:`read_text` — reads a regular file of at most :data:`MAX_FILE_BYTES`; FIFOs, devices
   and folders are refused before they are opened (a FIFO would block forever).
 """
@@ -10,6 +14,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -24,28 +29,45 @@ MAX_FILE_BYTES = 256 * 2**20
 
 
 def file_mode(path: Path) -> int:
-    """Permissions for ``path``: those of the file it replaces, else ``0o666`` less umask."""
+    """Permissions for a new file at ``path``: those of the regular file it replaces, else
+    ``0o666`` less umask; never the set-user-ID or set-group-ID bits.
+
+    A symbolic link at ``path`` is replaced, not followed, so its target's permissions do
+    not count."""
     try:
-        return stat.S_IMODE(path.stat().st_mode)
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode):
+            return stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID)
     except OSError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
+        pass
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def write_atomically(path: str | os.PathLike, write: Callable[[IO[Any]], None], *,
-                     binary: bool = False) -> None:
+                     binary: bool = False, overwrite: bool = True) -> None:
     """Call ``write(fh)`` on a temporary file beside ``path``, then move it onto ``path``.
 
     ``fh`` is a binary file for ``binary=True``, else UTF-8 text (newlines untranslated).
-    On any error the temporary file is removed and ``path`` is left as it was.
+    The content is flushed to disk (``fsync``) before the move, which replaces the entry
+    ``path`` in one step: a symbolic link there is replaced by the file (its target is left
+    as it was), and the file gets :func:`file_mode`'s permissions.  On any error the
+    temporary file is removed and ``path`` is left as it was.
+
+    ``overwrite=False`` refuses an existing ``path`` (a link, even a dangling one,
+    included); the check and the move are one step where the file system has hard links.
 
     Raises
     ------
+    FileExistsError
+        If ``overwrite`` is false and ``path`` exists.
     OSError
         If the folder does not exist or is not writable, or the write fails.
     """
     path = Path(path)
+    if not overwrite:
+        _refuse_existing(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         mode = "wb" if binary else "w"
@@ -55,11 +77,34 @@ def write_atomically(path: str | os.PathLike, write: Callable[[IO[Any]], None], 
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, file_mode(path))
-        os.replace(tmp, path)
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            _move_new(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _refuse_existing(path: Path) -> None:
+    if os.path.lexists(path):
+        raise FileExistsError(errno.EEXIST, f"{path}: the file exists; pass overwrite=True "
+                                            "to replace it", str(path))
+
+
+def _move_new(tmp: str, path: Path) -> None:
+    """Move ``tmp`` to ``path`` unless ``path`` exists (a hard link fails if it does)."""
+    try:
+        os.link(tmp, path, follow_symlinks=False)
+    except FileExistsError:
+        _refuse_existing(path)
+        raise
+    except OSError:  # no hard links here: check, then move
+        _refuse_existing(path)
+        os.replace(tmp, path)
+    else:
+        os.unlink(tmp)
 
 
 def read_text(path: str | os.PathLike, max_bytes: int = MAX_FILE_BYTES) -> str:

@@ -13,14 +13,20 @@ under ``fmpy``.
 
 from __future__ import annotations
 
+import errno
 import json
+import keyword
+import os
 import re
+import shutil
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .chain import Model, save_model, state_layout
+from .files import write_atomically
 from .simulation import Stepper
 from .terms import DEFAULT_FIDELITY
 
@@ -30,40 +36,40 @@ __all__ = ["SLAVE_SOURCE", "build_fmu"]
 SLAVE_SOURCE = '''"""FMI 2.0 co-simulation slave of a flexdyn model (flexdyn.fmu.build_fmu)."""
 
 import json
-from pathlib import Path
+import pathlib
 
-from pythonfmu import Fmi2Causality, Fmi2Initial, Fmi2Slave, Real
+import pythonfmu
 
-import flexdyn as fd
+import flexdyn
 
 
-class {name}(Fmi2Slave):
+class {name}(pythonfmu.Fmi2Slave):
     author = "flexdyn"
     description = {description!r}
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        folder = Path(self.resources)
+        folder = pathlib.Path(self.resources)
         self.settings = json.loads((folder / "settings.json").read_text(encoding="utf-8"))
-        self.model = fd.load_model(folder / "model.json")
+        self.model = flexdyn.load_model(folder / "model.json")
         self.stepper = self._stepper()
         self.values = self.stepper.outputs()
         for k, input_name in enumerate(self.stepper.input_names):
-            self.register_variable(Real(
-                input_name, start=0.0, causality=Fmi2Causality.input,
+            self.register_variable(pythonfmu.Real(
+                input_name, start=0.0, causality=pythonfmu.Fmi2Causality.input,
                 getter=lambda k=k: float(self.stepper.tau[k]),
                 setter=lambda v, n=input_name: self.stepper.set_input(n, v)), nested=False)
         for k, output_name in enumerate(self.stepper.output_names):
-            self.register_variable(Real(  # initial values exact: the state is given
-                output_name, start=float(self.values[k]), causality=Fmi2Causality.output,
-                initial=Fmi2Initial.exact, getter=lambda k=k: float(self.values[k])),
-                nested=False)
+            self.register_variable(pythonfmu.Real(  # initial values exact: the state is given
+                output_name, start=float(self.values[k]),
+                causality=pythonfmu.Fmi2Causality.output, initial=pythonfmu.Fmi2Initial.exact,
+                getter=lambda k=k: float(self.values[k])), nested=False)
 
     def _stepper(self):
         s = self.settings
-        return fd.Stepper(self.model, s["dt"], integrator=s["integrator"],
-                          substeps=s["substeps"], fidelity=s["fidelity"], q0=s["q0"],
-                          u0=s["u0"], outputs=s["outputs"])
+        return flexdyn.Stepper(self.model, s["dt"], integrator=s["integrator"],
+                               substeps=s["substeps"], fidelity=s["fidelity"], q0=s["q0"],
+                               u0=s["u0"], outputs=s["outputs"])
 
     def setup_experiment(self, start_time, stop_time, tolerance):
         self.stepper.set_state(self.stepper.q, self.stepper.u, t=start_time)
@@ -75,7 +81,7 @@ class {name}(Fmi2Slave):
                 self.stepper.step(int(round(n)))  # whole macro steps
             else:
                 self.stepper.advance(step_size)
-        except (ValueError, fd.SimulationError):
+        except (ValueError, flexdyn.SimulationError):
             return False
         self.values = self.stepper.outputs()
         return True
@@ -83,27 +89,39 @@ class {name}(Fmi2Slave):
 
 
 def _class_name(name: str) -> str:
+    """The slave's class name (the FMU's model identifier) from a model name: its ASCII
+    letters and digits in CamelCase, starting with a letter; ``Model`` appended to a Python
+    keyword (``None``, ``True``, ``False``)."""
     words = re.findall(r"[A-Za-z0-9]+", name)
     stem = "".join(w[:1].upper() + w[1:] for w in words) or "Model"
-    return stem if stem[0].isalpha() else "M" + stem
+    stem = stem if stem[0].isalpha() else "M" + stem
+    return stem + "Model" if keyword.iskeyword(stem) else stem
 
 
 def build_fmu(model: Model, path: str | Path, *, dt: float, outputs: Sequence[str] | None = None,
               integrator: str = "rk4", substeps: int = 1,
-              fidelity: str = DEFAULT_FIDELITY, q0: Any = None, u0: Any = None) -> Path:
+              fidelity: str = DEFAULT_FIDELITY, q0: Any = None, u0: Any = None,
+              overwrite: bool | None = None) -> Path:
     """Build an FMI 2.0 co-simulation FMU of ``model`` (module docstring).
 
     Parameters
     ----------
-    model : Model;  path : the ``.fmu`` file to write, or a folder for ``<Name>.fmu``.
+    model : Model
+    path : the FMU file to write (a name ending in ``.fmu``, in any case), or a folder for
+        ``<Name>.fmu`` (``Name``: the model's name in CamelCase, letters and digits only).
     dt, integrator, substeps, fidelity, q0, u0 : the :class:`flexdyn.Stepper` inside.
     outputs : output names (:class:`flexdyn.outputs.Outputs`); default every coordinate and
         speed of the state layout.
+    overwrite : True: replace an existing FMU; False: refuse it (``FileExistsError``,
+        before anything is built).  None (the default): replace it with a
+        ``DeprecationWarning`` — the default will become False.
 
     Returns
     -------
-    The path of the FMU.  ``ImportError`` naming the ``fmu`` extra without pythonfmu;
-    ``ValueError`` for settings the stepper refuses (checked here, before building).
+    The path of the FMU, written atomically (:func:`flexdyn.files.write_atomically`: a
+    failed write leaves an existing file intact; a symbolic link is replaced, not written
+    through).  ``ImportError`` naming the ``fmu`` extra without pythonfmu; ``ValueError``
+    for settings the stepper refuses (checked here, before building).
     """
     try:
         from pythonfmu.builder import FmuBuilder
@@ -119,8 +137,18 @@ def build_fmu(model: Model, path: str | Path, *, dt: float, outputs: Sequence[st
                 "outputs": list(outputs)}
     name = _class_name(model.name)
     path = Path(path)
-    folder, target = (path, path / f"{name}.fmu") if path.suffix != ".fmu" else (path.parent,
-                                                                                 path)
+    if path.suffix.lower() == ".fmu":
+        folder, target = path.parent, path
+    else:
+        folder, target = path, path / f"{name}.fmu"
+    if overwrite is None and os.path.lexists(target):
+        warnings.warn(f"build_fmu replaces the existing {target}; pass overwrite=True to "
+                      "replace it (build_fmu will refuse an existing FMU by default)",
+                      DeprecationWarning, stacklevel=2)
+        overwrite = True
+    elif not overwrite and os.path.lexists(target):
+        raise FileExistsError(errno.EEXIST, f"{target}: the file exists; pass overwrite=True "
+                                            "to replace it", str(target))
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
@@ -133,6 +161,7 @@ def build_fmu(model: Model, path: str | Path, *, dt: float, outputs: Sequence[st
         built = FmuBuilder.build_FMU(script, dest=tmp_path / "out",
                                      project_files=[tmp_path / "model.json",
                                                     tmp_path / "settings.json"])
-        target.write_bytes(Path(built).read_bytes())
+        with open(built, "rb") as source:
+            write_atomically(target, lambda fh: shutil.copyfileobj(source, fh), binary=True,
+                             overwrite=bool(overwrite))
     return target
-

@@ -1786,7 +1786,8 @@ def _dumps(obj: Any, indent: int = 0) -> str:
     return json.dumps(obj, ensure_ascii=False, allow_nan=False)
 
 
-def write_model_dict(d: Mapping, path: str | os.PathLike) -> None:
+def write_model_dict(d: Mapping, path: str | os.PathLike, *, overwrite: bool = True
+                     ) -> None:
     """Write a model description as pretty-printed JSON.
 
     Floats are written in their shortest round-trip form, so reading the file back gives
@@ -1799,6 +1800,8 @@ def write_model_dict(d: Mapping, path: str | os.PathLike) -> None:
         A normalised model can be written too, but :func:`to_plain_dict` gives a cleaner file.
     path : str or os.PathLike
         Destination; YAML suffixes (``.yaml``/``.yml``) are rejected.
+    overwrite : bool
+        Replace an existing file (the default); False: ``FileExistsError`` instead.
 
     Raises
     ------
@@ -1812,7 +1815,7 @@ def write_model_dict(d: Mapping, path: str | os.PathLike) -> None:
         data = (_dumps(_jsonable(d)) + "\n").encode("utf-8")
     except (ValueError, UnicodeEncodeError) as exc:
         raise ValueError(f"{path}: cannot write model: {exc}") from None
-    write_atomically(path, lambda fh: fh.write(data), binary=True)
+    write_atomically(path, lambda fh: fh.write(data), binary=True, overwrite=overwrite)
 
 
 def _nesting(value: Any) -> int:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import csv
 import json
+import math
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,7 +25,7 @@ from .files import write_atomically
 from .spatial import Transform
 from .terms import DEFAULT_FIDELITY, check_fidelity, state_terms
 
-__all__ = ["BodyTrajectory", "SimulationError", "SimulationResult"]
+__all__ = ["MAX_NPZ_BYTES", "BodyTrajectory", "SimulationError", "SimulationResult"]
 
 
 class SimulationError(RuntimeError):
@@ -48,6 +50,42 @@ class SimulationError(RuntimeError):
 
 #: the histories a result may lack (written to ``.npz`` when present)
 _OPTIONAL_HISTORIES = ("udot", "f_ext", "constraint_forces", "closure_drift")
+#: the entries of a result file that :meth:`SimulationResult.from_npz` reads
+_NPZ_TEXT = ("model", "fidelity", "method", "energy_fidelity", "settings")
+_NPZ_REQUIRED = ("t", "q", "u", "tau", "work", "external_work", "dissipation", "model",
+                 "fidelity", "method", "energy_fidelity")
+_NPZ_ENTRIES = (*_NPZ_REQUIRED, *_OPTIONAL_HISTORIES, "settings")
+
+_NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0,
+                (2, 0): np.lib.format.read_array_header_2_0}
+
+#: Largest content (bytes, all entries read together) of a result file read back.
+MAX_NPZ_BYTES = 2 * 2**30
+
+
+def _npy_header(path: Path, d: Any, name: str) -> tuple[tuple[int, ...], np.dtype, int]:
+    """``(shape, dtype, bytes)`` of entry ``name`` of the open ``.npz`` ``d``, read from the
+    entry's header without inflating its data; ``ValueError`` naming file and entry when
+    the header is malformed or disagrees with the entry's stored size."""
+    try:
+        info = d.zip.getinfo(f"{name}.npy")
+        with d.zip.open(info) as fh:
+            version = np.lib.format.read_magic(fh)
+            if version not in _NPY_HEADERS:
+                raise ValueError(f"format version {version} is not one numpy writes here")
+            shape, _, dtype = _NPY_HEADERS[version](fh, max_header_size=2**16)
+            offset = fh.tell()
+    except (ValueError, OSError, EOFError, KeyError, SyntaxError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{path}: entry {name!r} has no valid array header: {exc}") from None
+    if dtype.hasobject:
+        raise ValueError(f"{path}: entry {name!r} holds Python objects")
+    if any(n < 0 for n in shape):
+        raise ValueError(f"{path}: entry {name!r} has a negative size in its shape {shape}")
+    size = math.prod(shape) * dtype.itemsize
+    if info.file_size != offset + size:
+        raise ValueError(f"{path}: entry {name!r} stores {info.file_size - offset} bytes for "
+                         f"an array of shape {shape} and type {dtype} ({size} bytes)")
+    return shape, dtype, size
 
 
 def versions() -> dict[str, str]:
@@ -306,12 +344,14 @@ class SimulationResult:
                                 self.total_energy, self.energy_balance_error])
         return names, data
 
-    def to_csv(self, path: str | Path) -> None:
+    def to_csv(self, path: str | Path, *, overwrite: bool = True) -> None:
         """Write one row per sample: ``t``, ``q``, ``u``, ``τ``, work, energies and ``e_E``;
         the header names the columns (``q:<body>.<component>``, see
         :func:`~flexdyn.chain.state_layout`).
 
-        The file is replaced atomically: a failed write leaves an existing ``path`` intact."""
+        The file is replaced atomically (:func:`flexdyn.files.write_atomically`): a failed
+        write leaves an existing ``path`` intact; ``overwrite=False`` refuses an existing
+        ``path`` with ``FileExistsError``."""
         names, data = self._columns()
 
         def write(fh) -> None:
@@ -320,12 +360,14 @@ class SimulationResult:
             for row in data:
                 w.writerow([repr(float(v)) for v in row])
 
-        write_atomically(path, write)
+        write_atomically(path, write, overwrite=overwrite)
 
-    def to_npz(self, path: str | Path) -> None:
+    def to_npz(self, path: str | Path, *, overwrite: bool = True) -> None:
         """Save the histories, energies and the model (as model-file JSON) to ``.npz``;
         read back with :meth:`from_npz`.  ``path`` is written as given (no suffix is added)
-        and replaced atomically: a failed write leaves an existing ``path`` intact."""
+        and replaced atomically (:func:`flexdyn.files.write_atomically`): a failed write
+        leaves an existing ``path`` intact; ``overwrite=False`` refuses an existing ``path``
+        with ``FileExistsError``."""
         model_json = json.dumps(self.model.to_dict())
         write_atomically(path, lambda fh: np.savez_compressed(
             fh, t=self.t, q=self.q, u=self.u, tau=self.tau, work=self.work,
@@ -337,21 +379,97 @@ class SimulationResult:
             fidelity=np.array(self.fidelity), method=np.array(self.method),
             energy_fidelity=np.array(self.energy_fidelity), model=np.array(model_json),
             settings=np.array(json.dumps({**(self.settings or {}), "versions": versions()})),
-        ), binary=True)
+        ), binary=True, overwrite=overwrite)
 
     @classmethod
-    def from_npz(cls, path: str | Path) -> SimulationResult:
-        """Load a result written by :meth:`to_npz`."""
-        with np.load(path, allow_pickle=False) as d:
-            model = Model.from_dict(json.loads(str(d["model"])))
-            return cls(t=d["t"], q=d["q"], u=d["u"], model=model, fidelity=str(d["fidelity"]),
-                       method=str(d["method"]), work=d["work"],
-                       external_work=d["external_work"], dissipation=d["dissipation"],
-                       tau=d["tau"],
-                       **{name: d[name] if name in d else None
+    def from_npz(cls, path: str | Path, *, max_bytes: int = MAX_NPZ_BYTES) -> SimulationResult:
+        """Load a result written by :meth:`to_npz`.
+
+        Every entry's shape and type are read from its header and checked against the
+        model's sizes (``t`` (nt,), ``q`` (nt, nq), ...) before any array is inflated, and
+        the entries read may hold at most ``max_bytes`` together, so that a small crafted
+        file cannot exhaust the memory.  The times must be finite and increasing.
+
+        Raises
+        ------
+        ValueError
+            Naming the file and the entry, for anything but a well-formed result: a missing
+            entry, a wrong shape or type, a model that does not load, too large a content.
+        """
+        path = Path(path)
+        try:
+            archive = np.load(path, allow_pickle=False)
+        except (ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"{path}: not a result file (.npz): {exc}") from None
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise ValueError(f"{path}: not a result file (.npz): a single array")
+        with archive as d:
+            return cls._from_archive(path, d, max_bytes)
+
+    @classmethod
+    def _from_archive(cls, path: Path, d: Any, max_bytes: int) -> SimulationResult:
+        """:meth:`from_npz` of the open archive ``d``."""
+        headers = {name: _npy_header(path, d, name) for name in _NPZ_ENTRIES if name in d}
+        for name in _NPZ_REQUIRED:
+            if name not in headers:
+                raise ValueError(f"{path}: entry {name!r} is missing: not a result written "
+                                 "by SimulationResult.to_npz")
+        total = sum(n for _, _, n in headers.values())
+        if total > max_bytes:
+            raise ValueError(f"{path}: the entries hold {total} bytes, more than the limit "
+                             f"of {max_bytes} bytes (from_npz(..., max_bytes=...))")
+        for name, (shape, dtype, _) in headers.items():
+            text = name in _NPZ_TEXT
+            if (dtype.kind == "U" and shape == ()) != text or (
+                    not text and dtype.kind not in "biuf"):
+                raise ValueError(f"{path}: entry {name!r} holds {dtype} of shape {shape}, "
+                                 f"expected {'one string' if text else 'numbers'}")
+
+        def entry(name: str) -> Any:
+            try:
+                return d[name]
+            except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+                raise ValueError(f"{path}: entry {name!r} does not read: {exc}") from None
+
+        def decode(name: str) -> Any:
+            try:
+                return json.loads(str(entry(name)))
+            except (ValueError, RecursionError) as exc:
+                raise ValueError(f"{path}: entry {name!r} is not JSON: "
+                                 f"{type(exc).__name__}: {exc}") from None
+
+        try:
+            model = Model.from_dict(decode("model"))
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError,
+                RecursionError) as exc:
+            raise ValueError(f"{path}: entry 'model' is not a valid model: "
+                             f"{type(exc).__name__}: {exc}") from None
+        nt = headers["t"][0][0] if len(headers["t"][0]) == 1 else -1
+        shapes = {"t": (nt,), "q": (nt, model.nq), "u": (nt, model.nu), "tau": (nt, model.nu),
+                  "work": (nt,), "external_work": (nt,), "dissipation": (nt,),
+                  "udot": (nt, model.nu), "f_ext": (nt, model.n_bodies, 6),
+                  "constraint_forces": (nt, model.n_constraints),
+                  "closure_drift": (nt, model.n_constraints)}
+        for name, want in shapes.items():
+            if name in headers and headers[name][0] != want:
+                raise ValueError(f"{path}: entry {name!r} has shape {headers[name][0]}, "
+                                 f"expected {want} (nt = {headers['t'][0]} samples of a model "
+                                 f"with nq = {model.nq}, nu = {model.nu})")
+        t = entry("t").astype(float)
+        if not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
+            raise ValueError(f"{path}: entry 't' must hold finite, increasing times")
+        try:
+            settings = decode("settings") if "settings" in d else None
+            return cls(t=t, q=entry("q"), u=entry("u"), model=model,
+                       fidelity=str(entry("fidelity")), method=str(entry("method")),
+                       work=entry("work"), external_work=entry("external_work"),
+                       dissipation=entry("dissipation"), tau=entry("tau"),
+                       **{name: entry(name) if name in d else None
                           for name in _OPTIONAL_HISTORIES},
-                       energy_fidelity=str(d["energy_fidelity"]),
-                       settings=json.loads(str(d["settings"])) if "settings" in d else None)
+                       energy_fidelity=str(entry("energy_fidelity")),
+                       settings=settings if isinstance(settings, dict) else None)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ValueError(f"{path}: {exc}") from None
 
     def animate(self, path: str | Path, **options: Any) -> Path:
         """Write an animation of the deformed bodies to ``path`` (``.gif``, or ``.mp4``
@@ -359,10 +477,11 @@ class SimulationResult:
         (``fps``, ``frames``, ``exaggerate``, view)."""
         return animate(self, path, **options)
 
-    def plot(self, path: str | Path | None = None):
+    def plot(self, path: str | Path | None = None, *, overwrite: bool = True):
         """Plot joint coordinates (quaternions left out), modal coordinates and ``e_E``.
 
-        Returns the matplotlib ``Figure``; saves it to ``path`` when given.  Needs matplotlib
+        Returns the matplotlib ``Figure``; saves it to ``path`` when given (atomically;
+        ``overwrite=False`` refuses an existing file).  Needs matplotlib
         (``pip install 'flexdyn[plot]'``).
         """
         try:
@@ -395,7 +514,8 @@ class SimulationResult:
         fig.suptitle(f"{self.model.name} ({self.fidelity}, {self.method})")
         if path is not None:
             fmt = Path(path).suffix[1:].lower() or "png"
-            write_atomically(path, lambda fh: fig.savefig(fh, format=fmt, dpi=120), binary=True)
+            write_atomically(path, lambda fh: fig.savefig(fh, format=fmt, dpi=120),
+                             binary=True, overwrite=overwrite)
         return fig
 
 
