@@ -317,7 +317,10 @@ def test_the_engine_cache_is_keyed_by_the_sources_each_entry_compiles_from(tmp_p
 
     names = {p.name for p in caching.SOURCES}
     assert {"kernels.py", "terms.py", "articulated_body.py", "split.py", "extras.py", "pack.py",
-            "caching.py", "linalg.py", "scalar_kernels.py", "chain.py", "joints.py"} <= names
+            "caching.py", "linalg.py", "scalar_kernels.py", "joints.py"} <= names
+    # the model's Python side (chain.py, model files, builders) is edited often: the kernels
+    # take nothing from it, so its edits leave the compiled entries cached
+    assert "chain.py" not in names
     dispatchers = [f for module in (kernels, split, extras, galpha) for f in vars(module).values()
                    if isinstance(f, numba.core.dispatcher.Dispatcher)
                    and f.py_func.__module__.startswith("flexdyn.engine.")]

@@ -33,7 +33,7 @@ import numpy as np
 from .body import Body
 from .constraints import Closure
 from .joint_forces import force_table
-from .joints import Joint, make_joint
+from .joints import QUATERNION_TOL, Joint, make_joint
 from .model_file import (
     beam_nodes,
     normalize_model_dict,
@@ -56,11 +56,6 @@ __all__ = [
     "save_model",
     "state_layout",
 ]
-
-
-#: Largest accepted ``|‖Q‖ − 1|`` of a joint quaternion in ``q``: within it the per-state
-#: functions normalise ``Q`` (analytically, ``Q / √(Q·Q)``), beyond it they raise.
-QUATERNION_TOL = 1e-6
 
 
 def numeric_array(value: Any, name: str) -> np.ndarray:

@@ -52,7 +52,7 @@ from .spatial import (
 )
 
 __all__ = ["EULER_SEQUENCES", "Joint", "JOINT_DIMENSIONS", "JOINT_KINDS", "JOINT_PARAMS",
-           "JOINT_TYPES",
+           "JOINT_TYPES", "QUATERNION_TOL",
            "JointSingularityError", "JointSingularityWarning", "ProductJoint",
            "SINGULARITY_TOL", "SINGULARITY_WARN", "compound_joint_map", "is_subalgebra",
            "kinematic_map", "make_joint", "screw_exponential"]
@@ -353,6 +353,9 @@ def _quaternion_rate(q: np.ndarray, u: np.ndarray) -> np.ndarray:
 SINGULARITY_WARN = 1e-2
 #: ... and raises :class:`JointSingularityError` below this (``Γ`` is not defined there).
 SINGULARITY_TOL = 1e-9
+#: Largest accepted ``|‖Q‖ − 1|`` of a joint quaternion in ``q``: within it the per-state
+#: functions normalise ``Q`` (analytically, ``Q / √(Q·Q)``), beyond it they raise.
+QUATERNION_TOL = 1e-6
 
 
 class JointSingularityWarning(RuntimeWarning):

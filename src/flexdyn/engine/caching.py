@@ -38,7 +38,7 @@ _PACKAGE = _ENGINE.parent
 _PYTHON_ONLY = ("notice.py", "__init__.py")
 #: the package's modules whose functions or constants the kernels use
 SHARED: tuple[Path, ...] = tuple(_PACKAGE / name for name in (
-    "scalar_kernels.py", "linalg.py", "chain.py", "joints.py", "joint_forces.py"))
+    "scalar_kernels.py", "linalg.py", "joints.py", "joint_forces.py"))
 #: every source the engine's compiled code depends on
 SOURCES: tuple[Path, ...] = (*sorted(p for p in _ENGINE.glob("*.py")
                                      if p.name not in _PYTHON_ONLY), *SHARED)

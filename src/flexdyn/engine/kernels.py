@@ -40,7 +40,7 @@ import math
 
 import numpy as np
 
-from ..chain import QUATERNION_TOL
+from ..joints import QUATERNION_TOL
 from .algebra import cholesky_solve, copy, mv
 from .articulated_body import articulated_accelerations, articulated_inertias, prescribed_loads
 from .composite_body import crba

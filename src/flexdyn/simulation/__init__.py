@@ -66,10 +66,6 @@ state must satisfy the closures
 
 from __future__ import annotations
 
-import sys
-import types
-import warnings
-
 from .loop import StiffnessWarning
 from .options import (
     DEFAULT_TOLERANCES,
@@ -91,20 +87,3 @@ __all__ = ["DEFAULT_TOLERANCES", "INTEGRATORS", "RK4", "Auto", "GaussLegendre",
            "GeneralizedAlpha", "Integrator", "PrescribedMotion", "RadauIIA", "ScipyIVP",
            "Stepper", "StiffnessWarning", "auto_integrator", "pack_state", "rhs", "simulate",
            "unpack_state"]
-
-
-class _FormerModule(types.ModuleType):
-    """``flexdyn.simulate``, the former module of this package: its names, each with a
-    ``DeprecationWarning`` naming the new place (``from flexdyn.simulate import X`` keeps
-    working; ``flexdyn.simulate`` itself stays the function)."""
-
-    def __getattr__(self, name: str) -> object:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = getattr(sys.modules[__name__], name)
-        warnings.warn(f"flexdyn.simulate.{name} is deprecated; use flexdyn.simulation.{name}",
-                      DeprecationWarning, stacklevel=2)
-        return value
-
-
-sys.modules.setdefault("flexdyn.simulate", _FormerModule("flexdyn.simulate"))
