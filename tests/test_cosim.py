@@ -291,3 +291,17 @@ def test_a_stepper_whose_time_no_longer_advances_says_so(arm):
     ok = fd.Stepper(arm, 1e-3)
     ok.step(np.int64(2))
     assert ok.t == pytest.approx(2e-3, rel=1e-12)
+
+
+def test_a_forked_process_shares_its_batches_among_threads_of_its_own():
+    """A batch in the parent starts the pool that shares batches among threads; a child made
+    by fork (a process pool's worker) has none of its threads and must make its own."""
+    import multiprocessing
+
+    model = fd.models.two_link_arm()
+    q = np.tile(model.neutral_configuration(), (256, 1))
+    u = np.zeros_like(q)
+    parent = fd.forward_dynamics(model, q, u, u)  # starts the parent's pool
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        child = pool.apply_async(fd.forward_dynamics, (model, q, u, u)).get(timeout=120)
+    np.testing.assert_array_equal(child, parent)

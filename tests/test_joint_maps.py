@@ -478,6 +478,10 @@ def test_euler_singularity_is_reported(kind, sequence):
 
     xdot = Engine(model).state_derivative(np.concatenate([q, u]))
     assert not np.all(np.isfinite(xdot[:3]))
+    # the state derivative of simulation names the joint and its singularity
+    with pytest.raises(fd.SimulationError, match="joint coordinates of 'disk' are at a "
+                                                 "singularity"):
+        fd.rhs(model)(0.0, np.concatenate([q, u]))
     assert np.all(np.isfinite(xdot[model.nq:]))
 
 

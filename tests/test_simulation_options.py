@@ -185,3 +185,12 @@ def test_the_former_module_path_warns_and_gives_the_same_objects():
         from flexdyn.simulate import auto_integrator
     assert auto_integrator is fd.simulation.auto_integrator
     assert callable(fd.simulate) and fd.simulate is fd.simulation.simulate
+
+
+def test_an_event_direction_that_is_not_a_number_is_named():
+    def bottom(t, q, u):
+        return q[0] - BOTTOM
+
+    bottom.direction = "up"
+    with pytest.raises(ValueError, match=r"events\[0\]\.direction must be a number .* got 'up'"):
+        fd.simulate(pendulum(), t_span=(0.0, 0.1), events=bottom)

@@ -14,7 +14,7 @@ import importlib.util
 import sys
 import types
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -187,3 +187,60 @@ class _FormerModule(types.ModuleType):
 
 
 sys.modules.setdefault(f"{__name__}.simulate", _FormerModule(f"{__name__}.simulate"))
+
+if TYPE_CHECKING:  # the names as static analysis (type checkers, editors) sees them
+    from . import models, speeds, urdf
+    from .chain import (
+        Model,
+        ModelBuilder,
+        StateEntry,
+        load_model,
+        load_urdf,
+        save_model,
+        state_layout,
+    )
+    from .closure import ClosureError
+    from .control import Equilibrium, Linearization, equilibrium, linearize, max_stable_step
+    from .dynamics import (
+        Dynamics,
+        assemble,
+        bias_forces,
+        bind,
+        closure_residuals,
+        constraint_forces,
+        coriolis_matrix,
+        forward_dynamics,
+        hybrid_dynamics,
+        inverse_dynamics,
+        joint_wrenches,
+        mass_matrix,
+        mass_matrix_inverse,
+    )
+    from .energy import kinetic_energy, momentum, potential_energy, total_energy
+    from .ensemble import EnsembleResult, simulate_many
+    from .jacobians import frame_jacobian, frame_pose, jacobian_rate_product
+    from .loads import TimeFunction, of_time
+    from .modal import ModalAnalysis, modal_analysis, tangent_stiffness
+    from .results import SimulationError, SimulationResult
+    from .simulation import (
+        RK4,
+        Auto,
+        GaussLegendre,
+        GeneralizedAlpha,
+        RadauIIA,
+        ScipyIVP,
+        Stepper,
+        StiffnessWarning,
+        pack_state,
+        rhs,
+        simulate,
+        unpack_state,
+    )
+    from .terms import (
+        DEFAULT_FIDELITY,
+        FIDELITIES,
+        PositionTerms,
+        VelocityTerms,
+        compute_kinematics,
+        compute_velocities,
+    )

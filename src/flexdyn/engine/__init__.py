@@ -67,6 +67,17 @@ def _threads() -> ThreadPoolExecutor:
         return _pool
 
 
+def _forget_threads() -> None:
+    """In a child made by ``fork`` (a process pool's worker, :func:`flexdyn.simulate_many`):
+    the parent's pool and lock without their threads, which a fork does not copy; a batch
+    would wait for them forever.  The child makes its own pool on first use."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_threads)
+
+
 def kernel_array(a, shape: tuple[int, ...], name: str) -> np.ndarray:
     """``a`` as the one array type the kernels are compiled for (writable, C-contiguous
     ``float64``; any other type would compile a new specialization), copied only when it is

@@ -245,10 +245,22 @@ class Events:
         self.nq, self.nu = model.nq, model.nu
         self.model = model
         self.terminal = [bool(getattr(g, "terminal", False)) for g in functions]
-        self.direction = [float(getattr(g, "direction", 0.0)) for g in functions]
+        self.direction = [self.attribute(k, g, "direction", 0.0)
+                          for k, g in enumerate(functions)]
         self.values = self.evaluate(t0, x0)
         self.t: list[list[float]] = [[] for _ in functions]
         self.x: list[list[np.ndarray]] = [[] for _ in functions]
+
+    @staticmethod
+    def attribute(k: int, g: Callable, name: str, default: float) -> float:
+        """The number ``g.<name>`` of event ``k`` (``default`` if absent); ``ValueError``
+        naming the event and the attribute for anything but a finite number."""
+        value = getattr(g, name, default)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
+            raise ValueError(f"events[{k}].{name} must be a number (> 0: rising zeros only, "
+                             f"< 0: falling, 0: both), got {value!r}")
+        return float(value)
 
     @classmethod
     def of(cls, events: Any, model: Model, t0: float, x0: np.ndarray) -> Events | None:

@@ -32,6 +32,7 @@ from ..dynamics import (
 from ..engine import DERIVATIVE_METHODS, kernels
 from ..engine.closure import SINGULAR
 from ..joint_forces import joint_dissipation, motor_torques
+from ..joints import SINGULARITY_TOL
 from ..loads import TimeFunction
 from ..results import SimulationError
 from ..terms import DEFAULT_FIDELITY, check_fidelity, modal_velocities, state_terms
@@ -319,10 +320,27 @@ def compiled_derivative(model: Model, fidelity: str, method: str, backend: str,
             raise RhsFailure(t, "the state became non-finite")
         if status == kernels.OVERFLOW:
             raise RhsFailure(t, "forward dynamics failed: the state derivative is not "
-                                "finite (the arithmetic overflowed)")
+                                f"finite ({_overflow_cause(model, x[:model.nq])})")
         return out
 
     return g
+
+
+def _overflow_cause(model: Model, q: np.ndarray) -> str:
+    """Why a state derivative overflowed at ``q``: the joints at a singularity of their
+    coordinates (``μ(q) < SINGULARITY_TOL``, e.g. Euler angles at gimbal lock, where
+    ``q̇ = Γ(q) u`` has no finite value), named, else an overflow of the arithmetic."""
+    locked = []
+    for i, joint in enumerate(model.joints):
+        if hasattr(joint, "singularity"):
+            s = int(model.q_start[i])
+            if joint.singularity(q[s:s + joint.nq]) < SINGULARITY_TOL:
+                locked.append(model.names[i])
+    if locked:
+        return (f"the joint coordinates of {', '.join(map(repr, locked))} are at a "
+                "singularity, where q̇ = Γ(q) u is not defined (e.g. Euler angles at gimbal "
+                "lock): choose a joint with quaternion coordinates")
+    return "the arithmetic overflowed"
 
 
 # ----------------------------------------------------------------------------------------------

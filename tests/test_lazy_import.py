@@ -1,0 +1,54 @@
+"""``import flexdyn`` imports nothing heavy; every public name and module loads on first use
+and is the object its module defines; the static imports that editors and type checkers
+read name the same objects."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import flexdyn as fd
+
+INIT = Path(fd.__file__)
+
+
+def test_import_flexdyn_loads_no_numerical_library():
+    code = ("import sys, flexdyn; heavy = [m for m in ('numpy', 'scipy', 'numba') "
+            "if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_every_public_name_resolves_to_its_module():
+    for name in fd.__all__:
+        value = getattr(fd, name)
+        module = fd._EXPORTS.get(name)
+        if module is None:  # a module of the package
+            assert value.__name__ == f"flexdyn.{name}"
+        else:
+            owner = sys.modules[f"flexdyn.{module}"]
+            assert getattr(owner, name) is value, name
+
+
+def test_the_static_imports_name_every_export():
+    tree = ast.parse(INIT.read_text(encoding="utf-8"))
+    static = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for imp in node.body:
+                for alias in imp.names:
+                    static[alias.name] = imp.module
+    assert {k: v for k, v in static.items() if v is not None} == fd._EXPORTS
+    assert set(fd.__all__) == set(static)
+
+
+def test_modules_and_former_names_still_resolve():
+    assert fd.beam.STEEL.E > 1e11  # a module that was never named in __all__
+    assert callable(fd.simulate) and fd.simulation.simulate is fd.simulate
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = fd.no_such_name
