@@ -105,7 +105,7 @@ q0[modal] = -np.linalg.solve(arm.bodies[fa].K, fd.bias_forces(arm, q0, np.zeros(
 t_eval = np.linspace(0.0, T + HOLD, 401)
 wall = time.perf_counter()
 res = fd.simulate(arm, q0, np.zeros(arm.nu), (0.0, T + HOLD), prescribed=prescribed,
-                  t_eval=t_eval, rtol=1e-8, atol=1e-10)
+                  t_eval=t_eval, integrator=fd.Auto(rtol=1e-8, atol=1e-10))
 print(f"simulated {T + HOLD:g} s with prescribed joints in {time.perf_counter() - wall:.1f} s "
       f"({res.nfev} rhs evaluations)")
 joints = np.array([int(arm.u_start[i]) for i in moving])

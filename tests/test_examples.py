@@ -183,6 +183,12 @@ def test_plot_option_saves_the_figure(runs, name):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_examples_raise_no_warning(runs, name):
+    """Examples show good practice: no warning (a StiffnessWarning, a deprecated argument)."""
+    assert "Warning" not in _output(runs, name) + runs[name].stderr, runs[name].stderr
+
+
 def test_flexible_arm_slew(runs):
     out = _output(runs, "01_flexible_arm_slew")
     assert "same mass matrix as fd.models.two_link_arm: True" in out

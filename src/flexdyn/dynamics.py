@@ -152,6 +152,8 @@ def condition_estimate(M: np.ndarray) -> float:
     """The condition number (1-norm) of a symmetric positive definite ``M`` (n × n),
     estimated from its Cholesky factor (LAPACK ``dpocon``, O(n²) after the factorization);
     ``inf`` where ``M`` is not positive definite."""
+    if M.size == 0:  # no degree of freedom
+        return 1.0
     L, info = scipy.linalg.lapack.dpotrf(M, lower=1)
     if info != 0:
         return math.inf

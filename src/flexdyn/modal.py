@@ -409,12 +409,16 @@ def _eigh(K: np.ndarray, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                          "massless body); the system has no modal analysis") from None
 
 
-def highest_frequency(model: Model, q: Any, fidelity: str = DEFAULT_FIDELITY) -> float:
+def highest_frequency(model: Model, q: Any, fidelity: str = DEFAULT_FIDELITY,
+                      held: Collection[str] = ()) -> float:
     """The highest natural frequency ``ω_max`` (rad/s) of the assembled system about ``q``
-    with every joint free: the largest eigenvalue of the symmetric part of the tangent
-    stiffness against ``M(q)``, whether or not ``q`` is an equilibrium (loop closures left
-    out) — what limits the step of explicit integrators."""
+    with every joint free but those of the bodies ``held`` (a prescribed motion holds its
+    joints: their speeds are no degrees of freedom): the largest eigenvalue of the symmetric
+    part of the tangent stiffness against ``M(q)`` on the free speeds, whether or not ``q``
+    is an equilibrium (loop closures left out) — what limits the step of explicit
+    integrators."""
     q = np.asarray(model.check_state(q)[0], dtype=float)
-    K = tangent_stiffness(model, q, fidelity=fidelity)
-    lam, _ = _eigh(K, mass_matrix(model, q, fidelity=fidelity))
+    free = np.flatnonzero(~held_speeds(model, held, "held"))
+    K = tangent_stiffness(model, q, fidelity=fidelity)[np.ix_(free, free)]
+    lam, _ = _eigh(K, mass_matrix(model, q, fidelity=fidelity)[np.ix_(free, free)])
     return float(np.sqrt(max(float(lam[-1]), 0.0))) if lam.size else 0.0

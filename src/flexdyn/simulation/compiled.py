@@ -169,11 +169,8 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
       step, as error estimators in structural dynamics measure displacements (Zienkiewicz &
       Xie 1991), and the Newton corrections alike.  In the state norm the speeds of lightly
       damped stiff modes, ``ω`` times their displacements, hold the step short; in
-      displacements it follows what those modes move: 2.5–6 times fewer steps at the same
-      tolerances on the problems of ``docs/simulation-performance.md``, with errors nearer
-      the tolerances (the state norm's lie orders of magnitude below them there); at the
-      same error 1.5–1.8 times less time on the 5-beam chain and the arm, about the same
-      on the spin-up beam.
+      displacements it follows what those modes move, with errors nearer the tolerances
+      (measurements in ``docs/simulation-performance.md``).
     * **Forces.** ``tau`` and ``f_ext`` None or constant arrays: the whole integration is one
       compiled call.  A callable ``tau(t, q, u)`` or ``f_ext(t, q, u)`` is evaluated in
       Python once per step try, at ``t_{n+1}`` and the predicted state

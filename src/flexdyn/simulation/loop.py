@@ -10,7 +10,7 @@ import math
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -61,17 +61,17 @@ STIFF_FRACTION = 0.4
 
 
 def warn_if_stiff(model: Model, integrator: str, q0: np.ndarray, fidelity: str, t0: float,
-                  t_end: float, steps: int) -> None:
+                  t_end: float, steps: int, held: Sequence[str] = ()) -> None:
     """Warn (:class:`StiffnessWarning`) when an explicit integrator of
     :data:`flexdyn.stability.STABILITY_TABLEAUX` took at least :data:`STIFF_MIN_STEPS`
     accepted steps whose mean is above :data:`STIFF_FRACTION` of the stability limit of the
-    highest assembled frequency at ``q0`` (:func:`flexdyn.modal.highest_frequency`; one
-    eigenproblem, small beside such a run): steps that cannot grow past that limit,
-    whatever the tolerances."""
+    highest assembled frequency at ``q0`` with the joints of the bodies ``held`` (prescribed
+    motion) locked (:func:`flexdyn.modal.highest_frequency`; one eigenproblem, small beside
+    such a run): steps that cannot grow past that limit, whatever the tolerances."""
     if integrator not in STABILITY_TABLEAUX or steps < STIFF_MIN_STEPS:
         return
     try:
-        omega = highest_frequency(model, q0, fidelity)
+        omega = highest_frequency(model, q0, fidelity, held)
     except ValueError:  # no modal analysis (a degree of freedom without inertia): no advice
         return
     h_mean = (t_end - t0) / steps
@@ -153,7 +153,7 @@ def integrate_scipy(ode: Problem, solver_cls: type, options: dict[str, Any], q0:
             bar.close()
     if solver is not None and advise:
         warn_if_stiff(model, ode.settings["integrator"], q0, ode.fidelity, t0, float(solver.t),
-                      samples.steps)
+                      samples.steps, held=ode.settings["prescribed"])
     if failure is not None:
         t_fail, message, cause = failure
         raise SimulationError(f"simulation failed at t = {t_fail:.6g} s: {message}", t_fail,
@@ -182,14 +182,12 @@ def _blas_controller() -> threadpoolctl.ThreadpoolController:
     return threadpoolctl.ThreadpoolController()
 
 
-def single_blas_thread():
+def single_blas_thread() -> Any:
     """Limit the BLAS libraries (OpenBLAS, MKL, …) to one thread until the returned
     limiter's ``restore_original_limits()`` (threadpoolctl).  The integrators' LU
     factorizations and the reference path's products are of 6 × 6 … 100 × 100 matrices,
-    which threads only slow down, badly so on a loaded machine (the spacecraft on the
-    reference path: 0.48 s with OpenBLAS's default threads against 0.22 s with one, beside
-    one busy process on 2 cores); the engine uses no BLAS.  The user's setting is restored
-    when the integration ends."""
+    which threads only slow down, badly so on a loaded machine (``docs/performance.md``);
+    the engine uses no BLAS.  The user's setting is restored when the integration ends."""
     return _blas_controller().limit(limits=1, user_api="blas")
 
 
