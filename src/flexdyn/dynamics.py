@@ -956,40 +956,6 @@ class Dynamics:
         """``u̇`` (nu,) with ``M(q) u̇ + C(q, u) = τ``: :func:`forward_dynamics` (arguments
         and errors as there).  For an ill-conditioned model (:meth:`ill_conditioned`) the
         O(N) methods' result takes one step of iterative refinement (:meth:`_refined`)."""
-        udot = self._forward_dynamics(q, u, tau, method, f_ext, f_nodes, out)
-        if self._ill is False or method not in REFINED_METHODS or not self.ill_conditioned():
-            return udot
-        return self._refined(q, u, tau, method, f_ext, f_nodes, udot)
-
-    def ill_conditioned(self) -> bool:
-        """Whether the mass matrix at the neutral configuration has a condition number above
-        :data:`REFINE_CONDITION` (estimated once, by the reference tier, from its Cholesky
-        factor: LAPACK's ``dpocon``), so that the O(N) solves (the articulated-body and split
-        methods, :meth:`mass_matrix_inverse`) lose digits that one step of iterative
-        refinement restores: their error grows faster with ``κ(M)`` than a dense Cholesky solve's (a
-        heavy payload on light links, Jain & Rodriguez's Shuttle arm)."""
-        if self._ill is None:
-            q0 = self.model.neutral_configuration()
-            kappa = condition_estimate(_mass_matrix(self.model, q0, self.fidelity, "reference"))
-            # a singular M (a degree of freedom without inertia): the solves name it
-            self._ill = REFINE_CONDITION < kappa < math.inf
-        return self._ill
-
-    def _refined(self, q, u, tau, method: str, f_ext, f_nodes, udot: np.ndarray) -> np.ndarray:
-        """``u̇`` after one step of iterative refinement (Wilkinson; Higham, *Accuracy and
-        Stability of Numerical Algorithms*, Ch 12), written into ``udot``: with the residual
-        ``r = τ − (M u̇ + C)`` by Newton–Euler inverse dynamics (backward stable), the same
-        O(N) solve of ``τ + r``, ``M̃⁻¹ (τ + r − C) = u̇ + M̃⁻¹ r`` (``M̃`` the matrix the
-        solve inverts exactly; its error ``M̃ − M`` depends on ``q`` alone), is the refined
-        ``u̇``: its error is that of ``u̇`` times ``‖M⁻¹ (M̃ − M)‖``."""
-        tau = np.zeros_like(np.asarray(u, dtype=float)) if tau is None else tau
-        r = tau - self.inverse_dynamics(q, u, udot, f_ext=f_ext, f_nodes=f_nodes)
-        udot[...] = self._forward_dynamics(q, u, tau + r, method, f_ext, f_nodes, None)
-        return udot
-
-    def _forward_dynamics(self, q, u, tau, method: str, f_ext, f_nodes,
-                          out: np.ndarray | None) -> np.ndarray:
-        """:meth:`forward_dynamics` without the refinement."""
         entry = self._forward_entry(method) if type(method) is str and f_nodes is None \
             else None
         nu = self._nu
@@ -1002,12 +968,46 @@ class Dynamics:
             status = entry[0](*entry[1], q, u, self._zero_tau if tau is None else tau,
                               self._zero_wrenches if f_ext is None else f_ext, udot)
             if status == -1:
-                return udot
+                return udot if self._ill is False else self._refined(q, u, tau, method, f_ext,
+                                                                     f_nodes, udot)
             if status == kernels.OVERFLOW:
                 return _finite(udot, "u̇")
             # an invalid input or a singular inertia: the general path names it
-        return _into(out, _forward_dynamics(self.model, q, u, tau, method, self.fidelity, f_ext,
+        udot = _into(out, _forward_dynamics(self.model, q, u, tau, method, self.fidelity, f_ext,
                                             f_nodes, self.backend))
+        return udot if self._ill is False else self._refined(q, u, tau, method, f_ext, f_nodes,
+                                                             udot)
+
+    def ill_conditioned(self) -> bool:
+        """Whether the mass matrix at the neutral configuration has a condition number above
+        :data:`REFINE_CONDITION` (estimated once, by the reference tier, from its Cholesky
+        factor: LAPACK's ``dpocon``), so that the O(N) solves (the articulated-body and split
+        methods, :meth:`mass_matrix_inverse`) lose digits that one step of iterative
+        refinement restores: their error grows faster with ``κ(M)`` than a dense Cholesky
+        solve's (a heavy payload on light links, Jain & Rodriguez's Shuttle arm)."""
+        if self._ill is None:
+            q0 = self.model.neutral_configuration()
+            kappa = condition_estimate(_mass_matrix(self.model, q0, self.fidelity, "reference"))
+            # a singular M (a degree of freedom without inertia): the solves name it
+            self._ill = REFINE_CONDITION < kappa < math.inf
+        return self._ill
+
+    def _refined(self, q, u, tau, method: str, f_ext, f_nodes, udot: np.ndarray) -> np.ndarray:
+        """``u̇`` of an O(N) method (:data:`REFINED_METHODS`) after one step of iterative
+        refinement where the model is ill-conditioned (:meth:`ill_conditioned`; else ``u̇``
+        as it is), written into ``udot`` (Wilkinson; Higham, *Accuracy and Stability of
+        Numerical Algorithms*, Ch 12): with the residual ``r = τ − (M u̇ + C)`` by
+        Newton–Euler inverse dynamics (backward stable), the same O(N) solve of ``τ + r``,
+        ``M̃⁻¹ (τ + r − C) = u̇ + M̃⁻¹ r`` (``M̃`` the matrix the solve inverts exactly; its
+        error ``M̃ − M`` depends on ``q`` alone), is the refined ``u̇``: its error is that of
+        ``u̇`` times ``‖M⁻¹ (M̃ − M)‖``."""
+        if method not in REFINED_METHODS or not self.ill_conditioned():
+            return udot
+        tau = np.zeros_like(np.asarray(u, dtype=float)) if tau is None else tau
+        r = tau - self.inverse_dynamics(q, u, udot, f_ext=f_ext, f_nodes=f_nodes)
+        udot[...] = _forward_dynamics(self.model, q, u, tau + r, method, self.fidelity, f_ext,
+                                      f_nodes, self.backend)
+        return udot
 
     def inverse_dynamics(self, q: np.ndarray, u: np.ndarray, udot: np.ndarray, *,
                          f_ext: np.ndarray | None = None, f_nodes=None,
