@@ -264,6 +264,20 @@ def _resolve(app, env, node, contnode):
         if name in domain.objects:
             return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"],
                                        name, node, contnode)
+    # a name re-exported by a package (``flexdyn.simulation.simulate``) or a short name in
+    # a module of one (``simulate`` in ``flexdyn.simulation.problem``): the one object of
+    # that name defined in the package, else in flexdyn
+    if target.startswith("flexdyn."):
+        package, _, last = target.rpartition(".")
+        suffix = "." + last
+    else:
+        package, suffix = (module or "").rpartition(".")[0], "." + target
+    for prefix in dict.fromkeys(f"{p}." for p in (package, "flexdyn") if p):
+        found = [name for name in domain.objects
+                 if name.startswith(prefix) and name.endswith(suffix)]
+        if len(found) == 1:
+            return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"],
+                                       found[0], node, contnode)
     if node["reftype"] == "attr":
         for name in names:
             owner, _, attr = name.rpartition(".")

@@ -955,7 +955,7 @@ class Dynamics:
                          f_nodes=None, out: np.ndarray | None = None) -> np.ndarray:
         """``u̇`` (nu,) with ``M(q) u̇ + C(q, u) = τ``: :func:`forward_dynamics` (arguments
         and errors as there).  For an ill-conditioned model (:meth:`ill_conditioned`) the
-        O(N) methods' result takes one step of iterative refinement (:meth:`_refined`)."""
+        O(N) methods' result takes one step of iterative refinement."""
         entry = self._forward_entry(method) if type(method) is str and f_nodes is None \
             else None
         nu = self._nu

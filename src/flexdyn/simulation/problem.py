@@ -459,7 +459,7 @@ class Problem:
     (each ``(t, q, u) -> value`` or None) and the prescribed motion ``drive`` (or None).
 
     Without prescribed motion, on the engine each evaluation is one compiled call
-    (``compiled_derivative``); prescribed motion takes :func:`hybrid_dynamics`."""
+    (``compiled_derivative``); prescribed motion takes :func:`flexdyn.hybrid_dynamics`."""
 
     def __init__(self, model: Model, fidelity: str, method: str, backend: str,
                  tau_fn: Callable | None, fext_fn: Callable | None, nodes_fn: Callable | None,
@@ -475,7 +475,8 @@ class Problem:
                          and nodes_fn is None)
         self.damped = [i for i, b in enumerate(model.bodies) if b.n_modes and np.any(b.C)]
         self.zeros_tau = np.zeros(model.nu)
-        #: the solver settings recorded in the results (:attr:`SimulationResult.settings`)
+        #: the solver settings recorded in the results
+        #: (:attr:`flexdyn.results.SimulationResult.settings`)
         self.settings: dict[str, Any] | None = None
 
     def loads(self, t: float, x: np.ndarray) -> Loads:
@@ -658,7 +659,7 @@ class Problem:
     @staticmethod
     def sampled(load: Callable | None, t: np.ndarray, q: np.ndarray, u: np.ndarray,
                 shape: tuple[int, ...]) -> np.ndarray:
-        """A load at every sample (nt, *shape): zero for None, a constant's value repeated,
+        """A load at every sample, ``(nt, *shape)``: zero for None, a constant's value repeated,
         else the callable's value per sample."""
         if load is None:
             return np.zeros((t.size, *shape))
