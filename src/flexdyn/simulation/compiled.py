@@ -55,13 +55,12 @@ LOOP_FAILURES = {
 
 class CompiledLoop:
     """The arrays that carry a compiled integrator
-    (:func:`flexdyn.engine.galpha.generalized_alpha`) from call to call, set up at
-    ``(q0, u0)`` at ``t0`` for a run to ``t1`` with the forces ``tau`` (nu,) and ``f_ext``
-    (n_bodies, 6) at ``t0`` (the initial acceleration and energy-balance integrands come
-    from the compiled state derivative; ``RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈, 0``;
-    ``a`` and the last row are ``q⃛`` and ``q⁗`` for the collocation schemes), ``Mk``,
-    ``S``, ``Jc``, ``piv``, ``pred`` and ``cnt`` in the layouts of
-    :mod:`flexdyn.engine.galpha`.
+    (:func:`flexdyn.engine.galpha.generalized_alpha`) from call to call, set up at ``(q0, u0)``
+    at ``t0`` for a run to ``t1`` with the forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) at
+    ``t0`` (the initial acceleration and energy-balance integrands come from the compiled state
+    derivative; ``RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈,
+    0``; ``a`` and the last row are ``q⃛`` and ``q⁗`` for the collocation schemes), ``Mk``,
+    ``S``, ``Jc``, ``piv``, ``pred`` and ``cnt`` in the layouts of :mod:`flexdyn.engine.galpha`.
     ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps."""
 
     def __init__(self, model: Model, fidelity: str, q0: np.ndarray, u0: np.ndarray, t0: float,
