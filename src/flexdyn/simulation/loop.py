@@ -81,9 +81,9 @@ def warn_if_stiff(model: Model, integrator: str, q0: np.ndarray, fidelity: str, 
             f"{integrator} took {steps} steps of {h_mean:.2g} s on average: its steps are "
             f"limited by the stability of the stiffest mode ({omega / (2 * np.pi):.4g} Hz; "
             f"stable steps below about {h_stable:.2g} s), not by accuracy.  Use an implicit "
-            "integrator (integrator='radau-iia', 'generalized-alpha', or 'gauss-legendre' "
-            "with a step h), fewer modes, or a softer model; flexdyn.max_stable_step(model, "
-            "integrator) gives the limit at a state",
+            "integrator (integrator=flexdyn.RadauIIA(), flexdyn.GeneralizedAlpha(), or "
+            "flexdyn.GaussLegendre(h=...)), fewer modes, or a softer model; "
+            "flexdyn.max_stable_step(model, integrator) gives the limit at a state",
             StiffnessWarning, stacklevel=5)
 
 
