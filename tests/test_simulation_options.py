@@ -194,3 +194,22 @@ def test_an_event_direction_that_is_not_a_number_is_named():
     bottom.direction = "up"
     with pytest.raises(ValueError, match=r"events\[0\]\.direction must be a number .* got 'up'"):
         fd.simulate(pendulum(), t_span=(0.0, 0.1), events=bottom)
+
+
+@pytest.mark.parametrize("tau", [np.array([0.3, 0.0, -0.2, 0.0]),
+                                 lambda t, q, u: np.array([np.sin(t), 0.0, -q[2], 0.0])],
+                         ids=["constant", "feedback"])
+def test_many_samples_take_the_batched_accelerations(tau):
+    """From ``BATCHED_SAMPLES`` samples on, ``udot`` and ``tau`` of the result come from one
+    batched call: each sample's row equals the numpy reference's accelerations there."""
+    from flexdyn.simulation.problem import BATCHED_SAMPLES
+
+    arm = models.two_link_arm()
+    t_eval = np.linspace(0.0, 0.05, BATCHED_SAMPLES + 1)
+    res = fd.simulate(arm, t_span=(0.0, 0.05), t_eval=t_eval, tau=tau)
+    assert res.udot.shape == (t_eval.size, arm.nu)
+    for k in (0, 1234, t_eval.size - 1):
+        applied = tau(res.t[k], res.q[k], res.u[k]) if callable(tau) else tau
+        np.testing.assert_array_equal(res.tau[k], applied)
+        ref = fd.forward_dynamics(arm, res.q[k], res.u[k], applied, backend="reference")
+        np.testing.assert_allclose(res.udot[k], ref, rtol=1e-10, atol=1e-10)

@@ -37,15 +37,20 @@ from ..loads import TimeFunction
 from ..results import SimulationError
 from ..terms import DEFAULT_FIDELITY, check_fidelity, modal_velocities, state_terms
 
-__all__ = ["CLOSURE_RATE", "CLOSURE_TOL", "N_EXTRA", "ConstantLoad", "Loads", "PrescribedMotion",
-           "Problem", "RhsFailure", "all_finite", "check_choice", "check_closures",
-           "checked_closure_rate", "compiled_derivative", "failing", "forcing", "load_kind",
-           "nodal_forcing", "normalized", "pack_state", "rhs", "unpack_state", "vector"]
+__all__ = ["BATCHED_SAMPLES", "CLOSURE_RATE", "CLOSURE_TOL", "N_EXTRA", "ConstantLoad", "Loads",
+           "PrescribedMotion", "Problem", "RhsFailure", "all_finite", "check_choice",
+           "check_closures", "checked_closure_rate", "compiled_derivative", "failing", "forcing",
+           "load_kind", "nodal_forcing", "normalized", "pack_state", "rhs", "unpack_state",
+           "vector"]
 
 #: the work integrals after ``[q; u]`` in the augmented state: ``W_τ``, ``W_ext``, ``D``
 N_EXTRA = 3
 #: Baumgarte's rate ``ω`` (1/s) of the closure stabilization by default
 CLOSURE_RATE = 10.0
+#: samples from which a run's accelerations are computed in one batched call (an entry of its
+#: own, compiled on first use) rather than by the state derivative the run compiled, one
+#: call per sample (a few milliseconds for fewer samples)
+BATCHED_SAMPLES = 4096
 #: the largest closure residual of an initial state: ``max |g|`` (m, rad) and ``max |J u|``
 #: relative to ``max(1, max |u|)``
 CLOSURE_TOL = 1e-8
@@ -623,7 +628,8 @@ class Problem:
                      "closure_drift": np.zeros((0, model.n_constraints))}
             return {"q": q, "u": u, "tau": np.zeros((0, nu)), "udot": np.zeros((0, nu)),
                     "f_ext": None, **(empty if model.constraints else {})}
-        if not (model.constraints or self.drive is not None or self.nodes_fn is not None):
+        if t.size >= BATCHED_SAMPLES and not (model.constraints or self.drive is not None
+                                              or self.nodes_fn is not None):
             # the tree's accelerations at every sample in one batched call
             tau = self.sampled(self.tau_fn, t, q, u, (nu,))
             f_ext = (None if self.fext_fn is None else
