@@ -39,7 +39,9 @@ Problems:
 3. a planar 3-link aluminium arm (tubes Ø60×3, Ø50×2.5, Ø40×2 mm; 1.0 / 0.8 / 0.5 m; 2
    in-plane cantilever modes per link, 1 % damping; 0.5 kg motor hubs; 1.5 kg payload), sine
    joint torques of 20 / 8 / 2 N m over 2 s then coasting, 3 s; outputs: the joint angles at the
-   end and the largest elastic tip deflection.
+   end and the largest elastic tip deflection;
+4. closed loop (``closed_loop``): problems 2 and 1 under PD laws ``tau(t, q, u)`` with
+   ``simulate``'s defaults, beside their open-loop runs and the spin-up's law on DOP853.
 
 ``--quick`` shortens every span (the whole script then runs in seconds once numba's cache is
 warm, for CI); the full mode takes a few minutes.
@@ -515,12 +517,65 @@ def exudyn_side_by_side(path: Path, quick: bool, chain_ref: Run, chain_runs: lis
 
 
 # ---------------------------------------------------------------------------------------------
+def closed_loop(t_spin: float, t_chain: float) -> None:
+    """State feedback ``tau(t, q, u)`` with ``simulate``'s defaults: the spin-up beam under a
+    PD law on the hub tracking the profile (with the rigid feed-forward), beside the same law
+    on DOP853 at the default tolerances (what ``"auto"`` chose for a state feedback before the
+    compiled integrators took one) and the open-loop ``fd.of_time`` torque; the steel chain
+    under a PD law holding every joint at its start (against gravity) beside its constant
+    torque run.  Each with its tip error against DOP853 at rtol 1e-12."""
+    print("\n## closed loop: tau(t, q, u) with simulate's defaults")
+    print("| problem | run | integrator | wall (s) | steps / nfev | error of the tip (m) |")
+    print("|---|---|---|---:|---:|---:|")
+    spin = fd.models.spinup_beam()
+    open_loop = fd.models.spinup_torque(spin)
+    inertia = open_loop.rigid_inertia
+
+    def pd_hub(t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+        theta, rate, accel = fd.models.spinup_profile(t)
+        out = np.zeros(spin.nu)
+        out[0] = inertia * (accel + 4.0 * (theta - q[0]) + 4.0 * (rate - u[0]))
+        return out
+
+    chain = steel_chain()
+    joints = [int(chain.u_start[i]) for i in range(chain.n_bodies)]
+    kp, kd = 2e3, 2e2
+
+    def pd_chain(t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+        out = np.zeros(chain.nu)
+        out[joints] = -kp * q[joints] - kd * u[joints]
+        return out
+
+    constant = np.zeros(chain.nu)
+    cases = (("spin-up beam", spin, t_spin, lambda r: r.deflection("beam")[-1],
+              (("PD on the hub", pd_hub, fd.Auto()),
+               ("PD on the hub", pd_hub, fd.ScipyIVP("DOP853")),
+               ("open loop (of_time)", open_loop, fd.Auto()))),
+             ("5-beam steel chain", chain, t_chain, lambda r: r.tip_position("link4")[-1],
+              (("PD on every joint", pd_chain, fd.Auto()),
+               ("constant torque", constant, fd.Auto()))))
+    for name, model, t1, tip, runs in cases:
+        for label, tau, integrator in runs:
+            ref = fd.simulate(model, t_span=(0.0, t1), tau=tau, t_eval=[t1],
+                              integrator=fd.ScipyIVP("DOP853", rtol=1e-12, atol=1e-14))
+            fd.simulate(model, t_span=(0.0, min(t1, 0.01)), tau=tau,
+                        integrator=integrator)  # compile and load outside the timing
+            res = fd.simulate(model, t_span=(0.0, t1), tau=tau, t_eval=[t1],
+                              integrator=integrator)
+            match = re.search(r"(\d+) steps", res.message)
+            count = match.group(1) if match else str(res.nfev)
+            print(f"| {name}, {t1:g} s | {label} | {res.settings['integrator']} | "
+                  f"{res.wall_time:.3f} | {count} | "
+                  f"{np.max(np.abs(tip(res) - tip(ref))):.1e} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="short spans, for CI (seconds)")
     ap.add_argument("--no-exudyn", action="store_true", help="skip the Exudyn comparison")
-    ap.add_argument("--problems", default="chain,spinup,arm",
-                    help="comma-separated subset of chain, spinup, arm (default all)")
+    ap.add_argument("--problems", default="chain,spinup,arm,closed-loop",
+                    help="comma-separated subset of chain, spinup, arm, closed-loop "
+                         "(default all)")
     ap.add_argument("--integrators", default=",".join(INTEGRATORS),
                     help=f"comma-separated subset of {', '.join(INTEGRATORS)} (default all)")
     ap.add_argument("--no-galpha", action="store_true",
@@ -541,7 +596,7 @@ def main() -> None:
     problems = args.problems.split(",")
     integrators = tuple(name for name in args.integrators.split(",") if name)
     for name in problems:
-        if name not in ("chain", "spinup", "arm"):
+        if name not in ("chain", "spinup", "arm", "closed-loop"):
             ap.error(f"unknown problem {name!r}")
     for name in integrators:
         if name not in INTEGRATORS:
@@ -561,6 +616,9 @@ def main() -> None:
                          f"torques {ARM_TORQUES.tolist()} N m x sin(2 pi t / {ARM_PERIOD:g} s) "
                          f"for t < {ARM_PERIOD:g} s, then 0")
         bench(arm, min_time, integrators, not args.no_galpha)
+    if "closed-loop" in problems:
+        closed_loop(spans[1], spans[0])
+
 
 if __name__ == "__main__":
     main()

@@ -76,7 +76,7 @@ def model_of(run: Run) -> fd.Model:
     _, _, tip, basis, n_modes, _, _ = run
     kw = {"n_elements": 2} if basis == "finite" else {}
     model = fd.models.shuttle_arm(basis=basis, n_modes=None if n_modes is None
-                                  else dict(n_modes), **kw)
+                                  else dict(n_modes), membrane="modal", **kw)
     if tip != "exponential":
         model = fd.Model.from_dict({**model.to_dict(), "tip_kinematics": tip})
     return model

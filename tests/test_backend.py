@@ -317,10 +317,11 @@ def test_the_engine_cache_is_keyed_by_the_sources_each_entry_compiles_from(tmp_p
 
     names = {p.name for p in caching.SOURCES}
     assert {"kernels.py", "terms.py", "articulated_body.py", "split.py", "extras.py", "pack.py",
-            "caching.py", "linalg.py", "scalar_kernels.py", "joints.py"} <= names
-    # the model's Python side (chain.py, model files, builders) is edited often: the kernels
-    # take nothing from it, so its edits leave the compiled entries cached
-    assert "chain.py" not in names
+            "linalg.py", "scalar_kernels.py", "joints.py"} <= names
+    # the model's Python side (chain.py, model files, builders) and the engine's (the cache
+    # locators, the compile notice) are edited often: the kernels take nothing from them, so
+    # their edits leave the compiled entries cached
+    assert not {"chain.py", "caching.py", "notice.py"} & names
     dispatchers = [f for module in (kernels, split, extras, galpha) for f in vars(module).values()
                    if isinstance(f, numba.core.dispatcher.Dispatcher)
                    and f.py_func.__module__.startswith("flexdyn.engine.")]
@@ -363,6 +364,24 @@ def test_checkouts_at_other_paths_share_the_engine_cache(tmp_path, monkeypatch):
              for where in (kernels.__file__, "/elsewhere/src/flexdyn/engine/kernels.py")
              if caching.EngineUserProvidedLocator.from_function(function, where) is not None}
     assert paths == {str(tmp_path / "flexdyn-engine")}
+
+
+def test_cache_files_are_named_by_their_stamp(tmp_path, monkeypatch):
+    """numba unpickles a cache index before it compares the stamp, and an index written by
+    other sources may name a type that these sources no longer define (an upgrade installed
+    over an old cache raised ``AttributeError: Can't get attribute 'Work'``): the engine's
+    cache files carry the start of their stamp in their names, so that sources with another
+    stamp never open them."""
+    from flexdyn.engine import caching
+
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    names = set()
+    for function in (kernels.mass.py_func, kernels.forward_articulated.py_func):
+        locator = caching.EngineUserProvidedLocator.from_function(function, kernels.__file__)
+        assert locator.get_disambiguator() == (f"{function.__code__.co_firstlineno}-"
+                                               f"{locator.get_source_stamp()[:6].hex()}")
+        names.add(locator.get_disambiguator())
+    assert len(names) == 2
 
 
 ONE_SPECIALIZATION = """

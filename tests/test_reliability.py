@@ -723,9 +723,11 @@ def nan_torque_run():
             return np.full(model.nu, np.nan)
         return np.array([0.5, -0.3, 0.0, 0.0])
 
+    dop853 = fd.ScipyIVP("DOP853")  # a run to 0.03 s takes the same steps as one to 0.1 s
     with pytest.raises(fd.SimulationError) as info:
-        fd.simulate(model, t_span=(0.0, 0.1), tau=tau, t_eval=T_EVAL)
-    reference = fd.simulate(model, t_span=(0.0, 0.03), tau=tau, t_eval=T_EVAL[:4])
+        fd.simulate(model, t_span=(0.0, 0.1), tau=tau, t_eval=T_EVAL, integrator=dop853)
+    reference = fd.simulate(model, t_span=(0.0, 0.03), tau=tau, t_eval=T_EVAL[:4],
+                            integrator=dop853)
     return info.value, reference
 
 
@@ -773,6 +775,30 @@ def test_solver_failure_reports_time_and_partial():
     assert 0.025 <= err.t < 0.03
     assert "injected step failure" in err.solver_message
     np.testing.assert_array_equal(err.partial.t, T_EVAL[:3])
+
+
+@pytest.mark.parametrize("h", [0.03, 0.01])
+def test_a_diverging_explicit_integrator_is_named_as_the_cause(h):
+    """RK4 on the two-link arm with two modes per link, whose stiffest mode (30 Hz) allows
+    steps below 0.015 s (``max_stable_step``): at twice that step the state grows until an
+    articulated inertia is singular, and the error says the integrator diverged and what to
+    use instead; at two thirds of it the run succeeds, and a failure of the model itself
+    (a NaN torque) carries no such advice."""
+    arm = fd.models.two_link_arm(n_modes=2)
+    limit = fd.max_stable_step(arm, "rk4")
+    assert 0.01 < limit < 0.03
+    tau = np.r_[5.0, np.zeros(arm.nu - 1)]
+    if h > limit:
+        with pytest.raises(fd.SimulationError, match="singular") as info:
+            fd.simulate(arm, t_span=(0.0, 2.0), tau=tau, integrator=fd.RK4(h=h))
+        assert "most likely the explicit integrator diverging" in str(info.value)
+        assert "RadauIIA" in str(info.value) and f"{limit:.2g} s" in str(info.value)
+        return
+    fd.simulate(arm, t_span=(0.0, 2.0), tau=tau, integrator=fd.RK4(h=h))
+    with pytest.raises(fd.SimulationError) as info:
+        fd.simulate(arm, t_span=(0.0, 2.0), integrator=fd.RK4(h=h),
+                    tau=lambda t, q, u: tau * (np.nan if t > 0.5 else 1.0))
+    assert "diverging" not in str(info.value)
 
 
 # ---------------------------------------------------------------------------------------------

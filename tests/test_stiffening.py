@@ -5,7 +5,9 @@ Euler–Bernoulli beam solved here by Hermite finite elements with the centrifug
 ``ρAΩ²(L² − x²)/2`` (itself checked against the published uniform-beam values); the
 centrifugal stretch ``ρAΩ²L³/(3EA)``; energy conservation of the exact model; the elastic
 force as the complex-step gradient of the strain energy; the quartic energy of a bent beam
-by direct integration; the spin-up beam following its profile.
+by direct integration, and its condensed form by eliminating a complete stretch basis; the
+spin-up beam following its profile, and bending as a geometrically exact chain of rigid
+segments does; a static tip load bending a slender cantilever as beam theory says.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import flexdyn as fd
 from flexdyn.beam import beam_modes, geometric_stiffness
 from flexdyn.stiffening import ConsistentBodyModel, ExactBodyModel
 from flexdyn.terms import body_models
+from helpers import segment_spinup
 
 # published first flapwise frequencies of a uniform rotating cantilever (no hub radius) in
 # units of sqrt(EI / (ρA L⁴)) for the rotation parameters Ω = 1 … 5 in the same units
@@ -187,7 +190,7 @@ def test_quartic_energy_of_a_bent_beam_by_direct_integration():
     L, EA, rp2 = 2.0, 1e3, 0.01
     beam = beam_modes(L, 1.0, EI_z=5.0, GJ=3.0, polar_inertia_per_length=rp2, n_elements=4,
                       n_modes=3)
-    K1, K2 = geometric_stiffness(beam.modes, beam.nodes[:, 0], EA, rp2)
+    K1, K2 = geometric_stiffness(beam.modes, beam.nodes[:, 0], EA, rp2, membrane="modal")
     eta = np.array([0.3, -0.2, 0.1])
     Pi = beam.modes.reshape(-1, 6, 3) @ eta  # node [rx, ry, rz, tx, ty, tz]
     h = L / 4
@@ -205,6 +208,122 @@ def test_quartic_energy_of_a_bent_beam_by_direct_integration():
     assert np.einsum("ijk,i,j,k", K1, eta, eta, eta) == pytest.approx(0.0, abs=1e-12)
     assert np.einsum("ijkl,i,j,k,l", K2, eta, eta, eta, eta) / 24 == pytest.approx(U4,
                                                                                    rel=1e-6)
+
+
+def membrane_energy(beam, eta: np.ndarray) -> float:
+    """``½ η_sᵀ K0_ss η_s + K1·η³/3! + K2·η⁴/4!``: the membrane part of a beam's strain
+    energy (its stretch modes' linear stiffness and the stiffening tensors)."""
+    s = beam.axial_modes
+    return (0.5 * eta[s] @ beam.stiffness[np.ix_(s, s)] @ eta[s]
+            + np.einsum("ijk,i,j,k", beam.geometric_stiffness_1, eta, eta, eta) / 6
+            + np.einsum("ijkl,i,j,k,l", beam.geometric_stiffness_2, eta, eta, eta, eta) / 24)
+
+
+@pytest.mark.parametrize("basis", ["lumped", "finite"])
+def test_condensed_membrane_energy_is_the_complete_stretch_basis_eliminated(basis):
+    """The condensed membrane energy with ``k`` stretch modes equals the modal (Damaren &
+    Sharf) energy of the same mesh with *every* stretch mode, minimized over the stretch
+    coordinates beyond the ``k`` (a quadratic minimum, solved here), less its minimum over
+    all of them (what the mesh's element interpolation cannot relax): the axial
+    displacement the ``k`` modes cannot take relaxes as far as the mesh allows.  Without
+    load the condensed energy's minimum over the ``k`` stretch coordinates is 0 — bending
+    stores no membrane energy, as in an inextensible beam."""
+    L, ne, k = 2.0, 6, 2
+    kw = dict(EI_y=3.0, EI_z=5.0, EA=4e3, n_elements=ne, basis=basis)
+    bend = {"transverse_y": 2, "transverse_z": 1}
+    few = beam_modes(L, 1.5, **kw, n_modes={**bend, "axial": k})
+    n_axial = ne  # the mesh's stretch modes: one per element
+    every = beam_modes(L, 1.5, **kw, n_modes={**bend, "axial": n_axial}, membrane="modal")
+    fb, eb = np.array(few.families), np.array(every.families)
+    np.testing.assert_allclose(few.modes[:, fb != "axial"], every.modes[:, eb != "axial"],
+                               atol=1e-12)
+    np.testing.assert_allclose(few.modes[:, fb == "axial"],
+                               every.modes[:, eb == "axial"][:, :k], atol=1e-12)
+    rng = np.random.default_rng(3)
+    bent, kept = 0.2 * rng.standard_normal(3), 1e-3 * rng.standard_normal(k)
+
+    def modal_minimum(free: np.ndarray) -> float:
+        """The modal energy minimized over the stretch coordinates ``free`` (indices into
+        the stretch modes), the others at ``kept`` (quadratic in them: one linear solve)."""
+        eta = np.zeros(every.n_modes)
+        eta[eb != "axial"] = bent
+        axial = np.flatnonzero(eb == "axial")
+        eta[axial[:k]] = kept
+        z = axial[free]
+        eta[z] = 0.0
+        grad = np.zeros(z.size)
+        hess = np.zeros((z.size, z.size))
+        for j in range(z.size):  # the energy is quadratic in the stretch coordinates
+            e = np.zeros(every.n_modes)
+            e[z[j]] = 1.0
+            up, down = membrane_energy(every, eta + e), membrane_energy(every, eta - e)
+            grad[j] = (up - down) / 2
+            hess[j, j] = up + down - 2 * membrane_energy(every, eta)
+            for i in range(j):
+                f = np.zeros(every.n_modes)
+                f[z[i]] = 1.0
+                hess[i, j] = hess[j, i] = (membrane_energy(every, eta + e + f)
+                                           - membrane_energy(every, eta + e)
+                                           - membrane_energy(every, eta + f)
+                                           + membrane_energy(every, eta))
+        eta[z] = np.linalg.solve(hess, -grad)
+        return membrane_energy(every, eta)
+
+    eta = np.zeros(few.n_modes)
+    eta[fb != "axial"], eta[fb == "axial"] = bent, kept
+    beyond, residual = modal_minimum(np.arange(k, n_axial)), modal_minimum(np.arange(n_axial))
+    assert residual < 0.05 * beyond  # nearly all of the locked energy is relaxable
+    assert membrane_energy(few, eta) == pytest.approx(beyond - residual, rel=1e-9)
+    eta[fb == "axial"] = 0.0
+    s = few.axial_modes
+    c = np.einsum("sjk,j,k->s", few.geometric_stiffness_1[s], eta, eta) / 2
+    eta[s] = -np.linalg.solve(few.stiffness[np.ix_(s, s)], c)  # the stretch at rest
+    assert abs(membrane_energy(few, eta)) < 1e-12 * beyond
+
+
+def test_spinup_bends_as_a_chain_of_rigid_segments():
+    """Damaren & Sharf's torque-driven spin-up (5 s), exact model, natural basis with two
+    bending and one or two stretch modes: the largest bending is a geometrically exact
+    chain of rigid segments with bending springs (Richardson-extrapolated from 10 and 20
+    segments) within 1 % with the default, condensed, membrane energy; the paper's modal
+    one locks and bends about a quarter as much."""
+    t_eval = np.linspace(0.0, 5.0, 501)
+    flexible = {}
+    for membrane in ("condensed", "modal"):
+        for n_axial in (1, 2):
+            model = fd.models.spinup_beam(basis="natural", n_elements=40, n_axial=n_axial,
+                                          membrane=membrane)
+            res = fd.simulate(model, t_span=(0.0, 5.0), tau=fd.models.spinup_torque(model),
+                              t_eval=t_eval, integrator=fd.RadauIIA(rtol=1e-8, atol=1e-10))
+            flexible[membrane, n_axial] = np.max(np.abs(res.deflection("beam")[:, 1]))
+    torque = fd.models.spinup_torque(fd.models.spinup_beam(basis="natural", n_elements=40))
+    coarse, fine = (np.max(np.abs(segment_spinup(n, t_eval, torque))) for n in (10, 20))
+    exact = fine + (fine - coarse) / 3
+    assert abs(fine - coarse) < 1e-2 * exact  # the chain has converged to O(h²)
+    for n_axial in (1, 2):
+        assert abs(flexible["condensed", n_axial] / exact - 1) < 1e-2, n_axial
+        assert flexible["modal", n_axial] < 0.5 * exact, n_axial
+
+
+def test_slender_cantilever_bends_as_beam_theory_under_a_tip_load():
+    """A static tip force that bends a cantilever of ``EA L²/EI = 8000`` by 2.7 % of its
+    length (``fd.equilibrium``, exact model, four bending modes): within 1 % of
+    ``P L³/3EI`` with 0, 1, 2 or 4 stretch modes in the default, condensed, form; the modal
+    form locks (below 0.9 of it with up to four stretch modes)."""
+    L, EI, slender, P = 2.0, 100.0, 8000.0, 0.027 * 3 * 100.0 / 4.0
+    for membrane in ("condensed", "modal"):
+        for n_axial in (0, 1, 2, 4):
+            beam = beam_modes(L, 1.0, EI_y=EI, EA=slender * EI / L**2, n_elements=32,
+                              n_modes={"transverse_z": 4, "axial": n_axial},
+                              membrane=membrane)
+            model = fd.ModelBuilder("cantilever").add_body(
+                "beam", joint={"type": "fixed"}, flex=beam.to_flex_dict()).build()
+            eq = fd.equilibrium(model, f_nodes={("beam", -1): [0, 0, 0, 0, 0, -P]})
+            ratio = -(model.bodies[0].Pi_t[-1][2] @ model.eta(eq.q, 0)) / (P * L**3 / 3 / EI)
+            if membrane == "condensed":
+                assert abs(ratio - 1) < 1e-2, n_axial
+            else:
+                assert ratio < 0.9, n_axial
 
 
 def test_spinup_beam_follows_its_profile_with_stiffening():

@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-__all__ = ["ALUMINIUM", "BeamModes", "MODE_FAMILIES", "Material", "PLANE_FAMILIES", "STEEL",
-           "Section", "beam_modes", "circle",
+__all__ = ["ALUMINIUM", "BeamModes", "MEMBRANE_FORMS", "MODE_FAMILIES", "Material",
+           "PLANE_FAMILIES", "STEEL", "Section", "beam_modes", "circle",
            "frame_element_stiffness", "geometric_stiffness", "nodal_beam", "rectangle",
            "section_properties", "tube"]
 
@@ -380,6 +380,7 @@ def beam_modes(
     boundary: str = "cantilever",
     damping_ratio: float | Sequence[float] | np.ndarray = 0.0,
     basis: str = "lumped",
+    membrane: str = "condensed",
 ) -> BeamModes:
     """Modal data of a straight uniform beam from its section properties.
 
@@ -465,6 +466,13 @@ def beam_modes(
         mass matrix exactly, and the mode rows at those points are the
         element interpolation.  With ``n_elements=1`` and every mode this is
         the paper's one-element basis.  Cantilever only.
+    membrane : {"condensed", "modal"}, optional
+        With ``EA``: the quartic membrane energy of the stiffening tensors
+        (:func:`geometric_stiffness`).  ``"condensed"`` (default): the axial displacement
+        that the stretch modes cannot take is condensed statically, so that bending does not
+        lock whatever the stretch basis.  ``"modal"``: Damaren & Sharf's tensors, the
+        membrane strain relaxed only through the stretch modes in the basis (too stiff in
+        bending unless the stretch basis is large; ``docs/stiffening.md``).
 
     Returns
     -------
@@ -550,13 +558,14 @@ def beam_modes(
     if ea is None and gj is None and ei_y is None and ei_z is None:
         raise ValueError(f"{name}: no deformation enabled; give at least one of EI_y, EI_z, EA, GJ")
     zeta = _damping_ratios(damping_ratio, nm, name)
+    membrane = _membrane_form(membrane, name)
     if basis in _CANTILEVER_BASES:
         if boundary != "cantilever":
             raise ValueError(f"{name}: basis={basis!r} has cantilever modes only, got "
                              f"boundary={boundary!r}")
         return _CANTILEVER_BASES[basis](L, mu, {"transverse_y": ei_z, "transverse_z": ei_y,
                                                 "axial": ea, "torsion": gj}, ip, ne,
-                                        families, nm, zeta, name)
+                                        families, nm, zeta, name, membrane)
     if basis != "lumped":
         raise ValueError(f"{name}: basis={basis!r} is not one of 'lumped', "
                          f"{', '.join(map(repr, _CANTILEVER_BASES))}")
@@ -614,7 +623,7 @@ def beam_modes(
     damping = np.diag(2.0 * zeta * frequencies)
     K1 = K2 = None
     if ea is not None:
-        K1, K2 = geometric_stiffness(modes, nodes[:, 0], ea, ip / mu)
+        K1, K2 = geometric_stiffness(modes, nodes[:, 0], ea, ip / mu, membrane=membrane)
     return BeamModes(
         nodes=nodes,
         node_masses=node_masses,
@@ -758,7 +767,7 @@ def _element_interpolation(xi: float, h: float) -> np.ndarray:
 
 def _finite_element_modes(L: float, mu: float, stiffness: dict, ip: float, ne: int,
                           families: dict | None, nm: int, zeta: np.ndarray,
-                          name: str) -> BeamModes:
+                          name: str, membrane: str) -> BeamModes:
     """:func:`beam_modes` with ``basis="finite"`` (see there)."""
     h = L / ne
     xi = _lobatto_points(_FE_POINTS)
@@ -812,7 +821,8 @@ def _finite_element_modes(L: float, mu: float, stiffness: dict, ip: float, ne: i
     nodes[:, 0] = x
     K1 = K2 = None
     if stiffness["axial"] is not None:
-        K1, K2 = geometric_stiffness(modes, x, stiffness["axial"], ip / mu)
+        K1, K2 = geometric_stiffness(modes, x, stiffness["axial"], ip / mu,
+                                     membrane=membrane)
     return BeamModes(nodes=nodes, node_masses=node_masses, node_inertias=node_inertias,
                      modes=modes, stiffness=np.diag(frequencies**2),
                      damping=np.diag(2.0 * zeta[:frequencies.size] * frequencies),
@@ -854,7 +864,8 @@ def _lobatto_weights(n: int) -> np.ndarray:
 
 
 def _natural_modes(L: float, mu: float, stiffness: dict, ip: float, ne: int,
-                   families: dict | None, nm: int, zeta: np.ndarray, name: str) -> BeamModes:
+                   families: dict | None, nm: int, zeta: np.ndarray, name: str,
+                   membrane: str) -> BeamModes:
     """:func:`beam_modes` with ``basis="natural"`` (see there)."""
     n = ne + 1
     x = _lobatto_points(n) * L
@@ -914,7 +925,7 @@ def _natural_modes(L: float, mu: float, stiffness: dict, ip: float, ne: int,
         a, b, c, d = np.moveaxis(np.stack([candidates[k][3](xq) * sk for k, sk in
                                            zip(order, scale, strict=True)], axis=2),
                                  1, 0)  # each (P, m)
-        K1, K2 = _stiffening_tensors(a, b, c, d, stiffness["axial"] * wq, ip / mu)
+        K1, K2 = _stiffening_tensors(a, b, c, d, stiffness["axial"] * wq, ip / mu, membrane)
     return BeamModes(nodes=nodes, node_masses=node_masses, node_inertias=node_inertias,
                      modes=modes, stiffness=np.diag(frequencies**2),
                      damping=np.diag(2.0 * zeta * frequencies), frequencies=frequencies,
@@ -937,7 +948,8 @@ _GAUSS_X, _GAUSS_W = (0.5 * (np.polynomial.legendre.leggauss(5)[0] + 1.0),
 
 
 def geometric_stiffness(modes: np.ndarray, x: np.ndarray, EA: float,
-                        polar_radius_sq: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+                        polar_radius_sq: float = 0.0, *,
+                        membrane: str = "condensed") -> tuple[np.ndarray, np.ndarray]:
     """The stiffening tensors of a straight uniform beam along ``x`` (Damaren & Sharf
     Eqs 16–20 for the displacement field of Eq 29, slender-beam form).
 
@@ -950,14 +962,30 @@ def geometric_stiffness(modes: np.ndarray, x: np.ndarray, EA: float,
 
     * the cubic part ``U₃ = ∫ EA u' g dx = K1·η³ / 3!`` with
       ``K1_ijk = ∫ EA (a_i G_jk + a_j G_ik + a_k G_ij) dx``,
-    * the quartic part ``U₄ = ½ ∫ EA g² dx = K2·η⁴ / 4!`` with
-      ``K2_ijkl = ∫ EA (G_ij G_kl + G_ik G_jl + G_il G_jk) dx``,
+    * the quartic part ``U₄ = K2·η⁴ / 4!``: with ``membrane="modal"`` (Damaren & Sharf's)
+      ``U₄ = ½ ∫ EA g² dx``, ``K2_ijkl = ∫ EA (G_ij G_kl + G_ik G_jl + G_il G_jk) dx``.
+      With ``membrane="condensed"`` (the default) the axial displacement outside the span of
+      the stretch modes is condensed statically: it carries no inertia and no load, so it
+      takes the value that minimizes the membrane energy, ``u_c' = −(g − P g)``, and
+      ``U₄ = ½ ∫ EA (P g)² dx = ½ cᵀ S⁻¹ c`` with ``S = ∫ EA a aᵀ dx`` (the stretch modes'
+      axial stiffness), ``c = ∫ EA a g dx`` and ``P g`` the ``EA``-weighted projection of
+      ``g`` onto the stretch modes' slopes ``a``: ``K2_ijkl = Y_ijkl + Y_ikjl + Y_iljk``,
+      ``Y_ijkl = X_sij (S⁻¹)_st X_tkl``, ``X_sjk = ∫ EA a_s G_jk dx``.
 
     so the elastic force is ``Ŝ = (K0 + K1(η)/2! + K2(η, η)/3!) η`` (Eq 20) with
-    ``K1(η)_ij = K1_ijk η_k`` and ``K2(η, η)_ij = K2_ijkl η_k η_l``.  Within each element the
-    slopes follow the element's own interpolation: linear ``u`` and ``φ``, Hermite-cubic
-    ``v`` and ``w`` from the nodal translations and rotations (``v' = r_z``, ``w' = −r_y``);
-    the integrals are exact (5-point Gauss).
+    ``K1(η)_ij = K1_ijk η_k`` and ``K2(η, η)_ij = K2_ijkl η_k η_l``.
+
+    Why condensed: the modal form relaxes the membrane strain only through the stretch modes
+    in the basis, whose slopes cannot follow the foreshortening ``u' = −g`` of a bent beam
+    (every cantilever stretch mode has ``u' = 0`` at the free end, where ``g`` is largest):
+    the rest stores ``½ ∫ EA (g − P g)² dx``, and with ``EA L²/EI`` in the thousands the beam
+    is too stiff in bending by tens of per cent (membrane locking; ``docs/stiffening.md``).
+    The condensed form keeps the coupling ``K1`` of the stretch modes to the bending, through
+    which the centrifugal tension stiffens, and converges to the modal form as the stretch
+    basis is completed (``P = I``).  Without stretch modes both ``K1`` and the condensed ``K2``
+    vanish.  Within each element the slopes follow the element's own interpolation: linear
+    ``u`` and ``φ``, Hermite-cubic ``v`` and ``w`` from the nodal translations and rotations
+    (``v' = r_z``, ``w' = −r_y``); the integrals are exact (5-point Gauss).
 
     Parameters
     ----------
@@ -967,6 +995,8 @@ def geometric_stiffness(modes: np.ndarray, x: np.ndarray, EA: float,
     EA : axial stiffness (N).
     polar_radius_sq : ``I_p / A`` (m²), the polar radius of gyration of the section squared
         (0: no torsion–stretch coupling).
+    membrane : ``"condensed"`` (default) or ``"modal"``, the quartic part above
+        (:data:`MEMBRANE_FORMS`).
 
     Returns
     -------
@@ -992,21 +1022,38 @@ def geometric_stiffness(modes: np.ndarray, x: np.ndarray, EA: float,
     b, c = slope(_TY, _RZ, 1.0), slope(_TZ, _RY, -1.0)
     w = EA * h[:, :, 0] * _GAUSS_W[None, :]
     return _stiffening_tensors(*(s.reshape(-1, m) for s in (a, b, c, d)), w.ravel(),
-                               polar_radius_sq)
+                               polar_radius_sq, _membrane_form(membrane, "geometric_stiffness"))
+
+
+#: the quartic membrane energies of :func:`geometric_stiffness`
+MEMBRANE_FORMS = ("condensed", "modal")
+
+
+def _membrane_form(membrane: str, where: str) -> str:
+    if not isinstance(membrane, str) or membrane not in MEMBRANE_FORMS:
+        raise ValueError(f"{where}: membrane={membrane!r} is not one of "
+                         f"{', '.join(map(repr, MEMBRANE_FORMS))}")
+    return membrane
 
 
 def _stiffening_tensors(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
-                        w: np.ndarray, polar_radius_sq: float) -> tuple[np.ndarray, np.ndarray]:
+                        w: np.ndarray, polar_radius_sq: float,
+                        membrane: str) -> tuple[np.ndarray, np.ndarray]:
     """``(K1, K2)`` of :func:`geometric_stiffness` from the slopes ``u' = aᵀη``, ``v' = bᵀη``,
     ``w' = cᵀη``, ``φ' = dᵀη`` at quadrature points (each (P, m)) and the weights ``w``
-    (P,) of ``∫ EA · dx``."""
+    (P,) of ``∫ EA · dx``; ``membrane`` the form of the quartic part."""
     G = (np.einsum("pi,pj->pij", b, b) + np.einsum("pi,pj->pij", c, c)
          + polar_radius_sq * np.einsum("pi,pj->pij", d, d))
     X = np.einsum("p,pi,pjk->ijk", w, a, G)
     K1 = X + X.transpose(1, 0, 2) + X.transpose(1, 2, 0)
-    K2 = (np.einsum("p,pij,pkl->ijkl", w, G, G) + np.einsum("p,pik,pjl->ijkl", w, G, G)
-          + np.einsum("p,pil,pjk->ijkl", w, G, G))
-    return K1, K2
+    if membrane == "modal":
+        K2 = (np.einsum("p,pij,pkl->ijkl", w, G, G) + np.einsum("p,pik,pjl->ijkl", w, G, G)
+              + np.einsum("p,pil,pjk->ijkl", w, G, G))
+        return K1, K2
+    S = np.einsum("p,pi,pj->ij", w, a, a)
+    s = np.flatnonzero(np.diag(S) > 0.0)  # the modes that stretch
+    Y = np.einsum("sij,st,tkl->ijkl", X[s], np.linalg.inv(S[np.ix_(s, s)]), X[s])
+    return K1, Y + Y.transpose(0, 2, 1, 3) + Y.transpose(0, 2, 3, 1)
 
 
 # ----------------------------------------------------------------------------

@@ -61,6 +61,7 @@ import scipy.linalg
 
 from .beam import (
     ALUMINIUM,
+    MEMBRANE_FORMS,
     MODE_FAMILIES,
     PLANE_FAMILIES,
     STEEL,
@@ -892,7 +893,7 @@ _NONNEGATIVE_FORCE_KEYS = ("stiffness", "damping", "coulomb", "limit_stiffness",
 # beam blocks
 # ---------------------------------------------------------------------------------------------
 _BEAM_KEYS = ("start", "end", "length", "axis", "y_axis", "material", "section", "modes",
-              "elements", "basis", "boundary", "damping_ratio", "stiffening")
+              "elements", "basis", "boundary", "membrane", "damping_ratio", "stiffening")
 _MATERIAL_KEYS = ("E", "G", "nu", "rho")
 #: the keys of each section shape (``shape`` absent: the properties themselves)
 _SECTION_SHAPES = {"rectangle": ("size_y", "size_z"), "tube": ("outer_radius", "wall"),
@@ -902,7 +903,8 @@ _MODE_KEYS = (*MODE_FAMILIES, "plane", "count")
 #: built-in materials of a beam block, by name
 MATERIALS = {"aluminium": ALUMINIUM, "steel": STEEL}
 _BEAM_DEFAULTS = {"start": [0.0, 0.0, 0.0], "elements": 10, "basis": "lumped",
-                  "boundary": "cantilever", "damping_ratio": 0.0, "stiffening": False}
+                  "boundary": "cantilever", "membrane": "condensed", "damping_ratio": 0.0,
+                  "stiffening": False}
 
 
 def _positive(path: str, value: Any) -> float:
@@ -1059,7 +1061,8 @@ def _beam(path: str, value: Any) -> tuple[dict[str, Any], BeamModes]:
         raise ValueError(f"{path}.elements must be an integer >= 1, got {_describe(elements)}")
     options = {}
     for key, choices in (("basis", ("lumped", "natural", "finite")),
-                         ("boundary", ("cantilever", "free-free"))):
+                         ("boundary", ("cantilever", "free-free")),
+                         ("membrane", MEMBRANE_FORMS)):
         options[key] = value.get(key, _BEAM_DEFAULTS[key])
         if options[key] not in choices:
             raise ValueError(f"{path}.{key} must be one of {', '.join(choices)}, got "
@@ -1093,7 +1096,8 @@ def _beam(path: str, value: Any) -> tuple[dict[str, Any], BeamModes]:
         beam = beam_modes(length, **kwargs, n_elements=int(elements),
                           n_modes=modes["count"] if "plane" in modes else modes,
                           plane=modes.get("plane"), boundary=options["boundary"],
-                          basis=options["basis"], damping_ratio=zeta)
+                          basis=options["basis"], membrane=options["membrane"],
+                          damping_ratio=zeta)
     except ValueError as exc:
         message = str(exc).removeprefix("beam_modes: ")  # in the block's words
         for word, key in (("n_modes", "modes"), ("n_elements", "elements")):
@@ -1333,6 +1337,7 @@ def json_schema() -> dict[str, Any]:
                   "elements": {"type": "integer", "minimum": 1},
                   "basis": {"enum": ["lumped", "natural", "finite"]},
                   "boundary": {"enum": ["cantilever", "free-free"]},
+                  "membrane": {"enum": list(MEMBRANE_FORMS)},
                   "damping_ratio": {"oneOf": [{"type": "number", "minimum": 0},
                                               {"type": "array", "items": {
                                                   "type": "number", "minimum": 0}}]},

@@ -258,6 +258,7 @@ def spinup_beam(
     hub_inertia: float = 0.0,
     name: str = "spinup_beam",
     basis: str = "lumped",
+    membrane: str = "condensed",
 ) -> Model:
     """The planar spin-up beam of Damaren & Sharf (1995), Sec 4.1.
 
@@ -297,7 +298,7 @@ def spinup_beam(
     if n_axial and EA is None:
         raise ValueError("n_axial > 0 needs EA")
     flex = beam_modes(length, mass / length, EI_z=EI if n_bending else None, EA=EA,
-                      n_elements=n_elements, basis=basis,
+                      n_elements=n_elements, basis=basis, membrane=membrane,
                       n_modes={"transverse_y": n_bending, "axial": n_axial}).to_flex_dict()
     rigid = None
     if hub_inertia:
@@ -469,7 +470,8 @@ SHUTTLE_BOOM_MODES = {"transverse_y": 2, "transverse_z": 2, "axial": 1, "torsion
 
 
 def shuttle_arm(*, basis: str = "natural", n_elements: int = 10,
-                n_modes: Mapping[str, int] | None = None, name: str = "shuttle_arm") -> Model:
+                n_modes: Mapping[str, int] | None = None, membrane: str = "condensed",
+                name: str = "shuttle_arm") -> Model:
     """Damaren & Sharf's six-joint arm modelled after the Space Shuttle's (Sec 4.2, Table 2).
 
     The shuttle is the fixed ground. Six bodies in a chain, each on a revolute joint at the
@@ -482,7 +484,9 @@ def shuttle_arm(*, basis: str = "natural", n_elements: int = 10,
     length ``J_roll/l``) with the paper's six modes each: two bending modes in each plane,
     one stretch and one torsion mode (:data:`SHUTTLE_BOOM_MODES`; ``n_modes`` another
     choice by family, as :func:`~flexdyn.beam.beam_modes` takes it), in ``basis``
-    (``"natural"``, the paper's choice for Table 3, by default). The other links are rigid.
+    (``"natural"``, the paper's choice for Table 3, by default), their stiffening tensors with
+    the ``membrane`` energy of :func:`~flexdyn.beam.geometric_stiffness` (``"modal"``: the
+    paper's). The other links are rigid.
 
     What Table 2 does not say and this model assumes: the joint axes above (the usual
     shoulder yaw–pitch, elbow pitch, wrist pitch–yaw–roll sequence); each rigid link a rod
@@ -513,7 +517,7 @@ def shuttle_arm(*, basis: str = "natural", n_elements: int = 10,
             beam = beam_modes(length, mass / length, EI_y=EI, EI_z=EI, EA=EA, GJ=GJ,
                               polar_inertia_per_length=j_roll / length, n_elements=n_elements,
                               n_modes=dict(SHUTTLE_BOOM_MODES if n_modes is None else n_modes),
-                              basis=basis)
+                              basis=basis, membrane=membrane)
             builder.add_body(link, parent, joint=joint, flex=beam.to_flex_dict())
             parent_nodes = beam.n_nodes
         else:

@@ -9,8 +9,8 @@ entry could run yesterday's kernels on today's packed model.  :func:`install` gi
 locators for the engine's files whose source stamp is a fingerprint of the module's own
 source, of every engine module it imports (directly or through others, :func:`dependencies`),
 of the package's modules whose functions or constants the kernels use (:data:`SHARED`) and
-of numba's version: an edit invalidates the cached entries of the modules that depend on
-the edited file, and no others (an edit of the compiled integrators,
+of numba's version, which also names their cache files: an edit invalidates the cached
+entries of the modules that depend on the edited file, and no others (an edit of the compiled integrators,
 :mod:`~flexdyn.engine.galpha`, leaves the entries of :mod:`~flexdyn.engine.kernels`
 cached).  The cache stays where numba would put it (``NUMBA_CACHE_DIR``, else the
 package's ``__pycache__``, else the user-wide cache), in a folder ``flexdyn-engine`` of
@@ -33,9 +33,9 @@ __all__ = ["SHARED", "SOURCES", "dependencies", "fingerprint", "install", "stamp
 
 _ENGINE = Path(__file__).resolve().parent
 _PACKAGE = _ENGINE.parent
-#: the engine's modules that compile nothing: the compile notice and the package's
-#: ``__init__`` (the Python side of the engine)
-_PYTHON_ONLY = ("notice.py", "__init__.py")
+#: the engine's modules that compile nothing: the compile notice, these locators and the
+#: package's ``__init__`` (the Python side of the engine)
+_PYTHON_ONLY = ("notice.py", "caching.py", "__init__.py")
 #: the package's modules whose functions or constants the kernels use
 SHARED: tuple[Path, ...] = tuple(_PACKAGE / name for name in (
     "scalar_kernels.py", "linalg.py", "joints.py", "joint_forces.py"))
@@ -99,6 +99,13 @@ class _EngineSources:
 
     def get_source_stamp(self) -> bytes:
         return stamp(Path(self._py_file).resolve())
+
+    def get_disambiguator(self) -> str:
+        """The function's line and the start of its stamp, in the names of its cache files:
+        an index written from other sources is never read (numba unpickles an index before
+        it compares the stamp, and one written by other sources may name types that they
+        defined and these do not)."""
+        return f"{super().get_disambiguator()}-{self.get_source_stamp()[:6].hex()}"
 
     @classmethod
     def get_suitable_cache_subpath(cls, py_file) -> str:

@@ -255,6 +255,23 @@ def _stiffness(pm, q, Kc, Ku):
 
 
 @helper
+def _linearized_forces(tau, fb, pred, q, v, out):
+    """``out = τ + J_q (q − q*) + J_u (q̇ − q̇*)`` (nu,): the generalized force at ``(q, q̇)``
+    of a state feedback linearized about the predicted state ``pred = [t; q*; q̇*]`` at which
+    the caller evaluated it, ``τ`` (``fb`` (2, nu, nu): ``J_q = ∂τ/∂q`` and ``J_u = ∂τ/∂q̇``;
+    empty (2, 0, 0): forces held, ``out = τ``)."""
+    nu = q.shape[0]
+    copy(tau, out)
+    if fb.shape[1] == 0:
+        return
+    for k in range(nu):
+        f = 0.0
+        for j in range(nu):
+            f += fb[0, k, j] * (q[j] - pred[1 + j]) + fb[1, k, j] * (v[j] - pred[1 + nu + j])
+        out[k] += f
+
+
+@helper
 def _amax(x):
     """``max |x|`` of a vector or a matrix."""
     v = 0.0
@@ -264,14 +281,16 @@ def _amax(x):
 
 
 @helper
-def _solve_step(pm, w, c, max_iter, h, y, tau, fext, Kc, Ku, Cu, Mk, S, s, new, base, r, dx,
-                cnt):
+def _solve_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, Kc, Ku, Cu, Mk, S, s, new,
+                base, r, dx, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, a, q̈`` at ``t_n``) into ``new``:
     the modified Newton iteration on ``q̈_{n+1}`` (module docstring), starting from
     ``q̈_n``.  Returns ``_CONVERGED``, :data:`NEWTON_FAILED`,
     :data:`SINGULAR` or :data:`~flexdyn.engine.layout.INVALID`.  ``Mk`` holds the kept mass
     matrix (valid when ``s[M_KEPT]`` is 1), ``S`` the factor of the iteration matrix formed
-    with it and ``s[H_FACTOR]`` its step size (0: none)."""
+    with it and ``s[H_FACTOR]`` its step size (0: none); the force at ``t_{n+1}`` is ``tau``,
+    or a state feedback linearized about ``pred[0]`` (``fb``; :func:`_linearized_forces`,
+    into ``tf``)."""
     am, af, beta, gamma, tol = c[ALPHA_M], c[ALPHA_F], c[BETA], c[GAMMA], c[NEWTON_TOL]
     nu = y.shape[1]
     ca = (1.0 - af) / (1.0 - am)  # ∂a/∂q̈
@@ -299,8 +318,9 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, Kc, Ku, Cu, Mk, S, s, new, 
             return INVALID
         inverse_dynamics(pm, w, q1, v1, qdd, fext, r)
         cnt[RESIDUALS] += 1
+        _linearized_forces(tau, fb, pred[0], q1, v1, tf)
         for k in range(nu):
-            r[k] -= tau[k]
+            r[k] -= tf[k]
         if refresh:  # M(q) after the position terms of the residual, and K's tangent
             crba(pm, w, Mk)
             _stiffness(pm, q1, Kc, Ku)
@@ -411,14 +431,17 @@ def _solve_blocks(eig, S, Jc, piv, r, zr, zc, dx):
 
 
 @helper
-def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Kc, Ku, Cu, Mk, tab, eig, scaled,
-                      displacement, S, Jc, piv, s, stages, r, dx, zr, zc, p, new, cnt):
+def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, Kc, Ku, Cu, Mk, tab,
+                      eig, scaled, displacement, S, Jc, piv, s, stages, r, dx, zr, zc, p, new,
+                      cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈, q⁗`` at ``t_n``) into ``new`` by
     the s-stage collocation method of ``tab`` (:func:`tableau`; Hairer & Wanner, Sec IV.5):
     the stage accelerations ``A_i`` (``stages[0:s]``, (s, nu)) solve
     ``ID(Q_i, V_i, A_i) − τ = 0`` with ``V_i = q̇ + h Σ_j a_ij A_j`` (``stages[s:2s]``),
     ``Q_i = q + c_i h q̇ + h² Σ_j (a²)_ij A_j`` (``stages[2s:3s]``), ``τ`` and ``f_ext`` at
-    stage ``i`` the rows ``i`` of ``tau`` (s nu,) and ``fext`` (s n, 6), by a simplified Newton
+    stage ``i`` the rows ``i`` of ``tau`` (s nu,) and ``fext`` (s n, 6) (``τ`` of a state
+    feedback linearized about ``pred[i]``: ``fb``, :func:`_linearized_forces`, into ``tf``),
+    by a simplified Newton
     iteration on ``J = I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (s nu × s nu; ``M`` at the first
     stage's first iterate, ``C`` the constant blocks of :func:`_modal_blocks` and ``K``
     those (``Kc``) plus the geometric stiffness's tangent there, into ``Ku``: :func:`_stiffness`),
@@ -477,9 +500,10 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, Kc, Ku, Cu, Mk, tab, 
             ri, ti, fi = r[i * nu:(i + 1) * nu], tau[i * nu:(i + 1) * nu], fext[i * n:(i + 1) * n]
             inverse_dynamics(pm, w, Qs[i], Vs[i], A[i], fi, ri)
             cnt[RESIDUALS] += 1
+            _linearized_forces(ti, fb, pred[i], Qs[i], Vs[i], tf)
             for k in range(nu):
-                ri[k] -= ti[k]
-            power_rates(pm, w, Qs[i], Vs[i], ti, fi, p[i])
+                ri[k] -= tf[k]
+            power_rates(pm, w, Qs[i], Vs[i], tf, fi, p[i])
             if not factored:  # M(Q_1) after the position terms of the first residual
                 crba(pm, w, Mk)
                 _stiffness(pm, Qs[i], Kc, Ku)
@@ -653,13 +677,17 @@ def _predict(c, ctl, s, cnt, y, nodes, pred):
 # the entry
 # ----------------------------------------------------------------------------------------------
 @entry_point
-def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, out_t, out_x,
-                      pred, cnt):
+def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, y, s, Mk, S, Jc, piv, out_t,
+                      out_x, pred, cnt):
     """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,)
     and the wrenches ``fext`` (n_bodies, 6) held (the collocation schemes: one of each per
     stage, stacked, (s nu,) and (s n_bodies, 6)), in one call: until the end, until
     ``out_t`` is full (recording every step) or after ``ctl[MAX_TRIES]`` tries (a caller
     with forces that depend on the state evaluates them at ``pred`` between calls).
+    ``jf`` (2, nu, nu): the Jacobians ``∂τ/∂q``, ``∂τ/∂q̇`` of such a feedback, with which
+    ``τ`` is linearized about ``pred`` inside the Newton iteration (:func:`_linearized_forces`)
+    and whose symmetric parts enter the iteration matrix's stiffness and damping; empty
+    (2, 0, 0): ``τ`` held.
 
     ``c`` (:data:`N_PARAMS`): the coefficients and tolerances; ``ctl`` (:data:`N_CONTROLS`);
     ``t_eval``: the sample times (with ``ctl[RECORD_STEPS] == 0``); ``y`` (5, nu): ``q, q̇,
@@ -693,6 +721,11 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
     nu = y.shape[1]
     Kc, Ku, Cu = np.empty((nu, nu)), np.empty((nu, nu)), np.empty((nu, nu))
     _modal_blocks(pm, nu, Kc, Cu)
+    if jf.shape[1] != 0:  # the feedback's stiffness and damping, −∂τ/∂q and −∂τ/∂q̇
+        for i in range(nu):
+            for k in range(nu):
+                Kc[i, k] -= 0.5 * (jf[0, i, k] + jf[0, k, i])
+                Cu[i, k] -= 0.5 * (jf[1, i, k] + jf[1, k, i])
     _stiffness(pm, y[0], Kc, Ku)  # until the first M is formed in this call
     collocation = ctl[SCHEME] != GENERALIZED_ALPHA
     radau = ctl[SCHEME] == RADAU_IIA
@@ -707,7 +740,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
     stages, rs, dxs, ps = (np.empty((3 * ns, nu)), np.empty(ns * nu), np.empty(ns * nu),
                            np.empty((ns, 3)))
     new, base = np.zeros((5, nu)), np.empty((3, nu))
-    r, dx, e = np.empty(nu), np.empty(nu), np.empty(nu)
+    r, dx, e, tf = np.empty(nu), np.empty(nu), np.empty(nu), np.empty(nu)
     zr, zc = np.empty((nu, 1)), np.empty((nu, 1), dtype=np.complex128)
     wq, pw, power = np.empty((2, 3)), np.empty((2, 3)), np.empty(3)
     adaptive = ctl[ADAPTIVE] != 0
@@ -726,12 +759,12 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
         t1, h = _next_step(c, ctl, s, cnt)
         iterations = cnt[ITERATIONS]
         if collocation:
-            st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Kc, Ku, Cu, Mk,
-                                   tab, eig, radau, displacement, S, Jc, piv, s, stages, rs,
-                                   dxs, zr, zc, ps, new, cnt)
+            st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, jf, pred, tf,
+                                   Kc, Ku, Cu, Mk, tab, eig, radau, displacement, S, Jc, piv, s,
+                                   stages, rs, dxs, zr, zc, ps, new, cnt)
         else:
-            st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, Kc, Ku, Cu, Mk, S, s,
-                             new, base, r, dx, cnt)
+            st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, jf, pred, tf, Kc, Ku,
+                             Cu, Mk, S, s, new, base, r, dx, cnt)
         if st != _CONVERGED:
             if not adaptive or st == SINGULAR:
                 status = st
@@ -782,7 +815,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, y, s, Mk, S, Jc, piv, o
                 else:
                     power[k] = pw[0, k] = pw[1, k] = (wq[1, k] - wq[0, k]) / h
         else:
-            power_rates(pm, w, new[0], new[1], tau, fext, power)
+            _linearized_forces(tau_m, jf, pred[0], new[0], new[1], tf)
+            power_rates(pm, w, new[0], new[1], tf, fext, power)
             for k in range(3):
                 wq[0, k] = s[W_TAU + k]
                 wq[1, k] = s[W_TAU + k] + 0.5 * h * (s[P_TAU + k] + power[k])

@@ -18,7 +18,7 @@ from ..dynamics import cached_engine
 from ..engine import galpha, kernels
 from ..results import SimulationError, SimulationResult
 from .loop import Events, Samples, keep_partial, progress_bar, result_of
-from .problem import N_EXTRA, Problem, RhsFailure, compiled_derivative, failing
+from .problem import N_EXTRA, Problem, RhsFailure, compiled_derivative, failing, load_kind
 
 __all__ = ["LOOP_FAILURES", "CompiledLoop", "integrate_compiled"]
 
@@ -28,6 +28,12 @@ _MAX_NEWTON = 8
 _CHUNK = 4096
 #: step tries per compiled call while a progress bar is shown
 _TRIES_PER_UPDATE = 256
+#: the most tries of one step with forces that depend on the state before the step is cut
+#: (:meth:`CompiledLoop.feedback_try`)
+_MAX_FEEDBACK = 4
+#: the change of a step, in units of its tolerance, that the forces of its own stage states
+#: may still make when the step is accepted (:meth:`CompiledLoop.force_error`)
+_FEEDBACK_TOL = 0.1
 
 
 def _newton_tol(scheme: int, rtol: float, newton_tol: float | None) -> float:
@@ -61,18 +67,21 @@ class CompiledLoop:
     derivative; ``RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈,
     0``; ``a`` and the last row are ``q⃛`` and ``q⁗`` for the collocation schemes), ``Mk``,
     ``S``, ``Jc``, ``piv``, ``pred`` and ``cnt`` in the layouts of :mod:`flexdyn.engine.galpha`.
-    ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps."""
+    ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps.  ``linearize``:
+    ``tau`` is a state feedback whose Jacobians the Newton iteration takes
+    (:meth:`feedback_try`)."""
 
     def __init__(self, model: Model, fidelity: str, q0: np.ndarray, u0: np.ndarray, t0: float,
                  t1: float, tau: np.ndarray, f_ext: np.ndarray, *, scheme: int,
                  h: float | None, rho_inf: float, newton_tol: float | None,
                  error_norm: int, rtol: float, atol: float, max_step: float,
-                 record_steps: bool):
+                 record_steps: bool, linearize: bool = False):
         g, nu = galpha, model.nu
         self.engine = cached_engine(model, fidelity)
-        xdot0 = failing(compiled_derivative(model, fidelity, "articulated", "engine",
-                                            N_EXTRA), t0, np.concatenate([q0, u0]), tau,
-                        f_ext)
+        #: the compiled state derivative ``(t, x, tau, f_ext) -> ẋ`` (with the work integrands)
+        self.derivative = compiled_derivative(model, fidelity, "articulated", "engine",
+                                              N_EXTRA)
+        xdot0 = failing(self.derivative, t0, np.concatenate([q0, u0]), tau, f_ext)
         self.y = np.zeros((5, nu))
         self.y[0], self.y[1] = q0, u0
         self.y[3] = xdot0[nu:2 * nu]
@@ -107,6 +116,15 @@ class CompiledLoop:
         self.Jc, self.piv = np.zeros((k, k), dtype=complex), np.zeros((2, nu), dtype=np.int64)
         self.pred = np.empty((self.nodes.size, 1 + 2 * nu))
         self.cnt = np.zeros(g.N_COUNTERS, dtype=np.int64)
+        #: tries repeated with the forces of the step's own stage states (feedback_try)
+        self.feedback_retries = 0
+        self.linearize = linearize
+        #: ``∂τ/∂q``, ``∂τ/∂q̇`` (2, nu, nu) of a state feedback (feedback_try); empty: none
+        self.jf = np.zeros((2, 0, 0))
+
+    def _carried(self) -> tuple[np.ndarray, ...]:
+        """The arrays a compiled call advances: restoring copies of them undoes it."""
+        return self.y, self.s, self.Mk, self.S, self.Jc, self.piv, self.pred, self.cnt
 
     def held(self, tau: np.ndarray, f_ext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) held over a step, in the layout
@@ -124,20 +142,152 @@ class CompiledLoop:
         at = [forces(p[0], p[1:1 + nu], p[1 + nu:]) for p in self.pred]
         return np.concatenate([a[0] for a in at]), np.concatenate([a[1] for a in at])
 
+    def stage_states(self, y0: np.ndarray, t0: float) -> tuple[np.ndarray, np.ndarray]:
+        """The stage times (k,) and states ``[q; u]`` (k, 2 nu) of the step just taken from
+        ``(t0, y0)`` (the rows of the loop's ``y`` there).  Generalized-α: the step's end.
+        The collocation schemes: their stage states, ``u(t0 + c h) = u0 + h ∫₀ᶜ P``,
+        ``q(t0 + c h) = q0 + c h u0 + h² ∫₀ᶜ (c − θ) P``, from the collocation polynomial
+        of ``q̈``, ``P(θ) = q̈₁ + (θ − 1) h q⃛₁ + ½ (θ − 1)² h² q⁗₁`` (its value and
+        derivatives at the step's end: rows 3, 2 and 4 of ``y``), by a Gauss rule exact for
+        these cubics."""
+        g, y1, t1 = galpha, self.y, float(self.s[galpha.T])
+        if self.ctl[g.SCHEME] == g.GENERALIZED_ALPHA:
+            return np.array([t1]), np.concatenate([y1[0], y1[1]])[None]
+        h = t1 - t0
+        x, w = np.polynomial.legendre.leggauss(3)
+        states = np.empty((self.nodes.size, 2 * y1.shape[1]))
+        for i, c in enumerate(self.nodes):
+            theta, weight = 0.5 * c * (x + 1.0), 0.5 * c * w
+            P = (y1[3] + np.outer(theta - 1.0, h * y1[2])
+                 + np.outer(0.5 * (theta - 1.0) ** 2, h * h * y1[4]))
+            states[i, :y1.shape[1]] = y0[0] + c * h * y0[1] + h * h * ((weight * (c - theta))
+                                                                        @ P)
+            states[i, y1.shape[1]:] = y0[1] + h * (weight @ P)
+        return t0 + self.nodes * h, states
+
+    def feedback_jacobian(self, forces: Callable, t: float, x: np.ndarray) -> np.ndarray:
+        """``[∂τ/∂q, ∂τ/∂u]`` (2, nu, nu) of ``forces(t, q, u) -> (tau, f_ext)`` at ``t`` and
+        ``x = [q; u]`` by forward differences (2 nu evaluations): the iteration matrix's
+        share of a state feedback, which only needs to be near (:meth:`feedback_try`
+        checks the forces themselves)."""
+        nu = self.y.shape[1]
+        base = forces(t, x[:nu], x[nu:])[0]
+        jac = np.empty((2, nu, nu))
+        for j in range(2 * nu):
+            step = math.sqrt(np.finfo(float).eps) * max(1.0, abs(x[j]))
+            shifted = x.copy()
+            shifted[j] += step
+            jac[j // nu, :, j % nu] = (forces(t, shifted[:nu], shifted[nu:])[0] - base) / step
+        return jac
+
+    def linearized(self, tau: np.ndarray, points: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """The forces the compiled iteration applied at ``states`` (k, 2 nu): ``tau`` (k nu,)
+        evaluated at ``points`` (k, 2 nu), linearized with :attr:`jf`
+        (:func:`flexdyn.engine.galpha._linearized_forces`)."""
+        if self.jf.shape[1] == 0:
+            return tau
+        nu = self.y.shape[1]
+        d = states - points
+        return (tau.reshape(-1, nu) + d[:, :nu] @ self.jf[0].T
+                + d[:, nu:] @ self.jf[1].T).ravel()
+
+    def force_error(self, tau_s: np.ndarray, f_ext_s: np.ndarray, tau: np.ndarray,
+                    f_ext: np.ndarray, t0: float) -> float:
+        """The largest change of the step just taken from ``t0`` that forces ``tau_s``,
+        ``f_ext_s`` instead of the forces it applied, ``tau``, ``f_ext`` (each per stage, in
+        the layout of :meth:`run`), would make, in units of the step's tolerance: the change of
+        the accelerations ``Δu̇`` at the step's end (two calls of the state derivative per
+        stage) moves ``q`` by about ``h² Δu̇`` and ``u`` by ``h Δu̇``; measured as the error
+        estimate is (``atol + rtol |q|``, and ``atol + rtol |u|`` for ``u`` in the state
+        norm, or ``h u`` in displacements)."""
+        g, y1, nu = galpha, self.y, self.y.shape[1]
+        h = float(self.s[g.T]) - t0
+        x1 = np.concatenate([y1[0], y1[1]])
+        rtol, atol = float(self.c[g.RTOL]), float(self.c[g.ATOL])
+        k = self.nodes.size
+        tau_s, tau = tau_s.reshape(k, nu), tau.reshape(k, nu)
+        f_ext_s, f_ext = (f.reshape(k, -1, 6) for f in (f_ext_s, f_ext))
+        change = np.zeros(nu)  # the largest |Δu̇| over the stages
+        for i in range(k):
+            if np.array_equal(tau_s[i], tau[i]) and np.array_equal(f_ext_s[i], f_ext[i]):
+                continue
+            delta = (self.derivative(t0, x1, tau_s[i], f_ext_s[i])[nu:2 * nu]
+                     - self.derivative(t0, x1, tau[i], f_ext[i])[nu:2 * nu])
+            np.maximum(change, np.abs(delta), out=change)
+        error = np.max(h * h * change / (atol + rtol * np.abs(y1[0])))
+        if self.ctl[g.SCHEME] == g.RADAU_IIA and self.ctl[g.ERROR_NORM] == g.STATE_NORM:
+            error = max(error, np.max(h * change / (atol + rtol * np.abs(y1[1]))))
+        return float(error)
+
+    def feedback_try(self, forces: Callable, times: np.ndarray, out_t: np.ndarray,
+                     out_x: np.ndarray) -> int:
+        """One step try (:meth:`run` with ``ctl[MAX_TRIES] = 1``; its status) with forces
+        ``forces(t, q, u) -> (tau, f_ext)`` that depend on the state.  They are evaluated at
+        the predicted stage states (:meth:`next_forces`); with :attr:`linearize`, ``tau`` is
+        linearized about them inside the Newton iteration (:attr:`jf`, by
+        :meth:`feedback_jacobian`), which makes a linear feedback exact at every stage.  Once
+        the try is accepted, the forces at its own stage states (:meth:`stage_states`) are
+        compared with those it applied: where they would change the step by more than
+        :data:`_FEEDBACK_TOL` of its tolerance (:meth:`force_error`), the step is undone and
+        tried again about its stage states, with a fresh Jacobian, up to
+        :data:`_MAX_FEEDBACK` times, so that the accepted step is a collocation solution of
+        the closed loop, within the error estimate.  Forces that do not settle cut an
+        adaptive step to a quarter, as a failed Newton iteration does; with fixed steps the
+        last try stands."""
+        g, nu = galpha, self.y.shape[1]
+        tau, f_ext = self.next_forces(forces)
+        points = self.pred[:, 1:].copy()
+        if self.linearize and self.jf.shape[1] == 0:
+            self.jf = self.feedback_jacobian(forces, self.pred[-1, 0], points[-1])
+        saved = [a.copy() for a in self._carried()]
+        y0, t0 = self.y.copy(), float(self.s[g.T])
+        for retry in range(_MAX_FEEDBACK):
+            steps = self.cnt[g.STEPS]
+            status = self.run(times, tau, f_ext, out_t, out_x)
+            if self.cnt[g.STEPS] == steps or status < 0:  # rejected by the error estimate
+                return status
+            times_s, states = self.stage_states(y0, t0)
+            pairs = [forces(t, x[:nu], x[nu:]) for t, x in zip(times_s, states, strict=True)]
+            tau_s = np.concatenate([p[0] for p in pairs])
+            f_ext_s = np.concatenate([p[1] for p in pairs])
+            error = self.force_error(tau_s, f_ext_s, self.linearized(tau, points, states), f_ext,
+                                     t0)
+            if error <= _FEEDBACK_TOL or (retry == _MAX_FEEDBACK - 1
+                                          and not self.ctl[g.ADAPTIVE]):
+                return status
+            for a, b in zip(self._carried(), saved, strict=True):
+                a[...] = b
+            self.pred[:, 1:] = saved[6][:, 1:] = points = states
+            tau, f_ext = tau_s, f_ext_s
+            if self.linearize:
+                self.jf = self.feedback_jacobian(forces, times_s[-1], states[-1])
+            self.feedback_retries += 1
+        self.cnt[g.REJECTED] += 1
+        self.s[g.H] *= 0.25
+        self.s[g.REJECTED_LAST] = 1.0
+        if self.s[g.H] < self.c[g.H_MIN]:
+            return g.STEP_TOO_SMALL
+        self.ctl[g.MAX_TRIES] = 0  # no try: the predicted states of the shorter step
+        self.run(times, tau, f_ext, out_t, out_x)
+        self.ctl[g.MAX_TRIES] = 1
+        return g.PAUSED
+
     def summary(self) -> str:
         """The counts of the run so far, for the result's message."""
         g, cnt = galpha, self.cnt
         name = next(k for k, v in g.SCHEMES.items() if v == self.ctl[g.SCHEME])
+        retries = (f", {self.feedback_retries} tries repeated with the stage states' forces"
+                   if self.feedback_retries else "")
         return (f"{name}: {cnt[g.STEPS]} steps, {cnt[g.REJECTED]} rejected tries, "
                 f"{cnt[g.ITERATIONS]} Newton iterations, {cnt[g.FACTORIZATIONS]} "
-                "factorizations")
+                f"factorizations{retries}")
 
     def run(self, times: np.ndarray, tau: np.ndarray, f_ext: np.ndarray, out_t: np.ndarray,
             out_x: np.ndarray) -> int:
         """One call of the compiled entry (its status); the collocation schemes take
         ``tau`` and ``f_ext`` stacked per stage."""
         return galpha.generalized_alpha(*self.engine.packed, self.c, self.ctl, times, tau,
-                                        f_ext, self.y, self.s, self.Mk, self.S, self.Jc,
+                                        f_ext, self.jf, self.y, self.s, self.Mk, self.S, self.Jc,
                                         self.piv, out_t, out_x, self.pred, self.cnt)
 
 
@@ -171,13 +321,15 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
       displacements it follows what those modes move, with errors nearer the tolerances
       (measurements in ``docs/simulation-performance.md``).
     * **Forces.** ``tau`` and ``f_ext`` None or constant arrays: the whole integration is one
-      compiled call.  A callable ``tau(t, q, u)`` or ``f_ext(t, q, u)`` is evaluated in
-      Python once per step try, at ``t_{n+1}`` and the predicted state
-      ``q* = q + h u + ½ h² u̇``, ``u* = u + h u̇`` (exact for forces of ``t`` alone;
-      second-order accurate for smooth state feedback), and held during the Newton
-      iteration; the compiled entry is then called once per try.  The collocation schemes
-      evaluate it at their stage times ``t_n + c_i h`` and the states predicted there
-      the same way (their full order for forces of ``t`` alone).
+      compiled call.  Functions of time (:func:`flexdyn.loads.of_time`) are evaluated in
+      Python once per step try, at the scheme's stage times ``t_n + c_i h``
+      (generalized-α: ``t_{n+1}``), and held during the Newton iteration; the compiled
+      entry is then called once per try.  Other callables ``tau(t, q, u)``,
+      ``f_ext(t, q, u)`` (state feedback) are evaluated at the states predicted there,
+      ``q* = q + c_i h u + ½ (c_i h)² u̇``, ``u* = u + c_i h u̇``, and, once the try is
+      accepted, at its own stage states; the step is tried again with those until they
+      agree to ``rtol`` (:meth:`CompiledLoop.feedback_try`), so that the feedback is inside
+      the error estimate.
     * **Outputs.** The ``t_eval`` samples by cubic Hermite interpolation on the step
       (``q`` from ``q, u`` at both ends, ``u`` from ``u, u̇``, the work integrals from their
       integrands at both ends; Gauss–Legendre's linearly), or every step.  ``nfev`` counts
@@ -189,6 +341,7 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
     model, fidelity, tau_fn, fext_fn = ode.model, ode.fidelity, ode.tau_fn, ode.fext_fn
     nu = model.nu
     forced = callable(tau) or callable(f_ext)
+    feedback = "callable" in (load_kind(tau), load_kind(f_ext))  # forces of the state
     zeros_tau, no_wrenches = np.zeros(nu), np.zeros((model.n_bodies, 6))
 
     def forces(t: float, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -207,7 +360,8 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
         loop = CompiledLoop(model, fidelity, q0, u0, t0, t1, tau_t, fe, scheme=scheme, h=h,
                             rho_inf=rho_inf, newton_tol=newton_tol, error_norm=error_norm,
                             rtol=rtol, atol=atol, max_step=max_step,
-                            record_steps=t_eval is None)
+                            record_steps=t_eval is None,
+                            linearize=load_kind(tau) == "callable")
     except RhsFailure as exc:
         raise failed(t0, exc.message, cause=exc.__cause__) from exc.__cause__
     g = galpha
@@ -215,7 +369,7 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
     tau_t, fe = loop.held(tau_t, fe)  # forces that vary are evaluated once paused
     if events is not None:
         return _compiled_with_events(ode, loop, events, t_eval, tau_t, fe,
-                                     forces if forced else None, failed, progress)
+                                     forces if forced else None, feedback, failed, progress)
     times = np.zeros(0) if t_eval is None else np.ascontiguousarray(t_eval)
     n_out = times.size if t_eval is not None else (
         int(ctl[g.N_FIXED]) if h is not None else _CHUNK)
@@ -237,7 +391,9 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
     try:
         with _Attempt(bar) as attempt:
             while True:
-                status = loop.run(times, tau_t, fe, out_t, out_x)
+                status = (loop.feedback_try(forces, times, out_t, out_x)
+                          if feedback and ctl[g.MAX_TRIES] == 1
+                          else loop.run(times, tau_t, fe, out_t, out_x))
                 if bar is not None:
                     bar.update(s[g.T] - t0 - bar.n)
                 if status == g.FULL:
@@ -246,7 +402,8 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
                 elif status == g.PAUSED:
                     if forced:
                         ctl[g.MAX_TRIES] = 1
-                        tau_t, fe = loop.next_forces(forces)
+                        if not feedback:
+                            tau_t, fe = loop.next_forces(forces)
                 else:
                     break
     except BaseException as exc:  # a user's callable failed, or KeyboardInterrupt
@@ -289,13 +446,15 @@ class _CompiledSteps(scipy.integrate.OdeSolver):
     output is the loop's interpolation on the step
     (:func:`flexdyn.engine.galpha.sample`).  ``forces(t, q, u) -> (tau, f_ext)``: forces
     evaluated before each try (:meth:`CompiledLoop.next_forces`), or None when the loop's
-    are held; ``bar``: a progress bar or None."""
+    are held; ``feedback``: they depend on the state (each try by
+    :meth:`CompiledLoop.feedback_try`); ``bar``: a progress bar or None."""
 
     def __init__(self, loop: CompiledLoop, x0: np.ndarray, t0: float, t1: float,
-                 tau: np.ndarray, f_ext: np.ndarray, forces: Callable | None, bar: Any):
+                 tau: np.ndarray, f_ext: np.ndarray, forces: Callable | None, feedback: bool,
+                 bar: Any):
         super().__init__(_no_derivative, t0, x0, t1, vectorized=False)
         g = galpha
-        self.loop, self.forces, self.bar = loop, forces, bar
+        self.loop, self.forces, self.feedback, self.bar = loop, forces, feedback, bar
         self.tau, self.f_ext = tau, f_ext
         self.out_t, self.out_x = np.empty(1), np.empty((1, x0.size))
         self.times = np.zeros(0)
@@ -311,9 +470,12 @@ class _CompiledSteps(scipy.integrate.OdeSolver):
         steps = loop.cnt[g.STEPS]
         while loop.cnt[g.STEPS] == steps:
             loop.cnt[g.N_OUT] = 0
-            if self.forces is not None:
-                self.tau, self.f_ext = loop.next_forces(self.forces)
-            status = loop.run(self.times, self.tau, self.f_ext, self.out_t, self.out_x)
+            if self.feedback:
+                status = loop.feedback_try(self.forces, self.times, self.out_t, self.out_x)
+            else:
+                if self.forces is not None:
+                    self.tau, self.f_ext = loop.next_forces(self.forces)
+                status = loop.run(self.times, self.tau, self.f_ext, self.out_t, self.out_x)
             if status not in (g.FULL, g.PAUSED, g.FINISHED):
                 return False, LOOP_FAILURES[status]
         self.t, self.y = float(loop.s[g.T]), self.out_x[0].copy()
@@ -359,13 +521,13 @@ def _no_derivative(t: float, x: np.ndarray) -> np.ndarray:
 
 def _compiled_with_events(ode: Problem, loop: CompiledLoop, events: Events,
                           t_eval: np.ndarray | None, tau: np.ndarray, f_ext: np.ndarray,
-                          forces: Callable | None, failed: Callable,
+                          forces: Callable | None, feedback: bool, failed: Callable,
                           progress: bool) -> SimulationResult:
     """:func:`integrate_compiled` with ``events``: the loop stepped by
     :class:`_CompiledSteps` through ``Samples``, which records the samples and locates the
     events as for the scipy integrators; ``tau``, ``f_ext`` and ``forces`` as
-    :class:`_CompiledSteps` takes them, ``failed(t, message, partial, cause)`` the error to
-    raise."""
+    :class:`_CompiledSteps` takes them (and ``feedback``), ``failed(t, message, partial,
+    cause)`` the error to raise."""
     g = galpha
     t0, t1 = float(loop.s[g.T]), float(loop.c[g.T_END])
     x0 = np.concatenate([loop.y[0], loop.y[1], np.zeros(N_EXTRA)])
@@ -381,7 +543,7 @@ def _compiled_with_events(ode: Problem, loop: CompiledLoop, events: Events,
 
     try:
         with _Attempt(bar) as attempt:
-            solver = _CompiledSteps(loop, x0, t0, t1, tau, f_ext, forces, bar)
+            solver = _CompiledSteps(loop, x0, t0, t1, tau, f_ext, forces, feedback, bar)
             message = samples.run(solver)
             if solver.status == "failed":
                 attempt.failure = (float(solver.t), message, None)

@@ -60,31 +60,63 @@ STIFF_MIN_STEPS = 500
 STIFF_FRACTION = 0.4
 
 
+def stiffness_limit(model: Model, integrator: str, q0: np.ndarray, fidelity: str,
+                    held: Sequence[str] = ()) -> tuple[float, float] | None:
+    """``(ω, h)``: the highest assembled frequency at ``q0`` (rad/s) with the joints of the
+    bodies ``held`` (prescribed motion) locked (:func:`flexdyn.modal.highest_frequency`) and
+    the largest step of the explicit ``integrator`` (a key of
+    :data:`flexdyn.stability.STABILITY_TABLEAUX`) stable for it (s); None for another
+    integrator or where there is no modal analysis (a degree of freedom without inertia)."""
+    if integrator not in STABILITY_TABLEAUX:
+        return None
+    try:
+        omega = highest_frequency(model, q0, fidelity, held)
+    except ValueError:
+        return None
+    return (omega, step_limit(integrator, np.array([1j * omega]))) if omega > 0.0 else None
+
+
+def _stiffest_mode(omega: float, h_stable: float) -> str:
+    return (f"the stiffest mode ({omega / (2 * np.pi):.4g} Hz; stable steps below about "
+            f"{h_stable:.2g} s)")
+
+
+#: what to do about a model too stiff for an explicit integrator
+_REMEDY = ("Use an implicit integrator (integrator=flexdyn.RadauIIA(), "
+           "flexdyn.GeneralizedAlpha(), or flexdyn.GaussLegendre(h=...)), fewer modes, or a "
+           "softer model; flexdyn.max_stable_step(model, integrator) gives the limit at a state")
+
+
 def warn_if_stiff(model: Model, integrator: str, q0: np.ndarray, fidelity: str, t0: float,
                   t_end: float, steps: int, held: Sequence[str] = ()) -> None:
     """Warn (:class:`StiffnessWarning`) when an explicit integrator of
     :data:`flexdyn.stability.STABILITY_TABLEAUX` took at least :data:`STIFF_MIN_STEPS`
     accepted steps whose mean is above :data:`STIFF_FRACTION` of the stability limit of the
-    highest assembled frequency at ``q0`` with the joints of the bodies ``held`` (prescribed
-    motion) locked (:func:`flexdyn.modal.highest_frequency`; one eigenproblem, small beside
+    highest assembled frequency (:func:`stiffness_limit`; one eigenproblem, small beside
     such a run): steps that cannot grow past that limit, whatever the tolerances."""
-    if integrator not in STABILITY_TABLEAUX or steps < STIFF_MIN_STEPS:
+    if steps < STIFF_MIN_STEPS:
         return
-    try:
-        omega = highest_frequency(model, q0, fidelity, held)
-    except ValueError:  # no modal analysis (a degree of freedom without inertia): no advice
-        return
+    limit = stiffness_limit(model, integrator, q0, fidelity, held)
     h_mean = (t_end - t0) / steps
-    h_stable = step_limit(integrator, np.array([1j * omega]))
-    if omega > 0.0 and h_mean >= STIFF_FRACTION * h_stable:
+    if limit is not None and h_mean >= STIFF_FRACTION * limit[1]:
         warnings.warn(
             f"{integrator} took {steps} steps of {h_mean:.2g} s on average: its steps are "
-            f"limited by the stability of the stiffest mode ({omega / (2 * np.pi):.4g} Hz; "
-            f"stable steps below about {h_stable:.2g} s), not by accuracy.  Use an implicit "
-            "integrator (integrator=flexdyn.RadauIIA(), flexdyn.GeneralizedAlpha(), or "
-            "flexdyn.GaussLegendre(h=...)), fewer modes, or a softer model; "
-            "flexdyn.max_stable_step(model, integrator) gives the limit at a state",
-            StiffnessWarning, stacklevel=5)
+            f"limited by the stability of {_stiffest_mode(*limit)}, not by "
+            f"accuracy.  {_REMEDY}", StiffnessWarning, stacklevel=5)
+
+
+def diverged(model: Model, integrator: str, q0: np.ndarray, fidelity: str, step: float,
+             held: Sequence[str] = ()) -> str:
+    """What to add to the message of a failed run of an explicit integrator whose last step
+    ``step`` (s) was at or beyond the stability limit of the stiffest mode
+    (:func:`stiffness_limit`): the state that failed (a singular inertia, an overflow) is
+    then most likely the integrator's divergence, not the model's; else ``""``."""
+    limit = stiffness_limit(model, integrator, q0, fidelity, held)
+    if limit is None or not step >= limit[1]:
+        return ""
+    return (f"; {integrator}'s last step, {step:.2g} s, was at or beyond the stability limit "
+            f"of {_stiffest_mode(*limit)}, so this failure is most likely the "
+            f"explicit integrator diverging.  {_REMEDY}")
 
 
 def integrate_scipy(ode: Problem, solver_cls: type, options: dict[str, Any], q0: np.ndarray,
@@ -95,7 +127,8 @@ def integrate_scipy(ode: Problem, solver_cls: type, options: dict[str, Any], q0:
     extra ``options``, e.g. a fixed step ``h``; implicit methods get the Jacobian of
     :func:`implicit_jacobian`) from ``(q0, u0)`` at ``t0`` to ``t1``: the samples at ``t_eval`` (or
     every step), the events ``watch``, a progress bar with ``progress``, and with ``advise`` the
-    stiffness advice of :func:`warn_if_stiff` after the run.  A failure of the problem or the
+    stiffness advice of :func:`warn_if_stiff` after the run (and, whatever ``advise``, that of
+    :func:`diverged` in the message of a failure).  A failure of the problem or the
     solver raises :class:`~flexdyn.results.SimulationError` with the samples computed before it
     (``partial``); any other exception, a user's callable's or ``KeyboardInterrupt``, is
     re-raised with them as its attribute ``partial`` (:func:`keep_partial`)."""
@@ -156,6 +189,11 @@ def integrate_scipy(ode: Problem, solver_cls: type, options: dict[str, Any], q0:
                       samples.steps, held=ode.settings["prescribed"])
     if failure is not None:
         t_fail, message, cause = failure
+        if solver is not None:
+            step = max(getattr(solver, "h_abs", 0.0), getattr(solver, "h_fixed", 0.0),
+                       solver.step_size or 0.0)  # the step tried, or the fixed step
+            message += diverged(model, ode.settings["integrator"], q0, ode.fidelity,
+                                float(step), held=ode.settings["prescribed"])
         raise SimulationError(f"simulation failed at t = {t_fail:.6g} s: {message}", t_fail,
                               message, partial=result("failed")) from cause
     return result("a terminal event occurred" if samples.stopped

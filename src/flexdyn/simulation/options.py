@@ -27,7 +27,7 @@ from ..integrators import ClassicalRungeKutta
 from ..results import SimulationResult
 from .compiled import integrate_compiled
 from .loop import Events, integrate_scipy
-from .problem import Problem, check_choice, load_kind
+from .problem import Problem, check_choice
 
 __all__ = ["AUTO", "DEFAULT_TOLERANCES", "INTEGRATORS", "LEGACY_OPTIONS", "RK4",
            "SCIPY_METHODS", "Auto", "CompiledIntegrator", "GaussLegendre", "GeneralizedAlpha",
@@ -418,11 +418,11 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
       joint), and it has no loop closures;
     * ``backend="engine"`` and ``method="articulated"`` (the compiled integrators' forward
       dynamics);
-    * ``tau`` and ``f_ext`` are None, constant or functions of time
-      (:func:`flexdyn.loads.of_time`): another callable is evaluated there once per try at
-      predicted stage states and held during the iteration, so a state feedback's error
-      would lie outside the error estimate; it gets DOP853;
     * no ``prescribed`` motion and no ``f_nodes``.
+
+    ``tau`` and ``f_ext`` may be anything :func:`~flexdyn.simulation.simulate` takes: a
+    state feedback ``tau(t, q, u)`` is evaluated at each step's stage states until it
+    agrees with the forces the step was taken with (``CompiledLoop.feedback_try``).
 
     DOP853 otherwise.  At :data:`DEFAULT_TOLERANCES` the choice puts the tip of the 5-beam
     chain of ``docs/simulation-performance.md`` within 1e-6 m in a fraction of DOP853's
@@ -432,7 +432,6 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
         raise TypeError(f"model must be a flexdyn Model, got {type(model).__name__}")
     radau = (int(np.sum(model.n_modes)) > 0 and all(j.rates for j in model.joints)
              and not model.constraints and backend == "engine" and method == "articulated"
-             and load_kind(tau) != "callable" and load_kind(f_ext) != "callable"
              and prescribed is None
              and f_nodes is None)
     return (RadauIIA.name, "displacement") if radau else ("DOP853", None)
