@@ -518,13 +518,14 @@ def exudyn_side_by_side(path: Path, quick: bool, chain_ref: Run, chain_runs: lis
 
 # ---------------------------------------------------------------------------------------------
 def closed_loop(t_spin: float, t_chain: float) -> None:
-    """State feedback ``tau(t, q, u)`` with ``simulate``'s defaults: the spin-up beam under a
-    PD law on the hub tracking the profile (with the rigid feed-forward), beside the same law
-    on DOP853 at the default tolerances (what ``"auto"`` chose for a state feedback before the
-    compiled integrators took one) and the open-loop ``fd.of_time`` torque; the steel chain
-    under a PD law holding every joint at its start (against gravity) beside its constant
-    torque run.  Each with its tip error against DOP853 at rtol 1e-12."""
-    print("\n## closed loop: tau(t, q, u) with simulate's defaults")
+    """State feedback ``tau(t, q, u)`` and prescribed motion with ``simulate``'s defaults: the
+    spin-up beam under a PD law on the hub tracking the profile (with the rigid feed-forward)
+    and with the hub's motion prescribed by the profile, each beside the same problem on
+    DOP853 at the default tolerances (what ``"auto"`` chose for both before the compiled
+    integrators took them), and the open-loop ``fd.of_time`` torque; the steel chain under a
+    PD law holding every joint at its start (against gravity) beside its constant torque
+    run.  Each with its tip error against DOP853 at rtol 1e-12."""
+    print("\n## closed loop and prescribed motion with simulate's defaults")
     print("| problem | run | integrator | wall (s) | steps / nfev | error of the tip (m) |")
     print("|---|---|---|---:|---:|---:|")
     spin = fd.models.spinup_beam()
@@ -547,20 +548,23 @@ def closed_loop(t_spin: float, t_chain: float) -> None:
         return out
 
     constant = np.zeros(chain.nu)
+    drive = {"prescribed": {"beam": fd.models.spinup_profile}}
     cases = (("spin-up beam", spin, t_spin, lambda r: r.deflection("beam")[-1],
-              (("PD on the hub", pd_hub, fd.Auto()),
-               ("PD on the hub", pd_hub, fd.ScipyIVP("DOP853")),
-               ("open loop (of_time)", open_loop, fd.Auto()))),
+              (("PD on the hub", {"tau": pd_hub}, fd.Auto()),
+               ("PD on the hub", {"tau": pd_hub}, fd.ScipyIVP("DOP853")),
+               ("open loop (of_time)", {"tau": open_loop}, fd.Auto()),
+               ("hub motion prescribed", drive, fd.Auto()),
+               ("hub motion prescribed", drive, fd.ScipyIVP("DOP853")))),
              ("5-beam steel chain", chain, t_chain, lambda r: r.tip_position("link4")[-1],
-              (("PD on every joint", pd_chain, fd.Auto()),
-               ("constant torque", constant, fd.Auto()))))
+              (("PD on every joint", {"tau": pd_chain}, fd.Auto()),
+               ("constant torque", {"tau": constant}, fd.Auto()))))
     for name, model, t1, tip, runs in cases:
-        for label, tau, integrator in runs:
-            ref = fd.simulate(model, t_span=(0.0, t1), tau=tau, t_eval=[t1],
+        for label, loads, integrator in runs:
+            ref = fd.simulate(model, t_span=(0.0, t1), t_eval=[t1], **loads,
                               integrator=fd.ScipyIVP("DOP853", rtol=1e-12, atol=1e-14))
-            fd.simulate(model, t_span=(0.0, min(t1, 0.01)), tau=tau,
+            fd.simulate(model, t_span=(0.0, min(t1, 0.01)), **loads,
                         integrator=integrator)  # compile and load outside the timing
-            res = fd.simulate(model, t_span=(0.0, t1), tau=tau, t_eval=[t1],
+            res = fd.simulate(model, t_span=(0.0, t1), t_eval=[t1], **loads,
                               integrator=integrator)
             match = re.search(r"(\d+) steps", res.message)
             count = match.group(1) if match else str(res.nfev)

@@ -44,14 +44,15 @@ def test_the_choice_follows_the_problem(arm):
     assert auto_integrator(pendulum()) == DOP853
     assert not all(j.rates for j in spacecraft.joints)
     assert auto_integrator(spacecraft) == DOP853
-    # forces that depend on the state are evaluated at the stage states
+    # forces that depend on the state are evaluated at the stage states, prescribed
+    # accelerations at the stage times
     assert auto_integrator(arm, tau=lambda t, q, u: np.zeros(arm.nu)) == RADAU
     assert auto_integrator(arm, f_ext=lambda t, q, u: np.zeros((2, 6))) == RADAU
-    # the reference tier, another forward-dynamics method, prescribed motion and nodal
-    # loads keep the scipy integrator
+    assert auto_integrator(arm, prescribed={arm.names[0]: lambda t: (0.0, 0.0, 0.0)}) == RADAU
+    # the reference tier, another forward-dynamics method and nodal loads keep the scipy
+    # integrator
     assert auto_integrator(arm, backend="reference") == DOP853
     assert auto_integrator(arm, method="composite") == DOP853
-    assert auto_integrator(arm, prescribed={arm.names[0]: lambda t: (0.0, 0.0, 0.0)}) == DOP853
     assert auto_integrator(arm, f_nodes={}) == DOP853
     with pytest.raises(TypeError, match="must be a flexdyn Model, got str"):
         auto_integrator("two_link_arm")

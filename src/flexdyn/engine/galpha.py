@@ -272,6 +272,35 @@ def _linearized_forces(tau, fb, pred, q, v, out):
 
 
 @helper
+def _prescribed_residual(pm_mask, r, tf):
+    """The rows of the prescribed speeds (``pm_mask`` (nu,) nonzero; empty: none) of the
+    residual ``r``: their generalized force is the load that realises the motion, the
+    inverse dynamics itself (into ``tf``, whose power the work integrals take), and their
+    residual 0; the other rows ``r − tf``."""
+    for k in range(r.shape[0]):
+        if pm_mask.shape[0] != 0 and pm_mask[k] != 0:
+            tf[k] = r[k]
+            r[k] = 0.0
+        else:
+            r[k] -= tf[k]
+
+
+@helper
+def _decouple(pm_mask, A, diagonal):
+    """Rows and columns of the prescribed speeds (``pm_mask`` (nu,) nonzero) of ``A``
+    (nu × nu) zero but the diagonal, ``diagonal``: 1 for the mass matrix, 0 for the
+    stiffness and damping, so that the Newton iteration leaves the prescribed accelerations
+    as they are and the others do not see them."""
+    nu = A.shape[0]
+    for k in range(pm_mask.shape[0]):
+        if pm_mask[k] != 0:
+            for j in range(nu):
+                A[k, j] = 0.0
+                A[j, k] = 0.0
+            A[k, k] = diagonal
+
+
+@helper
 def _amax(x):
     """``max |x|`` of a vector or a matrix."""
     v = 0.0
@@ -281,8 +310,8 @@ def _amax(x):
 
 
 @helper
-def _solve_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, Kc, Ku, Cu, Mk, S, s, new,
-                base, r, dx, cnt):
+def _solve_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, pmask, pacc, Kc, Ku, Cu,
+                Mk, S, s, new, base, r, dx, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, a, q̈`` at ``t_n``) into ``new``:
     the modified Newton iteration on ``q̈_{n+1}`` (module docstring), starting from
     ``q̈_n``.  Returns ``_CONVERGED``, :data:`NEWTON_FAILED`,
@@ -290,7 +319,8 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, Kc, Ku, Cu, M
     matrix (valid when ``s[M_KEPT]`` is 1), ``S`` the factor of the iteration matrix formed
     with it and ``s[H_FACTOR]`` its step size (0: none); the force at ``t_{n+1}`` is ``tau``,
     or a state feedback linearized about ``pred[0]`` (``fb``; :func:`_linearized_forces`,
-    into ``tf``)."""
+    into ``tf``); the speeds ``pmask`` marks have the prescribed accelerations ``pacc`` at
+    ``t_{n+1}`` (:func:`_prescribed_residual`)."""
     am, af, beta, gamma, tol = c[ALPHA_M], c[ALPHA_F], c[BETA], c[GAMMA], c[NEWTON_TOL]
     nu = y.shape[1]
     ca = (1.0 - af) / (1.0 - am)  # ∂a/∂q̈
@@ -303,7 +333,7 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, Kc, Ku, Cu, M
         ab[k] = (af * qdd0[k] - am * a0[k]) / (1.0 - am)
         qb[k] = q0[k] + h * v0[k] + h * h * ((0.5 - beta) * a0[k] + beta * ab[k])
         vb[k] = v0[k] + h * ((1.0 - gamma) * a0[k] + gamma * ab[k])
-        qdd[k] = qdd0[k]
+        qdd[k] = pacc[k] if pmask.shape[0] != 0 and pmask[k] != 0 else qdd0[k]
     refresh = s[M_KEPT] == 0.0  # M(q) at the first iterate
     reform = refresh or s[H_FACTOR] != h  # the kept M with this step's coefficients
     refreshed = False
@@ -319,10 +349,10 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, Kc, Ku, Cu, M
         inverse_dynamics(pm, w, q1, v1, qdd, fext, r)
         cnt[RESIDUALS] += 1
         _linearized_forces(tau, fb, pred[0], q1, v1, tf)
-        for k in range(nu):
-            r[k] -= tf[k]
+        _prescribed_residual(pmask, r, tf)
         if refresh:  # M(q) after the position terms of the residual, and K's tangent
             crba(pm, w, Mk)
+            _decouple(pmask, Mk, 1.0)
             _stiffness(pm, q1, Kc, Ku)
             s[M_KEPT] = 1.0
             refresh = False
@@ -431,17 +461,18 @@ def _solve_blocks(eig, S, Jc, piv, r, zr, zc, dx):
 
 
 @helper
-def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, Kc, Ku, Cu, Mk, tab,
-                      eig, scaled, displacement, S, Jc, piv, s, stages, r, dx, zr, zc, p, new,
-                      cnt):
+def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, pmask, pacc, Kc, Ku,
+                      Cu, Mk, tab, eig, scaled, displacement, S, Jc, piv, s, stages, r, dx, zr,
+                      zc, p, new, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈, q⁗`` at ``t_n``) into ``new`` by
     the s-stage collocation method of ``tab`` (:func:`tableau`; Hairer & Wanner, Sec IV.5):
     the stage accelerations ``A_i`` (``stages[0:s]``, (s, nu)) solve
     ``ID(Q_i, V_i, A_i) − τ = 0`` with ``V_i = q̇ + h Σ_j a_ij A_j`` (``stages[s:2s]``),
     ``Q_i = q + c_i h q̇ + h² Σ_j (a²)_ij A_j`` (``stages[2s:3s]``), ``τ`` and ``f_ext`` at
     stage ``i`` the rows ``i`` of ``tau`` (s nu,) and ``fext`` (s n, 6) (``τ`` of a state
-    feedback linearized about ``pred[i]``: ``fb``, :func:`_linearized_forces`, into ``tf``),
-    by a simplified Newton
+    feedback linearized about ``pred[i]``: ``fb``, :func:`_linearized_forces`, into ``tf``;
+    the speeds ``pmask`` marks at the prescribed accelerations, row ``i`` of ``pacc``
+    (s nu,): :func:`_prescribed_residual`), by a simplified Newton
     iteration on ``J = I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (s nu × s nu; ``M`` at the first
     stage's first iterate, ``C`` the constant blocks of :func:`_modal_blocks` and ``K``
     those (``Kc``) plus the geometric stiffness's tangent there, into ``Ku``: :func:`_stiffness`),
@@ -486,6 +517,8 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, Kc, Ku,
                 for k in range(nu):
                     ti = cn[i] * h
                     A[i, k] = y[3, k] + ti * (y[2, k] + 0.5 * ti * y[4, k])
+                    if pmask.shape[0] != 0 and pmask[k] != 0:
+                        A[i, k] = pacc[i * nu + k]
         for i in range(ns):
             for k in range(nu):
                 vi, qi = 0.0, 0.0
@@ -501,11 +534,11 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, Kc, Ku,
             inverse_dynamics(pm, w, Qs[i], Vs[i], A[i], fi, ri)
             cnt[RESIDUALS] += 1
             _linearized_forces(ti, fb, pred[i], Qs[i], Vs[i], tf)
-            for k in range(nu):
-                ri[k] -= tf[k]
+            _prescribed_residual(pmask, ri, tf)
             power_rates(pm, w, Qs[i], Vs[i], tf, fi, p[i])
             if not factored:  # M(Q_1) after the position terms of the first residual
                 crba(pm, w, Mk)
+                _decouple(pmask, Mk, 1.0)
                 _stiffness(pm, Qs[i], Kc, Ku)
                 s[M_KEPT], s[H_FACTOR] = 1.0, 0.0
                 if not _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
@@ -677,8 +710,8 @@ def _predict(c, ctl, s, cnt, y, nodes, pred):
 # the entry
 # ----------------------------------------------------------------------------------------------
 @entry_point
-def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, y, s, Mk, S, Jc, piv, out_t,
-                      out_x, pred, cnt):
+def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, s, Mk, S, Jc,
+                      piv, out_t, out_x, pred, cnt):
     """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,)
     and the wrenches ``fext`` (n_bodies, 6) held (the collocation schemes: one of each per
     stage, stacked, (s nu,) and (s n_bodies, 6)), in one call: until the end, until
@@ -687,7 +720,9 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, y, s, Mk, S, Jc, pi
     ``jf`` (2, nu, nu): the Jacobians ``∂τ/∂q``, ``∂τ/∂q̇`` of such a feedback, with which
     ``τ`` is linearized about ``pred`` inside the Newton iteration (:func:`_linearized_forces`)
     and whose symmetric parts enter the iteration matrix's stiffness and damping; empty
-    (2, 0, 0): ``τ`` held.
+    (2, 0, 0): ``τ`` held.  ``pmask`` (nu,): the speeds of prescribed motion (nonzero; empty:
+    none), whose accelerations at the force times are ``pacc`` (one per stage, stacked, as
+    ``tau``): their Newton rows are decoupled and their loads are the realised ones.
 
     ``c`` (:data:`N_PARAMS`): the coefficients and tolerances; ``ctl`` (:data:`N_CONTROLS`);
     ``t_eval``: the sample times (with ``ctl[RECORD_STEPS] == 0``); ``y`` (5, nu): ``q, q̇,
@@ -726,6 +761,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, y, s, Mk, S, Jc, pi
             for k in range(nu):
                 Kc[i, k] -= 0.5 * (jf[0, i, k] + jf[0, k, i])
                 Cu[i, k] -= 0.5 * (jf[1, i, k] + jf[1, k, i])
+    _decouple(pmask, Kc, 0.0)  # the prescribed speeds: no stiffness, no damping in the
+    _decouple(pmask, Cu, 0.0)  # iteration
     _stiffness(pm, y[0], Kc, Ku)  # until the first M is formed in this call
     collocation = ctl[SCHEME] != GENERALIZED_ALPHA
     radau = ctl[SCHEME] == RADAU_IIA
@@ -760,11 +797,11 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, y, s, Mk, S, Jc, pi
         iterations = cnt[ITERATIONS]
         if collocation:
             st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, jf, pred, tf,
-                                   Kc, Ku, Cu, Mk, tab, eig, radau, displacement, S, Jc, piv, s,
-                                   stages, rs, dxs, zr, zc, ps, new, cnt)
+                                   pmask, pacc, Kc, Ku, Cu, Mk, tab, eig, radau, displacement, S,
+                                   Jc, piv, s, stages, rs, dxs, zr, zc, ps, new, cnt)
         else:
-            st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, jf, pred, tf, Kc, Ku,
-                             Cu, Mk, S, s, new, base, r, dx, cnt)
+            st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, jf, pred, tf, pmask,
+                             pacc, Kc, Ku, Cu, Mk, S, s, new, base, r, dx, cnt)
         if st != _CONVERGED:
             if not adaptive or st == SINGULAR:
                 status = st
@@ -815,7 +852,11 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, y, s, Mk, S, Jc, pi
                 else:
                     power[k] = pw[0, k] = pw[1, k] = (wq[1, k] - wq[0, k]) / h
         else:
+            copy(tf, e)  # the realised loads of the prescribed speeds, from the last residual
             _linearized_forces(tau_m, jf, pred[0], new[0], new[1], tf)
+            for k in range(pmask.shape[0]):
+                if pmask[k] != 0:
+                    tf[k] = e[k]
             power_rates(pm, w, new[0], new[1], tf, fext, power)
             for k in range(3):
                 wq[0, k] = s[W_TAU + k]

@@ -18,7 +18,15 @@ from ..dynamics import cached_engine
 from ..engine import galpha, kernels
 from ..results import SimulationError, SimulationResult
 from .loop import Events, Samples, keep_partial, progress_bar, result_of
-from .problem import N_EXTRA, Problem, RhsFailure, compiled_derivative, failing, load_kind
+from .problem import (
+    N_EXTRA,
+    PrescribedMotion,
+    Problem,
+    RhsFailure,
+    compiled_derivative,
+    failing,
+    load_kind,
+)
 
 __all__ = ["LOOP_FAILURES", "CompiledLoop", "integrate_compiled"]
 
@@ -69,19 +77,23 @@ class CompiledLoop:
     ``S``, ``Jc``, ``piv``, ``pred`` and ``cnt`` in the layouts of :mod:`flexdyn.engine.galpha`.
     ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps.  ``linearize``:
     ``tau`` is a state feedback whose Jacobians the Newton iteration takes
-    (:meth:`feedback_try`)."""
+    (:meth:`feedback_try`).  ``drive``: prescribed motion, whose accelerations the loop takes
+    at the force times (:meth:`next_forces`); then ``xdot0``, the state derivative at the
+    start with it (hybrid dynamics), is given."""
 
     def __init__(self, model: Model, fidelity: str, q0: np.ndarray, u0: np.ndarray, t0: float,
                  t1: float, tau: np.ndarray, f_ext: np.ndarray, *, scheme: int,
                  h: float | None, rho_inf: float, newton_tol: float | None,
                  error_norm: int, rtol: float, atol: float, max_step: float,
-                 record_steps: bool, linearize: bool = False):
+                 record_steps: bool, linearize: bool = False,
+                 drive: PrescribedMotion | None = None, xdot0: np.ndarray | None = None):
         g, nu = galpha, model.nu
         self.engine = cached_engine(model, fidelity)
         #: the compiled state derivative ``(t, x, tau, f_ext) -> ẋ`` (with the work integrands)
         self.derivative = compiled_derivative(model, fidelity, "articulated", "engine",
                                               N_EXTRA)
-        xdot0 = failing(self.derivative, t0, np.concatenate([q0, u0]), tau, f_ext)
+        if xdot0 is None:
+            xdot0 = failing(self.derivative, t0, np.concatenate([q0, u0]), tau, f_ext)
         self.y = np.zeros((5, nu))
         self.y[0], self.y[1] = q0, u0
         self.y[3] = xdot0[nu:2 * nu]
@@ -121,6 +133,12 @@ class CompiledLoop:
         self.linearize = linearize
         #: ``∂τ/∂q``, ``∂τ/∂q̇`` (2, nu, nu) of a state feedback (feedback_try); empty: none
         self.jf = np.zeros((2, 0, 0))
+        self.drive = drive
+        #: the prescribed speeds (nu,), 1 where prescribed (empty: none), and their
+        #: accelerations at the force times, stacked (k nu,)
+        self.pmask = (np.zeros(0, dtype=np.int64) if drive is None
+                      else drive.mask.astype(np.int64))
+        self.pacc = np.zeros(self.nodes.size * nu)
 
     def _carried(self) -> tuple[np.ndarray, ...]:
         """The arrays a compiled call advances: restoring copies of them undoes it."""
@@ -137,9 +155,13 @@ class CompiledLoop:
         ``forces(t, q, u) -> (tau, f_ext)`` at the rows of :attr:`pred` (the compiled
         entry's): the scheme's stage times ``t + c_i h`` (:attr:`nodes`; generalized-α: the
         step's end) and the states predicted there, ``q + c_i h u + ½ (c_i h)² u̇``,
-        ``u + c_i h u̇``."""
+        ``u + c_i h u̇``; with prescribed motion its accelerations at those times too, into
+        :attr:`pacc`."""
         nu = self.y.shape[1]
         at = [forces(p[0], p[1:1 + nu], p[1 + nu:]) for p in self.pred]
+        if self.drive is not None:
+            self.pacc[:] = np.concatenate([self.drive.impose(p[0], p[1:1 + nu],
+                                                             p[1 + nu:])[2] for p in self.pred])
         return np.concatenate([a[0] for a in at]), np.concatenate([a[1] for a in at])
 
     def stage_states(self, y0: np.ndarray, t0: float) -> tuple[np.ndarray, np.ndarray]:
@@ -287,8 +309,9 @@ class CompiledLoop:
         """One call of the compiled entry (its status); the collocation schemes take
         ``tau`` and ``f_ext`` stacked per stage."""
         return galpha.generalized_alpha(*self.engine.packed, self.c, self.ctl, times, tau,
-                                        f_ext, self.jf, self.y, self.s, self.Mk, self.S, self.Jc,
-                                        self.piv, out_t, out_x, self.pred, self.cnt)
+                                        f_ext, self.jf, self.pmask, self.pacc, self.y, self.s,
+                                        self.Mk, self.S, self.Jc, self.piv, out_t, out_x,
+                                        self.pred, self.cnt)
 
 
 def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, t1: float,
@@ -330,6 +353,11 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
       accepted, at its own stage states; the step is tried again with those until they
       agree to ``rtol`` (:meth:`CompiledLoop.feedback_try`), so that the feedback is inside
       the error estimate.
+    * **Prescribed motion** (``ode.drive``): its accelerations are evaluated in Python at the
+      force times of each try, like the forces, and taken as the stage accelerations of the
+      prescribed speeds, whose rows of the Newton iteration are decoupled; their generalized
+      forces are the loads that realise the motion (in the work integrals).  The samples
+      carry the prescribed ``q``, ``u`` themselves (``Problem.histories``).
     * **Outputs.** The ``t_eval`` samples by cubic Hermite interpolation on the step
       (``q`` from ``q, u`` at both ends, ``u`` from ``u, u̇``, the work integrals from their
       integrands at both ends; Gauss–Legendre's linearly), or every step.  ``nfev`` counts
@@ -340,7 +368,8 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
       the scipy integrators (``Events``)."""
     model, fidelity, tau_fn, fext_fn = ode.model, ode.fidelity, ode.tau_fn, ode.fext_fn
     nu = model.nu
-    forced = callable(tau) or callable(f_ext)
+    drive = ode.drive
+    forced = callable(tau) or callable(f_ext) or drive is not None  # evaluated per try
     feedback = "callable" in (load_kind(tau), load_kind(f_ext))  # forces of the state
     zeros_tau, no_wrenches = np.zeros(nu), np.zeros((model.n_bodies, 6))
 
@@ -357,11 +386,12 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
 
     tau_t, fe = forces(t0, q0, u0)
     try:
+        xdot0 = None if drive is None else ode(t0, np.concatenate([q0, u0, np.zeros(N_EXTRA)]))
         loop = CompiledLoop(model, fidelity, q0, u0, t0, t1, tau_t, fe, scheme=scheme, h=h,
                             rho_inf=rho_inf, newton_tol=newton_tol, error_norm=error_norm,
                             rtol=rtol, atol=atol, max_step=max_step,
                             record_steps=t_eval is None,
-                            linearize=load_kind(tau) == "callable")
+                            linearize=load_kind(tau) == "callable", drive=drive, xdot0=xdot0)
     except RhsFailure as exc:
         raise failed(t0, exc.message, cause=exc.__cause__) from exc.__cause__
     g = galpha

@@ -213,8 +213,7 @@ class RK4(SolverIntegrator):
 class CompiledIntegrator(Integrator):
     """A compiled integrator of :mod:`flexdyn.engine.galpha` (``scheme`` its code): the
     time loop of :func:`flexdyn.simulation.compiled.integrate_compiled`, for models whose
-    coordinates are their own rates, on the engine, without loop closures, prescribed motion
-    or node wrenches."""
+    coordinates are their own rates, on the engine, without loop closures or node wrenches."""
 
     #: the scheme's code in :data:`flexdyn.engine.galpha.SCHEMES`
     scheme: ClassVar[int]
@@ -223,11 +222,8 @@ class CompiledIntegrator(Integrator):
         if model.constraints:
             raise ValueError(f"integrator={self.name!r}: not supported yet for a model with "
                              f"loop closures ({', '.join(c.name for c in model.constraints)})")
-        unsupported = [name for name, value in (("prescribed", prescribed),
-                                                ("f_nodes", f_nodes)) if value is not None]
-        if unsupported:
-            raise ValueError(f"{', '.join(unsupported)}: not supported by "
-                             f"integrator={self.name!r}")
+        if f_nodes is not None:
+            raise ValueError(f"f_nodes: not supported by integrator={self.name!r}")
         if backend != "engine":
             raise ValueError(f"integrator={self.name!r} runs on backend='engine' only")
         self.check_model(model)
@@ -418,7 +414,7 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
       joint), and it has no loop closures;
     * ``backend="engine"`` and ``method="articulated"`` (the compiled integrators' forward
       dynamics);
-    * no ``prescribed`` motion and no ``f_nodes``.
+    * no ``f_nodes``.
 
     ``tau`` and ``f_ext`` may be anything :func:`~flexdyn.simulation.simulate` takes: a
     state feedback ``tau(t, q, u)`` is evaluated at each step's stage states until it
@@ -432,6 +428,5 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
         raise TypeError(f"model must be a flexdyn Model, got {type(model).__name__}")
     radau = (int(np.sum(model.n_modes)) > 0 and all(j.rates for j in model.joints)
              and not model.constraints and backend == "engine" and method == "articulated"
-             and prescribed is None
              and f_nodes is None)
     return (RadauIIA.name, "displacement") if radau else ("DOP853", None)

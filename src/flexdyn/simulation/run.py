@@ -88,9 +88,8 @@ def simulate(
         the default: :func:`~flexdyn.simulation.options.auto_integrator` chooses
         ``RadauIIA(error_norm="displacement")`` where it integrates exactly the problem
         given — a model with elastic coordinates whose coordinates are their own rates, the
-        engine backend, ``method="articulated"``, ``tau`` and ``f_ext`` none, constant or
-        functions of time (:func:`flexdyn.of_time`), no loop closures, prescribed motion or
-        nodal loads — and ``ScipyIVP("DOP853")`` otherwise; the result's
+        engine backend, ``method="articulated"``, no loop closures or nodal loads — and
+        ``ScipyIVP("DOP853")`` otherwise; the result's
         ``settings["integrator"]`` names the choice), :class:`~flexdyn.RadauIIA`
         (``"radau-iia"``), :class:`~flexdyn.GaussLegendre` (``"gauss-legendre"``, fixed
         steps), :class:`~flexdyn.GeneralizedAlpha` (``"generalized-alpha"``) — the compiled
