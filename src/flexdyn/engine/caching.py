@@ -10,12 +10,12 @@ locators for the engine's files whose source stamp is a fingerprint of the modul
 source, of every engine module it imports (directly or through others, :func:`dependencies`),
 of the package's modules whose functions or constants the kernels use (:data:`SHARED`) and
 of numba's version, which also names their cache files: an edit invalidates the cached
-entries of the modules that depend on the edited file, and no others (an edit of the compiled integrators,
-:mod:`~flexdyn.engine.galpha`, leaves the entries of :mod:`~flexdyn.engine.kernels`
-cached).  The cache stays where numba would put it (``NUMBA_CACHE_DIR``, else the
-package's ``__pycache__``, else the user-wide cache), in a folder ``flexdyn-engine`` of
-``NUMBA_CACHE_DIR`` or of the user-wide cache whatever the path of the sources, so that
-checkouts with the same sources share it.
+entries of the modules that depend on the edited file, and no others (an edit of the
+compiled integrators, :mod:`~flexdyn.engine.galpha`, leaves the entries of
+:mod:`~flexdyn.engine.kernels` cached).  The cache stays where numba would put it
+(``NUMBA_CACHE_DIR``, else the package's ``__pycache__``, else the user-wide cache), in a
+folder ``flexdyn-engine`` of ``NUMBA_CACHE_DIR`` or of the user-wide cache whatever the
+path of the sources, so that checkouts with the same sources share it.
 """
 
 from __future__ import annotations

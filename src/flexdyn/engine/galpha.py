@@ -318,7 +318,7 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, pmask, pacc, 
     :data:`SINGULAR` or :data:`~flexdyn.engine.layout.INVALID`.  ``Mk`` holds the kept mass
     matrix (valid when ``s[M_KEPT]`` is 1), ``S`` the factor of the iteration matrix formed
     with it and ``s[H_FACTOR]`` its step size (0: none); the force at ``t_{n+1}`` is ``tau``,
-    or a state feedback linearized about ``pred[0]`` (``fb``; :func:`_linearized_forces`,
+    or a state feedback linearized about ``pred[0]`` (``fb``; ``_linearized_forces``,
     into ``tf``); the speeds ``pmask`` marks have the prescribed accelerations ``pacc`` at
     ``t_{n+1}`` (:func:`_prescribed_residual`)."""
     am, af, beta, gamma, tol = c[ALPHA_M], c[ALPHA_F], c[BETA], c[GAMMA], c[NEWTON_TOL]
@@ -470,7 +470,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, pmask, 
     ``ID(Q_i, V_i, A_i) − τ = 0`` with ``V_i = q̇ + h Σ_j a_ij A_j`` (``stages[s:2s]``),
     ``Q_i = q + c_i h q̇ + h² Σ_j (a²)_ij A_j`` (``stages[2s:3s]``), ``τ`` and ``f_ext`` at
     stage ``i`` the rows ``i`` of ``tau`` (s nu,) and ``fext`` (s n, 6) (``τ`` of a state
-    feedback linearized about ``pred[i]``: ``fb``, :func:`_linearized_forces`, into ``tf``;
+    feedback linearized about ``pred[i]``: ``fb``, ``_linearized_forces``, into ``tf``;
     the speeds ``pmask`` marks at the prescribed accelerations, row ``i`` of ``pacc``
     (s nu,): :func:`_prescribed_residual`), by a simplified Newton
     iteration on ``J = I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (s nu × s nu; ``M`` at the first
@@ -718,7 +718,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, s, 
     ``out_t`` is full (recording every step) or after ``ctl[MAX_TRIES]`` tries (a caller
     with forces that depend on the state evaluates them at ``pred`` between calls).
     ``jf`` (2, nu, nu): the Jacobians ``∂τ/∂q``, ``∂τ/∂q̇`` of such a feedback, with which
-    ``τ`` is linearized about ``pred`` inside the Newton iteration (:func:`_linearized_forces`)
+    ``τ`` is linearized about ``pred`` inside the Newton iteration (``_linearized_forces``)
     and whose symmetric parts enter the iteration matrix's stiffness and damping; empty
     (2, 0, 0): ``τ`` held.  ``pmask`` (nu,): the speeds of prescribed motion (nonzero; empty:
     none), whose accelerations at the force times are ``pacc`` (one per stage, stacked, as

@@ -205,7 +205,7 @@ class CompiledLoop:
     def linearized(self, tau: np.ndarray, points: np.ndarray, states: np.ndarray) -> np.ndarray:
         """The forces the compiled iteration applied at ``states`` (k, 2 nu): ``tau`` (k nu,)
         evaluated at ``points`` (k, 2 nu), linearized with :attr:`jf`
-        (:func:`flexdyn.engine.galpha._linearized_forces`)."""
+        (``flexdyn.engine.galpha._linearized_forces``)."""
         if self.jf.shape[1] == 0:
             return tau
         nu = self.y.shape[1]
@@ -250,9 +250,9 @@ class CompiledLoop:
         :meth:`feedback_jacobian`), which makes a linear feedback exact at every stage.  Once
         the try is accepted, the forces at its own stage states (:meth:`stage_states`) are
         compared with those it applied: where they would change the step by more than
-        :data:`_FEEDBACK_TOL` of its tolerance (:meth:`force_error`), the step is undone and
+        ``_FEEDBACK_TOL`` of its tolerance (:meth:`force_error`), the step is undone and
         tried again about its stage states, with a fresh Jacobian, up to
-        :data:`_MAX_FEEDBACK` times, so that the accepted step is a collocation solution of
+        ``_MAX_FEEDBACK`` times, so that the accepted step is a collocation solution of
         the closed loop, within the error estimate.  Forces that do not settle cut an
         adaptive step to a quarter, as a failed Newton iteration does; with fixed steps the
         last try stands."""
