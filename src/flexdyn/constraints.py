@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from .spatial import cross
 
@@ -171,6 +170,8 @@ def attitude_rows(A: Endpoint, B: Endpoint, R0: np.ndarray) -> ClosureRows:
     """Rows ``g = log(R_Bᵀ R_A R0ᵀ)`` (the rotation vector, B's frame) holding the relative
     orientation ``R_Bᵀ R_A = R0``: ``ġ = R_Bᵀ (ω_A − ω_B)`` where ``g = 0``,
     ``γ = R_Bᵀ (α_A − α_B + (ω_A − ω_B) × ω_B)``."""
+    from scipy.spatial.transform import Rotation  # on first use (slow to import)
+
     Rt = B.R.T
     g = Rotation.from_matrix(Rt @ A.R @ R0.T).as_rotvec()
     W_A, W_B = np.zeros((3, 6), dtype=Rt.dtype), np.zeros((3, 6), dtype=Rt.dtype)
