@@ -6,6 +6,8 @@ Craig–Bampton basis with the loaded node on the interface spans it exactly).""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -13,7 +15,7 @@ import scipy.sparse
 
 import flexdyn as fd
 from flexdyn.beam import beam_modes, frame_element_stiffness
-from flexdyn.fe import Component, load_component
+from flexdyn.fe import Component, load_component, read_matrix_market
 
 L, MU, EI_Y, EI_Z, EA, GJ, IP, NE = 1.2, 2.5, 40.0, 90.0, 4e5, 30.0, 0.01, 8
 #: flexdyn's node rows [rx, ry, rz, tx, ty, tz] in the finite-element order [t; r]
@@ -121,6 +123,24 @@ def test_craig_bampton_gives_the_static_deflection_exactly():
         static = np.r_[body.Pi_r[NE] @ eta, body.Pi_t[NE] @ eta]
         np.testing.assert_allclose(static, 1e-4 * linear, rtol=0,
                                    atol=1e-5 * 1e-4 * np.max(np.abs(tip)))
+
+
+def test_matrix_market_files_are_the_beam():
+    """The shipped ``tests/data/fe`` files — this beam's node table (numbered, in reverse
+    order, with a header) and its mass and stiffness written by ``scipy.io.mmwrite`` as
+    symmetric Matrix Market files — read back as the same component."""
+    data = Path(__file__).parent / "data" / "fe"
+    read = read_matrix_market(data / "beam_nodes.csv", data / "beam_mass.mtx",
+                              data / "beam_stiffness.mtx")
+    component = beam_component()
+    np.testing.assert_array_equal(read.nodes, component.nodes)
+    np.testing.assert_allclose(read.mass, component.mass, rtol=1e-15, atol=0)
+    np.testing.assert_allclose(read.stiffness, component.stiffness, rtol=1e-15,
+                               atol=1e-15 * np.max(np.abs(component.stiffness)))
+    assert read.name == "beam_nodes" and read.is_lumped()
+    with pytest.raises(ValueError, match="not a Matrix Market file"):
+        read_matrix_market(data / "beam_nodes.csv", data / "beam_nodes.csv",
+                           data / "beam_stiffness.mtx")
 
 
 def test_files_and_errors(tmp_path):

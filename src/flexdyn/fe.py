@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.io
 import scipy.linalg
 import scipy.sparse
 
 from .files import write_atomically
 
-__all__ = ["METHODS", "Component", "RigidBody", "load_component"]
+__all__ = ["METHODS", "Component", "RigidBody", "load_component", "read_matrix_market"]
 
 #: the bases of :meth:`Component.reduce`
 METHODS = ("craig-bampton", "cantilever", "free-interface")
@@ -265,6 +266,49 @@ def load_component(path: str | Path) -> Component:
                          dofs_per_node=int(data["dofs_per_node"]),
                          damping=data["damping"] if "damping" in data else None,
                          name=str(data["name"]) if "name" in data else path.stem)
+
+
+def read_matrix_market(nodes: str | Path, mass: str | Path, stiffness: str | Path, *,
+                       dofs_per_node: int = 6, damping: str | Path | None = None,
+                       name: str | None = None) -> Component:
+    """A :class:`Component` from a node table and Matrix Market files, as finite-element
+    tools export them: ``nodes`` a CSV file of one node per line, ``x, y, z`` in metres (a
+    header line and a leading node-number column are allowed: with four columns the first
+    is taken as the node number and the rows are sorted by it), ``mass``, ``stiffness`` and
+    optionally ``damping`` ``.mtx`` files (:func:`scipy.io.mmread`; a symmetric file stores
+    one triangle).  ``ValueError`` naming the file."""
+    path = Path(nodes)
+    try:
+        table = np.loadtxt(path, delimiter=",", ndmin=2,
+                           skiprows=1 if not _numeric_line(path) else 0)
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a CSV node table of x, y, z (m): {exc}") from None
+    if table.shape[1] == 4:
+        table = table[np.argsort(table[:, 0], kind="stable"), 1:]
+    if table.shape[1] != 3:
+        raise ValueError(f"{path}: a node table needs 3 columns (x, y, z) or 4 (number, x, y, "
+                         f"z), got {table.shape[1]}")
+
+    def read(file: str | Path) -> Any:
+        try:
+            return scipy.io.mmread(file)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{file}: not a Matrix Market file: {exc}") from None
+
+    return Component(table, read(mass), read(stiffness), dofs_per_node=dofs_per_node,
+                     damping=None if damping is None else read(damping),
+                     name=name or path.stem)
+
+
+def _numeric_line(path: Path) -> bool:
+    """Whether the first line of ``path`` holds numbers (no header)."""
+    with open(path, encoding="utf-8") as f:
+        first = f.readline().split(",")
+    try:
+        [float(v) for v in first]
+    except ValueError:
+        return False
+    return True
 
 
 def _matrix(where: str, label: str, value: Any, n: int) -> np.ndarray:
