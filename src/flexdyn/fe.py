@@ -275,7 +275,7 @@ def read_matrix_market(nodes: str | Path, mass: str | Path, stiffness: str | Pat
     tools export them: ``nodes`` a CSV file of one node per line, ``x, y, z`` in metres (a
     header line and a leading node-number column are allowed: with four columns the first
     is taken as the node number and the rows are sorted by it), ``mass``, ``stiffness`` and
-    optionally ``damping`` ``.mtx`` files (:func:`scipy.io.mmread`; a symmetric file stores
+    optionally ``damping`` ``.mtx`` files (read by ``scipy.io.mmread``; a symmetric file stores
     one triangle).  ``ValueError`` naming the file."""
     path = Path(nodes)
     try:
