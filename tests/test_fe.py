@@ -223,6 +223,15 @@ def test_files_and_errors(tmp_path):
         component.reduce(99, n_modes=2)
     with pytest.raises(ValueError, match="more than the"):
         component.reduce(0, n_modes=500, method="cantilever")
+    with pytest.raises(ValueError, match="give one of n_modes and max_frequency"):
+        component.reduce(0, method="cantilever")
+    # by frequency: every mode up to it, the same as by their count
+    reference = beam_modes(L, MU, EI_y=EI_Y, EI_z=EI_Z, EA=EA, GJ=GJ,
+                           polar_inertia_per_length=IP, n_elements=NE, n_modes=6).frequencies
+    cut = 0.5 * (reference[3] + reference[4]) / (2 * np.pi)
+    by_frequency = component.reduce(0, max_frequency=cut, method="cantilever")
+    np.testing.assert_allclose(np.sqrt(np.diag(by_frequency["stiffness"])), reference[:4],
+                               rtol=1e-9)
     consistent = M.copy()
     consistent[0, 6] = consistent[6, 0] = 0.1 * M[0, 0]
     with pytest.raises(NotImplementedError, match="consistent"):

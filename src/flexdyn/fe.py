@@ -165,16 +165,19 @@ class Component:
                 f"leaves {free} rigid-body motion{'s' * (free != 1)} free"
                 f"{'' if free == 6 else ' (6 for a free-free component)'}")
 
-    def reduce(self, attach: int, *, interface: Sequence[int] = (), n_modes: int,
+    def reduce(self, attach: int, *, interface: Sequence[int] = (), n_modes: int | None = None,
+               max_frequency: float | None = None,
                method: str = "craig-bampton") -> dict[str, Any]:
         """The ``flex`` block of a body made of this component (the body frame is the frame
         of :attr:`nodes`; join it at node ``attach``: ``child_node=attach``).
 
-        ``method``: ``"cantilever"``, the ``n_modes`` lowest normal modes of the component
+        The normal modes are chosen by count, ``n_modes``, or by frequency,
+        ``max_frequency`` (Hz: every mode up to it); give one of the two.
+        ``method``: ``"cantilever"``, the lowest normal modes of the component
         with ``attach`` clamped; ``"craig-bampton"``, those with ``attach`` and every node of
         ``interface`` clamped, plus the static constraint modes of the interface nodes'
         DOFs (``K u = 0`` with one interface DOF at 1, the others and ``attach`` at 0);
-        ``"free-interface"``, the ``n_modes`` lowest free-free elastic modes.  Massless DOFs
+        ``"free-interface"``, the lowest free-free elastic modes.  Massless DOFs
         (rotations of nodes without rotary inertia) are condensed statically.  The modes are
         mass-normalized where they are normal modes; the body's modal stiffness is ``Φᵀ K Φ``
         and its damping ``Φᵀ C Φ``.
@@ -195,8 +198,12 @@ class Component:
             raise ValueError(f"{where}: the attach node {attach} is also in interface")
         if method != "craig-bampton" and len(interface):
             raise ValueError(f"{where}: interface nodes are for method='craig-bampton'")
-        if not isinstance(n_modes, (int, np.integer)) or n_modes < 0:
+        if (n_modes is None) == (max_frequency is None):
+            raise ValueError(f"{where}: give one of n_modes and max_frequency")
+        if n_modes is not None and (not isinstance(n_modes, (int, np.integer)) or n_modes < 0):
             raise ValueError(f"{where}: n_modes must be an integer >= 0, got {n_modes!r}")
+        if max_frequency is not None and not max_frequency >= 0.0:
+            raise ValueError(f"{where}: max_frequency must be >= 0 (Hz), got {max_frequency!r}")
         if not self.is_lumped():
             raise NotImplementedError(
                 f"{where}: its mass matrix is consistent (coupled); flexdyn's flexible bodies "
@@ -210,7 +217,7 @@ class Component:
         massless = np.flatnonzero(np.diag(M) == 0.0)
         inner = np.setdiff1d(np.arange(self.n_dof), np.r_[fixed, boundary].astype(int))
         # normal modes of the inner DOFs (the clamped ones at 0), massless DOFs condensed
-        normal = _normal_modes(K, M, inner, massless, n_modes, where,
+        normal = _normal_modes(K, M, inner, massless, n_modes, max_frequency, where,
                                rigid=6 if method == "free-interface" else 0)
         columns = [normal]
         if boundary:  # constraint modes: K_ii ψ_i = −K_ib at each unit interface DOF
@@ -331,10 +338,12 @@ def _skew(v: np.ndarray) -> np.ndarray:
 
 
 def _normal_modes(K: np.ndarray, M: np.ndarray, inner: np.ndarray, massless: np.ndarray,
-                  n_modes: int, where: str, rigid: int) -> np.ndarray:
-    """(N, n_modes) the lowest mass-normalized normal modes of ``K φ = ω² M φ`` on the DOFs
+                  n_modes: int | None, max_frequency: float | None, where: str,
+                  rigid: int) -> np.ndarray:
+    """(N, k) the lowest mass-normalized normal modes of ``K φ = ω² M φ`` on the DOFs
     ``inner`` (the others 0), its massless DOFs condensed statically, the first ``rigid``
-    (zero-frequency) modes left out."""
+    (zero-frequency) modes left out: ``n_modes`` of them, or those up to ``max_frequency``
+    (Hz)."""
     heavy = np.setdiff1d(inner, massless)
     light = np.intersect1d(inner, massless)
     Khh = K[np.ix_(heavy, heavy)]
@@ -343,6 +352,10 @@ def _normal_modes(K: np.ndarray, M: np.ndarray, inner: np.ndarray, massless: np.
         recover = -np.linalg.solve(K[np.ix_(light, light)], K[np.ix_(light, heavy)])
         Khh = Khh + K[np.ix_(heavy, light)] @ recover
     available = len(heavy) - rigid
+    if max_frequency is not None:
+        w2 = scipy.linalg.eigh(0.5 * (Khh + Khh.T), M[np.ix_(heavy, heavy)],
+                               eigvals_only=True)[rigid:]
+        n_modes = int(np.sum(w2 <= (2.0 * np.pi * max_frequency) ** 2))
     if n_modes > available:
         raise ValueError(f"{where}: n_modes={n_modes} is more than the {available} elastic "
                          "modes the component has with these DOFs clamped")
