@@ -89,11 +89,16 @@ class Component:
         self.mass = _matrix(where, "mass", mass, n_dof)
         self.stiffness = _matrix(where, "stiffness", stiffness, n_dof)
         self.damping = None if damping is None else _matrix(where, "damping", damping, n_dof)
-        for label, matrix in (("mass", self.mass), ("stiffness", self.stiffness)):
-            lowest = np.linalg.eigvalsh(matrix)
-            if lowest[0] < -_NULL_RTOL * max(lowest[-1], 0.0):
+        eigenvalues = {label: np.linalg.eigvalsh(matrix)
+                       for label, matrix in (("mass", self.mass), ("stiffness", self.stiffness))}
+        for label, eig in eigenvalues.items():
+            if eig[0] < -_NULL_RTOL * max(eig[-1], 0.0):
                 raise ValueError(f"{where}: {label} is not positive semi-definite (eigenvalue "
-                                 f"{lowest[0]:.3g}, largest {lowest[-1]:.3g})")
+                                 f"{eig[0]:.3g}, largest {eig[-1]:.3g})")
+        eig = eigenvalues["stiffness"]
+        #: the rigid-body motions the stiffness leaves free (6 for a free-free component):
+        #: its eigenvalues at round-off of the largest
+        self.free_motions = int(np.sum(eig <= _NULL_RTOL * max(eig[-1], 0.0)))
         if self.rigid_body().mass <= 0.0:
             raise ValueError(f"{where}: mass gives the component no mass in translation")
 
@@ -155,9 +160,7 @@ class Component:
     def info(self) -> str:
         """A summary: nodes, DOFs, the mass matrix's form, the rigid-body properties, the
         number of rigid-body motions the stiffness leaves free."""
-        rb = self.rigid_body()
-        eig = np.linalg.eigvalsh(self.stiffness)
-        free = int(np.sum(eig <= _NULL_RTOL * max(eig[-1], 0.0)))
+        rb, free = self.rigid_body(), self.free_motions
         return (f"component {self.name!r}: {self.n_nodes} nodes, {self.n_dof} DOFs "
                 f"({self.dofs_per_node} per node), {'lumped' if self.is_lumped() else 'consistent'}"
                 f" mass; mass {rb.mass:.6g} kg, centre of mass {np.round(rb.com, 6).tolist()} m, "
@@ -351,22 +354,23 @@ def _normal_modes(K: np.ndarray, M: np.ndarray, inner: np.ndarray, massless: np.
     if len(light):
         recover = -np.linalg.solve(K[np.ix_(light, light)], K[np.ix_(light, heavy)])
         Khh = Khh + K[np.ix_(heavy, light)] @ recover
-    available = len(heavy) - rigid
-    if max_frequency is not None:
-        w2 = scipy.linalg.eigh(0.5 * (Khh + Khh.T), M[np.ix_(heavy, heavy)],
-                               eigvals_only=True)[rigid:]
-        n_modes = int(np.sum(w2 <= (2.0 * np.pi * max_frequency) ** 2))
-    if n_modes > available:
-        raise ValueError(f"{where}: n_modes={n_modes} is more than the {available} elastic "
-                         "modes the component has with these DOFs clamped")
-    if n_modes == 0:
-        return np.zeros((M.shape[0], 0))
-    w2, vec = scipy.linalg.eigh(0.5 * (Khh + Khh.T), M[np.ix_(heavy, heavy)],
-                                subset_by_index=[rigid, rigid + n_modes - 1])
+    Khh, Mhh = 0.5 * (Khh + Khh.T), M[np.ix_(heavy, heavy)]
+    if max_frequency is not None:  # every elastic mode (ascending) up to the frequency
+        w2, vec = scipy.linalg.eigh(Khh, Mhh)
+        vec = vec[:, rigid:][:, w2[rigid:] <= (2.0 * np.pi * max_frequency) ** 2]
+        n_modes = vec.shape[1]
+    else:
+        available = len(heavy) - rigid
+        if n_modes > available:
+            raise ValueError(f"{where}: n_modes={n_modes} is more than the {available} "
+                             "elastic modes the component has with these DOFs clamped")
+        if n_modes == 0:
+            return np.zeros((M.shape[0], 0))
+        w2, vec = scipy.linalg.eigh(Khh, Mhh, subset_by_index=[rigid, rigid + n_modes - 1])
     modes = np.zeros((M.shape[0], n_modes))
     modes[heavy] = vec
     modes[light] = recover @ vec
-    for i in range(n_modes):  # the largest translation positive, as flexdyn.beam does
+    for i in range(n_modes):  # the sign: the largest entry positive
         k = np.argmax(np.abs(modes[:, i]))
         modes[:, i] *= np.sign(modes[k, i]) or 1.0
     return modes

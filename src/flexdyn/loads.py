@@ -4,10 +4,12 @@
 ``f_ext`` as constants or as callables ``f(t, q, u)``, which may feed back the state.  A load
 that depends on ``t`` alone can say so: :func:`of_time` wraps ``f(t)`` in a
 :class:`TimeFunction`, still callable as ``f(t, q, u)``.  The compiled integrators evaluate
-loads at their stage times and at states predicted there, and hold them during the Newton
-iteration: exact for a function of time, outside the error estimate for a state feedback.
-So ``simulate``'s default integrator (:func:`flexdyn.simulation.auto_integrator`) takes a
-model with time-function loads implicitly, and one with other callables with DOP853.
+loads at their stage times and at states predicted there: a function of time is exact there
+and is held during the Newton iteration, while a state feedback is linearized inside it (its
+Jacobians by differences) and checked again at each accepted step's stage states
+(:meth:`flexdyn.simulation.compiled.CompiledLoop.feedback_try`).  Marking a load of time
+saves that work; ``simulate``'s default integrator
+(:func:`flexdyn.simulation.auto_integrator`) takes both implicitly.
 """
 
 from __future__ import annotations

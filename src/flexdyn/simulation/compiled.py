@@ -279,7 +279,8 @@ class CompiledLoop:
                 return status
             for a, b in zip(self._carried(), saved, strict=True):
                 a[...] = b
-            self.pred[:, 1:] = saved[6][:, 1:] = points = states
+            self.pred[:, 1:] = points = states  # the next try's linearization points
+            saved = [a.copy() for a in self._carried()]
             tau, f_ext = tau_s, f_ext_s
             if self.linearize:
                 self.jf = self.feedback_jacobian(forces, times_s[-1], states[-1])
@@ -350,9 +351,11 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
       entry is then called once per try.  Other callables ``tau(t, q, u)``,
       ``f_ext(t, q, u)`` (state feedback) are evaluated at the states predicted there,
       ``q* = q + c_i h u + ½ (c_i h)² u̇``, ``u* = u + c_i h u̇``, and, once the try is
-      accepted, at its own stage states; the step is tried again with those until they
-      agree to ``rtol`` (:meth:`CompiledLoop.feedback_try`), so that the feedback is inside
-      the error estimate.
+      accepted, at its own stage states; ``tau`` is linearized about the predicted states
+      inside the Newton iteration, and the step is tried again about its stage states until
+      the forces there would move it by less than a tenth of its tolerance
+      (:meth:`CompiledLoop.feedback_try`), so that the feedback is inside the error
+      estimate.
     * **Prescribed motion** (``ode.drive``): its accelerations are evaluated in Python at the
       force times of each try, like the forces, and taken as the stage accelerations of the
       prescribed speeds, whose rows of the Newton iteration are decoupled; their generalized

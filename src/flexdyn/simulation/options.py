@@ -330,11 +330,11 @@ class Auto:
     def __post_init__(self) -> None:
         _checked(self, **_TOLERANCES)
 
-    def choose(self, model: Model, *, backend: str, method: str, tau: Any, f_ext: Any,
-               prescribed: Mapping[str, Callable] | None, f_nodes: Any) -> Integrator:
+    def choose(self, model: Model, *, backend: str, method: str,
+               f_nodes: Any) -> Integrator:
         """The option object of :func:`auto_integrator`'s choice."""
-        name, error_norm = auto_integrator(model, backend=backend, method=method, tau=tau,
-                                           f_ext=f_ext, prescribed=prescribed, f_nodes=f_nodes)
+        name, error_norm = auto_integrator(model, backend=backend, method=method,
+                                           f_nodes=f_nodes)
         if name == RadauIIA.name:
             return RadauIIA(rtol=self.rtol, atol=self.atol, error_norm=error_norm)
         return ScipyIVP(name, rtol=self.rtol, atol=self.atol)
@@ -416,9 +416,11 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
       dynamics);
     * no ``f_nodes``.
 
-    ``tau`` and ``f_ext`` may be anything :func:`~flexdyn.simulation.simulate` takes: a
-    state feedback ``tau(t, q, u)`` is evaluated at each step's stage states until it
-    agrees with the forces the step was taken with (``CompiledLoop.feedback_try``).
+    ``tau``, ``f_ext`` and ``prescribed`` do not change the choice: the compiled integrators
+    take every kind of load :func:`~flexdyn.simulation.simulate` takes (a state feedback
+    ``tau(t, q, u)`` is linearized inside the Newton iteration and checked at each step's
+    stage states, ``CompiledLoop.feedback_try``) and prescribed motion; the arguments are
+    accepted so that existing calls keep working.
 
     DOP853 otherwise.  At :data:`DEFAULT_TOLERANCES` the choice puts the tip of the 5-beam
     chain of ``docs/simulation-performance.md`` within 1e-6 m in a fraction of DOP853's
