@@ -54,7 +54,8 @@ def spinup(t_end: float, basis: str) -> None:
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     runs = [(f, "modal", f) for f in ("ruthless", "full", "consistent", "exact")]
     for fidelity, membrane, label in [*runs, ("exact", "condensed", "exact, condensed")]:
-        model = fd.models.spinup_beam(basis=basis, n_elements=BASES[basis], membrane=membrane)
+        model = fd.models.spinup_beam(basis=basis, n_elements=BASES[basis], n_axial=1,
+                                      membrane=membrane)
         torque = fd.models.spinup_torque(model)
         fd.forward_dynamics(model, model.neutral_configuration(), np.zeros(model.nu),
                             fidelity=fidelity)  # compile outside the timing

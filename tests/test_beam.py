@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import flexdyn as fd
 from flexdyn.beam import BeamModes, beam_modes, frame_element_stiffness
 
 # Damaren-Sharf spin-up beam (planar).
@@ -446,3 +447,28 @@ def test_flexdyn_body_modal_mass_is_identity(boundary: str) -> None:
     np.testing.assert_allclose(M[m + 3 :, m + 3 :], DS_MASS * np.eye(3), rtol=1e-12)
     if boundary == "free-free":
         np.testing.assert_allclose(M[:m, m:], 0.0, atol=1e-10)
+
+
+def test_section_forces_by_modal_superposition_are_the_statics_of_a_tip_load():
+    """A cantilever (lumped basis, every in-plane bending mode of its mesh, so that the modes
+    span the static response) at its static equilibrium under a small tip force ``P`` along
+    y: the section forces by modal superposition of ``section_forces`` are the statics of the
+    load at every section, ``Vy = −P`` and ``Mz = −P (L − x)`` (the part before the section
+    holds the part after it), and the rows of the stiffnesses the beam lacks are NaN."""
+    L, ne, EI = 2.0, 8, 50.0
+    beam = beam_modes(L, 1.5, EI_z=EI, n_elements=ne, n_modes={"transverse_y": ne})
+    assert beam.section_forces.shape == (ne, 6, ne)
+    assert np.all(np.isnan(beam.section_forces[:, [0, 1, 3, 5]]))  # Mx, My, N, Vz
+    model = fd.ModelBuilder("cantilever", gravity=(0, 0, 0)).add_body(
+        "beam", joint={"type": "fixed"}, flex=beam.to_flex_dict()).build()
+    P = 1e-4
+    eq = fd.equilibrium(model, f_nodes={("beam", ne): [0, 0, 0, 0, P, 0]}, fidelity="full")
+    result = fd.SimulationResult(t=np.zeros(1), q=eq.q[None], u=np.zeros((1, model.nu)),
+                                 model=model)
+    x = beam.nodes[:-1, 0]
+    Mz = result.modal_superposition("beam", beam.section_forces[:, 2])[0]
+    Vy = result.modal_superposition("beam", beam.section_forces[:, 4])[0]
+    np.testing.assert_allclose(Mz, -P * (L - x), rtol=1e-6, atol=1e-12 * P * L)
+    np.testing.assert_allclose(Vy, -P, rtol=1e-6)
+    placed = beam.placed([1.0, 0.0, 0.0], np.eye(3)[:, [1, 2, 0]])
+    np.testing.assert_array_equal(placed.section_forces, beam.section_forces)

@@ -16,6 +16,7 @@ import pytest
 
 import flexdyn as fd
 from flexdyn.beam import nodal_beam
+from flexdyn.fe import Component
 from flexdyn.model_file import json_schema, normalize_model_dict
 from strategies import random_model_dict
 from test_model_file import ERRORS, apply, example
@@ -69,6 +70,14 @@ def _valid_corpus() -> list[dict]:
             .add_constraint("loop", "pin", "b", "c", point=[1, 0, 0], other_point=[0, -1, 0],
                             axis=[0, 0, 1]))
     corpus.append(loop.build().to_dict())
+    frame = np.zeros((12, 12))
+    frame[:6, :6] = frame[6:, 6:] = np.eye(6)
+    frame[:6, 6:] = frame[6:, :6] = 0.5 * np.eye(6)  # a coupled (consistent) mass
+    spring = np.kron([[1.0, -1.0], [-1.0, 1.0]], np.eye(6))
+    component = Component([[0, 0, 0], [1, 0, 0]], frame, spring, name="pair")
+    corpus.append(fd.ModelBuilder("component").add_body(
+        "pair", joint={"type": "revolute", "axis": [0, 0, 1], "child_node": 0},
+        flex=component.reduce(0, n_modes=2, method="cantilever")).build().to_dict())
     corpus.append(_forced())
     corpus += _beams()
     return [_plain(d) for d in corpus]

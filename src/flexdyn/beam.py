@@ -37,6 +37,7 @@ single deformation type (this keeps the modes well defined even when
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
@@ -48,7 +49,8 @@ import scipy.linalg
 
 __all__ = ["ALUMINIUM", "BeamModes", "MEMBRANE_FORMS", "MODE_FAMILIES", "Material",
            "PLANE_FAMILIES", "STEEL", "Section", "beam_modes", "circle",
-           "frame_element_stiffness", "geometric_stiffness", "nodal_beam", "rectangle",
+           "frame_element_mass", "frame_element_stiffness", "geometric_stiffness", "nodal_beam",
+           "rectangle",
            "section_properties", "tube"]
 
 _BOUNDARIES = ("cantilever", "free-free")
@@ -100,6 +102,20 @@ class BeamModes:
         The family of each mode (:data:`MODE_FAMILIES`): ``"transverse_y"`` deflects along
         the body y axis, ``"transverse_z"`` along z, ``"axial"`` stretches along x,
         ``"torsion"`` twists about x.
+    section_forces : numpy.ndarray, shape (n - 1, 6, m), or None
+        The section forces per unit modal coordinate, for
+        :meth:`flexdyn.SimulationResult.modal_superposition`: at the section through node
+        ``e`` (the start of the segment to node ``e + 1``), the wrench ``[Mx, My, Mz, N, Vy,
+        Vz]`` (torque, bending moments, axial and shear forces; N m, N) that the part of the
+        beam before it (towards node 0) exerts on the part after it, about node ``e`` in the
+        beam's own axes (x along it; :meth:`placed` leaves them so).  Each segment's end
+        forces ``k_e u_e`` of the frame element between its nodes
+        (:func:`frame_element_stiffness`): exact for the lumped and finite-element bases,
+        the frame element's interpolation of the continuous eigenfunctions in the natural
+        basis.  The rows of a deformation the beam does not have (no ``EA``: ``N``; no
+        ``GJ``: ``Mx``; no ``EI_y``: ``My`` and ``Vz``; no ``EI_z``: ``Mz`` and ``Vy``) are
+        NaN: an inextensible beam's axial force, for one, is a constraint force, not a modal
+        quantity.
     """
 
     nodes: np.ndarray
@@ -113,6 +129,7 @@ class BeamModes:
     geometric_stiffness_2: np.ndarray | None = None
     axial_modes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     families: tuple[str, ...] = ()
+    section_forces: np.ndarray | None = None
 
     @property
     def n_nodes(self) -> int:
@@ -164,7 +181,8 @@ class BeamModes:
                          damping=self.damping, frequencies=self.frequencies,
                          geometric_stiffness_1=self.geometric_stiffness_1,
                          geometric_stiffness_2=self.geometric_stiffness_2,
-                         axial_modes=self.axial_modes, families=self.families)
+                         axial_modes=self.axial_modes, families=self.families,
+                         section_forces=self.section_forces)
 
     def to_flex_dict(self) -> dict[str, Any]:
         """Plain, JSON-serialisable flexible-body description.
@@ -260,6 +278,54 @@ def frame_element_stiffness(
     idx_xz = [_TZ, _RY, 6 + _TZ, 6 + _RY]
     k[np.ix_(idx_xz, idx_xz)] += EI_y * (flip @ kb @ flip)
     return k
+
+
+def frame_element_mass(length: float, mass_per_length: float,
+                       polar_inertia_per_length: float = 0.0) -> np.ndarray:
+    """Consistent mass matrix of a 3D Euler-Bernoulli frame element along x.
+
+    The interpolation of :func:`frame_element_stiffness`: linear for the stretch and the
+    twist, cubic Hermite for the bending (with ``rz = d(ty)/dx`` and ``ry = -d(tz)/dx``);
+    the rotary inertia of the bending is left out, as in the element's stiffness.  The
+    element reproduces rigid-body motion exactly: its rigid-body mass, centre and inertia are
+    those of the uniform bar.
+
+    Parameters
+    ----------
+    length : float
+        Element length [m].
+    mass_per_length : float
+        [kg/m].
+    polar_inertia_per_length : float, optional
+        Rotary inertia of the section about the element's axis, per length [kg m].
+
+    Returns
+    -------
+    numpy.ndarray, shape (12, 12)
+        For the DOFs ``[rx, ry, rz, tx, ty, tz]`` of the first node followed by those of the
+        second node.
+    """
+    L = float(length)
+    if not (math.isfinite(L) and L > 0.0):
+        raise ValueError(f"frame_element_mass: length={length!r} must be positive")
+    mu, ip = float(mass_per_length), float(polar_inertia_per_length)
+    if not (math.isfinite(mu) and mu >= 0.0 and math.isfinite(ip) and ip >= 0.0):
+        raise ValueError("frame_element_mass: mass_per_length and polar_inertia_per_length "
+                         f"must be >= 0, got {mass_per_length!r}, {polar_inertia_per_length!r}")
+    m = np.zeros((12, 12))
+    bar = np.array([[2.0, 1.0], [1.0, 2.0]]) / 6.0
+    m[np.ix_([_TX, 6 + _TX], [_TX, 6 + _TX])] = mu * L * bar
+    m[np.ix_([_RX, 6 + _RX], [_RX, 6 + _RX])] = ip * L * bar
+    # bending with DOF order (w_a, theta_a, w_b, theta_b), theta = +dw/dx
+    mb = mu * L / 420.0 * np.array([[156.0, 22.0 * L, 54.0, -13.0 * L],
+                                    [22.0 * L, 4.0 * L * L, 13.0 * L, -3.0 * L * L],
+                                    [54.0, 13.0 * L, 156.0, -22.0 * L],
+                                    [-13.0 * L, -3.0 * L * L, -22.0 * L, 4.0 * L * L]])
+    m[np.ix_([_TY, _RZ, 6 + _TY, 6 + _RZ], [_TY, _RZ, 6 + _TY, 6 + _RZ])] = mb
+    flip = np.diag([1.0, -1.0, 1.0, -1.0])
+    idx_xz = [_TZ, _RY, 6 + _TZ, 6 + _RY]
+    m[np.ix_(idx_xz, idx_xz)] = flip @ mb @ flip
+    return m
 
 
 @dataclass(frozen=True)
@@ -563,9 +629,9 @@ def beam_modes(
         if boundary != "cantilever":
             raise ValueError(f"{name}: basis={basis!r} has cantilever modes only, got "
                              f"boundary={boundary!r}")
-        return _CANTILEVER_BASES[basis](L, mu, {"transverse_y": ei_z, "transverse_z": ei_y,
-                                                "axial": ea, "torsion": gj}, ip, ne,
-                                        families, nm, zeta, name, membrane)
+        return _with_section_forces(_CANTILEVER_BASES[basis](
+            L, mu, {"transverse_y": ei_z, "transverse_z": ei_y, "axial": ea, "torsion": gj}, ip,
+            ne, families, nm, zeta, name, membrane), ea, gj, ei_y, ei_z)
     if basis != "lumped":
         raise ValueError(f"{name}: basis={basis!r} is not one of 'lumped', "
                          f"{', '.join(map(repr, _CANTILEVER_BASES))}")
@@ -624,7 +690,7 @@ def beam_modes(
     K1 = K2 = None
     if ea is not None:
         K1, K2 = geometric_stiffness(modes, nodes[:, 0], ea, ip / mu, membrane=membrane)
-    return BeamModes(
+    return _with_section_forces(BeamModes(
         nodes=nodes,
         node_masses=node_masses,
         node_inertias=node_inertias,
@@ -636,7 +702,25 @@ def beam_modes(
         geometric_stiffness_2=K2,
         axial_modes=np.flatnonzero(gid_all[order] == 2),
         families=_family_names(gid_all[order]),
-    )
+    ), ea, gj, ei_y, ei_z)
+
+
+def _with_section_forces(beam: BeamModes, ea: float | None, gj: float | None,
+                         ei_y: float | None, ei_z: float | None) -> BeamModes:
+    """``beam`` with its :attr:`BeamModes.section_forces`: the first node's rows of each
+    segment's ``k_e [Π(e); Π(e + 1)]``, NaN in the rows of the stiffnesses it lacks."""
+    n, m = beam.n_nodes, beam.n_modes
+    Pi = beam.modes.reshape(n, 6, m)
+    out = np.empty((n - 1, 6, m))
+    for e in range(n - 1):
+        ke = frame_element_stiffness(beam.nodes[e + 1, 0] - beam.nodes[e, 0], EA=ea or 0.0,
+                                     GJ=gj or 0.0, EI_y=ei_y or 0.0, EI_z=ei_z or 0.0)
+        out[e] = ke[:6] @ Pi[e:e + 2].reshape(12, m)
+    for rows, stiffness in (((_RX,), gj), ((_RY, _TZ), ei_y), ((_RZ, _TY), ei_z), ((_TX,), ea)):
+        if stiffness is None:
+            out[:, list(rows)] = np.nan
+    out.setflags(write=False)
+    return dataclasses.replace(beam, section_forces=out)
 
 
 def _lumped_beam(L: float, mu: float, ip: float, ne: int, ea: float, gj: float, ei_y: float,

@@ -29,6 +29,15 @@ so the modal mass matrix is ``M_m(k) = Σ_j [E_j, X_j]ᵀ M_s(j) [E_j, X_j] + M_
 
 The ``"ruthless"`` fidelity (Appendix B; Damaren & Sharf's RL model) evaluates the same
 expressions at ``η = 0`` with ``η̇ = 0`` in every velocity product.
+
+Consistent mass (:class:`InertiaInvariants`)
+--------------------------------------------
+A body reduced from a finite-element component with a consistent (coupled) mass matrix
+carries its kinetic energy as inertia invariants instead of node masses: the node motion is
+the finite-element one, linear in ``η`` (node ``j`` at ``l0_j + Π_t(j) η`` with the small
+rotation rate ``ω + Π_r(j) η̇``), and ``M_m`` and ``b_m`` are the mass matrix and the
+gyroscopic force of that kinetic energy, added to those of the node masses and the rigid
+part.
 """
 
 from __future__ import annotations
@@ -39,11 +48,12 @@ from functools import cached_property
 import numpy as np
 
 from .linalg import inertia_scale, spd_inverse
-from .spatial import Transform, cross_force, cross_motion, rigid_inertia, twist_maps
+from .spatial import Transform, cross_force, cross_motion, rigid_inertia, skew, twist_maps
 from .tip_kinematics import DEFAULT_TIP_KINEMATICS, TIP_KINEMATICS
 
-__all__ = ["NODE_COMPONENTS", "Body", "BodyModel", "FlexibleStep", "JointSide", "NodeAttachment",
-           "NodeFrames", "RigidBodyModel", "UndeformedBodyModel"]
+__all__ = ["NODE_COMPONENTS", "Body", "BodyModel", "FlexibleStep", "InertiaInvariants",
+           "JointSide", "NodeAttachment", "NodeFrames", "RigidBodyModel", "UndeformedBodyModel",
+           "require_lumped_mass"]
 
 #: The six displacement components of a node, in coordinate order (a nodal body's
 #: coordinates, and the rows of ``Π`` per node).
@@ -61,16 +71,114 @@ class NodeFrames:
     E : array (n, 6, n_m) — deformation twist maps ``E_j`` (node coordinates).
     theta : array (n, 3) — elastic rotation coordinates ``Π_r(j) η`` (rad; their meaning is
         the tip-kinematics option's).
+    eta : array (n_m,) — the deformation ``η`` itself (the inertia invariants' argument).
     """
 
     R: np.ndarray
     p: np.ndarray
     E: np.ndarray
     theta: np.ndarray
+    eta: np.ndarray
 
     def transform(self, j: int) -> Transform:
         """Pose of node ``j``'s frame in ``F``."""
         return Transform(self.R[j], self.p[j])
+
+
+@dataclass(frozen=True, eq=False)
+class InertiaInvariants:
+    """The kinetic energy of a consistent (coupled) finite-element mass matrix ``𝕄`` on a
+    body's modes, as inertia invariants (the standard-input-data approach).
+
+    With node ``j``'s finite-element velocity in ``F`` coordinates (rows ``[r; t]``)::
+
+        W_j = [ω + Π_r(j) η̇;  v + ω × p_j(η) + Π_t(j) η̇],   p_j(η) = l0_j + Π_t(j) η,
+
+    that is ``W = G(η) V_m`` with ``V_m = [η̇; V]``, ``V = [ω; v]`` and
+    ``G(η) = G_0 + Σ_k η_k G_k`` (``G_k`` acts on ``ω`` only: ``−p̃`` changes by
+    ``−Π_t(j)e_k~``), the kinetic energy ``T = ½ Wᵀ 𝕄 W = ½ V_mᵀ M_m(η) V_m`` has::
+
+        M_m(η) = I0 + Sᵀ A1 + A1ᵀ S + Sᵀ A2 S,   A1 = Σ_k η_k I1_k,   A2 = Σ_kl η_k η_l I2_kl,
+
+    with ``S`` (3 × (m + 6)) the rows of ``ω`` in ``V_m``, ``I0 = G_0ᵀ 𝕄 G_0``,
+    ``I1_k = G_kᵀ 𝕄 G_0`` and ``I2_kl = G_kᵀ 𝕄 G_l`` (the ``ω`` rows of ``G_k``).  The
+    gyroscopic force is that of Lagrange's equations in ``η`` and of Euler–Poincaré's in
+    ``V``: ``b_m = Ṁ_m V_m − [∂T/∂η; 0] + [0; V ×* (M_m V_m)_V]`` (:meth:`modal_bias`).
+
+    Attributes
+    ----------
+    I0 : (m + 6, m + 6) — the mass matrix at ``η = 0``: modal mass, rigid–elastic coupling
+        and the component's spatial inertia about ``F``'s origin (kg, kg m, kg m²).
+    I1 : (m, 3, m + 6) — its first-order change (kg m per unit ``η``).
+    I2 : (m, m, 3, 3) — its second-order change, ``I2[k, l] = I2[l, k]ᵀ``.
+    """
+
+    I0: np.ndarray
+    I1: np.ndarray
+    I2: np.ndarray
+
+    @staticmethod
+    def of(nodes: np.ndarray, mass: np.ndarray, Pi_r: np.ndarray,
+           Pi_t: np.ndarray) -> InertiaInvariants:
+        """The invariants of the mass matrix ``mass`` (6n × 6n, node rows
+        ``[rx, ry, rz, tx, ty, tz]``) on the modes ``Pi_r``, ``Pi_t`` (n, 3, m) of the nodes
+        ``nodes`` (n, 3)."""
+        n, m = Pi_t.shape[0], Pi_t.shape[2]
+        eye = np.eye(3)
+        G0 = np.zeros((n, 6, m + 6))
+        G0[:, :3, :m], G0[:, 3:, :m] = Pi_r, Pi_t
+        G0[:, :3, m:m + 3] = eye
+        G0[:, 3:, m:m + 3] = -skew(nodes)
+        G0[:, 3:, m + 3:] = eye
+        G0 = G0.reshape(6 * n, m + 6)
+        Gk = np.zeros((m, n, 6, 3))
+        Gk[:, :, 3:, :] = -skew(np.moveaxis(Pi_t, 2, 0))
+        Gk = Gk.reshape(m, 6 * n, 3)
+        MG0 = mass @ G0
+        I0 = G0.T @ MG0
+        I1 = np.einsum("kNa,Nc->kac", Gk, MG0)
+        I2 = np.einsum("kNa,lNb->klab", Gk, mass @ Gk)
+        return InertiaInvariants(I0=0.5 * (I0 + I0.T), I1=I1, I2=I2)
+
+    def __post_init__(self) -> None:
+        for a in (self.I0, self.I1, self.I2):
+            a.setflags(write=False)
+
+    @property
+    def n_modes(self) -> int:
+        return self.I1.shape[0]
+
+    @property
+    def mass(self) -> float:
+        """The component's mass (kg): the translational diagonal of ``I0``."""
+        return float(self.I0[-1, -1])
+
+    def modal_mass(self, eta: np.ndarray) -> np.ndarray:
+        """``M_m(η)`` ((m + 6) × (m + 6)) of the class docstring."""
+        m = self.n_modes
+        A1 = np.tensordot(eta, self.I1, axes=1)
+        M = np.array(self.I0, dtype=A1.dtype)
+        M[m:m + 3] += A1
+        M[:, m:m + 3] += A1.T
+        M[m:m + 3, m:m + 3] += np.einsum("k,l,klab->ab", eta, eta, self.I2)
+        return M
+
+    def modal_bias(self, eta: np.ndarray, eta_dot: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """``b_m = Ṁ_m V_m − [∂T/∂η; 0] + [0; V ×* (M_m V_m)_V]`` ((m + 6),): with
+        ``D_k = G_kᵀ 𝕄 G(η)`` (3 × (m + 6)), ``Ṁ_m V_m = Σ_k η̇_k (Sᵀ D_k V_m + D_kᵀ ω)`` and
+        ``∂T/∂η_k = ω · D_k V_m``."""
+        m = self.n_modes
+        Vm = np.concatenate([eta_dot, V])
+        w = V[:3]
+        D = np.array(self.I1, dtype=np.result_type(eta, float))
+        D[:, :, m:m + 3] += np.einsum("l,klab->kab", eta, self.I2)
+        d = D @ Vm  # (m, 3): D_k V_m
+        D_rate = np.tensordot(eta_dot, D, axes=1)  # Σ_k η̇_k D_k (3, m + 6)
+        out = D_rate.T @ w
+        out[:m] -= d @ w
+        out[m:m + 3] += D_rate @ Vm
+        out[m:] += cross_force(V, (self.modal_mass(eta) @ Vm)[m:])
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,6 +210,9 @@ class Body:
         node, so ``Π`` is the identity on them (zero rows at the attach node) and ``K``, ``C``
         the nodal stiffness and damping without the attach node's rows and columns.  None for
         rigid and modal bodies.
+    inertia_invariants : InertiaInvariants or None — the kinetic energy of a consistent
+        finite-element mass on the modes (the flex block's ``inertia_invariants_0/1/2``), on
+        top of the node masses and the rigid part; None for lumped bodies.
     M_s : array (n, 6, 6) — nodal spatial inertias ``diag(J_j, m_j I)`` in node frames.
     frames0, M_m0 : the undeformed node frames and ``M_m⁰`` (computed on first use).
     """
@@ -122,6 +233,7 @@ class Body:
     axial_modes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     tip_kinematics: str = DEFAULT_TIP_KINEMATICS
     attach_node: int | None = None
+    inertia_invariants: InertiaInvariants | None = None
 
     @staticmethod
     def from_spec(name: str, rigid: dict | None, flex: dict | None,
@@ -159,6 +271,9 @@ class Body:
             C=np.array(C, dtype=float),
             tip_kinematics=tip_kinematics,
             attach_node=None if flex is None or not flex.get("nodal") else flex["attach_node"],
+            inertia_invariants=None if flex is None or flex.get("inertia_invariants_0") is None
+            else InertiaInvariants(*(np.array(flex[f"inertia_invariants_{k}"], dtype=float)
+                                     for k in range(3))),
             **({} if flex is None or flex.get("geometric_stiffness_1") is None else {
                 "K1": np.array(flex["geometric_stiffness_1"], dtype=float),
                 "K2": np.array(flex["geometric_stiffness_2"], dtype=float),
@@ -172,6 +287,10 @@ class Body:
         M_s[:, 3:, 3:] = self.node_masses[:, None, None] * np.eye(3)
         object.__setattr__(self, "M_s", M_s)
         object.__setattr__(self, "M_rigid", rigid_inertia(self.mass, self.com, self.inertia))
+        invariants = self.inertia_invariants
+        if invariants is not None and invariants.n_modes != self.n_modes:
+            raise ValueError(f"body {self.name!r}: its inertia invariants are for "
+                             f"{invariants.n_modes} modes, the body has {self.n_modes}")
         for a in (self.com, self.inertia, self.nodes, self.node_masses, self.node_inertias,
                   self.Pi_r, self.Pi_t, self.K, self.C, self.M_s, self.M_rigid, self.axial_modes,
                   *(() if self.K1 is None else (self.K1, self.K2))):
@@ -183,7 +302,7 @@ class Body:
     def frames0(self) -> NodeFrames:
         """Undeformed node frames (``η = 0``), read-only."""
         frames0 = self._node_frames(np.zeros(self.n_modes))
-        for a in (frames0.R, frames0.p, frames0.E, frames0.theta):
+        for a in (frames0.R, frames0.p, frames0.E, frames0.theta, frames0.eta):
             a.setflags(write=False)
         return frames0
 
@@ -207,8 +326,9 @@ class Body:
 
     @property
     def total_mass(self) -> float:
-        """Rigid mass plus node masses (kg)."""
-        return self.mass + float(self.node_masses.sum())
+        """Rigid mass plus node masses plus the consistent mass of the invariants (kg)."""
+        extra = 0.0 if self.inertia_invariants is None else self.inertia_invariants.mass
+        return self.mass + float(self.node_masses.sum()) + extra
 
     # -- node kinematics -------------------------------------------------------------------
     @property
@@ -245,7 +365,7 @@ class Body:
         R, J = self.rotation.maps(theta)
         p = self.nodes + self.Pi_t @ eta
         E = np.concatenate([J @ self.Pi_r, np.swapaxes(R, -1, -2) @ self.Pi_t], axis=1)
-        return NodeFrames(R=R, p=p, E=E, theta=theta)
+        return NodeFrames(R=R, p=p, E=E, theta=theta, eta=eta)
 
     def node_twist_rate(self, frames: NodeFrames, j: int, eta_dot: np.ndarray) -> np.ndarray:
         """``Ė_j η̇`` (6,): velocity-product part of node ``j``'s deformation acceleration.
@@ -271,8 +391,9 @@ class Body:
     def modal_mass(self, frames: NodeFrames) -> np.ndarray:
         """Modal mass matrix ``M_m(k)`` ((n_m+6) × (n_m+6)) for given node frames, Eq 23.
 
-        ``M_m = Σ_j B_jᵀ M_s(j) B_j + [[0, 0], [0, M_rigid]]``; ``M_m⁰ = M_m(frames0)`` is
-        stored (read-only) as ``M_m0``.
+        ``M_m = Σ_j B_jᵀ M_s(j) B_j + [[0, 0], [0, M_rigid]]``, plus the consistent mass's
+        :meth:`InertiaInvariants.modal_mass`; ``M_m⁰ = M_m(frames0)`` is stored (read-only)
+        as ``M_m0``.
         """
         return self._modal_mass(frames)
 
@@ -281,10 +402,13 @@ class Body:
         B = self.node_maps(frames)
         M = np.einsum("nji,njk,nkl->il", B, self.M_s, B)
         M[m:, m:] += self.M_rigid
+        if self.inertia_invariants is not None:
+            M = M + self.inertia_invariants.modal_mass(frames.eta)
         return M
 
     def modal_bias(self, frames: NodeFrames, eta_dot: np.ndarray, V: np.ndarray) -> np.ndarray:
-        """Modal gyroscopic force ``b_m(k)`` (n_m + 6,), Eqs 28, 31, 37.
+        """Modal gyroscopic force ``b_m(k)`` (n_m + 6,), Eqs 28, 31, 37, plus the consistent
+        mass's :meth:`InertiaInvariants.modal_bias`.
 
         Parameters
         ----------
@@ -293,8 +417,10 @@ class Body:
         V : (6,) twist of ``F_k`` in ``F_k`` coordinates.
         """
         m = self.n_modes
-        out = np.zeros(m + 6, dtype=np.result_type(V, eta_dot, float))
+        out = np.zeros(m + 6, dtype=np.result_type(V, eta_dot, frames.eta, float))
         out[m:] = cross_force(V, self.M_rigid @ V)
+        if self.inertia_invariants is not None:
+            out = out + self.inertia_invariants.modal_bias(frames.eta, eta_dot, V)
         if self.n_nodes == 0:
             return out
         B = self.node_maps(frames)
@@ -311,6 +437,17 @@ class Body:
         Ms = self.M_s
         f = np.einsum("nij,nj->ni", Ms, acc) + cross_force(Vs, np.einsum("nij,nj->ni", Ms, Vs))
         return out + np.einsum("nji,nj->i", B, f)
+
+
+def require_lumped_mass(model, what: str) -> None:
+    """``NotImplementedError`` naming the first body of ``model`` whose flexible part carries a
+    consistent mass (:class:`InertiaInvariants`): ``what`` works on mass elements (the rigid
+    parts and the node masses) and has no form for it."""
+    for body in model.bodies:
+        if body.inertia_invariants is not None:
+            raise NotImplementedError(
+                f"{what} works on lumped mass elements; body {body.name!r} carries a consistent "
+                "finite-element mass (inertia invariants), which it does not take")
 
 
 def _nodal_coordinates(flex: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

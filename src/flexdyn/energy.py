@@ -34,7 +34,9 @@ def _kinetic(model: Model, kin: PositionTerms, u: np.ndarray) -> float:
 
 def _potential(model: Model, kin: PositionTerms) -> float:
     """The strain energies of the body models (``½ Σ ηᵀ K η``, with the geometric terms
-    of the stiffened models) ``− Σ m g·x`` over rigid centres of mass and nodes, plus the
+    of the stiffened models) ``− Σ m g·x`` over rigid centres of mass and nodes, and over the
+    consistent masses' centres (their mass and first moment from the translational blocks of
+    :meth:`~flexdyn.body.InertiaInvariants.modal_mass`, as the engine reads them), plus the
     joint springs' and limits' :func:`~flexdyn.joint_forces.joint_potential`."""
     V = joint_potential(model, kin.q)
     g = model.gravity
@@ -45,6 +47,10 @@ def _potential(model: Model, kin: PositionTerms) -> float:
             V = V - body.mass * (g @ pose.apply(body.com))
         if body.n_nodes:
             V = V - body.node_masses @ (pose.apply(kin.frames[i].p) @ g)
+        if body.inertia_invariants is not None:  # mass and first moment from M_m's blocks
+            M, m = body.inertia_invariants.modal_mass(kin.frames[i].eta), body.n_modes
+            first = np.array([M[m + 2, m + 4], M[m, m + 5], M[m + 1, m + 3]])
+            V = V - g @ (M[m + 3, m + 3] * pose.p + pose.R @ first)
     return V
 
 

@@ -11,13 +11,14 @@ normal modes of the component clamped at the node the joint holds (``"cantilever
 with every interface node clamped plus the interface nodes' static constraint modes (Craig &
 Bampton 1968, ``"craig-bampton"``), or the free-free elastic modes (``"free-interface"``).
 
-flexdyn's flexible bodies carry their mass as node point masses and rotary inertias, so a
-component reduces exactly when its mass matrix is lumped (diagonal, or 3 × 3 rotary blocks
-per node); a consistent (coupled) mass matrix needs the inertia invariants of the body's
-kinetic energy, which the body models do not take yet, and :meth:`Component.reduce` says
-so.  The component's rigid-body mass, centre of mass and inertia, from its mass matrix and
-its rigid-body motions, are reported by :meth:`Component.rigid_body` and :meth:`info`
-whatever the mass matrix.
+A lumped mass matrix (diagonal in the translations, a 3 × 3 rotary block per node) becomes
+the body's node masses and rotary inertias; a consistent (coupled) one becomes the inertia
+invariants of its kinetic energy on the modes (:class:`flexdyn.body.InertiaInvariants`:
+the rigid-body mass, first moment and inertia, the rigid–elastic coupling and their
+dependence on the modal coordinates, all from the matrix itself), which every fidelity and
+algorithm runs.  The component's rigid-body mass, centre of mass and inertia, from its mass
+matrix and its rigid-body motions, are reported by :meth:`Component.rigid_body` and
+:meth:`info`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import scipy.io
 import scipy.linalg
 import scipy.sparse
 
+from .body import InertiaInvariants
 from .files import write_atomically
 
 __all__ = ["METHODS", "Component", "RigidBody", "load_component", "read_matrix_market"]
@@ -185,8 +187,9 @@ class Component:
         mass-normalized where they are normal modes; the body's modal stiffness is ``Φᵀ K Φ``
         and its damping ``Φᵀ C Φ``.
 
-        Only a lumped mass matrix (:meth:`is_lumped`) reduces to flexdyn's node masses
-        exactly; a consistent one raises ``NotImplementedError``.
+        A lumped mass matrix (:meth:`is_lumped`) becomes node masses and rotary inertias, a
+        consistent one the block's ``inertia_invariants_0/1/2``
+        (:class:`flexdyn.body.InertiaInvariants`) with massless nodes.
         """
         where = f"component {self.name!r}"
         if method not in METHODS:
@@ -207,11 +210,6 @@ class Component:
             raise ValueError(f"{where}: n_modes must be an integer >= 0, got {n_modes!r}")
         if max_frequency is not None and not max_frequency >= 0.0:
             raise ValueError(f"{where}: max_frequency must be >= 0 (Hz), got {max_frequency!r}")
-        if not self.is_lumped():
-            raise NotImplementedError(
-                f"{where}: its mass matrix is consistent (coupled); flexdyn's flexible bodies "
-                "take node masses and rotary inertias, so only a lumped mass matrix reduces "
-                "exactly for now")
         d = self.dofs_per_node
         dofs = lambda node: list(range(node * d, node * d + d))  # noqa: E731
         fixed = [] if method == "free-interface" else dofs(int(attach))
@@ -232,22 +230,31 @@ class Component:
         stiffness = phi.T @ K @ phi
         damping = (np.zeros_like(stiffness) if self.damping is None
                    else phi.T @ self.damping @ phi)
-        # node masses and rotary inertias, and the modal matrix in flexdyn's node rows
-        # [rx, ry, rz, tx, ty, tz]
-        blocks = M.reshape(self.n_nodes, d, self.n_nodes, d)
-        at = np.arange(self.n_nodes)
-        node_masses = blocks[at, 0, at, 0].copy()
-        node_inertias = (blocks[at, 3:, at, 3:].copy() if d == 6
-                         else np.zeros((self.n_nodes, 3, 3)))
-        modes = np.zeros((self.n_nodes, 6, phi.shape[1]))
-        by_node = phi.reshape(self.n_nodes, d, -1)
+        # the modal matrix in flexdyn's node rows [rx, ry, rz, tx, ty, tz]
+        n = self.n_nodes
+        modes = np.zeros((n, 6, phi.shape[1]))
+        by_node = phi.reshape(n, d, -1)
         modes[:, 3:] = by_node[:, :3]
         if d == 6:
             modes[:, :3] = by_node[:, 3:]
-        return {"nodes": self.nodes.copy(), "node_masses": node_masses,
-                "node_inertias": node_inertias, "modes": modes.reshape(6 * self.n_nodes, -1),
-                "stiffness": 0.5 * (stiffness + stiffness.T),
-                "damping": 0.5 * (damping + damping.T)}
+        block = {"nodes": self.nodes.copy(), "modes": modes.reshape(6 * n, -1),
+                 "stiffness": 0.5 * (stiffness + stiffness.T),
+                 "damping": 0.5 * (damping + damping.T)}
+        if self.is_lumped():  # node masses and rotary inertias
+            blocks = M.reshape(n, d, n, d)
+            at = np.arange(n)
+            return block | {"node_masses": blocks[at, 0, at, 0].copy(),
+                            "node_inertias": (blocks[at, 3:, at, 3:].copy() if d == 6
+                                              else np.zeros((n, 3, 3)))}
+        order = np.r_[3:6, 0:3] if d == 6 else np.r_[3:6]  # FE DOFs into flexdyn's node rows
+        rows = (6 * np.arange(n)[:, None] + order[None, :]).ravel()
+        mass = np.zeros((6 * n, 6 * n))
+        mass[np.ix_(rows, rows)] = M
+        invariants = InertiaInvariants.of(self.nodes, mass, modes[:, :3], modes[:, 3:])
+        return block | {"node_masses": np.zeros(n), "node_inertias": np.zeros((n, 3, 3)),
+                        "inertia_invariants_0": invariants.I0,
+                        "inertia_invariants_1": invariants.I1,
+                        "inertia_invariants_2": invariants.I2}
 
     def save(self, path: str | Path, *, overwrite: bool = True) -> None:
         """Write the component as flexdyn's ``.npz`` component file (:func:`load_component`
@@ -258,7 +265,7 @@ class Component:
             arrays["damping"] = self.damping
 
         def write(f: Any) -> None:
-            np.savez(f, **arrays)
+            np.savez_compressed(f, **arrays)
 
         write_atomically(Path(path), write, binary=True, overwrite=overwrite)
 

@@ -130,12 +130,13 @@ _CONSTRAINT_KEYS = (*_ENDPOINT_KEYS,
 _ROTATION_KEYS = ("rotation", "axis_angle", "quaternion", "euler")
 _PLACEMENT_KEYS = (*_ROTATION_KEYS, "translation")
 _RIGID_KEYS = ("mass", "com", "inertia")
+_INVARIANT_KEYS = ("inertia_invariants_0", "inertia_invariants_1", "inertia_invariants_2")
 _FLEX_KEYS = ("nodes", "node_masses", "node_inertias", "modes", "stiffness", "damping",
-              "geometric_stiffness_1", "geometric_stiffness_2", "axial_modes", "nodal",
-              "attach_node", "nodal_stiffness", "nodal_damping")
+              "geometric_stiffness_1", "geometric_stiffness_2", "axial_modes", *_INVARIANT_KEYS,
+              "nodal", "attach_node", "nodal_stiffness", "nodal_damping")
 #: the keys of a modal flex block that a nodal one (``"nodal": true``) does not take
 _MODAL_ONLY_KEYS = ("modes", "stiffness", "damping", "geometric_stiffness_1",
-                    "geometric_stiffness_2", "axial_modes")
+                    "geometric_stiffness_2", "axial_modes", *_INVARIANT_KEYS)
 
 #: Tolerance of the unit-length, orthonormality, symmetry and triangle-inequality checks.
 TOL = 1e-9
@@ -640,7 +641,41 @@ def _flex(where: str, value: Any, report: _Report | None = None) -> dict[str, np
         "stiffness": stiffness,
         "damping": damping,
         **_stiffening(path, value, m),
+        **_invariants(path, value, m),
     }
+
+
+def _invariants(path: str, value: Mapping, m: int) -> dict[str, np.ndarray]:
+    """The optional inertia invariants of a consistent mass (:class:`flexdyn.body.
+    InertiaInvariants`): ``inertia_invariants_0`` ((m + 6) × (m + 6), symmetric positive
+    semi-definite), ``inertia_invariants_1`` (m × 3 × (m + 6)) and ``inertia_invariants_2``
+    (m × m × 3 × 3, ``[k, l] = [l, k]ᵀ``), all three or none."""
+    given = [key for key in _INVARIANT_KEYS if value.get(key) is not None]
+    if not given:
+        return {}
+    if len(given) < 3:
+        missing = [key for key in _INVARIANT_KEYS if key not in given]
+        raise ValueError(f"{path}.{given[0]} is given without flex.{missing[0]} (the three "
+                         "inertia invariants go together)")
+    modes = ("the number of modes",)
+    out = {
+        "inertia_invariants_0": _array(f"{path}.inertia_invariants_0",
+                                       value["inertia_invariants_0"], (m + 6, m + 6),
+                                       ("the number of modes + 6",) * 2),
+        "inertia_invariants_1": _array(f"{path}.inertia_invariants_1",
+                                       value["inertia_invariants_1"], (m, 3, m + 6),
+                                       (*modes, None, "the number of modes + 6")),
+        "inertia_invariants_2": _array(f"{path}.inertia_invariants_2",
+                                       value["inertia_invariants_2"], (m, m, 3, 3),
+                                       (*modes, *modes, None, None)),
+    }
+    _check_sym_psd(f"{path}.inertia_invariants_0", out["inertia_invariants_0"])
+    I2 = out["inertia_invariants_2"]
+    asym = float(np.max(np.abs(I2 - I2.transpose(1, 0, 3, 2)), initial=0.0))
+    if asym > TOL * _scale(I2):
+        raise ValueError(f"{path}.inertia_invariants_2[k, l] must equal the transpose of "
+                         f"[l, k] (max difference {asym:.3g})")
+    return out
 
 
 def _odd_node_count(path: str, value: Mapping) -> None:
@@ -1308,6 +1343,7 @@ def json_schema() -> dict[str, Any]:
                   "geometric_stiffness_1": {"type": ["array", "null"]},
                   "geometric_stiffness_2": {"type": ["array", "null"]},
                   "axial_modes": {"type": ["array", "null"], "items": {"type": "integer"}},
+                  **dict.fromkeys(_INVARIANT_KEYS, {"type": ["array", "null"]}),
                   "nodal": {"type": "boolean"}, "attach_node": {"type": "integer"},
                   "nodal_stiffness": matrix, "nodal_damping": {"type": ["array", "null"]}},
                  _FLEX_KEYS)
@@ -1468,9 +1504,12 @@ def normalize_model_dict(d: Mapping) -> dict:
     for i, body in enumerate(bodies):
         if body is None:
             continue
-        total = body["rigid"]["mass"] + float(np.sum(body["flex"]["node_masses"]))
+        invariants = body["flex"].get("inertia_invariants_0")
+        total = (body["rigid"]["mass"] + float(np.sum(body["flex"]["node_masses"]))
+                 + (0.0 if invariants is None else float(invariants[-1, -1])))
         inertia = float(np.sum(np.abs(body["rigid"]["inertia"]))
-                        + np.sum(np.abs(body["flex"]["node_inertias"])))
+                        + np.sum(np.abs(body["flex"]["node_inertias"]))
+                        + (0.0 if invariants is None else np.sum(np.abs(invariants))))
         if total == 0.0 and inertia == 0.0 and children[i] == 0:
             report.errors.append(
                 f"{labels[i]}: has no mass, no rotary inertia and no children; a body without "
@@ -1681,6 +1720,9 @@ def _plain_flex(flex: Mapping) -> dict[str, Any] | None:
             out["geometric_stiffness_1"] = flex["geometric_stiffness_1"].tolist()
             out["geometric_stiffness_2"] = flex["geometric_stiffness_2"].tolist()
             out["axial_modes"] = flex["axial_modes"].tolist()
+    for key in _INVARIANT_KEYS:
+        if key in flex:
+            out[key] = flex[key].tolist()
     return out
 
 

@@ -327,6 +327,40 @@ class SimulationResult:
             out[k] = state_terms(self.model, q, None, self.fidelity)[0].pose[i].apply(local[k])
         return out
 
+    def node_motion(self, name: str) -> np.ndarray:
+        """(nt, n, 6) the elastic motion ``Π(j) η`` of every node ``j`` of body ``name`` in
+        its body frame, in flexdyn's node rows ``[rx, ry, rz, tx, ty, tz]``: the node's
+        rotation (rad; the rotation vector of its frame relative to the body frame for the
+        default tip kinematics) and displacement (m) — the finite-element displacement vector
+        of a reduced component, node by node, for recovering stresses in the tool that made
+        it.  Zeros for a body without modes."""
+        i = self.model.body_index(name)
+        body = self.model.bodies[i]
+        if body.n_nodes == 0:
+            raise ValueError(f"body {name!r} has no nodes")
+        eta, _ = self.modes(name)
+        return np.einsum("jcm,tm->tjc", np.concatenate([body.Pi_r, body.Pi_t], axis=1), eta)
+
+    def modal_superposition(self, name: str, shapes: Any) -> np.ndarray:
+        """(nt, k) the outputs ``y = S η`` of body ``name`` by modal superposition:
+        ``shapes`` (k, m) holds, per output quantity (a stress component at a point, a
+        section force, a strain gauge), its value per unit of each of the body's ``m`` modal
+        coordinates — the modal stress or force shapes a finite-element tool computes for
+        the same modes (in the same order and normalization as the body's ``modes``).
+        ``ValueError`` naming the body and the expected shape."""
+        i = self.model.body_index(name)
+        m = int(self.model.n_modes[i])
+        S = np.asarray(shapes, dtype=float)
+        if S.ndim == 1 and m:
+            S = S[None, :]
+        if S.ndim != 2 or S.shape[1] != m:
+            raise ValueError(f"body {name!r} has {m} modal coordinates: shapes must have shape "
+                             f"(k, {m}), one row per output, got {S.shape}")
+        if not np.all(np.isfinite(S)):
+            raise ValueError(f"body {name!r}: shapes has non-finite entries")
+        eta, _ = self.modes(name)
+        return eta @ S.T
+
     def max_tip_deflection(self) -> dict[str, float]:
         """Largest ``|Π_t η|`` of each flexible body's last node over the run (m)."""
         return {b.name: float(np.max(np.linalg.norm(self.deflection(b.name), axis=1)))

@@ -48,7 +48,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError("flexdyn.symbolic needs sympy; install the 'symbolic' extra: "
                       "pip install 'flexdyn[symbolic]'") from exc
 
-from .body import Body
+from .body import Body, require_lumped_mass
 from .chain import Model
 from .coriolis import skew_gyroscopic
 from .joint_forces import COULOMB, DAMPING, LOWER, PRELOAD, REST, STIFFNESS, TORQUE_LIMIT, UPPER
@@ -418,6 +418,7 @@ def symbolic_model(model: Model, simplify: bool = False) -> SymbolicModel:
         raise ValueError("symbolic_model takes joint springs, preloads and dampers; the joints "
                          f"of {', '.join(map(repr, rough))} have friction, limits or a torque "
                          "limit, which are not smooth")
+    require_lumped_mass(model, "symbolic_model")
     q, p = _symbols(model)
     nq, nu = model.nq, model.nu
     Gamma = sp.zeros(nq, nu)

@@ -22,15 +22,15 @@ from .jit import allocating_helper, entry_point
 from .pack import HEAD_OFFSETS, HEADER, INT_FIELDS, PackedModel
 
 __all__ = ["AT", "CN", "CYLINDRICAL", "FIXED", "FREE", "GS", "INVALID", "JCODE", "JF", "KIND",
-           "MODES", "NJ", "NN", "NQJ", "N_HEADER", "N_INT_FIELDS", "OVERFLOW", "PARENT", "PN",
+           "MI", "MODES", "NJ", "NN", "NQJ", "N_HEADER", "N_INT_FIELDS", "OVERFLOW", "PARENT", "PN",
            "PRISMATIC", "PRODUCT", "QS", "REVOLUTE", "SCREW", "SPHERICAL", "TK", "UNIVERSAL", "US",
            "Work", "borrowed_view", "unpack", "view", "workspace"]
 
 
 #: the columns of the per-body table (:data:`flexdyn.engine.pack.INT_FIELDS`)
-(PARENT, MODES, NJ, NQJ, QS, US, JCODE, KIND, CN, PN, NN, AT, GS, TK, JF) = (
+(PARENT, MODES, NJ, NQJ, QS, US, JCODE, KIND, CN, PN, NN, AT, GS, TK, JF, MI) = (
     INT_FIELDS.index(name) for name in ("parent", "m", "nj", "nqj", "qs", "us", "jcode", "kind",
-                                        "cn", "pn", "nn", "at", "gs", "tk", "jf"))
+                                        "cn", "pn", "nn", "at", "gs", "tk", "jf", "mi"))
 N_INT_FIELDS = len(INT_FIELDS)
 N_HEADER = len(HEADER)
 #: the joint codes (:attr:`flexdyn.joints.Joint.code`)
@@ -101,7 +101,7 @@ def unpack(ib, fb):
     """Named views of the flat buffers (the shapes of :data:`flexdyn.engine.pack.FIELDS`, in
     its order), borrowed (``borrowed_view``): the entries receive ``ib`` and ``fb`` from
     their caller, who holds them for the whole call."""
-    n, M, N, G = ib[0], ib[1], ib[2], ib[5]
+    n, M, N, G, I = ib[0], ib[1], ib[2], ib[5], ib[6]  # noqa: E741 (the field table's letter)
     o = ib[N_HEADER:N_HEADER + HEAD_OFFSETS]
     return PackedModel(
         ints=borrowed_view(ib, N_HEADER + HEAD_OFFSETS, (n, N_INT_FIELDS)),
@@ -131,7 +131,10 @@ def unpack(ib, fb):
         K1=borrowed_view(fb, o[23], (n, G, G, G)),
         K2=borrowed_view(fb, o[24], (n, G, G, G, G)),
         gs_rows=borrowed_view(fb, o[25], (n, G)),
-        jforce=borrowed_view(fb, o[26], (n, 6, N_FORCE_PARAMS)),
+        inv0=borrowed_view(fb, o[26], (n, I + 6, I + 6)),
+        inv1=borrowed_view(fb, o[27], (n, I, 3, I + 6)),
+        inv2=borrowed_view(fb, o[28], (n, I, I, 3, 3)),
+        jforce=borrowed_view(fb, o[29], (n, 6, N_FORCE_PARAMS)),
     )
 
 

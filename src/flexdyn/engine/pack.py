@@ -25,6 +25,8 @@ the end, per-body table]`` where the per-body table has the columns :data:`INT_F
 ``tk``         the model's tip kinematics, the code of its option
                (:data:`flexdyn.tip_kinematics.TIP_KINEMATICS`), the same for every body
 ``jf``         1 when the joint has forces (:mod:`flexdyn.joint_forces`), in ``jforce``
+``mi``         1 when the body's flexible part has a consistent mass, its inertia
+               invariants (:class:`flexdyn.body.InertiaInvariants`) in ``inv0/1/2``
 =============  ===============================================================
 
 The flexible/hinge split (Eqs 62–64) takes a second pair of buffers, :func:`pack_split`
@@ -84,14 +86,18 @@ FIELDS: dict[str, tuple[str, str]] = {
     "K1": ("(n, G, G, G)", "geometric stiffness, cubic (Eq 20; G = M when a body has it)"),
     "K2": ("(n, G, G, G, G)", "geometric stiffness, quartic"),
     "gs_rows": ("(n, G)", "1 for the modes the geometric force acts on, else 0"),
+    "inv0": ("(n, I+6, I+6)", "inertia invariant I0 of a consistent mass (flexdyn.body."
+             "InertiaInvariants; I = M when a body has them)"),
+    "inv1": ("(n, I, 3, I+6)", "inertia invariant I1"),
+    "inv2": ("(n, I, I, 3, 3)", "inertia invariant I2"),
     "jforce": (f"(n, 6, {N_FORCE_PARAMS})", "joint forces: a parameter row per joint speed "
                "(flexdyn.joint_forces.FORCE_KEYS)"),
 }
 #: the columns of the per-body integer table (module docstring)
 INT_FIELDS = ("parent", "m", "nj", "nqj", "qs", "us", "jcode", "kind", "cn", "pn", "nn", "at",
-              "gs", "tk", "jf")
+              "gs", "tk", "jf", "mi")
 #: entries of the header of ``ib`` before the field offsets
-HEADER = ("n", "M", "N", "nu", "nq", "G")
+HEADER = ("n", "M", "N", "nu", "nq", "G", "I")
 #: the geometric elastic force of a body (column ``gs``): none, the consistent model's
 #: (cubic, on the rows of ``gs_rows``), the exact model's (cubic and quartic)
 NO_STIFFENING, CONSISTENT, EXACT = 0, 1, 2
@@ -128,6 +134,9 @@ class PackedModel(NamedTuple):
     K1: np.ndarray
     K2: np.ndarray
     gs_rows: np.ndarray
+    inv0: np.ndarray
+    inv1: np.ndarray
+    inv2: np.ndarray
     jforce: np.ndarray
 
 
@@ -165,8 +174,10 @@ def pack(model: Model, models: tuple[BodyModel, ...]) -> Packed:
     N = max((b.n_nodes for b in model.bodies), default=0)
     stiffened = [type(bm) in STIFFENING and bm.K1 is not None for bm in models]
     G = M if any(stiffened) else 0
+    consistent = [b.inertia_invariants is not None and b.n_modes > 0 for b in model.bodies]
+    I = M if any(consistent) else 0  # noqa: E741 (the field table's letter)
     ints = np.zeros((n, len(INT_FIELDS)), dtype=np.int64)
-    f = {name: np.zeros(_shape(spec, {"n": n, "M": M, "N": N, "G": G}))
+    f = {name: np.zeros(_shape(spec, {"n": n, "M": M, "N": N, "G": G, "I": I}))
          for name, (spec, _) in FIELDS.items()}
     f["gravity"][:] = model.gravity
     for i, (body, joint, bm) in enumerate(zip(model.bodies, model.joints, models,
@@ -203,16 +214,20 @@ def pack(model: Model, models: tuple[BodyModel, ...]) -> Packed:
         if stiffened[i]:
             f["K1"][i, :m, :m, :m], f["K2"][i, :m, :m, :m, :m] = bm.K1, bm.K2
             f["gs_rows"][i, :m] = bm.rows
+        if consistent[i]:
+            inv = body.inertia_invariants
+            f["inv0"][i, :m + 6, :m + 6] = inv.I0
+            f["inv1"][i, :m, :, :m + 6], f["inv2"][i, :m, :m] = inv.I1, inv.I2
         forces = model.joint_forces[i]
         if forces is not None:
             f["jforce"][i, :joint.nu] = forces
         ints[i] = (p, m, joint.nu, joint.nq, model.q_start[i], model.u_start[i], joint.code,
                    _kind(bm), -1 if cn is None else cn, -1 if pn is None else pn, nn,
                    trivial_A, STIFFENING[type(bm)] if stiffened[i] else NO_STIFFENING,
-                   body.rotation.code, forces is not None)
+                   body.rotation.code, forces is not None, consistent[i])
     sizes = [v.size for v in f.values()]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # len(FIELDS) + 1
-    ib = np.concatenate([np.array([n, M, N, model.nu, model.nq, G], dtype=np.int64), offsets,
+    ib = np.concatenate([np.array([n, M, N, model.nu, model.nq, G, I], dtype=np.int64), offsets,
                          ints.ravel()])
     fb = np.concatenate([v.ravel() for v in f.values()])
     return Packed(ib=ib, fb=fb)
@@ -221,7 +236,7 @@ def pack(model: Model, models: tuple[BodyModel, ...]) -> Packed:
 def _shape(spec: str, sizes: dict[str, int]) -> tuple[int, ...]:
     """The shape of a field from its table entry, e.g. ``"(n, M+6, 6)"``, given the sizes of
     its letters (``M+6`` follows from ``M``)."""
-    sizes = sizes | {"M+6": sizes["M"] + 6}
+    sizes = sizes | {f"{k}+6": sizes[k] + 6 for k in ("M", "I") if k in sizes}
     return tuple(sizes[d] if d in sizes else int(d)
                  for d in spec.strip("()").replace(" ", "").split(",") if d)
 

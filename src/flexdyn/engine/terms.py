@@ -22,6 +22,7 @@ from .layout import (
     GS,
     JCODE,
     KIND,
+    MI,
     MODES,
     NJ,
     NN,
@@ -99,6 +100,32 @@ def _full_body_frames(pm, i, eta, w):
                    w.fR[i, j], w.fp[i, j], w.fE[i, j], w.fth[i, j])
     _modal_mass(m, nn, pm.node_m[i], pm.node_I[i], pm.M_rigid[i], w.fR[i], w.fp[i],
                 w.fE[i], w.t_X[:6, :m], w.M_m[i])
+    if pm.ints[i, MI] == 1:
+        _invariant_mass(m, eta, pm.inv0[i], pm.inv1[i], pm.inv2[i], w.M_m[i])
+
+
+@helper
+def _invariant_mass(m, eta, I0, I1, I2, out):
+    """``out += I0 + Sᵀ A1 + A1ᵀ S + Sᵀ A2 S``: a consistent mass's ``M_m(η)``
+    (:meth:`flexdyn.body.InertiaInvariants.modal_mass`), ``A1 = Σ_k η_k I1_k``,
+    ``A2 = Σ_kl η_k η_l I2_kl``, ``S`` the rows of ``ω``."""
+    s = m + 6
+    for r in range(s):
+        for c in range(s):
+            out[r, c] += I0[r, c]
+    for a in range(3):
+        for c in range(s):
+            x = 0.0
+            for k in range(m):
+                x += eta[k] * I1[k, a, c]
+            out[m + a, c] += x
+            out[c, m + a] += x
+        for b in range(3):
+            x = 0.0
+            for k in range(m):
+                for j in range(m):
+                    x += eta[k] * eta[j] * I2[k, j, a, b]
+            out[m + a, m + b] += x
 
 
 @helper
@@ -301,6 +328,9 @@ def velocity_terms(pm, q, u, fext, w):
             _full_modal_bias(ints[i, TK], m, ints[i, NN], pm.node_m[i], pm.node_I[i],
                              pm.M_rigid[i], pm.Pi_r[i], w.fR[i], w.fp[i], w.fE[i], w.fth[i],
                              etad, V, w.t_6[4:8], w.t_tip, w.bias[i])
+            if ints[i, MI] == 1:
+                _invariant_bias(m, q[qs + nqj:qs + nqj + m], etad, V, pm.inv0[i], pm.inv1[i],
+                                pm.inv2[i], w.t_X[:6], w.t_6[4], w.bias[i])
         else:
             _modal_bias(kind, m, pm.M_m0[i], pm.B_quad[i], V, w.t_6[3], w.bias[i])
         eta = q[qs + nqj:qs + nqj + m]
@@ -424,6 +454,67 @@ def _modal_bias(kind, m, M_m0, B_quad, V, MV, out):
             out[k] = s
     mv(M_m0[m:m + 6, m:m + 6], V, MV, False)
     cross_force(V, MV, out[m:m + 6], False)
+
+
+@helper
+def _invariant_bias(m, eta, etad, V, I0, I1, I2, DA, h, out):
+    """``out += Ṁ_m V_m − [∂T/∂η; 0] + [0; V ×* (M_m V_m)_V]`` of a consistent mass
+    (:meth:`flexdyn.body.InertiaInvariants.modal_bias`): with ``D_k = I1_k + Σ_l η_l I2_kl``
+    (the last on the ``ω`` columns) and ``D̄ = Σ_k η̇_k D_k``, ``out += D̄ᵀ ω``, its ``ω``
+    rows ``+= D̄ V_m``, its modal rows ``−= ω · D_k V_m``; ``DA`` (6, m + 6) scratch (``D̄``,
+    then ``A1 = Σ_k η_k I1_k``), ``h`` (6,) scratch."""
+    s = m + 6
+    DA[:, :s] = 0.0
+    for k in range(m):
+        dw = 0.0  # ω · D_k V_m
+        for a in range(3):
+            x = 0.0
+            for c in range(m):
+                x += I1[k, a, c] * etad[c]
+                DA[a, c] += etad[k] * I1[k, a, c]
+                DA[3 + a, c] += eta[k] * I1[k, a, c]
+            for c in range(6):
+                e = I1[k, a, m + c]
+                DA[3 + a, m + c] += eta[k] * e
+                if c < 3:
+                    for j in range(m):
+                        e += eta[j] * I2[k, j, a, c]
+                x += e * V[c]
+                DA[a, m + c] += etad[k] * e
+            dw += V[a] * x
+        out[k] -= dw
+    for c in range(s):
+        out[c] += DA[0, c] * V[0] + DA[1, c] * V[1] + DA[2, c] * V[2]
+    for a in range(3):
+        x = 0.0
+        for c in range(m):
+            x += DA[a, c] * etad[c]
+        for c in range(6):
+            x += DA[a, m + c] * V[c]
+        out[m + a] += x
+    # h = (M_m(η) V_m)_V: I0's rows, A1 on the ω rows and columns, A2 ω
+    for r in range(6):
+        x = 0.0
+        for c in range(m):
+            x += I0[m + r, c] * etad[c]
+        for c in range(6):
+            x += I0[m + r, m + c] * V[c]
+        x += DA[3, m + r] * V[0] + DA[4, m + r] * V[1] + DA[5, m + r] * V[2]
+        h[r] = x
+    for a in range(3):
+        x = 0.0
+        for c in range(m):
+            x += DA[3 + a, c] * etad[c]
+        for c in range(6):
+            x += DA[3 + a, m + c] * V[c]
+        for b in range(3):
+            A2 = 0.0
+            for k in range(m):
+                for j in range(m):
+                    A2 += eta[k] * eta[j] * I2[k, j, a, b]
+            x += A2 * V[b]
+        h[a] += x
+    cross_force(V, h, out[m:s], True)
 
 
 @helper
