@@ -12,10 +12,13 @@ import numpy as np
 import pytest
 import scipy.linalg
 import scipy.sparse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import flexdyn as fd
 from flexdyn.beam import beam_modes, frame_element_mass, frame_element_stiffness
 from flexdyn.fe import Component, load_component, read_matrix_market
+from strategies import models, random_f_ext, random_state
 
 L, MU, EI_Y, EI_Z, EA, GJ, IP, NE = 1.2, 2.5, 40.0, 90.0, 4e5, 30.0, 0.01, 8
 #: flexdyn's node rows [rx, ry, rz, tx, ty, tz] in the finite-element order [t; r]
@@ -496,3 +499,55 @@ def test_node_motion_and_section_forces_by_modal_superposition():
     np.testing.assert_allclose(root[0], [-P * L, -P], rtol=1e-6)
     with pytest.raises(ValueError, match=r"must have shape \(k, 8\)"):
         result.modal_superposition("beam", np.zeros((3, 5)))
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(d=models(max_bodies=5, max_modes=4), seed=st.integers(0, 2**32 - 1),
+       fidelity=st.sampled_from(fd.FIDELITIES))
+def test_random_trees_with_consistent_masses_on_both_backends(d, seed, fidelity):
+    """Random trees of every joint kind whose flexible bodies carry, on top of their node
+    masses, the invariants of a random coupled mass matrix on their nodes: the engine's mass
+    matrix, bias forces, forward dynamics (every method), inverse dynamics and energies equal
+    the reference tier's, and ``½ uᵀ M u`` is the kinetic energy."""
+    from flexdyn.body import InertiaInvariants
+
+    rng = np.random.default_rng(seed)
+    for body in d["bodies"]:
+        flex = body.get("flex") or {}
+        if not flex.get("modes"):
+            continue
+        nodes = np.array(flex["nodes"])
+        n, m = len(nodes), len(flex["modes"][0])
+        Pi = np.array(flex["modes"]).reshape(n, 6, m)
+        A = rng.normal(size=(6 * n, 6 * n)) * 0.3
+        inv = InertiaInvariants.of(nodes, A @ A.T, Pi[:, :3], Pi[:, 3:])
+        flex.update({f"inertia_invariants_{k}": a
+                     for k, a in enumerate((inv.I0, inv.I1, inv.I2))})
+    model = fd.Model.from_dict(d)
+    if not any(b.inertia_invariants is not None for b in model.bodies):
+        return
+    q, u, udot = random_state(model, rng, eta_scale=0.2)
+    tau, f_ext = rng.normal(size=model.nu), random_f_ext(model, rng)
+    M = fd.mass_matrix(model, q, fidelity, backend="reference")
+    scale = np.max(np.abs(M))
+    np.testing.assert_allclose(fd.mass_matrix(model, q, fidelity), M, rtol=0,
+                               atol=1e-12 * scale)
+    c = fd.bias_forces(model, q, u, fidelity, f_ext=f_ext, backend="reference")
+    np.testing.assert_allclose(fd.bias_forces(model, q, u, fidelity, f_ext=f_ext), c,
+                               rtol=0, atol=1e-11 * (scale + np.max(np.abs(c))))
+    ref = fd.inverse_dynamics(model, q, u, udot, fidelity, f_ext=f_ext, backend="reference")
+    np.testing.assert_allclose(fd.inverse_dynamics(model, q, u, udot, fidelity, f_ext=f_ext),
+                               ref, rtol=0, atol=1e-11 * (scale + np.max(np.abs(ref))))
+    for method in ("articulated", "articulated-split", "composite"):
+        want = np.linalg.solve(M, tau - c)
+        np.testing.assert_allclose(
+            fd.forward_dynamics(model, q, u, tau, fidelity=fidelity, f_ext=f_ext,
+                                method=method), want, rtol=0,
+            atol=1e-7 * max(1.0, np.max(np.abs(want))), err_msg=method)
+    on_engine, on_reference = (fd.energy.energies(model, q, u, fidelity, backend=b)
+                               for b in ("engine", "reference"))
+    np.testing.assert_allclose(on_engine, on_reference, rtol=1e-11, atol=1e-11)
+    if fidelity != "ruthless":
+        assert fd.kinetic_energy(model, q, u, fidelity) == pytest.approx(0.5 * u @ M @ u,
+                                                                          rel=1e-11)

@@ -163,11 +163,12 @@ class Component:
         """A summary: nodes, DOFs, the mass matrix's form, the rigid-body properties, the
         number of rigid-body motions the stiffness leaves free."""
         rb, free = self.rigid_body(), self.free_motions
+        com, inertia = ((np.round(a, 6) + 0.0).tolist() for a in (rb.com, rb.inertia))  # no -0
+        form = "lumped" if self.is_lumped() else "consistent"
         return (f"component {self.name!r}: {self.n_nodes} nodes, {self.n_dof} DOFs "
-                f"({self.dofs_per_node} per node), {'lumped' if self.is_lumped() else 'consistent'}"
-                f" mass; mass {rb.mass:.6g} kg, centre of mass {np.round(rb.com, 6).tolist()} m, "
-                f"inertia about it (kg m²) {np.round(rb.inertia, 6).tolist()}; the stiffness "
-                f"leaves {free} rigid-body motion{'s' * (free != 1)} free"
+                f"({self.dofs_per_node} per node), {form} mass; mass {rb.mass:.6g} kg, centre "
+                f"of mass {com} m, inertia about it (kg m²) {inertia}; the stiffness leaves "
+                f"{free} rigid-body motion{'s' * (free != 1)} free"
                 f"{'' if free == 6 else ' (6 for a free-free component)'}")
 
     def reduce(self, attach: int, *, interface: Sequence[int] = (), n_modes: int | None = None,

@@ -195,6 +195,8 @@ def _modal_mass(m, nn, node_m, node_I, M_rigid, fR, fp, fE, ME, out):
     s = m + 6
     out[:s, :s] = 0.0
     for j in range(nn):
+        if _massless(node_m, node_I, j):
+            continue
         R, p, E, I, mj = fR[j], fp[j], fE[j], node_I[j], node_m[j]
         for k in range(m):
             for r in range(3):
@@ -229,6 +231,15 @@ def _modal_mass(m, nn, node_m, node_I, M_rigid, fR, fp, fE, ME, out):
     for r in range(s):
         for c in range(r + 1, s):
             out[c, r] = out[r, c]
+
+
+@helper
+def _massless(node_m, node_I, j):
+    """Whether node ``j`` carries no inertia (an attachment point, or a node of a body whose
+    mass is its inertia invariants): no mass and a zero diagonal of its positive
+    semi-definite rotary inertia."""
+    I = node_I[j]  # noqa: E741
+    return node_m[j] == 0.0 and I[0, 0] == 0.0 and I[1, 1] == 0.0 and I[2, 2] == 0.0
 
 
 # The helpers called per body take plain arrays: passing the packed model or the workspace
@@ -528,6 +539,8 @@ def _full_modal_bias(tk, m, nn, node_m, node_I, M_rigid, Pi_r, fR, fp, fE, fth, 
     mv(M_rigid, V, y, False)
     cross_force(V, y, out[m:m + 6], False)
     for j in range(nn):
+        if _massless(node_m, node_I, j):
+            continue
         R, p, E = fR[j], fp[j], fE[j]
         node_twist(R, p, E, m, etad, V, Vs)
         node_twist_rate(tk, fth[j], Pi_r[j], E, etad, m, acc, wj, t_tip)
