@@ -278,6 +278,7 @@ def test_solar_array_panel(runs):
     assert "consistent mass; mass 9.5 kg" in out
     assert "6 rigid-body modes" in out
     assert 0.0 <= _number(r"largest difference: (\S+) %", out) < 0.5
-    assert _number(r"energy balance error: max \|e_E\| = (\S+) %", out) < 1e-6
+    assert "with radau-iia" in out  # the free joint in local coordinates
+    assert _number(r"energy balance error: max \|e_E\| = (\S+) %", out) < 1e-3
     assert 1.0 < _number(r"the flexible panel's is (\S+) times it", out) < 3.0
     assert 1.0 < _number(r"peak (\S+) mm during the slew", out) < 20.0

@@ -308,15 +308,16 @@ def test_batched_calls_equal_looped_calls():
 
 def test_simulated_energy_balance_of_a_forced_tree():
     """Springs, dampers, friction, limits and a saturated motor on a random flexible tree:
-    E − E₀ = W_τ − D (engine, the default integrator; the reference tier on a shorter run,
-    against the engine with the same integrator).  Friction and limits switch at the
+    E − E₀ = W_τ − D (engine, DOP853; the reference tier on a shorter run, against the engine
+    with the same integrator).  Friction and limits switch at the
     joints' stops and at u = 0, so ``e_E`` depends on where the steps fall: perturbing u
     by 1e-14 (relative) spread the 1 s run's ``e_E,RMS`` over 3e-8 … 1.1e-5 %, hence a
     bound of 1e-4 % (leaving out the work or the dissipation gives 37 % or 130 % here)."""
     forced, _, _ = forced_pair(11)
     rng = np.random.default_rng(5)
     q, u, tau = state(forced, rng)
-    res = fd.simulate(forced, q, u, (0.0, 1.0), tau=tau, integrator=fd.Auto(rtol=1e-10, atol=1e-12))
+    res = fd.simulate(forced, q, u, (0.0, 1.0), tau=tau,
+                      integrator=fd.ScipyIVP("DOP853", rtol=1e-10, atol=1e-12))
     assert res.energy_balance_rms < 1e-4
     assert res.dissipation[-1] > 0
     short = dict(tau=tau, rtol=1e-10, atol=1e-12, t_eval=[0.0, 0.05], integrator="DOP853")

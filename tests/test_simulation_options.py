@@ -113,9 +113,11 @@ def test_simulate_names_misplaced_and_unknown_options():
     with pytest.raises(ValueError, match="rho_inf: an option of integrator='generalized-alpha', "
                                          "not of 'radau-iia'"):
         fd.simulate(model, t_span=(0.0, 0.1), integrator="radau-iia", rho_inf=0.5)
-    spacecraft = models.spacecraft()  # a quaternion joint: q̇ ≠ u
+    euler = fd.ModelBuilder("euler").add_body(  # quasi-velocities: q̇ ≠ u
+        "b", joint={"type": "euler", "sequence": "321"},
+        rigid={"mass": 1.0, "inertia": np.eye(3)}).build()
     with pytest.raises(ValueError, match="coordinates are their own rates"):
-        fd.simulate(spacecraft, t_span=(0.0, 0.1), integrator=fd.RadauIIA())
+        fd.simulate(euler, t_span=(0.0, 0.1), integrator=fd.RadauIIA())
 
 
 class Stop(Exception):

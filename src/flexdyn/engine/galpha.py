@@ -37,8 +37,19 @@ iteration does not converge), and for the next step when it was more than
 distance to the solution, estimated as ``θ/(1 − θ)`` times the last correction (``θ`` the
 ratio of the last two), is at most ``newton_tol · max(1, max|q̈|)``.
 
-The coordinates must be their own rates, ``q̇ = u`` (models without quaternion joints); the
-front door (:func:`flexdyn.simulate`) checks it.
+The schemes integrate coordinates that are their own rates, ``q̇ = u``.  A quaternion joint
+(``spherical``, ``free``) has none: its coordinates here are **local**, the rotation vector
+``ψ`` of its frame relative to a reference orientation and, for a free joint, its
+displacement ``ρ`` relative to a reference position in the reference axes (``Q = Q_g ⊗
+exp(ψ)``, ``p = p_g + R(Q_g) ρ``; ``_engine_q``), zero at the start of each step, where the
+reference ``q_g`` takes up the step before (``_fold``).  Their rates are
+``ψ̇ = J_r(ψ)⁻¹ ω`` and ``ρ̇ = exp(ψ̃) v`` (``_local_rates``; the identity at the step's
+start): generalized-α takes the identity, which keeps its second order (the Lie-group
+generalized-α of Brüls & Cardona 2010) with the displacement's term ``½ h² ω × v``
+(``_free_displacement``), the collocation schemes their stage equations in
+first-order form for these coordinates, ``Ψ_i = h Σ_j a_ij F(Ψ_j) V_j``, by a fixed-point
+iteration inside each Newton iteration (``_local_stages``).  The other joints must have
+``q̇ = u``; the front door (:func:`flexdyn.simulate`) checks it.
 """
 
 from __future__ import annotations
@@ -49,12 +60,33 @@ import numpy as np
 
 from ..joint_forces import DAMPING, STIFFNESS
 from ..linalg import MASS_MATRIX_RTOL
-from .algebra import cholesky_factor, cholesky_substitute, copy, lu_factor, lu_substitute
+from .algebra import (
+    cholesky_factor,
+    cholesky_substitute,
+    copy,
+    lu_factor,
+    lu_substitute,
+    so3_coefficients,
+)
 from .composite_body import crba
 from .forces import motor_torques
 from .jit import entry_point, helper
-from .kernels import finite, inverse_dynamics, power_rates
-from .layout import GS, INVALID, JF, MODES, NJ, NQJ, QS, US, unpack, workspace
+from .kernels import finite, inverse_dynamics, power_rates, rate_entries
+from .layout import (
+    FREE,
+    GS,
+    INVALID,
+    JCODE,
+    JF,
+    MODES,
+    NJ,
+    NQJ,
+    QS,
+    SPHERICAL,
+    US,
+    unpack,
+    workspace,
+)
 from .terms import geometric_tangent
 
 __all__ = ["generalized_alpha", "sample"]
@@ -220,6 +252,146 @@ def error_constant(rho_inf: float) -> float:
 # ----------------------------------------------------------------------------------------------
 # one step
 # ----------------------------------------------------------------------------------------------
+#: fixed-point sweeps of the local coordinates' stage equations per Newton iteration
+_LOCAL_SWEEPS = 3
+
+
+@helper
+def _engine_q(pm, qg, x, out):
+    """The engine's coordinates ``out`` (nq,) of the integrator's ``x`` (nu,): the joint and
+    modal coordinates of ``x`` where they are their own rates, the quaternion joints' local
+    coordinates composed with the reference ``qg`` (nq,) (module docstring)."""
+    ints = pm.ints
+    for i in range(ints.shape[0]):
+        qs, us, code = ints[i, QS], ints[i, US], ints[i, JCODE]
+        if code == SPHERICAL or code == FREE:
+            _times_exp(qg[qs:qs + 4], x[us:us + 3], out[qs:qs + 4])
+            if code == FREE:  # p = p_g + R(Q_g) ρ, R ρ = ρ + 2 w (e × ρ) + 2 e × (e × ρ)
+                w, e0, e1, e2 = qg[qs], qg[qs + 1], qg[qs + 2], qg[qs + 3]
+                r0, r1, r2 = x[us + 3], x[us + 4], x[us + 5]
+                c0, c1, c2 = e1 * r2 - e2 * r1, e2 * r0 - e0 * r2, e0 * r1 - e1 * r0
+                out[qs + 4] = qg[qs + 4] + r0 + 2.0 * (w * c0 + e1 * c2 - e2 * c1)
+                out[qs + 5] = qg[qs + 5] + r1 + 2.0 * (w * c1 + e2 * c0 - e0 * c2)
+                out[qs + 6] = qg[qs + 6] + r2 + 2.0 * (w * c2 + e0 * c1 - e1 * c0)
+        rate_entries(ints, i, x, out, code != SPHERICAL and code != FREE)
+
+
+@helper
+def _times_exp(Q, psi, out):
+    """``out = Q ⊗ exp(ψ)`` (unit quaternions ``[w, x, y, z]``), normalised."""
+    t2 = psi[0] * psi[0] + psi[1] * psi[1] + psi[2] * psi[2]
+    t = math.sqrt(t2)
+    # cos(t/2) and sin(t/2)/t, by their series for a small angle
+    cw = math.cos(0.5 * t) if t > 1e-4 else 1.0 - t2 / 8.0
+    sv = math.sin(0.5 * t) / t if t > 1e-4 else 0.5 - t2 / 48.0
+    ew, e0, e1, e2 = cw, sv * psi[0], sv * psi[1], sv * psi[2]
+    w, a, b, d = Q[0], Q[1], Q[2], Q[3]
+    o0 = w * ew - a * e0 - b * e1 - d * e2
+    o1 = w * e0 + a * ew + b * e2 - d * e1
+    o2 = w * e1 + b * ew + d * e0 - a * e2
+    o3 = w * e2 + d * ew + a * e1 - b * e0
+    n = math.sqrt(o0 * o0 + o1 * o1 + o2 * o2 + o3 * o3)
+    out[0], out[1], out[2], out[3] = o0 / n, o1 / n, o2 / n, o3 / n
+
+
+@helper
+def _local_rates(pm, x, v, out):
+    """``out = F(x) v`` at the local coordinates of the quaternion joints (module
+    docstring): ``ψ̇ = J_r(ψ)⁻¹ ω`` (``J_r = I − b ψ̃ + c ψ̃²``, solved by Cramer's rule) and,
+    for a free joint, ``ρ̇ = exp(ψ̃) v`` (``I + a ψ̃ + b ψ̃²``); the other entries of ``out``
+    are left as they are."""
+    ints = pm.ints
+    for i in range(ints.shape[0]):
+        code = ints[i, JCODE]
+        if code != SPHERICAL and code != FREE:
+            continue
+        us = ints[i, US]
+        p0, p1, p2 = x[us], x[us + 1], x[us + 2]
+        s = p0 * p0 + p1 * p1 + p2 * p2
+        a, b, c, _, _, _ = so3_coefficients(s)
+        # J_r = I − b ψ̃ + c (ψψᵀ − s I)
+        j00, j11, j22 = 1.0 + c * (p0 * p0 - s), 1.0 + c * (p1 * p1 - s), 1.0 + c * (p2 * p2 - s)
+        j01, j10 = b * p2 + c * p0 * p1, -b * p2 + c * p0 * p1
+        j02, j20 = -b * p1 + c * p0 * p2, b * p1 + c * p0 * p2
+        j12, j21 = b * p0 + c * p1 * p2, -b * p0 + c * p1 * p2
+        w0, w1, w2 = v[us], v[us + 1], v[us + 2]
+        det = (j00 * (j11 * j22 - j12 * j21) - j01 * (j10 * j22 - j12 * j20)
+               + j02 * (j10 * j21 - j11 * j20))
+        out[us] = (w0 * (j11 * j22 - j12 * j21) - j01 * (w1 * j22 - j12 * w2)
+                   + j02 * (w1 * j21 - j11 * w2)) / det
+        out[us + 1] = (j00 * (w1 * j22 - j12 * w2) - w0 * (j10 * j22 - j12 * j20)
+                       + j02 * (j10 * w2 - w1 * j20)) / det
+        out[us + 2] = (j00 * (j11 * w2 - w1 * j21) - j01 * (j10 * w2 - w1 * j20)
+                       + w0 * (j10 * j21 - j11 * j20)) / det
+        if code == FREE:  # ρ̇ = exp(ψ̃) v = v + a ψ × v + b ψ × (ψ × v)
+            u0, u1, u2 = v[us + 3], v[us + 4], v[us + 5]
+            c0, c1, c2 = p1 * u2 - p2 * u1, p2 * u0 - p0 * u2, p0 * u1 - p1 * u0
+            out[us + 3] = u0 + a * c0 + b * (p1 * c2 - p2 * c1)
+            out[us + 4] = u1 + a * c1 + b * (p2 * c0 - p0 * c2)
+            out[us + 5] = u2 + a * c2 + b * (p0 * c1 - p1 * c0)
+
+
+@helper
+def _local_span(ints, i):
+    """``(start, stop)`` of body ``i``'s local coordinates in ``u``: a spherical joint's three,
+    a free joint's six; ``(0, 0)`` for the other joints."""
+    code, us = ints[i, JCODE], ints[i, US]
+    if code == SPHERICAL:
+        return us, us + 3
+    if code == FREE:
+        return us, us + 6
+    return 0, 0
+
+
+@helper
+def _local_stages(pm, h, a, q0, Vs, Qs, W):
+    """The local coordinates' stage values ``Q_i = q_0 + h Σ_j a_ij F(Q_j) V_j`` of the
+    quaternion joints (``W`` (s, nu) scratch, ``F(Q_j) V_j`` at those entries), by
+    :data:`_LOCAL_SWEEPS` fixed-point sweeps from the values in ``Qs``: ``F`` is within
+    ``O(h ω)`` of the identity, so each sweep gains that factor."""
+    ns, ints = a.shape[0], pm.ints
+    for _ in range(_LOCAL_SWEEPS):
+        for j in range(ns):
+            _local_rates(pm, Qs[j], Vs[j], W[j])
+        for i in range(ints.shape[0]):
+            start, stop = _local_span(ints, i)
+            for k in range(start, stop):
+                for r in range(ns):
+                    x = 0.0
+                    for j in range(ns):
+                        x += a[r, j] * W[j, k]
+                    Qs[r, k] = q0[k] + h * x
+
+
+@helper
+def _free_displacement(pm, h, v, qb):
+    """``qb += ½ h² ω × v`` at a free joint's local displacement: the second-order term of
+    ``ρ(h) = h v + ½ h² (v̇ + ω × v) + O(h³)`` (``ρ̇ = exp(ψ̃) v``) that generalized-α's update
+    ``h v + h² (…) a``, with ``a ≈ v̇``, leaves out, and without which its displacement would
+    be first-order accurate."""
+    ints = pm.ints
+    for i in range(ints.shape[0]):
+        if ints[i, JCODE] == FREE:
+            us = ints[i, US]
+            w0, w1, w2, u0, u1, u2 = v[us], v[us + 1], v[us + 2], v[us + 3], v[us + 4], v[us + 5]
+            qb[us + 3] += 0.5 * h * h * (w1 * u2 - w2 * u1)
+            qb[us + 4] += 0.5 * h * h * (w2 * u0 - w0 * u2)
+            qb[us + 5] += 0.5 * h * h * (w0 * u1 - w1 * u0)
+
+
+@helper
+def _fold(pm, qg, x, qx):
+    """``qg`` ← the engine's coordinates of ``x`` about it (:func:`_engine_q`; ``qx`` (nq,)
+    scratch), and the local coordinates of ``x`` zero: the same state, with the reference
+    at it."""
+    _engine_q(pm, qg, x, qx)
+    copy(qx, qg)
+    ints = pm.ints
+    for i in range(ints.shape[0]):
+        start, stop = _local_span(ints, i)
+        x[start:stop] = 0.0
+
+
 @helper
 def _modal_blocks(pm, nu, Ku, Cu):
     """The modal stiffness and damping of every body and the joint springs' and dampers'
@@ -310,8 +482,8 @@ def _amax(x):
 
 
 @helper
-def _solve_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, pmask, pacc, Kc, Ku, Cu,
-                Mk, S, s, new, base, r, dx, cnt):
+def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask, pacc, Kc,
+                Ku, Cu, Mk, S, s, new, base, r, dx, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, a, q̈`` at ``t_n``) into ``new``:
     the modified Newton iteration on ``q̈_{n+1}`` (module docstring), starting from
     ``q̈_n``.  Returns ``_CONVERGED``, :data:`NEWTON_FAILED`,
@@ -320,7 +492,8 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, pmask, pacc, 
     with it and ``s[H_FACTOR]`` its step size (0: none); the force at ``t_{n+1}`` is ``tau``,
     or a state feedback linearized about ``pred[0]`` (``fb``; ``_linearized_forces``,
     into ``tf``); the speeds ``pmask`` marks have the prescribed accelerations ``pacc`` at
-    ``t_{n+1}`` (:func:`_prescribed_residual`)."""
+    ``t_{n+1}`` (:func:`_prescribed_residual`).  The engine's coordinates of an iterate go
+    to ``qx`` (about the reference ``qg``: :func:`_engine_q`)."""
     am, af, beta, gamma, tol = c[ALPHA_M], c[ALPHA_F], c[BETA], c[GAMMA], c[NEWTON_TOL]
     nu = y.shape[1]
     ca = (1.0 - af) / (1.0 - am)  # ∂a/∂q̈
@@ -334,6 +507,7 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, pmask, pacc, 
         qb[k] = q0[k] + h * v0[k] + h * h * ((0.5 - beta) * a0[k] + beta * ab[k])
         vb[k] = v0[k] + h * ((1.0 - gamma) * a0[k] + gamma * ab[k])
         qdd[k] = pacc[k] if pmask.shape[0] != 0 and pmask[k] != 0 else qdd0[k]
+    _free_displacement(pm, h, v0, qb)
     refresh = s[M_KEPT] == 0.0  # M(q) at the first iterate
     reform = refresh or s[H_FACTOR] != h  # the kept M with this step's coefficients
     refreshed = False
@@ -346,14 +520,15 @@ def _solve_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, pmask, pacc, 
             v1[k] = vb[k] + cv * qdd[k]
         if not (finite(q1) and finite(v1)):
             return INVALID
-        inverse_dynamics(pm, w, q1, v1, qdd, fext, r)
+        _engine_q(pm, qg, q1, qx)
+        inverse_dynamics(pm, w, qx, v1, qdd, fext, r)
         cnt[RESIDUALS] += 1
         _linearized_forces(tau, fb, pred[0], q1, v1, tf)
         _prescribed_residual(pmask, r, tf)
         if refresh:  # M(q) after the position terms of the residual, and K's tangent
             crba(pm, w, Mk)
             _decouple(pmask, Mk, 1.0)
-            _stiffness(pm, q1, Kc, Ku)
+            _stiffness(pm, qx, Kc, Ku)
             s[M_KEPT] = 1.0
             refresh = False
             refreshed = True
@@ -461,9 +636,9 @@ def _solve_blocks(eig, S, Jc, piv, r, zr, zc, dx):
 
 
 @helper
-def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, pmask, pacc, Kc, Ku,
-                      Cu, Mk, tab, eig, scaled, displacement, S, Jc, piv, s, stages, r, dx, zr,
-                      zc, p, new, cnt):
+def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, tf, pmask,
+                      pacc, Kc, Ku, Cu, Mk, tab, eig, scaled, displacement, S, Jc, piv, s,
+                      stages, r, dx, zr, zc, p, new, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈, q⁗`` at ``t_n``) into ``new`` by
     the s-stage collocation method of ``tab`` (:func:`tableau`; Hairer & Wanner, Sec IV.5):
     the stage accelerations ``A_i`` (``stages[0:s]``, (s, nu)) solve
@@ -496,9 +671,12 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, pmask, 
     ``q̈_{n+1}``, ``q⃛_{n+1}`` and ``q⁗_{n+1}`` from the polynomial of degree s − 1 through
     the stages (the columns ``d₀, d₁, d₂`` of :func:`tableau`; ``q̈_{n+1}`` is the last
     stage itself for Radau IIA, whose ``c_s = 1``); ``p`` (s, 3)
-    holds the energy-balance integrands (:func:`~flexdyn.engine.kernels.power_rates`) at the stages,
-    from the last iterate.  Returns :data:`_CONVERGED`, :data:`NEWTON_FAILED`, :data:`SINGULAR` or
-    :data:`~flexdyn.engine.layout.INVALID`."""
+    holds the energy-balance integrands (:func:`~flexdyn.engine.kernels.power_rates`) at the
+    stages, from the last iterate.  The quaternion joints' local coordinates take their
+    stage equations in first-order form (:func:`_local_stages`, ``W`` (s, nu) scratch), and
+    ``q_{n+1} = q + h Σ_j b_j F(Q_j) V_j``; the engine's coordinates of a stage go to ``qx``
+    (about the reference ``qg``).  Returns :data:`_CONVERGED`, :data:`NEWTON_FAILED`,
+    :data:`SINGULAR` or :data:`~flexdyn.engine.layout.INVALID`."""
     tol = c[NEWTON_TOL]
     ns = tab.shape[0]
     a, a2, cn, b, ba = tab[:, :ns], tab[:, ns:2 * ns], tab[:, 2 * ns], tab[:, 2 * ns + 1], \
@@ -527,19 +705,22 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, pmask, 
                     qi += a2[i, j] * A[j, k]
                 Vs[i, k] = v0[k] + h * vi
                 Qs[i, k] = q0[k] + cn[i] * h * v0[k] + h * h * qi
+        _local_stages(pm, h, a, q0, Vs, Qs, W)
+        for i in range(ns):
             if not (finite(Qs[i]) and finite(Vs[i])):
                 return INVALID
         for i in range(ns):
             ri, ti, fi = r[i * nu:(i + 1) * nu], tau[i * nu:(i + 1) * nu], fext[i * n:(i + 1) * n]
-            inverse_dynamics(pm, w, Qs[i], Vs[i], A[i], fi, ri)
+            _engine_q(pm, qg, Qs[i], qx)
+            inverse_dynamics(pm, w, qx, Vs[i], A[i], fi, ri)
             cnt[RESIDUALS] += 1
             _linearized_forces(ti, fb, pred[i], Qs[i], Vs[i], tf)
             _prescribed_residual(pmask, ri, tf)
-            power_rates(pm, w, Qs[i], Vs[i], tf, fi, p[i])
+            power_rates(pm, w, qx, Vs[i], tf, fi, p[i])
             if not factored:  # M(Q_1) after the position terms of the first residual
                 crba(pm, w, Mk)
                 _decouple(pmask, Mk, 1.0)
-                _stiffness(pm, Qs[i], Kc, Ku)
+                _stiffness(pm, qx, Kc, Ku)
                 s[M_KEPT], s[H_FACTOR] = 1.0, 0.0
                 if not _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
                     return SINGULAR
@@ -587,6 +768,17 @@ def _collocation_step(pm, w, c, max_iter, h, y, tau, fext, fb, pred, tf, pmask, 
         new[3, k] = end0
         new[2, k] = end1 / h
         new[4, k] = end2 / (h * h)
+    # the local coordinates: q_{n+1} = q_n + h Σ_j b_j F(Q_j) V_j
+    for j in range(ns):
+        _local_rates(pm, Qs[j], Vs[j], W[j])
+    ints = pm.ints
+    for i in range(ints.shape[0]):
+        start, stop = _local_span(ints, i)
+        for k in range(start, stop):
+            x = 0.0
+            for j in range(ns):
+                x += b[j] * W[j, k]
+            new[0, k] = q0[k] + h * x
     return _CONVERGED
 
 
@@ -667,28 +859,38 @@ def _next_step(c, ctl, s, cnt):
 
 
 @helper
-def _sample(y, new, wq, pw, h, theta, out):
-    """The state at ``t_n + θ h`` by cubic Hermite interpolation on the step (``q`` from
-    ``q, q̇`` at both ends, ``q̇`` from ``q̇, q̈``, the work integrals from ``wq`` (2, 3) and
-    their integrands ``pw`` (2, 3); third order), into ``out = [q; q̇; W_τ, W_ext, D]``."""
-    nu = y.shape[1]
+def _sample(pm, qg, y, new, rate, wq, pw, h, theta, x, out):
+    """The state at ``t_n + θ h`` by cubic Hermite interpolation on the step (the
+    integrator's coordinates from their values and rates at both ends, ``rate`` (nu,) those
+    at the end, into ``x`` (nu,); ``q̇`` from ``q̇, q̈``; the work integrals from ``wq``
+    (2, 3) and their integrands ``pw`` (2, 3); third order), into
+    ``out = [q; q̇; W_τ, W_ext, D]`` with the engine's coordinates ``q`` (nq,) about the
+    reference ``qg`` (:func:`_engine_q`)."""
+    nu, nq = y.shape[1], qg.shape[0]
     t2, t3 = theta * theta, theta * theta * theta
     h00, h10, h01, h11 = 2 * t3 - 3 * t2 + 1.0, t3 - 2 * t2 + theta, 3 * t2 - 2 * t3, t3 - t2
     for k in range(nu):
-        out[k] = h00 * y[0, k] + h10 * h * y[1, k] + h01 * new[0, k] + h11 * h * new[1, k]
-        out[nu + k] = h00 * y[1, k] + h10 * h * y[3, k] + h01 * new[1, k] + h11 * h * new[3, k]
+        x[k] = h00 * y[0, k] + h10 * h * y[1, k] + h01 * new[0, k] + h11 * h * rate[k]
+        out[nq + k] = h00 * y[1, k] + h10 * h * y[3, k] + h01 * new[1, k] + h11 * h * new[3, k]
+    _engine_q(pm, qg, x, out[:nq])
     for k in range(3):
-        out[2 * nu + k] = (h00 * wq[0, k] + h10 * h * pw[0, k] + h01 * wq[1, k]
-                           + h11 * h * pw[1, k])
+        out[nq + nu + k] = (h00 * wq[0, k] + h10 * h * pw[0, k] + h01 * wq[1, k]
+                            + h11 * h * pw[1, k])
 
 
 @entry_point
-def sample(y, new, wq, pw, h, theta, out):
-    """The states at ``t_n + θ_k h`` (``theta`` (m,)) into the rows of ``out`` (m, 2 nu + 3)
-    by ``_sample``'s interpolation on the step ``y → new``: the dense output of one step
-    for a caller that steps the entry one accepted step at a time."""
+def sample(ib, fb, qg, y, new, wq, pw, h, theta, out):
+    """The states at ``t_n + θ_k h`` (``theta`` (m,)) into the rows of ``out``
+    (m, nq + nu + 3) by ``_sample``'s interpolation on the step ``y → new`` about the
+    reference ``qg`` (nq,): the dense output of one step for a caller that steps the entry
+    one accepted step at a time."""
+    pm = unpack(ib, fb)
+    nu = y.shape[1]
+    rate, x = np.empty(nu), np.empty(nu)
+    copy(new[1], rate)
+    _local_rates(pm, new[0], new[1], rate)
     for k in range(theta.shape[0]):
-        _sample(y, new, wq, pw, h, theta[k], out[k])
+        _sample(pm, qg, y, new, rate, wq, pw, h, theta[k], x, out[k])
 
 
 @helper
@@ -710,8 +912,8 @@ def _predict(c, ctl, s, cnt, y, nodes, pred):
 # the entry
 # ----------------------------------------------------------------------------------------------
 @entry_point
-def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, s, Mk, S, Jc,
-                      piv, out_t, out_x, pred, cnt):
+def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, qg, s, Mk, S,
+                      Jc, piv, out_t, out_x, pred, cnt):
     """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,)
     and the wrenches ``fext`` (n_bodies, 6) held (the collocation schemes: one of each per
     stage, stacked, (s nu,) and (s n_bodies, 6)), in one call: until the end, until
@@ -726,14 +928,17 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, s, 
 
     ``c`` (:data:`N_PARAMS`): the coefficients and tolerances; ``ctl`` (:data:`N_CONTROLS`);
     ``t_eval``: the sample times (with ``ctl[RECORD_STEPS] == 0``); ``y`` (5, nu): ``q, q̇,
-    a, q̈, 0`` at ``s[T]`` (rows 2 and 4 are ``q⃛`` and ``q⁗`` for the collocation schemes),
-    advanced in place;
+    a, q̈, 0`` at ``s[T]`` (rows 2 and 4 are ``q⃛`` and ``q⁗`` for the collocation schemes;
+    ``q`` the integrator's coordinates, local for the quaternion joints: module docstring),
+    and ``qg`` (nq,) the reference of the local coordinates (the engine's coordinates at the
+    start of the last step), advanced in place;
     ``s`` (:data:`N_SCALARS`), ``Mk`` and ``S`` (nu × nu: the kept mass matrix and the
     factor of generalized-α's iteration matrix, or of a collocation scheme's real block),
     ``Jc`` (nu × nu, complex: the factor of a collocation scheme's complex block; empty for
     generalized-α), ``piv`` (2 × nu: the row swaps of the two blocks) and ``cnt``
     (:data:`N_COUNTERS`) carry the integrator from call to call; the samples go to
-    ``out_t[cnt[N_OUT]:]`` and the rows of ``out_x`` (``[q; q̇; W_τ, W_ext, D]``); ``pred``
+    ``out_t[cnt[N_OUT]:]`` and the rows of ``out_x`` (``[q; q̇; W_τ, W_ext, D]``, the
+    engine's coordinates ``q``); ``pred``
     (one row of 1 + 2 nu per force time: s for the collocation schemes, 1 for
     generalized-α) receives the times and predicted states of the next try (``_predict``).  Returns
     :data:`FINISHED`, :data:`FULL`, :data:`PAUSED` or a failure (the state is that of the
@@ -753,7 +958,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, s, 
     ``ctl[MAX_NEWTON]``), at most ``h`` right after a rejected try, kept at ``h`` when that
     factor lies in [1, 1.2], and a failed Newton iteration halves the step."""
     pm, w = unpack(ib, fb), workspace(ib)
-    nu = y.shape[1]
+    nu, nq = y.shape[1], qg.shape[0]
+    qx, xs, rate = np.empty(nq), np.empty(nu), np.empty(nu)
     Kc, Ku, Cu = np.empty((nu, nu)), np.empty((nu, nu)), np.empty((nu, nu))
     _modal_blocks(pm, nu, Kc, Cu)
     if jf.shape[1] != 0:  # the feedback's stiffness and damping, −∂τ/∂q and −∂τ/∂q̇
@@ -763,7 +969,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, s, 
                 Cu[i, k] -= 0.5 * (jf[1, i, k] + jf[1, k, i])
     _decouple(pmask, Kc, 0.0)  # the prescribed speeds: no stiffness, no damping in the
     _decouple(pmask, Cu, 0.0)  # iteration
-    _stiffness(pm, y[0], Kc, Ku)  # until the first M is formed in this call
+    _engine_q(pm, qg, y[0], qx)
+    _stiffness(pm, qx, Kc, Ku)  # until the first M is formed in this call
     collocation = ctl[SCHEME] != GENERALIZED_ALPHA
     radau = ctl[SCHEME] == RADAU_IIA
     displacement = ctl[ERROR_NORM] == DISPLACEMENT_NORM
@@ -774,8 +981,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, s, 
     tau_m = np.empty(tau.shape[0])  # collocation: one force per stage, stacked
     for i in range(tau.shape[0] // nu):
         motor_torques(pm, tau[i * nu:(i + 1) * nu], tau_m[i * nu:(i + 1) * nu])
-    stages, rs, dxs, ps = (np.empty((3 * ns, nu)), np.empty(ns * nu), np.empty(ns * nu),
-                           np.empty((ns, 3)))
+    stages, rs, dxs, ps, W = (np.empty((3 * ns, nu)), np.empty(ns * nu), np.empty(ns * nu),
+                              np.empty((ns, 3)), np.zeros((ns, nu)))
     new, base = np.zeros((5, nu)), np.empty((3, nu))
     r, dx, e, tf = np.empty(nu), np.empty(nu), np.empty(nu), np.empty(nu)
     zr, zc = np.empty((nu, 1)), np.empty((nu, 1), dtype=np.complex128)
@@ -793,15 +1000,17 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, s, 
             status = FULL
             break
         tries += 1
+        _fold(pm, qg, y[0], qx)  # the local coordinates start the step at 0
         t1, h = _next_step(c, ctl, s, cnt)
         iterations = cnt[ITERATIONS]
         if collocation:
-            st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, jf, pred, tf,
-                                   pmask, pacc, Kc, Ku, Cu, Mk, tab, eig, radau, displacement, S,
-                                   Jc, piv, s, stages, rs, dxs, zr, zc, ps, new, cnt)
+            st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, W, tau_m, fext, jf,
+                                   pred, tf, pmask, pacc, Kc, Ku, Cu, Mk, tab, eig, radau,
+                                   displacement, S, Jc, piv, s, stages, rs, dxs, zr, zc, ps, new,
+                                   cnt)
         else:
-            st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, tau_m, fext, jf, pred, tf, pmask,
-                             pacc, Kc, Ku, Cu, Mk, S, s, new, base, r, dx, cnt)
+            st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, tau_m, fext, jf, pred, tf,
+                             pmask, pacc, Kc, Ku, Cu, Mk, S, s, new, base, r, dx, cnt)
         if st != _CONVERGED:
             if not adaptive or st == SINGULAR:
                 status = st
@@ -857,22 +1066,25 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, s, 
             for k in range(pmask.shape[0]):
                 if pmask[k] != 0:
                     tf[k] = e[k]
-            power_rates(pm, w, new[0], new[1], tf, fext, power)
+            _engine_q(pm, qg, new[0], qx)
+            power_rates(pm, w, qx, new[1], tf, fext, power)
             for k in range(3):
                 wq[0, k] = s[W_TAU + k]
                 wq[1, k] = s[W_TAU + k] + 0.5 * h * (s[P_TAU + k] + power[k])
                 pw[0, k], pw[1, k] = s[P_TAU + k], power[k]
         t0 = s[T]
+        copy(new[1], rate)
+        _local_rates(pm, new[0], new[1], rate)
         if ctl[RECORD_STEPS] != 0:
             out_t[cnt[N_OUT]] = t1
-            _sample(y, new, wq, pw, h, 1.0, out_x[cnt[N_OUT]])
+            _sample(pm, qg, y, new, rate, wq, pw, h, 1.0, xs, out_x[cnt[N_OUT]])
             cnt[N_OUT] += 1
         else:
             while cnt[NEXT_EVAL] < t_eval.shape[0] and t_eval[cnt[NEXT_EVAL]] <= t1:
                 te = t_eval[cnt[NEXT_EVAL]]
                 out_t[cnt[N_OUT]] = te
-                _sample(y, new, wq, pw, h, 1.0 if te >= t1 else (te - t0) / h,
-                        out_x[cnt[N_OUT]])
+                _sample(pm, qg, y, new, rate, wq, pw, h, 1.0 if te >= t1 else (te - t0) / h,
+                        xs, out_x[cnt[N_OUT]])
                 cnt[N_OUT] += 1
                 cnt[NEXT_EVAL] += 1
         for k in range(3):

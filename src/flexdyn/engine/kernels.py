@@ -78,7 +78,8 @@ __all__ = ["ARTICULATED", "articulated_forward_dynamics", "batch", "batch_rigid_
            "derivative_outputs", "derivative_rigid_tree", "finite", "finite_result",
            "forward_articulated", "forward_composite", "forward_rigid_tree", "hybrid", "INVALID",
            "INVERSE", "inverse", "inverse_dynamics", "MASS", "mass", "OVERFLOW",
-           "position_velocity_terms", "power_rates", "state_derivative", "terms", "valid_state"]
+           "position_velocity_terms", "power_rates", "rate_entries", "state_derivative", "terms",
+           "valid_state"]
 
 
 @entry_point
@@ -316,7 +317,7 @@ def _qdot(ints, jparam, q, u, out, R):
     (``product_qdot``), ``η̇`` for the modal coordinates; ``R`` (3 × 3) scratch."""
     for i in range(ints.shape[0]):
         code, qs, us = ints[i, JCODE], ints[i, QS], ints[i, US]
-        nqj, nj, m = ints[i, NQJ], ints[i, NJ], ints[i, MODES]
+        nqj, nj = ints[i, NQJ], ints[i, NJ]
         if code == PRODUCT:
             product_qdot(jparam[i], q[qs:qs + nqj], u[us:us + nj], out[qs:qs + nqj])
         elif code == SPHERICAL or code == FREE:
@@ -329,11 +330,20 @@ def _qdot(ints, jparam, q, u, out, R):
             if code == FREE:
                 quat_rot_kernel(qw, qx, qy, qz, R)
                 mv(R, u[us + 3:us + 6], out[qs + 4:qs + 7], False)
-        else:
-            for k in range(nqj):
-                out[qs + k] = u[us + k]
-        for k in range(m):
-            out[qs + nqj + k] = u[us + nj + k]
+        rate_entries(ints, i, u, out, code != PRODUCT and code != SPHERICAL and code != FREE)
+
+
+@helper
+def rate_entries(ints, i, x, out, joint):
+    """Body ``i``'s entries of ``out`` (layout of ``q``) that are those of ``x`` (layout of
+    ``u``): its modal coordinates and, with ``joint``, its joint's (a joint whose coordinates
+    are their own rates)."""
+    qs, us, nqj, nj = ints[i, QS], ints[i, US], ints[i, NQJ], ints[i, NJ]
+    if joint:
+        for k in range(nqj):
+            out[qs + k] = x[us + k]
+    for k in range(ints[i, MODES]):
+        out[qs + nqj + k] = x[us + nj + k]
 
 
 @helper

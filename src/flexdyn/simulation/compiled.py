@@ -17,6 +17,7 @@ from ..chain import Model
 from ..dynamics import cached_engine
 from ..engine import galpha, kernels
 from ..results import SimulationError, SimulationResult
+from ..spatial import quat_multiply, quat_to_rot
 from .loop import Events, Samples, keep_partial, progress_bar, result_of
 from .problem import (
     N_EXTRA,
@@ -42,6 +43,52 @@ _MAX_FEEDBACK = 4
 #: the change of a step, in units of its tolerance, that the forces of its own stage states
 #: may still make when the step is accepted (:meth:`CompiledLoop.force_error`)
 _FEEDBACK_TOL = 0.1
+
+
+def local_entries(model: Model) -> np.ndarray:
+    """The entries of ``u`` (nu,) whose integrator coordinates are local, bool: the rotation
+    (and, for a free joint, the displacement) of each quaternion joint
+    (:mod:`flexdyn.engine.galpha`)."""
+    mask = np.zeros(model.nu, dtype=bool)
+    for i, joint in enumerate(model.joints):
+        if joint.quaternion:
+            mask[model.u_start[i]:model.u_start[i] + joint.nu] = True
+    return mask
+
+
+def integrator_coordinates(model: Model, q: np.ndarray) -> np.ndarray:
+    """The compiled integrators' coordinates (nu,) of the engine's ``q`` (nq,) taken as the
+    reference: ``q`` itself where it is its own rate, zero at the local entries."""
+    x = np.zeros(model.nu)
+    for i, joint in enumerate(model.joints):
+        qs, us, m = int(model.q_start[i]), int(model.u_start[i]), int(model.n_modes[i])
+        if not joint.quaternion:
+            x[us:us + joint.nu] = q[qs:qs + joint.nq]
+        x[us + joint.nu:us + joint.nu + m] = q[qs + joint.nq:qs + joint.nq + m]
+    return x
+
+
+def engine_coordinates(model: Model, qg: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The engine's ``q`` (nq,) of the integrators' coordinates ``x`` (nu,) about the
+    reference ``qg`` (nq,): ``Q_g ⊗ exp(ψ)`` and ``p_g + R(Q_g) ρ`` for a quaternion joint
+    (``flexdyn.engine.galpha._engine_q``), ``x`` elsewhere."""
+    q = np.array(qg, dtype=float)
+    for i, joint in enumerate(model.joints):
+        qs, us, m = int(model.q_start[i]), int(model.u_start[i]), int(model.n_modes[i])
+        if joint.quaternion:
+            psi = x[us:us + 3]
+            angle = float(np.linalg.norm(psi))
+            scale = 0.5 if angle == 0.0 else math.sin(0.5 * angle) / angle
+            Q = quat_multiply(qg[qs:qs + 4], np.concatenate([[math.cos(0.5 * angle)],
+                                                             scale * psi]))
+            q[qs:qs + 4] = Q / np.linalg.norm(Q)
+            if joint.nq == 7:
+                q[qs + 4:qs + 7] = (qg[qs + 4:qs + 7]
+                                    + quat_to_rot(qg[qs:qs + 4]) @ x[us + 3:us + 6])
+        else:
+            q[qs:qs + joint.nq] = x[us:us + joint.nu]
+        q[qs + joint.nq:qs + joint.nq + m] = x[us + joint.nu:us + joint.nu + m]
+    return q
 
 
 def _newton_tol(scheme: int, rtol: float, newton_tol: float | None) -> float:
@@ -73,7 +120,9 @@ class CompiledLoop:
     at ``t0`` for a run to ``t1`` with the forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) at
     ``t0`` (the initial acceleration and energy-balance integrands come from the compiled state
     derivative; ``RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈,
-    0``; ``a`` and the last row are ``q⃛`` and ``q⁗`` for the collocation schemes), ``Mk``,
+    0``; ``a`` and the last row are ``q⃛`` and ``q⁗`` for the collocation schemes; ``q`` the
+    integrator's coordinates, local at the quaternion joints), ``qg`` (their reference;
+    :attr:`q`: the engine's coordinates of the state), ``Mk``,
     ``S``, ``Jc``, ``piv``, ``pred`` and ``cnt`` in the layouts of :mod:`flexdyn.engine.galpha`.
     ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps.  ``linearize``:
     ``tau`` is a state feedback whose Jacobians the Newton iteration takes
@@ -87,16 +136,24 @@ class CompiledLoop:
                  error_norm: int, rtol: float, atol: float, max_step: float,
                  record_steps: bool, linearize: bool = False,
                  drive: PrescribedMotion | None = None, xdot0: np.ndarray | None = None):
-        g, nu = galpha, model.nu
+        g, nq, nu = galpha, model.nq, model.nu
+        self.model = model
+        #: the entries of ``u`` whose integrator coordinates are local (quaternion joints)
+        self.local = local_entries(model)
+        if self.local.any() and (linearize or drive is not None):
+            raise ValueError("the compiled integrators take no state feedback and no "
+                             "prescribed motion on a model with quaternion joints yet; use a "
+                             "scipy integrator (integrator='DOP853')")
         self.engine = cached_engine(model, fidelity)
         #: the compiled state derivative ``(t, x, tau, f_ext) -> ẋ`` (with the work integrands)
         self.derivative = compiled_derivative(model, fidelity, "articulated", "engine",
                                               N_EXTRA)
         if xdot0 is None:
             xdot0 = failing(self.derivative, t0, np.concatenate([q0, u0]), tau, f_ext)
+        self.qg = np.array(q0, dtype=float)
         self.y = np.zeros((5, nu))
-        self.y[0], self.y[1] = q0, u0
-        self.y[3] = xdot0[nu:2 * nu]
+        self.y[0], self.y[1] = integrator_coordinates(model, q0), u0
+        self.y[3] = xdot0[nq:nq + nu]
         # generalized-α's auxiliary acceleration, or the collocation schemes' rate of q̈
         # (and in row 4 its second derivative, 0 at the start)
         self.y[2] = self.y[3] if scheme == g.GENERALIZED_ALPHA else 0.0
@@ -120,7 +177,7 @@ class CompiledLoop:
         self.s = s = np.zeros(g.N_SCALARS)
         s[g.T] = s[g.T_START] = t0
         s[g.H] = min(max_step, (t1 - t0) / 100.0)
-        s[g.P_TAU:g.P_TAU + 3] = xdot0[2 * nu:]
+        s[g.P_TAU:g.P_TAU + 3] = xdot0[nq + nu:]
         self.Mk, self.S = np.zeros((nu, nu)), np.zeros((nu, nu))
         #: the stage times of the scheme's forces (:func:`flexdyn.engine.galpha.nodes`)
         self.nodes = g.nodes(scheme)
@@ -142,7 +199,12 @@ class CompiledLoop:
 
     def _carried(self) -> tuple[np.ndarray, ...]:
         """The arrays a compiled call advances: restoring copies of them undoes it."""
-        return self.y, self.s, self.Mk, self.S, self.Jc, self.piv, self.pred, self.cnt
+        return self.y, self.qg, self.s, self.Mk, self.S, self.Jc, self.piv, self.pred, self.cnt
+
+    @property
+    def q(self) -> np.ndarray:
+        """The engine's coordinates (nq,) of the state (:func:`engine_coordinates`)."""
+        return engine_coordinates(self.model, self.qg, self.y[0])
 
     def held(self, tau: np.ndarray, f_ext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) held over a step, in the layout
@@ -310,9 +372,9 @@ class CompiledLoop:
         """One call of the compiled entry (its status); the collocation schemes take
         ``tau`` and ``f_ext`` stacked per stage."""
         return galpha.generalized_alpha(*self.engine.packed, self.c, self.ctl, times, tau,
-                                        f_ext, self.jf, self.pmask, self.pacc, self.y, self.s,
-                                        self.Mk, self.S, self.Jc, self.piv, out_t, out_x,
-                                        self.pred, self.cnt)
+                                        f_ext, self.jf, self.pmask, self.pacc, self.y,
+                                        self.qg, self.s, self.Mk, self.S, self.Jc, self.piv,
+                                        out_t, out_x, self.pred, self.cnt)
 
 
 def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, t1: float,
@@ -370,10 +432,14 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
       (:class:`_CompiledSteps`), and the events are located on that interpolation as with
       the scipy integrators (``Events``)."""
     model, fidelity, tau_fn, fext_fn = ode.model, ode.fidelity, ode.tau_fn, ode.fext_fn
-    nu = model.nu
+    nq, nu = model.nq, model.nu
     drive = ode.drive
     forced = callable(tau) or callable(f_ext) or drive is not None  # evaluated per try
     feedback = "callable" in (load_kind(tau), load_kind(f_ext))  # forces of the state
+    if feedback and local_entries(model).any():
+        raise ValueError("the compiled integrators take no forces of the state on a model "
+                         "with quaternion joints yet; use a scipy integrator "
+                         "(integrator='DOP853')")
     zeros_tau, no_wrenches = np.zeros(nu), np.zeros((model.n_bodies, 6))
 
     def forces(t: float, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -406,7 +472,7 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
     times = np.zeros(0) if t_eval is None else np.ascontiguousarray(t_eval)
     n_out = times.size if t_eval is not None else (
         int(ctl[g.N_FIXED]) if h is not None else _CHUNK)
-    out_t, out_x = np.empty(n_out), np.empty((n_out, 2 * nu + N_EXTRA))
+    out_t, out_x = np.empty(n_out), np.empty((n_out, nq + nu + N_EXTRA))
     chunks = [] if t_eval is not None else [(np.array([t0]),
                                              np.concatenate([q0, u0, np.zeros(N_EXTRA)])[None])]
     bar = progress_bar(t0, t1) if progress else None
@@ -416,7 +482,7 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
     def result(message: str) -> SimulationResult:
         done = [*chunks, (out_t[:cnt[g.N_OUT]], out_x[:cnt[g.N_OUT]])]
         t_out = np.concatenate([t for t, _ in done])
-        y_out = np.concatenate([x for _, x in done]).reshape(-1, 2 * nu + N_EXTRA)
+        y_out = np.concatenate([x for _, x in done]).reshape(-1, nq + nu + N_EXTRA)
         return result_of(ode, t_out, y_out, message == "failed", nfev=int(cnt[g.RESIDUALS]),
                          wall_time=time.perf_counter() - start,
                          message=f"{message} ({loop.summary()})")
@@ -500,6 +566,7 @@ class _CompiledSteps(scipy.integrate.OdeSolver):
     def _step_impl(self) -> tuple[bool, str | None]:
         g, loop = galpha, self.loop
         y0, s0 = loop.y.copy(), loop.s.copy()
+        y0[0, loop.local] = 0.0  # the step starts its local coordinates at 0
         steps = loop.cnt[g.STEPS]
         while loop.cnt[g.STEPS] == steps:
             loop.cnt[g.N_OUT] = 0
@@ -513,36 +580,38 @@ class _CompiledSteps(scipy.integrate.OdeSolver):
                 return False, LOOP_FAILURES[status]
         self.t, self.y = float(loop.s[g.T]), self.out_x[0].copy()
         self.nfev = int(loop.cnt[g.RESIDUALS])
-        self.ends = (y0, s0, loop.y.copy(), loop.s.copy())
+        self.ends = (y0, s0, loop.y.copy(), loop.s.copy(), loop.qg.copy())
         if self.bar is not None:
             self.bar.update(self.t - self.t_old)
         return True, None
 
     def _dense_output_impl(self) -> scipy.integrate.DenseOutput:
         g = galpha
-        y0, s0, y1, s1 = self.ends
+        y0, s0, y1, s1, qg = self.ends
         w = slice(g.W_TAU, g.W_TAU + 3)
         p = slice(g.P_TAU, g.P_TAU + 3)
         wq = np.array([s0[w], s1[w]])
         # Gauss–Legendre's integrands at the ends are not known: the step's mean at both
         start = s1 if self.loop.ctl[g.SCHEME] == g.GAUSS_LEGENDRE else s0
         pw = np.array([start[p], s1[p]])
-        return _StepOutput(self.t_old, self.t, y0, y1, wq, pw)
+        return _StepOutput(self.t_old, self.t, y0, y1, wq, pw, self.loop.engine.packed, qg)
 
 
 class _StepOutput(scipy.integrate.DenseOutput):
-    """The dense output of one step of :class:`_CompiledSteps`."""
+    """The dense output of one step of :class:`_CompiledSteps` (``packed`` the engine's
+    buffers, ``qg`` the reference of the step's local coordinates)."""
 
     def __init__(self, t_old: float, t: float, y0: np.ndarray, y1: np.ndarray,
-                 wq: np.ndarray, pw: np.ndarray):
+                 wq: np.ndarray, pw: np.ndarray, packed: tuple, qg: np.ndarray):
         super().__init__(t_old, t)
         self.y0, self.y1, self.wq, self.pw = y0, y1, wq, pw
+        self.packed, self.qg = packed, qg
 
     def _call_impl(self, t: np.ndarray) -> np.ndarray:
         h = self.t - self.t_old
         theta = np.atleast_1d((t - self.t_old) / h).astype(float)
-        out = np.empty((theta.size, 2 * self.y0.shape[1] + N_EXTRA))
-        galpha.sample(self.y0, self.y1, self.wq, self.pw, h, theta, out)
+        out = np.empty((theta.size, self.qg.size + self.y0.shape[1] + N_EXTRA))
+        galpha.sample(*self.packed, self.qg, self.y0, self.y1, self.wq, self.pw, h, theta, out)
         return out[0] if np.ndim(t) == 0 else out.T
 
 
@@ -563,7 +632,7 @@ def _compiled_with_events(ode: Problem, loop: CompiledLoop, events: Events,
     cause)`` the error to raise."""
     g = galpha
     t0, t1 = float(loop.s[g.T]), float(loop.c[g.T_END])
-    x0 = np.concatenate([loop.y[0], loop.y[1], np.zeros(N_EXTRA)])
+    x0 = np.concatenate([loop.q, loop.y[1], np.zeros(N_EXTRA)])
     bar = progress_bar(t0, t1) if progress else None
     samples = Samples(t0, x0, t_eval, events)
     start = time.perf_counter()

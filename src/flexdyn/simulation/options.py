@@ -27,7 +27,7 @@ from ..integrators import ClassicalRungeKutta
 from ..results import SimulationResult
 from .compiled import integrate_compiled
 from .loop import Events, integrate_scipy
-from .problem import Problem, check_choice
+from .problem import Problem, check_choice, load_kind
 
 __all__ = ["AUTO", "DEFAULT_TOLERANCES", "INTEGRATORS", "LEGACY_OPTIONS", "RK4",
            "SCIPY_METHODS", "Auto", "CompiledIntegrator", "GaussLegendre", "GeneralizedAlpha",
@@ -229,14 +229,17 @@ class CompiledIntegrator(Integrator):
         self.check_model(model)
 
     def check_model(self, model: Model) -> None:
-        """``ValueError`` naming the joints of ``model`` whose coordinates are not their own
-        rates (quaternions, quasi-velocities)."""
-        joints = [model.names[i] for i, j in enumerate(model.joints) if not j.rates]
+        """``ValueError`` naming the joints of ``model`` whose coordinates are neither their
+        own rates nor a quaternion joint's (whose local coordinates the integrators take:
+        :mod:`flexdyn.engine.galpha`): the quasi-velocities of the Euler-angle joints and
+        joint maps with other speeds."""
+        joints = [model.names[i] for i, j in enumerate(model.joints)
+                  if not (j.rates or j.quaternion)]
         if joints:
             raise ValueError(f"integrator={self.name!r} integrates models whose coordinates "
-                             f"are their own rates (q̇ = u); the joints of {joints} are not "
-                             "(quaternions or quasi-velocities; use a scipy integrator, e.g. "
-                             "'DOP853' or 'Radau')")
+                             "are their own rates (q̇ = u) or quaternion joints; the joints of "
+                             f"{joints} are neither (quasi-velocities; use a scipy integrator, "
+                             "e.g. 'DOP853' or 'Radau')")
 
     def loop_options(self) -> dict[str, Any]:
         """The options of :class:`~flexdyn.simulation.compiled.CompiledLoop`."""
@@ -330,11 +333,13 @@ class Auto:
     def __post_init__(self) -> None:
         _checked(self, **_TOLERANCES)
 
-    def choose(self, model: Model, *, backend: str, method: str,
-               f_nodes: Any) -> Integrator:
-        """The option object of :func:`auto_integrator`'s choice."""
+    def choose(self, model: Model, *, backend: str, method: str, f_nodes: Any,
+               tau: Any = None, f_ext: Any = None,
+               prescribed: Mapping[str, Callable] | None = None) -> Integrator:
+        """The option object of :func:`auto_integrator`'s choice for the problem."""
         name, error_norm = auto_integrator(model, backend=backend, method=method,
-                                           f_nodes=f_nodes)
+                                           f_nodes=f_nodes, tau=tau, f_ext=f_ext,
+                                           prescribed=prescribed)
         if name == RadauIIA.name:
             return RadauIIA(rtol=self.rtol, atol=self.atol, error_norm=error_norm)
         return ScipyIVP(name, rtol=self.rtol, atol=self.atol)
@@ -410,17 +415,18 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
 
     * the model has elastic coordinates (its modes make it stiff; a rigid model is not, and
       DOP853's eighth order serves it best);
-    * its coordinates are their own rates (``q̇ = u``: no quaternion or quasi-velocity
-      joint), and it has no loop closures;
+    * its coordinates are their own rates (``q̇ = u``) or a quaternion joint's (``spherical``,
+      ``free``: the integrators take local coordinates for them, :mod:`flexdyn.engine.galpha`),
+      no quasi-velocity joint, and it has no loop closures;
     * ``backend="engine"`` and ``method="articulated"`` (the compiled integrators' forward
       dynamics);
     * no ``f_nodes``.
 
-    ``tau``, ``f_ext`` and ``prescribed`` do not change the choice: the compiled integrators
-    take every kind of load :func:`~flexdyn.simulation.simulate` takes (a state feedback
-    ``tau(t, q, u)`` is linearized inside the Newton iteration and checked at each step's
-    stage states, ``CompiledLoop.feedback_try``) and prescribed motion; the arguments are
-    accepted so that existing calls keep working.
+    The compiled integrators take every kind of load :func:`~flexdyn.simulation.simulate`
+    takes (a state feedback ``tau(t, q, u)`` is linearized inside the Newton iteration and
+    checked at each step's stage states, ``CompiledLoop.feedback_try``) and prescribed
+    motion, so ``tau``, ``f_ext`` and ``prescribed`` change the choice only for a model with
+    quaternion joints, where they do not take forces of the state or prescribed motion yet.
 
     DOP853 otherwise.  At :data:`DEFAULT_TOLERANCES` the choice puts the tip of the 5-beam
     chain of ``docs/simulation-performance.md`` within 1e-6 m in a fraction of DOP853's
@@ -428,7 +434,11 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
     following them."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be a flexdyn Model, got {type(model).__name__}")
-    radau = (int(np.sum(model.n_modes)) > 0 and all(j.rates for j in model.joints)
+    quaternions = any(j.quaternion for j in model.joints)
+    radau = (int(np.sum(model.n_modes)) > 0
+             and all(j.rates or j.quaternion for j in model.joints)
              and not model.constraints and backend == "engine" and method == "articulated"
-             and f_nodes is None)
+             and f_nodes is None
+             and not (quaternions and (prescribed or "callable" in (load_kind(tau),
+                                                                    load_kind(f_ext)))))
     return (RadauIIA.name, "displacement") if radau else ("DOP853", None)

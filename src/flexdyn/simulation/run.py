@@ -87,14 +87,17 @@ def simulate(
         :data:`~flexdyn.simulation.options.INTEGRATORS`: :class:`~flexdyn.Auto` (``"auto"``,
         the default: :func:`~flexdyn.simulation.options.auto_integrator` chooses
         ``RadauIIA(error_norm="displacement")`` where it integrates exactly the problem
-        given — a model with elastic coordinates whose coordinates are their own rates, the
-        engine backend, ``method="articulated"``, no loop closures or nodal loads — and
+        given — a model with elastic coordinates whose coordinates are their own rates or a
+        quaternion joint's (then with loads of time alone), the engine backend,
+        ``method="articulated"``, no loop closures or nodal loads — and
         ``ScipyIVP("DOP853")`` otherwise; the result's
         ``settings["integrator"]`` names the choice), :class:`~flexdyn.RadauIIA`
         (``"radau-iia"``), :class:`~flexdyn.GaussLegendre` (``"gauss-legendre"``, fixed
         steps), :class:`~flexdyn.GeneralizedAlpha` (``"generalized-alpha"``) — the compiled
         integrators, for models whose coordinates are their own rates (``q̇ = u``: every
-        joint's :attr:`~flexdyn.joints.Joint.rates`; others raise ``ValueError``) —
+        joint's :attr:`~flexdyn.joints.Joint.rates`) or quaternions (``spherical``, ``free``:
+        local coordinates, :mod:`flexdyn.engine.galpha`; without forces of the state or
+        prescribed motion yet); others raise ``ValueError`` —
         :class:`~flexdyn.RK4` (``"rk4"``, fixed steps: the integrator of
         :class:`flexdyn.Stepper`), :class:`~flexdyn.ScipyIVP` (a
         :func:`scipy.integrate.solve_ivp` method by name, ``"DOP853"``, ``"Radau"``, …, or
@@ -191,7 +194,8 @@ def simulate(
     options = integrator_options(integrator, rtol=rtol, atol=atol, h=h, rho_inf=rho_inf,
                                  newton_tol=newton_tol, error_norm=error_norm)
     if isinstance(options, Auto):
-        options = options.choose(model, backend=backend, method=method, f_nodes=f_nodes)
+        options = options.choose(model, backend=backend, method=method, f_nodes=f_nodes,
+                                 tau=tau, f_ext=f_ext, prescribed=prescribed)
     if not (isinstance(max_step, (int, float, np.floating)) and not isinstance(max_step, bool)
             and max_step > 0):
         raise ValueError(f"max_step must be a positive number (s), got {max_step!r}")

@@ -50,7 +50,8 @@ class Stepper:
     ``simulate(..., integrator=flexdyn.RK4(h=dt / substeps))`` runs, so both give the same
     states to round-off for the same inputs), with
     the compiled ``"gauss-legendre"`` in ``substeps`` fixed steps (fourth order and A-stable:
-    for stiff models, at any macro step; models whose coordinates are their own rates,
+    for stiff models, at any macro step; models whose coordinates are their own rates or
+    quaternions,
     without prescribed motion, closures or node wrenches; its Newton iteration stops at
     ``newton_tol`` = 1e-6 relative to the accelerations), with the compiled ``"radau-iia"``
     (the same models; L-stable, adaptive steps at ``rtol``, ``atol`` restarted every macro
@@ -275,12 +276,12 @@ class Stepper:
         except RhsFailure as exc:
             raise SimulationError(f"step from t = {self.t:.6g} s failed: {exc.message}",
                                   exc.t, exc.message) from exc.__cause__
-        out_t, out_x = np.empty(1), np.empty((1, 2 * nu + N_EXTRA))
+        out_t, out_x = np.empty(1), np.empty((1, nq + nu + N_EXTRA))
         status = loop.run(np.array([t1]), *loop.held(tau, fe), out_t, out_x)
         if status != galpha.FINISHED:
             t = float(loop.s[galpha.T])
             raise SimulationError(f"step from t = {self.t:.6g} s failed at t = {t:.6g} s: "
                                   f"{LOOP_FAILURES[status]}", t, LOOP_FAILURES[status])
-        self._x = np.concatenate([loop.y[0], loop.y[1], self._x[nq + nu:]
+        self._x = np.concatenate([loop.q, loop.y[1], self._x[nq + nu:]
                                   + loop.s[galpha.W_TAU:galpha.W_TAU + N_EXTRA]])
         self.t = t1
