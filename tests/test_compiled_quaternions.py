@@ -1,9 +1,9 @@
 """Quaternion joints (``spherical``, ``free``) on the compiled integrators: their local
 coordinates (the rotation vector and displacement relative to the step's start,
 :mod:`flexdyn.engine.galpha`) against DOP853 at tight tolerances, on a free-flying spacecraft
-with a flexible panel, a flexible pendulum on a spherical joint under gravity and random
-trees; the order of each scheme; events and the stepper on the dense output; the automatic
-choice of integrator."""
+with a flexible boom (loads of time, state feedback, a prescribed drive), a flexible pendulum
+on a spherical joint under gravity and random trees; generalized-α's order; events and the
+stepper on the dense output; the automatic choice of integrator."""
 
 from __future__ import annotations
 
@@ -142,20 +142,65 @@ def test_stepper_on_the_compiled_integrator():
     np.testing.assert_allclose(np.linalg.norm(runs[0].q[:4]), 1.0, atol=1e-14)
 
 
-def test_the_automatic_choice_and_what_is_not_supported_yet():
-    """``"auto"`` takes Radau IIA for the spacecraft under loads of time and DOP853 under a
-    state feedback (not supported with quaternion joints yet), which an explicit request
-    refuses by name; a quasi-velocity joint is refused as before."""
-    model, loads, u0 = spacecraft()
-    assert fd.simulation.auto_integrator(model, tau=loads)[0] == "radau-iia"
-    feedback = lambda t, q, u: -0.1 * u  # noqa: E731
-    assert fd.simulation.auto_integrator(model, tau=feedback)[0] == "DOP853"
-    with pytest.raises(ValueError, match="no forces of the state on a model with quaternion"):
-        fd.simulate(model, model.neutral_configuration(), u0, (0.0, 0.1), tau=feedback,
-                    integrator=fd.RadauIIA())
+def attitude_pd(model: fd.Model, kp: float = 40.0, kd: float = 15.0):
+    """A PD law on the bus's attitude (the quaternion's vector part, sign of its scalar part)
+    and rate, and on its position and velocity."""
+
+    def tau(t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+        out = np.zeros(model.nu)
+        out[:3] = -kp * 2.0 * np.sign(q[0]) * q[1:4] - kd * u[:3]
+        out[3:6] = -0.2 * kp * q[4:7] - 0.2 * kd * u[3:6]
+        return out
+
+    return tau
+
+
+def test_state_feedback_on_the_local_coordinates():
+    """The tumbling spacecraft brought to rest by a PD law on its attitude and position,
+    ``tau(t, q, u)``: the default integrator is Radau IIA, which evaluates the feedback at
+    the engine's coordinates of its predicted and stage states and linearizes it in the local
+    coordinates; at rtol 1e-9 it follows DOP853 at 1e-12."""
+    model, _, u0 = spacecraft()
+    q0 = model.neutral_configuration()
+    tau = attitude_pd(model)
+    t_eval = np.linspace(0.0, 3.0, 7)
+    ref = fd.simulate(model, q0, u0, (0.0, 3.0), tau=tau, t_eval=t_eval, integrator=TIGHT)
+    assert fd.simulation.auto_integrator(model, tau=tau)[0] == "radau-iia"
+    res = fd.simulate(model, q0, u0, (0.0, 3.0), tau=tau, t_eval=t_eval,
+                      integrator=fd.RadauIIA(rtol=1e-9, atol=1e-11))
+    np.testing.assert_allclose(res.q, ref.q, rtol=0, atol=1e-7)
+    assert np.max(np.abs(res.u[-1, :6])) < 0.5 * np.max(np.abs(u0[:6]))  # it does damp
+
+
+def test_prescribed_drive_on_a_free_flyer():
+    """The spacecraft with revolute drives on its arrays, one drive prescribed along a sine,
+    the hub free: the compiled Radau IIA (the automatic choice) follows DOP853 in the hub's
+    quaternion and position and the arrays' modes."""
+    model = fd.models.spacecraft(array_joint="revolute", n_modes=2)
+    drive = {"array_pos": lambda t: (np.array([0.4 * np.sin(2.0 * t)]),
+                                     np.array([0.8 * np.cos(2.0 * t)]),
+                                     np.array([-1.6 * np.sin(2.0 * t)]))}
+    u0 = np.zeros(model.nu)
+    u0[:3] = [0.01, -0.02, 0.03]
+    u0[model.u_slice("array_pos")][0] = 0.8
+    kw = dict(prescribed=drive, t_eval=np.linspace(0.0, 2.0, 5))
+    ref = fd.simulate(model, u0=u0, t_span=(0.0, 2.0), integrator=TIGHT, **kw)
+    res = fd.simulate(model, u0=u0, t_span=(0.0, 2.0),
+                      integrator=fd.Auto(rtol=1e-9, atol=1e-11), **kw)
+    assert res.settings["integrator"] == "radau-iia"
+    np.testing.assert_allclose(res.q, ref.q, rtol=0, atol=1e-7)
+
+
+def test_a_quasi_velocity_joint_is_refused_by_name():
+    """Euler angles with the angular velocity as speeds are neither their own rates nor a
+    quaternion joint's: ``"auto"`` takes DOP853, an explicit compiled integrator refuses."""
     euler = fd.ModelBuilder("e").add_body(
         "b", joint={"type": "euler", "sequence": "321"},
-        rigid={"mass": 1.0, "inertia": np.eye(3)}).build()
+        rigid={"mass": 1.0, "inertia": np.eye(3)},
+        flex={"nodes": [[1, 0, 0]], "node_masses": [1.0], "modes": [[0], [0], [0], [0], [1],
+                                                                    [0]], "stiffness": [[4.0]]}
+    ).build()
+    assert fd.simulation.auto_integrator(euler)[0] == "DOP853"
     with pytest.raises(ValueError, match="neither"):
         fd.simulate(euler, t_span=(0.0, 0.1), integrator=fd.RadauIIA())
 

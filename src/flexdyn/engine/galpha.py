@@ -894,10 +894,12 @@ def sample(ib, fb, qg, y, new, wq, pw, h, theta, out):
 
 
 @helper
-def _predict(c, ctl, s, cnt, y, nodes, pred):
+def _predict(pm, c, ctl, s, cnt, y, nodes, pred):
     """The rows ``pred[i] = [t_n + c_i h; q*; q̇*]`` of the next try (step ``h``) at its
     force times ``c_i`` (``nodes``): ``q* = q + c_i h q̇ + ½ (c_i h)² q̈``,
-    ``q̇* = q̇ + c_i h q̈`` (where a caller evaluates forces that depend on the state)."""
+    ``q̇* = q̇ + c_i h q̈`` (where a caller evaluates forces that depend on the state), the
+    local coordinates from 0, as the try will start them (about the engine's coordinates of
+    ``y``: :func:`_fold`)."""
     nu = y.shape[1]
     t1 = _next_step(c, ctl, s, cnt)[0]
     for i in range(nodes.shape[0]):
@@ -906,6 +908,11 @@ def _predict(c, ctl, s, cnt, y, nodes, pred):
         for k in range(nu):
             pred[i, 1 + k] = y[0, k] + ti * y[1, k] + 0.5 * ti * ti * y[3, k]
             pred[i, 1 + nu + k] = y[1, k] + ti * y[3, k]
+        ints = pm.ints
+        for b in range(ints.shape[0]):
+            start, stop = _local_span(ints, b)
+            for k in range(start, stop):
+                pred[i, 1 + k] -= y[0, k]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1105,5 +1112,5 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, qg,
         copy(new, y)
         s[T] = t1
         cnt[STEPS] += 1
-    _predict(c, ctl, s, cnt, y, nodes, pred)
+    _predict(pm, c, ctl, s, cnt, y, nodes, pred)
     return status

@@ -140,10 +140,6 @@ class CompiledLoop:
         self.model = model
         #: the entries of ``u`` whose integrator coordinates are local (quaternion joints)
         self.local = local_entries(model)
-        if self.local.any() and (linearize or drive is not None):
-            raise ValueError("the compiled integrators take no state feedback and no "
-                             "prescribed motion on a model with quaternion joints yet; use a "
-                             "scipy integrator (integrator='DOP853')")
         self.engine = cached_engine(model, fidelity)
         #: the compiled state derivative ``(t, x, tau, f_ext) -> ẋ`` (with the work integrands)
         self.derivative = compiled_derivative(model, fidelity, "articulated", "engine",
@@ -206,6 +202,16 @@ class CompiledLoop:
         """The engine's coordinates (nq,) of the state (:func:`engine_coordinates`)."""
         return engine_coordinates(self.model, self.qg, self.y[0])
 
+    def engine_state(self, x: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray,
+                                                                          np.ndarray]:
+        """``(q, u)`` of a state ``x = [q; u]`` (2 nu,) in the integrator's coordinates about
+        ``reference`` (nq,): the engine's coordinates (:func:`engine_coordinates`), which a
+        model without quaternion joints shares."""
+        nu = self.y.shape[1]
+        if not self.local.any():
+            return x[:nu], x[nu:]
+        return engine_coordinates(self.model, reference, x[:nu]), x[nu:]
+
     def held(self, tau: np.ndarray, f_ext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) held over a step, in the layout
         :meth:`run` takes: once per stage (:attr:`nodes`)."""
@@ -218,17 +224,20 @@ class CompiledLoop:
         entry's): the scheme's stage times ``t + c_i h`` (:attr:`nodes`; generalized-α: the
         step's end) and the states predicted there, ``q + c_i h u + ½ (c_i h)² u̇``,
         ``u + c_i h u̇``; with prescribed motion its accelerations at those times too, into
-        :attr:`pacc`."""
-        nu = self.y.shape[1]
-        at = [forces(p[0], p[1:1 + nu], p[1 + nu:]) for p in self.pred]
+        :attr:`pacc`.  (The predicted local coordinates start from 0 about the state's own
+        engine coordinates, :attr:`q`, as the try will.)"""
+        reference = self.q
+        states = [(p[0], *self.engine_state(p[1:], reference)) for p in self.pred]
+        at = [forces(*state) for state in states]
         if self.drive is not None:
-            self.pacc[:] = np.concatenate([self.drive.impose(p[0], p[1:1 + nu],
-                                                             p[1 + nu:])[2] for p in self.pred])
+            self.pacc[:] = np.concatenate([self.drive.impose(*state)[2] for state in states])
         return np.concatenate([a[0] for a in at]), np.concatenate([a[1] for a in at])
 
     def stage_states(self, y0: np.ndarray, t0: float) -> tuple[np.ndarray, np.ndarray]:
         """The stage times (k,) and states ``[q; u]`` (k, 2 nu) of the step just taken from
         ``(t0, y0)`` (the rows of the loop's ``y`` there).  Generalized-α: the step's end.
+        The states are in the integrator's coordinates about the step's reference,
+        :attr:`qg` after it (:meth:`engine_state`).
         The collocation schemes: their stage states, ``u(t0 + c h) = u0 + h ∫₀ᶜ P``,
         ``q(t0 + c h) = q0 + c h u0 + h² ∫₀ᶜ (c − θ) P``, from the collocation polynomial
         of ``q̈``, ``P(θ) = q̈₁ + (θ − 1) h q⃛₁ + ½ (θ − 1)² h² q⁗₁`` (its value and
@@ -237,6 +246,8 @@ class CompiledLoop:
         g, y1, t1 = galpha, self.y, float(self.s[galpha.T])
         if self.ctl[g.SCHEME] == g.GENERALIZED_ALPHA:
             return np.array([t1]), np.concatenate([y1[0], y1[1]])[None]
+        y0 = y0.copy()
+        y0[0, self.local] = 0.0  # the step's local coordinates start at 0
         h = t1 - t0
         x, w = np.polynomial.legendre.leggauss(3)
         states = np.empty((self.nodes.size, 2 * y1.shape[1]))
@@ -249,19 +260,22 @@ class CompiledLoop:
             states[i, y1.shape[1]:] = y0[1] + h * (weight @ P)
         return t0 + self.nodes * h, states
 
-    def feedback_jacobian(self, forces: Callable, t: float, x: np.ndarray) -> np.ndarray:
+    def feedback_jacobian(self, forces: Callable, t: float, x: np.ndarray,
+                          reference: np.ndarray) -> np.ndarray:
         """``[∂τ/∂q, ∂τ/∂u]`` (2, nu, nu) of ``forces(t, q, u) -> (tau, f_ext)`` at ``t`` and
-        ``x = [q; u]`` by forward differences (2 nu evaluations): the iteration matrix's
-        share of a state feedback, which only needs to be near (:meth:`feedback_try`
-        checks the forces themselves)."""
+        ``x = [q; u]`` (the integrator's coordinates about ``reference``, :meth:`engine_state`)
+        by forward differences (2 nu evaluations): the iteration matrix's share of a state
+        feedback, which only needs to be near (:meth:`feedback_try` checks the forces
+        themselves)."""
         nu = self.y.shape[1]
-        base = forces(t, x[:nu], x[nu:])[0]
+        base = forces(t, *self.engine_state(x, reference))[0]
         jac = np.empty((2, nu, nu))
         for j in range(2 * nu):
             step = math.sqrt(np.finfo(float).eps) * max(1.0, abs(x[j]))
             shifted = x.copy()
             shifted[j] += step
-            jac[j // nu, :, j % nu] = (forces(t, shifted[:nu], shifted[nu:])[0] - base) / step
+            jac[j // nu, :, j % nu] = (forces(t, *self.engine_state(shifted, reference))[0]
+                                       - base) / step
         return jac
 
     def linearized(self, tau: np.ndarray, points: np.ndarray, states: np.ndarray) -> np.ndarray:
@@ -286,7 +300,7 @@ class CompiledLoop:
         norm, or ``h u`` in displacements)."""
         g, y1, nu = galpha, self.y, self.y.shape[1]
         h = float(self.s[g.T]) - t0
-        x1 = np.concatenate([y1[0], y1[1]])
+        x1 = np.concatenate([self.q, y1[1]])  # the state derivative's: engine coordinates
         rtol, atol = float(self.c[g.RTOL]), float(self.c[g.ATOL])
         k = self.nodes.size
         tau_s, tau = tau_s.reshape(k, nu), tau.reshape(k, nu)
@@ -318,11 +332,11 @@ class CompiledLoop:
         the closed loop, within the error estimate.  Forces that do not settle cut an
         adaptive step to a quarter, as a failed Newton iteration does; with fixed steps the
         last try stands."""
-        g, nu = galpha, self.y.shape[1]
+        g = galpha
         tau, f_ext = self.next_forces(forces)
         points = self.pred[:, 1:].copy()
         if self.linearize and self.jf.shape[1] == 0:
-            self.jf = self.feedback_jacobian(forces, self.pred[-1, 0], points[-1])
+            self.jf = self.feedback_jacobian(forces, self.pred[-1, 0], points[-1], self.q)
         saved = [a.copy() for a in self._carried()]
         y0, t0 = self.y.copy(), float(self.s[g.T])
         for retry in range(_MAX_FEEDBACK):
@@ -331,7 +345,9 @@ class CompiledLoop:
             if self.cnt[g.STEPS] == steps or status < 0:  # rejected by the error estimate
                 return status
             times_s, states = self.stage_states(y0, t0)
-            pairs = [forces(t, x[:nu], x[nu:]) for t, x in zip(times_s, states, strict=True)]
+            reference = self.qg.copy()  # the step's
+            pairs = [forces(t, *self.engine_state(x, reference))
+                     for t, x in zip(times_s, states, strict=True)]
             tau_s = np.concatenate([p[0] for p in pairs])
             f_ext_s = np.concatenate([p[1] for p in pairs])
             error = self.force_error(tau_s, f_ext_s, self.linearized(tau, points, states), f_ext,
@@ -345,7 +361,7 @@ class CompiledLoop:
             saved = [a.copy() for a in self._carried()]
             tau, f_ext = tau_s, f_ext_s
             if self.linearize:
-                self.jf = self.feedback_jacobian(forces, times_s[-1], states[-1])
+                self.jf = self.feedback_jacobian(forces, times_s[-1], states[-1], reference)
             self.feedback_retries += 1
         self.cnt[g.REJECTED] += 1
         self.s[g.H] *= 0.25
@@ -436,10 +452,6 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
     drive = ode.drive
     forced = callable(tau) or callable(f_ext) or drive is not None  # evaluated per try
     feedback = "callable" in (load_kind(tau), load_kind(f_ext))  # forces of the state
-    if feedback and local_entries(model).any():
-        raise ValueError("the compiled integrators take no forces of the state on a model "
-                         "with quaternion joints yet; use a scipy integrator "
-                         "(integrator='DOP853')")
     zeros_tau, no_wrenches = np.zeros(nu), np.zeros((model.n_bodies, 6))
 
     def forces(t: float, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,7 @@ from ..integrators import ClassicalRungeKutta
 from ..results import SimulationResult
 from .compiled import integrate_compiled
 from .loop import Events, integrate_scipy
-from .problem import Problem, check_choice, load_kind
+from .problem import Problem, check_choice
 
 __all__ = ["AUTO", "DEFAULT_TOLERANCES", "INTEGRATORS", "LEGACY_OPTIONS", "RK4",
            "SCIPY_METHODS", "Auto", "CompiledIntegrator", "GaussLegendre", "GeneralizedAlpha",
@@ -422,11 +422,11 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
       dynamics);
     * no ``f_nodes``.
 
-    The compiled integrators take every kind of load :func:`~flexdyn.simulation.simulate`
-    takes (a state feedback ``tau(t, q, u)`` is linearized inside the Newton iteration and
-    checked at each step's stage states, ``CompiledLoop.feedback_try``) and prescribed
-    motion, so ``tau``, ``f_ext`` and ``prescribed`` change the choice only for a model with
-    quaternion joints, where they do not take forces of the state or prescribed motion yet.
+    ``tau``, ``f_ext`` and ``prescribed`` do not change the choice: the compiled integrators
+    take every kind of load :func:`~flexdyn.simulation.simulate` takes (a state feedback
+    ``tau(t, q, u)`` is linearized inside the Newton iteration and checked at each step's
+    stage states, ``CompiledLoop.feedback_try``) and prescribed motion; the arguments are
+    accepted so that existing calls keep working.
 
     DOP853 otherwise.  At :data:`DEFAULT_TOLERANCES` the choice puts the tip of the 5-beam
     chain of ``docs/simulation-performance.md`` within 1e-6 m in a fraction of DOP853's
@@ -434,11 +434,8 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
     following them."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be a flexdyn Model, got {type(model).__name__}")
-    quaternions = any(j.quaternion for j in model.joints)
     radau = (int(np.sum(model.n_modes)) > 0
              and all(j.rates or j.quaternion for j in model.joints)
              and not model.constraints and backend == "engine" and method == "articulated"
-             and f_nodes is None
-             and not (quaternions and (prescribed or "callable" in (load_kind(tau),
-                                                                    load_kind(f_ext)))))
+             and f_nodes is None)
     return (RadauIIA.name, "displacement") if radau else ("DOP853", None)

@@ -88,7 +88,7 @@ def simulate(
         the default: :func:`~flexdyn.simulation.options.auto_integrator` chooses
         ``RadauIIA(error_norm="displacement")`` where it integrates exactly the problem
         given — a model with elastic coordinates whose coordinates are their own rates or a
-        quaternion joint's (then with loads of time alone), the engine backend,
+        quaternion joint's, the engine backend,
         ``method="articulated"``, no loop closures or nodal loads — and
         ``ScipyIVP("DOP853")`` otherwise; the result's
         ``settings["integrator"]`` names the choice), :class:`~flexdyn.RadauIIA`
@@ -96,8 +96,7 @@ def simulate(
         steps), :class:`~flexdyn.GeneralizedAlpha` (``"generalized-alpha"``) — the compiled
         integrators, for models whose coordinates are their own rates (``q̇ = u``: every
         joint's :attr:`~flexdyn.joints.Joint.rates`) or quaternions (``spherical``, ``free``:
-        local coordinates, :mod:`flexdyn.engine.galpha`; without forces of the state or
-        prescribed motion yet); others raise ``ValueError`` —
+        local coordinates, :mod:`flexdyn.engine.galpha`); others raise ``ValueError`` —
         :class:`~flexdyn.RK4` (``"rk4"``, fixed steps: the integrator of
         :class:`flexdyn.Stepper`), :class:`~flexdyn.ScipyIVP` (a
         :func:`scipy.integrate.solve_ivp` method by name, ``"DOP853"``, ``"Radau"``, …, or
