@@ -29,7 +29,8 @@ from .problem import (
     load_kind,
 )
 
-__all__ = ["LOOP_FAILURES", "CompiledLoop", "integrate_compiled"]
+__all__ = ["LOOP_FAILURES", "CompiledLoop", "engine_coordinates", "integrate_compiled",
+           "integrator_coordinates", "local_entries"]
 
 #: the most Newton iterations of one try of the generalized-α step
 _MAX_NEWTON = 8
