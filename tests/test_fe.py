@@ -551,3 +551,60 @@ def test_random_trees_with_consistent_masses_on_both_backends(d, seed, fidelity)
     if fidelity != "ruthless":
         assert fd.kinetic_energy(model, q, u, fidelity) == pytest.approx(0.5 * u @ M @ u,
                                                                           rel=1e-11)
+
+
+def test_solid_element_nodes_with_a_consistent_mass():
+    """A component of translational nodes only (``dofs_per_node=3``, as solid elements
+    export): a small cube of eight nodes with springs along its edges and face diagonals and
+    a consistent mass (linear-bar elements, ``m/6 [[2, 1], [1, 2]]`` per edge and diagonal).
+    Reduced at a corner (cantilever modes, every one of the pinned cube), its body has the
+    component's rigid-body properties, and a rigid hub carrying it on a revolute joint has
+    the full model's frequencies (the basis spans every DOF of the pinned cube)."""
+    nodes = np.array([[x, y, z] for x in (0.0, 0.2) for y in (0.0, 0.2) for z in (0.0, 0.2)])
+    n = len(nodes)
+    K, M = np.zeros((3 * n, 3 * n)), np.zeros((3 * n, 3 * n))
+    for a in range(n):
+        for b in range(a + 1, n):
+            d = nodes[b] - nodes[a]
+            length = float(np.linalg.norm(d))
+            if length > 0.2 * np.sqrt(2) + 1e-9:  # no body diagonals
+                continue
+            e = d / length
+            k = 5e3 / length * np.outer(e, e)
+            m = 0.3 * length / 6.0 * np.eye(3)
+            ia, ib = slice(3 * a, 3 * a + 3), slice(3 * b, 3 * b + 3)
+            K[ia, ia] += k
+            K[ib, ib] += k
+            K[ia, ib] -= k
+            K[ib, ia] -= k
+            M[ia, ia] += 2 * m
+            M[ib, ib] += 2 * m
+            M[ia, ib] += m
+            M[ib, ia] += m
+    cube = Component(nodes, M, K, dofs_per_node=3, name="cube")
+    assert not cube.is_lumped()
+    block = cube.reduce(0, n_modes=3 * (n - 1), method="cantilever")
+    J_hub = 0.02
+    model = fd.ModelBuilder("hub+cube", gravity=(0, 0, 0)).add_body(
+        "cube", joint={"type": "revolute", "axis": [0, 0, 1], "child_node": 0},
+        rigid={"mass": 1.0, "inertia": J_hub * np.eye(3)}, flex=block).build()
+    rb = cube.rigid_body()
+    c = np.array([[0, -rb.com[2], rb.com[1]], [rb.com[2], 0, -rb.com[0]],
+                  [-rb.com[1], rb.com[0], 0]])
+    spatial = np.block([[rb.inertia - rb.mass * c @ c, rb.mass * c],
+                        [-rb.mass * c, rb.mass * np.eye(3)]])
+    m_body = model.bodies[0]
+    np.testing.assert_allclose(m_body.M_m0[-6:, -6:] - m_body.M_rigid, spatial, atol=1e-12)
+    # the full model: the hub angle θ and the translations of nodes 1…; node 0 fixed
+    T = np.zeros((3 * n, 1 + 3 * (n - 1)))
+    T[3:, 1:] = np.eye(3 * (n - 1))
+    # node j moves by θ ẑ × p_j with the hub (node 0 sits on the axis)
+    T[:, 0] = np.concatenate([np.cross([0.0, 0.0, 1.0], p) for p in nodes])
+    K_full, M_full = T.T @ K @ T, T.T @ M @ T
+    M_full[0, 0] += J_hub
+    exact = np.sqrt(np.maximum(scipy.linalg.eigh(K_full, M_full, eigvals_only=True), 0.0))
+    got = np.sort(fd.modal_analysis(model).frequencies * 2 * np.pi)
+    # the hub's turn and the cube's three rotations about its pinned corner (a pin-jointed
+    # lattice held at one node) are free: zero in both, to round-off in the full model's
+    assert np.sum(got < 1.0) == np.sum(exact < 1.0) == 4
+    np.testing.assert_allclose(got[4:], np.sort(exact)[4:], rtol=1e-8)
