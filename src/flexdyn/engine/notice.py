@@ -61,9 +61,9 @@ ENTRIES = {
 #: entry compiled after another reuses its stages and takes 5–15 s.  The notice quotes them
 #: as an upper estimate.
 ESTIMATES = {
-    "kernels.derivative_articulated": 60,
-    "kernels.forward_articulated": 60,
-    "kernels.state_derivative": 60,
+    "kernels.derivative_articulated": 80,
+    "kernels.forward_articulated": 80,
+    "kernels.state_derivative": 80,
     "galpha.generalized_alpha": 60,
 }
 _PREFIX = __name__.rpartition(".")[0] + "."  # "flexdyn.engine."
