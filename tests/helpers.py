@@ -67,6 +67,18 @@ def massless_slider() -> fd.Model:
             .build())
 
 
+def euler_body(flexible: bool = False) -> fd.Model:
+    """A body on an Euler-angle joint (3-2-1), whose speeds are the angular velocity: a
+    quasi-velocity joint, neither its coordinates' rates nor a quaternion joint's; with
+    ``flexible``, one bending mode of a point mass at 1 m."""
+    flex = ({"nodes": [[1, 0, 0]], "node_masses": [1.0],
+             "modes": [[0], [0], [0], [0], [1], [0]], "stiffness": [[4.0]]}
+            if flexible else None)
+    return fd.ModelBuilder("euler").add_body(
+        "b", joint={"type": "euler", "sequence": "321"},
+        rigid={"mass": 1.0, "inertia": np.eye(3)}, flex=flex).build()
+
+
 PENDULUM = {"m": 2.0, "l": 0.7, "I_c": 0.05, "g": 9.81}
 
 

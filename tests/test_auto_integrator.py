@@ -16,7 +16,7 @@ import flexdyn as fd
 import strategies
 from flexdyn import models
 from flexdyn.simulation import DEFAULT_TOLERANCES, auto_integrator
-from helpers import pendulum
+from helpers import euler_body, pendulum
 
 RADAU = ("radau-iia", "displacement")
 #: the joint types of the model format whose coordinates are their own rates (q̇ = u)
@@ -48,12 +48,7 @@ def test_the_choice_follows_the_problem(arm):
     assert auto_integrator(spacecraft, tau=fd.of_time(lambda t: np.zeros(spacecraft.nu))) \
         == RADAU
     assert auto_integrator(spacecraft, tau=lambda t, q, u: np.zeros(spacecraft.nu)) == RADAU
-    euler = fd.ModelBuilder("euler").add_body(
-        "boom", joint={"type": "euler", "sequence": "321"},
-        flex={"nodes": [[1, 0, 0]], "node_masses": [1.0], "modes": [[0], [0], [0], [0], [1],
-                                                                    [0]], "stiffness": [[4.0]]}
-    ).build()
-    assert auto_integrator(euler) == DOP853
+    assert auto_integrator(euler_body(flexible=True)) == DOP853
     # forces that depend on the state are evaluated at the stage states, prescribed
     # accelerations at the stage times
     assert auto_integrator(arm, tau=lambda t, q, u: np.zeros(arm.nu)) == RADAU

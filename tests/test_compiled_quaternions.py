@@ -3,7 +3,9 @@ coordinates (the rotation vector and displacement relative to the step's start,
 :mod:`flexdyn.engine.galpha`) against DOP853 at tight tolerances, on a free-flying spacecraft
 with a flexible boom (loads of time, state feedback, a prescribed drive), a flexible pendulum
 on a spherical joint under gravity and random trees; generalized-α's order; events and the
-stepper on the dense output; the automatic choice of integrator."""
+stepper on the dense output; the automatic choice of integrator (a quasi-velocity joint
+stays outside them: ``test_auto_integrator.py``, ``test_simulation_options.py``,
+``test_joint_maps.py``)."""
 
 from __future__ import annotations
 
@@ -189,20 +191,6 @@ def test_prescribed_drive_on_a_free_flyer():
                       integrator=fd.Auto(rtol=1e-9, atol=1e-11), **kw)
     assert res.settings["integrator"] == "radau-iia"
     np.testing.assert_allclose(res.q, ref.q, rtol=0, atol=1e-7)
-
-
-def test_a_quasi_velocity_joint_is_refused_by_name():
-    """Euler angles with the angular velocity as speeds are neither their own rates nor a
-    quaternion joint's: ``"auto"`` takes DOP853, an explicit compiled integrator refuses."""
-    euler = fd.ModelBuilder("e").add_body(
-        "b", joint={"type": "euler", "sequence": "321"},
-        rigid={"mass": 1.0, "inertia": np.eye(3)},
-        flex={"nodes": [[1, 0, 0]], "node_masses": [1.0], "modes": [[0], [0], [0], [0], [1],
-                                                                    [0]], "stiffness": [[4.0]]}
-    ).build()
-    assert fd.simulation.auto_integrator(euler)[0] == "DOP853"
-    with pytest.raises(ValueError, match="neither"):
-        fd.simulate(euler, t_span=(0.0, 0.1), integrator=fd.RadauIIA())
 
 
 @settings(max_examples=6, deadline=None,

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import flexdyn as fd
-from helpers import rel_err
+from helpers import euler_body, rel_err
 
 
 @pytest.fixture(scope="module")
@@ -99,11 +99,8 @@ def test_stepper_compiled_integrator_refusals(arm):
     with pytest.raises(ValueError, match="not supported with prescribed motion"):
         fd.Stepper(arm, 0.01, integrator="gauss-legendre",
                    prescribed={"link1": lambda t: (0.0, 0.0, 0.0)})
-    euler = fd.ModelBuilder("euler").add_body(
-        "b", joint={"type": "euler", "sequence": "321"},
-        rigid={"mass": 1.0, "inertia": np.eye(3)}).build()
     with pytest.raises(ValueError, match="own rates"):  # quasi-velocities
-        fd.Stepper(euler, 0.01, integrator="gauss-legendre")
+        fd.Stepper(euler_body(), 0.01, integrator="gauss-legendre")
     st = fd.Stepper(arm, 0.01, integrator="gauss-legendre")
     st.f_nodes = {("link1", 6): np.ones(6)}
     with pytest.raises(ValueError, match="f_nodes"):

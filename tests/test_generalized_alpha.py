@@ -666,13 +666,3 @@ def test_failure_keeps_the_samples_before_it():
 def test_bad_options(kwargs, match):
     with pytest.raises(ValueError, match=match):
         fd.simulate(pendulum(), t_span=(0.0, 0.1), **kwargs)
-
-
-def test_models_with_quasi_velocities_are_refused():
-    """Euler angles with the angular velocity as speeds: neither their own rates nor a
-    quaternion joint's (``tests/test_compiled_quaternions.py`` runs those)."""
-    model = fd.ModelBuilder("euler").add_body(
-        "b", joint={"type": "euler", "sequence": "321"},
-        rigid={"mass": 1.0, "inertia": np.eye(3)}).build()
-    with pytest.raises(ValueError, match="own rates"):
-        fd.simulate(model, t_span=(0.0, 0.1), integrator=GA)

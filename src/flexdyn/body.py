@@ -439,11 +439,11 @@ class Body:
         return out + np.einsum("nji,nj->i", B, f)
 
 
-def require_lumped_mass(model, what: str) -> None:
-    """``NotImplementedError`` naming the first body of ``model`` whose flexible part carries a
+def require_lumped_mass(bodies, what: str) -> None:
+    """``NotImplementedError`` naming the first of ``bodies`` whose flexible part carries a
     consistent mass (:class:`InertiaInvariants`): ``what`` works on mass elements (the rigid
     parts and the node masses) and has no form for it."""
-    for body in model.bodies:
+    for body in bodies:
         if body.inertia_invariants is not None:
             raise NotImplementedError(
                 f"{what} works on lumped mass elements; body {body.name!r} carries a consistent "

@@ -44,7 +44,7 @@ def element_jacobians(model: Model, pos: PositionTerms) -> list[tuple[np.ndarray
     """``(M_e, J_e)`` of every mass element at the configuration of ``pos``: the rigid part of
     each body (``M_rigid``, the frame's twist map) and each node (``M_s(j)``, ``B_j`` times
     the body's modal velocity map), ``J_e`` (6 × nu) with ``V_e = J_e u``."""
-    require_lumped_mass(model, "the Coriolis matrix")
+    require_lumped_mass(model.bodies, "the Coriolis matrix")
     J_m = modal_velocities(model, pos, np.eye(model.nu))  # per body (m + 6) × nu
     elements = []
     for i, body in enumerate(model.bodies):

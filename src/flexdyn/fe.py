@@ -231,14 +231,13 @@ class Component:
         stiffness = phi.T @ K @ phi
         damping = (np.zeros_like(stiffness) if self.damping is None
                    else phi.T @ self.damping @ phi)
-        # the modal matrix in flexdyn's node rows [rx, ry, rz, tx, ty, tz]
+        # the component's DOFs in flexdyn's node rows [rx, ry, rz, tx, ty, tz]
         n = self.n_nodes
-        modes = np.zeros((n, 6, phi.shape[1]))
-        by_node = phi.reshape(n, d, -1)
-        modes[:, 3:] = by_node[:, :3]
-        if d == 6:
-            modes[:, :3] = by_node[:, 3:]
-        block = {"nodes": self.nodes.copy(), "modes": modes.reshape(6 * n, -1),
+        order = np.r_[3:6, 0:3] if d == 6 else np.r_[3:6]
+        rows = (6 * np.arange(n)[:, None] + order[None, :]).ravel()
+        modes = np.zeros((6 * n, phi.shape[1]))
+        modes[rows] = phi
+        block = {"nodes": self.nodes.copy(), "modes": modes,
                  "stiffness": 0.5 * (stiffness + stiffness.T),
                  "damping": 0.5 * (damping + damping.T)}
         if self.is_lumped():  # node masses and rotary inertias
@@ -247,11 +246,10 @@ class Component:
             return block | {"node_masses": blocks[at, 0, at, 0].copy(),
                             "node_inertias": (blocks[at, 3:, at, 3:].copy() if d == 6
                                               else np.zeros((n, 3, 3)))}
-        order = np.r_[3:6, 0:3] if d == 6 else np.r_[3:6]  # FE DOFs into flexdyn's node rows
-        rows = (6 * np.arange(n)[:, None] + order[None, :]).ravel()
         mass = np.zeros((6 * n, 6 * n))
         mass[np.ix_(rows, rows)] = M
-        invariants = InertiaInvariants.of(self.nodes, mass, modes[:, :3], modes[:, 3:])
+        by_node = modes.reshape(n, 6, -1)
+        invariants = InertiaInvariants.of(self.nodes, mass, by_node[:, :3], by_node[:, 3:])
         return block | {"node_masses": np.zeros(n), "node_inertias": np.zeros((n, 3, 3)),
                         "inertia_invariants_0": invariants.I0,
                         "inertia_invariants_1": invariants.I1,

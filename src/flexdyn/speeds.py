@@ -73,7 +73,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .body import Body
+from .body import Body, require_lumped_mass
 from .chain import Model
 from .dynamics import bias_forces as _bias_forces
 from .dynamics import forward_dynamics as _forward_dynamics
@@ -158,10 +158,7 @@ def modal_rotation_maps(body: Body) -> np.ndarray:
     """``G_k`` (3, n_m, n_m) of the D'Eleuterio–Barfoot speeds (module notes, Eq 2):
     ``G_k = M_ηη⁻¹ Σ_j m_j Π_t(j)ᵀ ẽ_k Π_t(j)`` (dimensionless), cached per body."""
     if body not in _G_CACHE:
-        if body.inertia_invariants is not None:
-            raise NotImplementedError(
-                f"the D'Eleuterio–Barfoot speeds need node masses; body {body.name!r} carries a "
-                "consistent finite-element mass (inertia invariants)")
+        require_lumped_mass((body,), "the D'Eleuterio–Barfoot speeds")
         m = body.n_modes
         C = np.stack([np.einsum("j,jai,ab,jbl->il", body.node_masses, body.Pi_t, skew(e),
                                 body.Pi_t) for e in np.eye(3)])

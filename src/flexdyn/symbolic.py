@@ -418,7 +418,7 @@ def symbolic_model(model: Model, simplify: bool = False) -> SymbolicModel:
         raise ValueError("symbolic_model takes joint springs, preloads and dampers; the joints "
                          f"of {', '.join(map(repr, rough))} have friction, limits or a torque "
                          "limit, which are not smooth")
-    require_lumped_mass(model, "symbolic_model")
+    require_lumped_mass(model.bodies, "symbolic_model")
     q, p = _symbols(model)
     nq, nu = model.nq, model.nu
     Gamma = sp.zeros(nq, nu)

@@ -344,23 +344,31 @@ def _local_span(ints, i):
 
 
 @helper
+def _local_combination(ints, h, weights, W, q0, out):
+    """``out = q_0 + h Σ_j weights_j W_j`` at the local coordinates (``W`` (s, nu): the
+    rates ``F(Q_j) V_j`` of the stages); the other entries of ``out`` are left as they
+    are."""
+    for i in range(ints.shape[0]):
+        start, stop = _local_span(ints, i)
+        for k in range(start, stop):
+            x = 0.0
+            for j in range(weights.shape[0]):
+                x += weights[j] * W[j, k]
+            out[k] = q0[k] + h * x
+
+
+@helper
 def _local_stages(pm, h, a, q0, Vs, Qs, W):
     """The local coordinates' stage values ``Q_i = q_0 + h Σ_j a_ij F(Q_j) V_j`` of the
     quaternion joints (``W`` (s, nu) scratch, ``F(Q_j) V_j`` at those entries), by
     :data:`_LOCAL_SWEEPS` fixed-point sweeps from the values in ``Qs``: ``F`` is within
     ``O(h ω)`` of the identity, so each sweep gains that factor."""
-    ns, ints = a.shape[0], pm.ints
+    ns = a.shape[0]
     for _ in range(_LOCAL_SWEEPS):
         for j in range(ns):
             _local_rates(pm, Qs[j], Vs[j], W[j])
-        for i in range(ints.shape[0]):
-            start, stop = _local_span(ints, i)
-            for k in range(start, stop):
-                for r in range(ns):
-                    x = 0.0
-                    for j in range(ns):
-                        x += a[r, j] * W[j, k]
-                    Qs[r, k] = q0[k] + h * x
+        for r in range(ns):
+            _local_combination(pm.ints, h, a[r], W, q0, Qs[r])
 
 
 @helper
@@ -771,14 +779,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, 
     # the local coordinates: q_{n+1} = q_n + h Σ_j b_j F(Q_j) V_j
     for j in range(ns):
         _local_rates(pm, Qs[j], Vs[j], W[j])
-    ints = pm.ints
-    for i in range(ints.shape[0]):
-        start, stop = _local_span(ints, i)
-        for k in range(start, stop):
-            x = 0.0
-            for j in range(ns):
-                x += b[j] * W[j, k]
-            new[0, k] = q0[k] + h * x
+    _local_combination(pm.ints, h, b, W, q0, new[0])
     return _CONVERGED
 
 
@@ -900,7 +901,7 @@ def _predict(pm, c, ctl, s, cnt, y, nodes, pred):
     ``q̇* = q̇ + c_i h q̈`` (where a caller evaluates forces that depend on the state), the
     local coordinates from 0, as the try will start them (about the engine's coordinates of
     ``y``: :func:`_fold`)."""
-    nu = y.shape[1]
+    nu, ints = y.shape[1], pm.ints
     t1 = _next_step(c, ctl, s, cnt)[0]
     for i in range(nodes.shape[0]):
         ti = nodes[i] * (t1 - s[T])
@@ -908,7 +909,6 @@ def _predict(pm, c, ctl, s, cnt, y, nodes, pred):
         for k in range(nu):
             pred[i, 1 + k] = y[0, k] + ti * y[1, k] + 0.5 * ti * ti * y[3, k]
             pred[i, 1 + nu + k] = y[1, k] + ti * y[3, k]
-        ints = pm.ints
         for b in range(ints.shape[0]):
             start, stop = _local_span(ints, b)
             for k in range(start, stop):

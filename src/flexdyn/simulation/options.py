@@ -333,13 +333,11 @@ class Auto:
     def __post_init__(self) -> None:
         _checked(self, **_TOLERANCES)
 
-    def choose(self, model: Model, *, backend: str, method: str, f_nodes: Any,
-               tau: Any = None, f_ext: Any = None,
-               prescribed: Mapping[str, Callable] | None = None) -> Integrator:
-        """The option object of :func:`auto_integrator`'s choice for the problem."""
+    def choose(self, model: Model, *, backend: str, method: str,
+               f_nodes: Any) -> Integrator:
+        """The option object of :func:`auto_integrator`'s choice."""
         name, error_norm = auto_integrator(model, backend=backend, method=method,
-                                           f_nodes=f_nodes, tau=tau, f_ext=f_ext,
-                                           prescribed=prescribed)
+                                           f_nodes=f_nodes)
         if name == RadauIIA.name:
             return RadauIIA(rtol=self.rtol, atol=self.atol, error_norm=error_norm)
         return ScipyIVP(name, rtol=self.rtol, atol=self.atol)

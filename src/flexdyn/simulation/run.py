@@ -193,8 +193,7 @@ def simulate(
     options = integrator_options(integrator, rtol=rtol, atol=atol, h=h, rho_inf=rho_inf,
                                  newton_tol=newton_tol, error_norm=error_norm)
     if isinstance(options, Auto):
-        options = options.choose(model, backend=backend, method=method, f_nodes=f_nodes,
-                                 tau=tau, f_ext=f_ext, prescribed=prescribed)
+        options = options.choose(model, backend=backend, method=method, f_nodes=f_nodes)
     if not (isinstance(max_step, (int, float, np.floating)) and not isinstance(max_step, bool)
             and max_step > 0):
         raise ValueError(f"max_step must be a positive number (s), got {max_step!r}")
