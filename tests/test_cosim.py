@@ -245,7 +245,7 @@ def test_simulate_many_errors():
 
 
 def test_fmu_reproduces_the_stepper(arm, tmp_path):
-    """The FMU of the arm passes fmpy's validation of its model description and, run by
+    """The pythonfmu FMU of the arm passes fmpy's validation of its model description and, run by
     fmpy's co-simulation master with a constant shoulder torque, gives the stepper's
     outputs at every communication point."""
     fmpy = pytest.importorskip("fmpy")
@@ -254,7 +254,7 @@ def test_fmu_reproduces_the_stepper(arm, tmp_path):
 
     from flexdyn.fmu import build_fmu
 
-    path = build_fmu(arm, tmp_path, dt=0.01, outputs=["link1.theta", "link2.tip"])
+    path = build_fmu(arm, tmp_path, dt=0.01, outputs=["link1.theta", "link2.tip"], native=False)
     assert path.name == "TwoLinkArm.fmu"
     assert validate_fmu(str(path)) == []
     rows = fmpy.simulate_fmu(str(path), stop_time=0.3, step_size=0.02, output_interval=0.02,

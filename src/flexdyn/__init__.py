@@ -52,6 +52,7 @@ __all__ = [
     "constraint_forces",
     "coriolis_matrix",
     "equilibrium",
+    "export_c",
     "forward_dynamics",
     "frame_jacobian",
     "frame_pose",
@@ -118,6 +119,7 @@ _EXPORTS = {
     "potential_energy": "energy",
     "total_energy": "energy",
     "EnsembleResult": "ensemble",
+    "export_c": "export",
     "simulate_many": "ensemble",
     "frame_jacobian": "jacobians",
     "frame_pose": "jacobians",
@@ -218,6 +220,7 @@ if TYPE_CHECKING:  # the names as static analysis (type checkers, editors) sees 
     )
     from .energy import kinetic_energy, momentum, potential_energy, total_energy
     from .ensemble import EnsembleResult, simulate_many
+    from .export import export_c
     from .jacobians import frame_jacobian, frame_pose, jacobian_rate_product
     from .loads import TimeFunction, of_time
     from .modal import ModalAnalysis, modal_analysis, tangent_stiffness

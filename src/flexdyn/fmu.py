@@ -1,8 +1,13 @@
-"""FMI 2.0 co-simulation FMUs of flexdyn models, built with ``pythonfmu`` (optional extra
-``fmu``).
+"""FMI 2.0 FMUs of flexdyn models: native (C, no Python) or around a Python stepper.
 
-:func:`build_fmu` writes a model's file and the settings of a :class:`flexdyn.Stepper`
-into an FMU whose slave is a small Python class around the stepper: inputs are the
+:func:`build_fmu` builds, by default (``native=True``), an FMU whose binary is the model's C
+library (:func:`flexdyn.export.export_c`) behind a C implementation of the FMI functions, for
+model exchange, co-simulation or both (:mod:`flexdyn.native_fmu`): it runs in any FMI 2.0
+importer (Simulink, Modelica tools, C hosts) and depends on the C runtime and libm only.
+
+With ``native=False`` it writes a model's file and the settings of a :class:`flexdyn.Stepper`
+into a co-simulation FMU built with ``pythonfmu`` (optional extra ``fmu``), whose slave is a
+small Python class around the stepper: every integrator and output of the stepper; inputs are the
 generalized forces (``tau.<speed name>``, held over a communication step), outputs the
 stepper's outputs (by default every coordinate and speed), and each ``doStep`` advances
 the stepper by whole macro steps ``dt`` (:meth:`flexdyn.Stepper.advance` when the master's
@@ -24,6 +29,8 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .chain import Model, save_model, state_layout
 from .files import write_atomically
@@ -101,8 +108,9 @@ def _class_name(name: str) -> str:
 def build_fmu(model: Model, path: str | Path, *, dt: float, outputs: Sequence[str] | None = None,
               integrator: str = "rk4", substeps: int = 1,
               fidelity: str = DEFAULT_FIDELITY, q0: Any = None, u0: Any = None,
-              overwrite: bool | None = None) -> Path:
-    """Build an FMI 2.0 co-simulation FMU of ``model`` (module docstring).
+              overwrite: bool | None = None, native: bool = True,
+              fmi_type: str = "CoSimulation") -> Path:
+    """Build an FMI 2.0 FMU of ``model`` (module docstring).
 
     Parameters
     ----------
@@ -115,18 +123,33 @@ def build_fmu(model: Model, path: str | Path, *, dt: float, outputs: Sequence[st
     overwrite : True: replace an existing FMU; False: refuse it (``FileExistsError``,
         before anything is built).  None (the default): replace it with a
         ``DeprecationWarning`` — the default will become False.
+    native : True (default): the C FMU of :mod:`flexdyn.native_fmu` (``integrator`` must be
+        ``"rk4"``: co-simulation integrates with the classical Runge–Kutta method at the step
+        ``dt / substeps``; ``outputs`` must be entries of the state); False: the
+        ``pythonfmu`` FMU around a :class:`flexdyn.Stepper` (co-simulation only).
+    fmi_type : ``"CoSimulation"`` (default), ``"ModelExchange"`` (the importer integrates
+        ``ẋ = f(x, τ)``, as Simulink and Modelica tools prefer for stiff plants) or
+        ``"both"``; native FMUs only.
 
     Returns
     -------
     The path of the FMU, written atomically (:func:`flexdyn.files.write_atomically`: a
     failed write leaves an existing file intact; a symbolic link is replaced, not written
     through).  ``ImportError`` naming the ``fmu`` extra without pythonfmu; ``ValueError``
-    for settings the stepper refuses (checked here, before building).
+    for settings the stepper refuses (checked here, before building), for an ``integrator``
+    or ``outputs`` a native FMU does not cover, or an ``fmi_type`` other than co-simulation
+    without ``native``; ``RuntimeError`` without a C compiler for a native FMU.
     """
-    try:
-        from pythonfmu.builder import FmuBuilder
-    except ImportError as exc:
-        raise ImportError("building an FMU needs pythonfmu: pip install 'flexdyn[fmu]'") from exc
+    from .native_fmu import FMI_TYPES
+
+    if fmi_type not in FMI_TYPES:
+        raise ValueError(f"fmi_type must be one of {FMI_TYPES}, not {fmi_type!r}")
+    if native and integrator != "rk4":
+        raise ValueError(f"a native FMU integrates with 'rk4' (or is integrated by its importer "
+                         f"with fmi_type='ModelExchange'), not {integrator!r}: pass "
+                         "native=False for the stepper's integrators")
+    if not native and fmi_type != "CoSimulation":
+        raise ValueError("model exchange needs a native FMU (native=True)")
     layout = state_layout(model)
     if outputs is None:
         outputs = [e.name for e in layout["q"] + layout["u"]]
@@ -150,6 +173,17 @@ def build_fmu(model: Model, path: str | Path, *, dt: float, outputs: Sequence[st
         raise FileExistsError(errno.EEXIST, f"{target}: the file exists; pass overwrite=True "
                                             "to replace it", str(target))
     folder.mkdir(parents=True, exist_ok=True)
+    if native:
+        from .native_fmu import build_native_fmu
+
+        return build_native_fmu(model, target, name, dt=float(dt), substeps=int(substeps),
+                                fidelity=fidelity,
+                                x0=np.concatenate([stepper.q, stepper.u]), outputs=outputs,
+                                fmi_type=fmi_type, overwrite=bool(overwrite))
+    try:
+        from pythonfmu.builder import FmuBuilder
+    except ImportError as exc:
+        raise ImportError("building an FMU needs pythonfmu: pip install 'flexdyn[fmu]'") from exc
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         script = tmp_path / f"{name}.py"

@@ -26,7 +26,7 @@ from .algebra import copy, mm, mmt, mtv, mv, phi_matrix
 from .articulated_body import Hcal_X, P_Hcal_t, articulated_inertias, spd_inverse
 from .forces import joint_potential
 from .jit import entry_point, helper
-from .kernels import finite_result, position_velocity_terms, valid_state
+from .kernels import finite_result, position_velocity_terms, valid_configuration, valid_state
 from .layout import AT, INVALID, MODES, NJ, NQJ, PARENT, QS, US, unpack, workspace
 from .newton_euler import rnea
 from .terms import modal_velocities, position_terms, strain_energy
@@ -57,9 +57,9 @@ def mass_inverse(ib, fb, t, n_threads, q, rhsT, out, status):
     Z = np.empty((n, K, s_max))  # z(i)ᵀ of the filter
     alpha = np.empty((n, K, s_max))  # α(i)ᵀ of the smoother
     T = np.empty((3, K, s_max))  # scratch
-    zero, none, no_f = np.zeros(nu), np.zeros(0), np.zeros((0, 6))
+    zero = np.zeros(nu)
     for b in range(t, q.shape[0], n_threads):
-        if not valid_state(pm, q[b], none, none, no_f, w.q_n):
+        if not valid_configuration(pm, q[b], w.q_n):
             status[b] = INVALID
             continue
         w.flat[:] = 0.0  # no velocity terms: a_m = b_m = 0

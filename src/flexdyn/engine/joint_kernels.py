@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..joints import SINGULARITY_TOL
 from ..scalar_kernels import quat_rot
 from .algebra import mm
-from .jit import allocating_helper, helper
+from .jit import helper
 from .layout import CYLINDRICAL, FREE, PRISMATIC, PRODUCT, REVOLUTE, SCREW, SPHERICAL, UNIVERSAL
 
 __all__ = ["block_end", "joint_kernel", "joint_kernel_rate", "product_qdot", "product_rate",
@@ -176,22 +174,20 @@ def product_rate(jp, S, beta, n, out, W):
         c = e
 
 
-@allocating_helper
-def product_qdot(jp, qj, uj, out):
+@helper
+def product_qdot(jp, qj, uj, out, B, N, R, t, y):
     """``q̇ = Γ(q) β`` of a product joint: per factor ``ε̇_i = (B_iᵀ B_i)⁻¹ B_iᵀ S_i β_i``
     (Prop 2, Eqs 19 and 25), by Gaussian elimination with partial pivoting; NaN for a factor
     whose singularity measure ``μ`` is below :data:`~flexdyn.joints.SINGULARITY_TOL` (where
-    the reference raises :class:`flexdyn.joints.JointSingularityError`)."""
+    the reference raises :class:`flexdyn.joints.JointSingularityError`).  Scratch: ``B``,
+    ``N`` (6 × 6), ``R`` (3 × 3, with ``p`` in ``y[3:6]`` while ``B`` is formed), ``t``,
+    ``y`` (6,)."""
     n = qj.shape[0]
-    B = np.zeros((6, 6))
-    N = np.zeros((6, 7))
-    R = np.zeros((3, 3))
-    p = np.zeros(3)
-    t = np.zeros(6)
     c = 0
     while c < n:
         e = block_end(jp, c, n)
         r = e - c
+        p = y[3:6]
         for a in range(3):
             p[a] = 0.0
             for b in range(3):
@@ -204,7 +200,7 @@ def product_qdot(jp, qj, uj, out):
             for k in range(c, e):
                 s += jp[36 + 6 * k + a] * uj[k]
             t[a] = s
-        for a in range(r):
+        for a in range(r):  # the normal equations N ε̇ = y
             for b in range(r):
                 s = 0.0
                 for k in range(6):
@@ -213,7 +209,7 @@ def product_qdot(jp, qj, uj, out):
             s = 0.0
             for k in range(6):
                 s += B[k, a] * t[k]
-            N[a, r] = s
+            y[a] = s
         det = 1.0
         for a in range(r):  # elimination; det(BᵀB) from the pivots
             piv = a
@@ -221,25 +217,27 @@ def product_qdot(jp, qj, uj, out):
                 if abs(N[b, a]) > abs(N[piv, a]):
                     piv = b
             if piv != a:
-                for k in range(r + 1):
+                for k in range(r):
                     N[a, k], N[piv, k] = N[piv, k], N[a, k]
+                y[a], y[piv] = y[piv], y[a]
             det *= N[a, a]
             if det == 0.0:
                 break
             for b in range(a + 1, r):
                 f = N[b, a] / N[a, a]
-                for k in range(a, r + 1):
+                for k in range(a, r):
                     N[b, k] -= f * N[a, k]
+                y[b] -= f * y[a]
         if math.sqrt(abs(det) / jp[78 + c]) < SINGULARITY_TOL:  # μ of the factor
             for a in range(r):
                 out[int(jp[72 + c + a])] = math.nan
         else:
             for a in range(r - 1, -1, -1):  # back substitution: ε̇_{c+a}
-                s = N[a, r]
+                s = y[a]
                 for k in range(a + 1, r):
-                    s -= N[a, k] * N[k, r]
-                N[a, r] = s / N[a, a]
-                out[int(jp[72 + c + a])] = N[a, r]
+                    s -= N[a, k] * y[k]
+                y[a] = s / N[a, a]
+                out[int(jp[72 + c + a])] = y[a]
         c = e
 
 

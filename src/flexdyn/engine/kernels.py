@@ -79,7 +79,8 @@ __all__ = ["ARTICULATED", "articulated_forward_dynamics", "batch", "batch_rigid_
            "forward_articulated", "forward_composite", "forward_rigid_tree", "hybrid", "INVALID",
            "INVERSE", "inverse", "inverse_dynamics", "MASS", "mass", "OVERFLOW",
            "position_velocity_terms", "power_rates", "rate_entries", "state_derivative", "terms",
-           "valid_state"]
+           "valid_configuration", "valid_state", "validated_derivative", "validated_forward",
+           "validated_inverse", "validated_mass"]
 
 
 @entry_point
@@ -141,10 +142,18 @@ def _mass(pm, w, q, Mass):
 
 @inlined
 def valid_state(pm, q, u, x, fext, q_n):
-    """Whether every entry of ``q``, ``u``, ``x``, ``fext`` is finite and every joint
-    quaternion is off unit norm by at most ``QUATERNION_TOL``; ``q_n`` is ``q`` with the
-    quaternions normalised (as :meth:`flexdyn.chain.Model.check_state`)."""
-    if not (finite(q) and finite(u) and finite(x) and finite(fext.ravel())):
+    """Whether every entry of ``u``, ``x``, ``fext`` is finite and ``q`` is a valid
+    configuration (:func:`valid_configuration`, which fills ``q_n``)."""
+    return (finite(u) and finite(x) and finite(fext)
+            and valid_configuration(pm, q, q_n))
+
+
+@inlined
+def valid_configuration(pm, q, q_n):
+    """Whether every entry of ``q`` is finite and every joint quaternion is off unit norm by
+    at most ``QUATERNION_TOL``; ``q_n`` is ``q`` with the quaternions normalised (as
+    :meth:`flexdyn.chain.Model.check_state`)."""
+    if not finite(q):
         return False
     copy(q, q_n)
     ints = pm.ints
@@ -163,24 +172,36 @@ def valid_state(pm, q, u, x, fext, q_n):
 
 @helper
 def finite(x):
-    """Whether every entry of the vector ``x`` is finite (no temporary array)."""
-    for v in x:
-        if not math.isfinite(v):
-            return False
+    """Whether every entry of ``x`` (one or two dimensions) is finite (no temporary array,
+    no reshape)."""
+    if x.ndim == 1:
+        for v in x:
+            if not math.isfinite(v):
+                return False
+    else:
+        for r in range(x.shape[0]):
+            for v in x[r]:
+                if not math.isfinite(v):
+                    return False
     return True
 
 
-@allocating_helper
+@helper
 def finite_result(out):
     """−1 when every entry of ``out`` is finite, else :data:`~flexdyn.engine.layout.OVERFLOW`."""
-    return -1 if finite(out.ravel()) else OVERFLOW
+    return -1 if finite(out) else OVERFLOW
 
 
 @entry_point
 def forward_articulated(ib, fb, q, u, tau, fext, udot):
+    """:func:`validated_forward` of one state."""
+    return validated_forward(unpack(ib, fb), workspace(ib), q, u, tau, fext, udot)
+
+
+@inlined
+def validated_forward(pm, w, q, u, tau, fext, udot):
     """``articulated_forward_dynamics`` of one state, validated
     (:data:`~flexdyn.engine.layout.INVALID`, :data:`~flexdyn.engine.layout.OVERFLOW`)."""
-    pm, w = unpack(ib, fb), workspace(ib)
     if not valid_state(pm, q, u, tau, fext, w.q_n):
         return INVALID
     status = articulated_forward_dynamics(pm, w, w.q_n, u, tau, fext, udot)
@@ -193,7 +214,7 @@ def forward_rigid_tree(ib, fb, q, u, tau, fext, udot):
     (:func:`~flexdyn.engine.rigid_tree.is_rigid_tree`, whose coordinates hold no quaternion):
     ``rigid_tree_forward_dynamics`` of one state, validated."""
     pm, w = unpack(ib, fb), workspace(ib)
-    if not (finite(q) and finite(u) and finite(tau) and finite(fext.ravel())):
+    if not (finite(q) and finite(u) and finite(tau) and finite(fext)):
         return INVALID
     status = rigid_tree_forward_dynamics(pm, w, q, u, tau, fext, udot)
     return status if status >= 0 else finite_result(udot)
@@ -211,8 +232,13 @@ def forward_composite(ib, fb, q, u, tau, fext, udot):
 
 @entry_point
 def inverse(ib, fb, q, u, udot, fext, tau):
+    """:func:`validated_inverse` of one state."""
+    return validated_inverse(unpack(ib, fb), workspace(ib), q, u, udot, fext, tau)
+
+
+@inlined
+def validated_inverse(pm, w, q, u, udot, fext, tau):
     """``inverse_dynamics`` of one state, validated."""
-    pm, w = unpack(ib, fb), workspace(ib)
     if not valid_state(pm, q, u, udot, fext, w.q_n):
         return INVALID
     inverse_dynamics(pm, w, w.q_n, u, udot, fext, tau)
@@ -221,10 +247,14 @@ def inverse(ib, fb, q, u, udot, fext, tau):
 
 @entry_point
 def mass(ib, fb, q, Mass):
-    """``_mass`` of one state, validated."""
-    pm, w = unpack(ib, fb), workspace(ib)
-    none = np.zeros(0)
-    if not valid_state(pm, q, none, none, np.zeros((0, 6)), w.q_n):
+    """:func:`validated_mass` of one configuration."""
+    return validated_mass(unpack(ib, fb), workspace(ib), q, Mass)
+
+
+@inlined
+def validated_mass(pm, w, q, Mass):
+    """``_mass`` of one configuration, validated."""
+    if not valid_configuration(pm, q, w.q_n):
         return INVALID
     _mass(pm, w, w.q_n, Mass)
     return finite_result(Mass)
@@ -310,16 +340,18 @@ def _unit_quaternions(ints, q, q_n):
 
 
 @helper
-def _qdot(ints, jparam, q, u, out, R):
+def _qdot(ints, jparam, q, u, out, R, T66, T6):
     """The kinematic equation ``q̇ = Γ(q) u`` (nq,) (:meth:`flexdyn.chain.Model.qdot`):
     ``q̇ = β`` for joints whose coordinates are their speeds, ``q̇ = ½ q ⊗ [0; ω]`` for a
     quaternion, ``ṗ = R(q) v`` for a free joint's position, Eqs 19/25 for a product joint
-    (``product_qdot``), ``η̇`` for the modal coordinates; ``R`` (3 × 3) scratch."""
+    (``product_qdot``), ``η̇`` for the modal coordinates; ``R`` (3 × 3), ``T66``
+    (2 × 6 × 6) and ``T6`` (≥ 2 × 6) scratch."""
     for i in range(ints.shape[0]):
         code, qs, us = ints[i, JCODE], ints[i, QS], ints[i, US]
         nqj, nj = ints[i, NQJ], ints[i, NJ]
         if code == PRODUCT:
-            product_qdot(jparam[i], q[qs:qs + nqj], u[us:us + nj], out[qs:qs + nqj])
+            product_qdot(jparam[i], q[qs:qs + nqj], u[us:us + nj], out[qs:qs + nqj], T66[0],
+                         T66[1], R, T6[0], T6[1])
         elif code == SPHERICAL or code == FREE:
             qw, qx, qy, qz = q[qs], q[qs + 1], q[qs + 2], q[qs + 3]
             w0, w1, w2 = u[us], u[us + 1], u[us + 2]
@@ -383,7 +415,7 @@ def derivative_inputs(pm, w, x, tau, fext):
     zero; ``w.q_n`` is ``q`` with the quaternions scaled to unit length (no tolerance: an
     integrator lets their norm drift)."""
     nq = w.q_n.shape[0]
-    return (finite(x[:nq + w.u_nl.shape[0]]) and finite(tau) and finite(fext.ravel())
+    return (finite(x[:nq + w.u_nl.shape[0]]) and finite(tau) and finite(fext)
             and _unit_quaternions(pm.ints, x[:nq], w.q_n))
 
 
@@ -397,7 +429,7 @@ def derivative_outputs(pm, w, x, tau, fext, xdot, status):
         return status
     nq, nu = w.q_n.shape[0], w.u_nl.shape[0]
     u = x[nq:nq + nu]
-    _qdot(pm.ints, pm.jparam, w.q_n, u, xdot[:nq], w.t_33[0])
+    _qdot(pm.ints, pm.jparam, w.q_n, u, xdot[:nq], w.t_33[0], w.t_66, w.t_6)
     if xdot.shape[0] >= nq + nu + 3:
         power_rates(pm, w, w.q_n, u, tau, fext, xdot[nq + nu:nq + nu + 3])
     return finite_result(xdot)
@@ -405,17 +437,23 @@ def derivative_outputs(pm, w, x, tau, fext, xdot, status):
 
 @entry_point
 def derivative_articulated(ib, fb, x, tau, fext, xdot):
+    """:func:`validated_derivative` of one state."""
+    return validated_derivative(unpack(ib, fb), workspace(ib), x, tau, fext, xdot)
+
+
+@inlined
+def validated_derivative(pm, w, x, tau, fext, xdot):
     """``ẋ = [Γ(q) u; u̇]`` of ``x = [q; u]`` (nq + nu,) into ``xdot`` (nq + nu,), u̇ by
     Eqs 51/58, with the energy-balance integrands (``power``) in
     ``xdot[nq + nu:nq + nu + 3]`` when ``xdot`` has room for them.  Quaternions are scaled to
     unit length without a tolerance.  Status as the other entries: −1,
     :data:`~flexdyn.engine.layout.INVALID` (a non-finite input or a zero quaternion),
     :data:`~flexdyn.engine.layout.OVERFLOW` or the index of a body whose ``D`` is singular."""
-    pm, w, u, udot = unpack(ib, fb), workspace(ib), x[ib[4]:ib[4] + ib[3]], xdot[ib[4]:]
+    nq, nu = w.q_n.shape[0], w.u_nl.shape[0]
     if not derivative_inputs(pm, w, x, tau, fext):
         return INVALID
     return derivative_outputs(pm, w, x, tau, fext, xdot, articulated_forward_dynamics(
-        pm, w, w.q_n, u, tau, fext, udot[:ib[3]]))
+        pm, w, w.q_n, x[nq:nq + nu], tau, fext, xdot[nq:nq + nu]))
 
 
 @entry_point

@@ -18,13 +18,13 @@ from numba.np.arrayobj import make_array, populate_array
 
 from ..joint_forces import N_FORCE_PARAMS
 from ..joints import JOINT_KINDS, JOINT_PARAMS, ProductJoint
-from .jit import allocating_helper, entry_point
+from .jit import allocating_helper, entry_point, helper, inlined
 from .pack import HEAD_OFFSETS, HEADER, INT_FIELDS, PackedModel
 
 __all__ = ["AT", "CN", "CYLINDRICAL", "FIXED", "FREE", "GS", "INVALID", "JCODE", "JF", "KIND",
            "MI", "MODES", "NJ", "NN", "NQJ", "N_HEADER", "N_INT_FIELDS", "OVERFLOW", "PARENT", "PN",
            "PRISMATIC", "PRODUCT", "QS", "REVOLUTE", "SCREW", "SPHERICAL", "TK", "UNIVERSAL", "US",
-           "Work", "borrowed_view", "unpack", "view", "workspace"]
+           "Work", "borrowed_view", "carve", "unpack", "view", "workspace", "workspace_length"]
 
 
 #: the columns of the per-body table (:data:`flexdyn.engine.pack.INT_FIELDS`)
@@ -188,46 +188,71 @@ class Work(NamedTuple):
     flat: np.ndarray  # the whole buffer
 
 
+@inlined
+def _sizes(ib):
+    """The lengths of the fields of :class:`Work` but ``q_n`` and ``flat``, in its order."""
+    n, M, N, nu = ib[0], ib[1], ib[2], ib[3]
+    s = M + 6
+    return (n * N * 9, n * N * 3, n * N * 6 * M, n * N * 3, n * 36, n * s * 6, n * s * s,
+            n * s * s, n * 6 * M, n * 36, n * 9, n * 3, n * 36,
+            n * s, n * s, n * s, n * s, nu,
+            n * s * s, n * s * s, n * s, n * s, n * s, n * s,
+            s * s, s * s, s * s, s * s, s * s, s * s, s * 6, s, 72, 27, 9, 48, 12, nu,
+            n * 9, n * 3, n * 9, n * 3)
+
+
+@inlined
+def _at(sizes, k):
+    """The offset of field ``k``: the sum of the first ``k`` ``sizes`` (with ``k`` a constant
+    the compiler keeps one running sum)."""
+    total = 0
+    for j in range(k):
+        total += sizes[j]
+    return total
+
+
+@helper
+def workspace_length(ib):
+    """The length of the buffer that :func:`carve` divides: ``nq`` and the fields."""
+    sizes = _sizes(ib)
+    return ib[4] + _at(sizes, len(sizes))
+
+
+@allocating_helper
+def carve(ib, buf):
+    """The fields of :class:`Work` as views of ``buf`` (at least :func:`workspace_length`
+    long): ``q_n`` first, then the others in order.  Allocates nothing, so an entry may take
+    its workspace from its caller (:mod:`flexdyn.engine.export`)."""
+    n, M, N, nq = ib[0], ib[1], ib[2], ib[4]
+    s, o = M + 6, _sizes(ib)
+    q_n, w = buf[:nq], buf[nq:]  # w is zeroed by each state's computation
+    return Work(
+        view(w, _at(o, 0), (n, N, 3, 3)), view(w, _at(o, 1), (n, N, 3)),
+        view(w, _at(o, 2), (n, N, 6, M)), view(w, _at(o, 3), (n, N, 3)),
+        view(w, _at(o, 4), (n, 6, 6)), view(w, _at(o, 5), (n, s, 6)),
+        view(w, _at(o, 6), (n, s, s)), view(w, _at(o, 7), (n, s, s)),
+        view(w, _at(o, 8), (n, 6, M)), view(w, _at(o, 9), (n, 6, 6)),
+        view(w, _at(o, 10), (n, 3, 3)), view(w, _at(o, 11), (n, 3)),
+        view(w, _at(o, 12), (n, 6, 6)),
+        view(w, _at(o, 13), (n, s)), view(w, _at(o, 14), (n, s)),
+        view(w, _at(o, 15), (n, s)), view(w, _at(o, 16), (n, s)),
+        w[_at(o, 17):_at(o, 18)],
+        view(w, _at(o, 18), (n, s, s)), view(w, _at(o, 19), (n, s, s)),
+        view(w, _at(o, 20), (n, s)), view(w, _at(o, 21), (n, s)),
+        view(w, _at(o, 22), (n, s)), view(w, _at(o, 23), (n, s)),
+        view(w, _at(o, 24), (s, s)), view(w, _at(o, 25), (s, s)),
+        view(w, _at(o, 26), (s, s)), view(w, _at(o, 27), (s, s)),
+        view(w, _at(o, 28), (s, s)), view(w, _at(o, 29), (s, s)),
+        view(w, _at(o, 30), (s, 6)), w[_at(o, 31):_at(o, 32)],
+        view(w, _at(o, 32), (2, 6, 6)), view(w, _at(o, 33), (3, 3, 3)),
+        view(w, _at(o, 34), (3, 3)), view(w, _at(o, 35), (8, 6)),
+        view(w, _at(o, 36), (4, 3)), w[_at(o, 37):_at(o, 38)],
+        view(w, _at(o, 38), (n, 3, 3)), view(w, _at(o, 39), (n, 3)),
+        view(w, _at(o, 40), (n, 3, 3)), view(w, _at(o, 41), (n, 3)), q_n, w,
+    )
+
+
 @entry_point
 def workspace(ib):
     """One allocation, carved into the fields of :class:`Work`."""
-    n, M, N, nu, nq = ib[0], ib[1], ib[2], ib[3], ib[4]
-    s = M + 6
-    sizes = (n * N * 9, n * N * 3, n * N * 6 * M, n * N * 3, n * 36, n * s * 6, n * s * s,
-             n * s * s, n * 6 * M, n * 36, n * 9, n * 3, n * 36,
-             n * s, n * s, n * s, n * s, nu,
-             n * s * s, n * s * s, n * s, n * s, n * s, n * s,
-             s * s, s * s, s * s, s * s, s * s, s * s, s * 6, s, 72, 27, 9, 48, 12, nu,
-             n * 9, n * 3, n * 9, n * 3)
-    total = 0
-    for k in sizes:
-        total += k
-    buf = np.empty(nq + total)
-    q_n, w = buf[:nq], buf[nq:]  # w is zeroed by each state's computation
-    o = np.zeros(len(sizes) + 1, dtype=np.int64)
-    for k in range(len(sizes)):
-        o[k + 1] = o[k] + sizes[k]
-    return Work(
-        view(w, o[0], (n, N, 3, 3)), view(w, o[1], (n, N, 3)),
-        view(w, o[2], (n, N, 6, M)), view(w, o[3], (n, N, 3)),
-        view(w, o[4], (n, 6, 6)), view(w, o[5], (n, s, 6)),
-        view(w, o[6], (n, s, s)), view(w, o[7], (n, s, s)),
-        view(w, o[8], (n, 6, M)), view(w, o[9], (n, 6, 6)),
-        view(w, o[10], (n, 3, 3)), view(w, o[11], (n, 3)),
-        view(w, o[12], (n, 6, 6)),
-        view(w, o[13], (n, s)), view(w, o[14], (n, s)),
-        view(w, o[15], (n, s)), view(w, o[16], (n, s)),
-        w[o[17]:o[18]],
-        view(w, o[18], (n, s, s)), view(w, o[19], (n, s, s)),
-        view(w, o[20], (n, s)), view(w, o[21], (n, s)),
-        view(w, o[22], (n, s)), view(w, o[23], (n, s)),
-        view(w, o[24], (s, s)), view(w, o[25], (s, s)),
-        view(w, o[26], (s, s)), view(w, o[27], (s, s)),
-        view(w, o[28], (s, s)), view(w, o[29], (s, s)),
-        view(w, o[30], (s, 6)), w[o[31]:o[32]],
-        view(w, o[32], (2, 6, 6)), view(w, o[33], (3, 3, 3)),
-        view(w, o[34], (3, 3)), view(w, o[35], (8, 6)),
-        view(w, o[36], (4, 3)), w[o[37]:o[38]],
-        view(w, o[38], (n, 3, 3)), view(w, o[39], (n, 3)),
-        view(w, o[40], (n, 3, 3)), view(w, o[41], (n, 3)), q_n, w,
-    )
+    return carve(ib, np.empty(workspace_length(ib)))
