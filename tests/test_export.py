@@ -41,9 +41,9 @@ class Library:
     """An exported model loaded with ctypes: its functions by their short names."""
 
     def __init__(self, model: fd.Model, folder: Path, fidelity: str | None = None,
-                 name: str = "plant"):
+                 name: str = "plant", cpu: str = "host"):
         self.model = model
-        self.export = export_c(model, folder, fidelity=fidelity, name=name)
+        self.export = export_c(model, folder, fidelity=fidelity, name=name, cpu=cpu)
         self.lib = ctypes.CDLL(str(self.export.library))
         self.name = name
 
@@ -114,12 +114,12 @@ def test_builtin_models_equal_the_reference(name, fidelity, tmp_path):
                  "state derivative without loads")
 
 
-@settings(max_examples=15, deadline=None,
+@settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
 @given(sample=models_and_states(max_bodies=5, max_nodes=4, max_modes=4))
 def test_random_trees_equal_the_reference(sample, tmp_path_factory):
-    for fidelity in ("full", "ruthless"):
+    for fidelity in fd.FIDELITIES:
         lib = Library(sample.model, tmp_path_factory.mktemp("tree"), fidelity)
         _check_against_reference(lib, fidelity, sample.q, sample.u, sample.udot, sample.f_ext,
                                  7)
@@ -267,3 +267,13 @@ def test_makefile_builds_the_same_library(arm, tmp_path):
     xdot = np.empty(x.size)
     assert lib.arm_state_derivative(ctypes.c_double(0.0), _ptr(x), None, _ptr(xdot)) == 0
     np.testing.assert_array_equal(xdot, arm.state_derivative(x)[1])
+
+
+def test_the_generic_cpu_computes_the_same(arm, tmp_path):
+    generic = Library(arm.model, tmp_path, name="arm", cpu="generic")
+    rng = np.random.default_rng(12)
+    x = np.concatenate([rng.normal(size=arm.model.nq), rng.normal(size=arm.model.nu)])
+    tau = rng.normal(size=arm.model.nu)
+    rc, xdot = generic.state_derivative(x, tau)
+    assert rc == CODE["OK"]
+    assert_close(xdot, arm.state_derivative(x, tau)[1], "generic vs host", tol=1e-12)

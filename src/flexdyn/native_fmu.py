@@ -242,43 +242,7 @@ static fmi2Status none_(fmi2Component c, size_t nvr)
     return fmi2Error;
 }}
 
-EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
-                              fmi2Integer value[])
-{{
-    (void)vr; (void)value;
-    return none_(c, nvr);
-}}
-EXPORT fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
-                              const fmi2Integer value[])
-{{
-    (void)vr; (void)value;
-    return none_(c, nvr);
-}}
-EXPORT fmi2Status fmi2GetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
-                              fmi2Boolean value[])
-{{
-    (void)vr; (void)value;
-    return none_(c, nvr);
-}}
-EXPORT fmi2Status fmi2SetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
-                              const fmi2Boolean value[])
-{{
-    (void)vr; (void)value;
-    return none_(c, nvr);
-}}
-EXPORT fmi2Status fmi2GetString(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
-                              fmi2String value[])
-{{
-    (void)vr; (void)value;
-    return none_(c, nvr);
-}}
-EXPORT fmi2Status fmi2SetString(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
-                              const fmi2String value[])
-{{
-    (void)vr; (void)value;
-    return none_(c, nvr);
-}}
-
+{typed_stubs}
 static fmi2Status unsupported(fmi2Component c, const char *what)
 {{
     logf_(c, fmi2Error, what);
@@ -436,6 +400,14 @@ EXPORT fmi2Status fmi2GetStringStatus(fmi2Component c, const fmi2StatusKind kind
 """
 
 
+#: the FMI functions of the variable types the FMU has none of: each refuses a non-empty call
+_TYPED_STUBS = "".join(
+    f"EXPORT fmi2Status fmi2{op}{kind}(fmi2Component c, const fmi2ValueReference vr[], "
+    f"size_t nvr,\n    {const}fmi2{kind} value[])\n"
+    "{ (void)vr; (void)value; return none_(c, nvr); }\n"
+    for kind in ("Integer", "Boolean", "String") for op, const in (("Get", ""), ("Set", "const ")))
+
+
 def _xml(model: Model, identifier: str, guid: str, fmi_type: str, x0: np.ndarray,
          outputs: set[int], description: str) -> str:
     """``modelDescription.xml`` (FMI 2.0) of the native FMU."""
@@ -508,7 +480,7 @@ def build_native_fmu(model: Model, target: Path, identifier: str, *, dt: float, 
         shell = folder / "sources" / "fmi2.c"
         shell.write_text(_SHELL.format(
             model=model.name.replace("*/", "* /"), name=identifier, NAME=identifier.upper(),
-            guid=guid, x_start=", ".join(repr(float(v)) for v in x0),
+            guid=guid, typed_stubs=_TYPED_STUBS, x_start=", ".join(repr(float(v)) for v in x0),
             h=repr(float(dt) / int(substeps))), encoding="utf-8")
         binary = folder / "binaries" / "linux64" / f"{identifier}.so"
         binary.parent.mkdir(parents=True)

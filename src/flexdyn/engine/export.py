@@ -147,11 +147,20 @@ def _linked_module(llvm):
     return module
 
 
+def _keep(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (a partial file never has the final name)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_bytes(data)
+    os.replace(partial, path)
+
+
 def native_object(cpu: str = "host") -> bytes:
     """The entries of :data:`ENTRIES` as one relocatable, position-independent object file
     (ELF on Linux) for ``cpu`` (``"host"``: this machine's processor and its instruction-set
     extensions, as numba compiles; ``"generic"``: the baseline of this architecture).
-    Compiled once per engine source stamp and kept beside numba's cache."""
+    The linked module (LLVM bitcode) and each object are kept beside numba's cache, keyed by
+    the engine's source stamp: compiled once per engine version, emitted once per CPU."""
     import llvmlite
     import llvmlite.binding as llvm
 
@@ -159,28 +168,29 @@ def native_object(cpu: str = "host") -> bytes:
         raise ValueError(f"cpu must be 'host' or 'generic', not {cpu!r}")
     cpu_name = llvm.get_host_cpu_name() if cpu == "host" else ""
     features = llvm.get_host_cpu_features().flatten() if cpu == "host" else ""
-    key = caching.stamp(Path(__file__).resolve()).hex()[:16]
-    path = _cache_folder() / f"{key}-{cpu_name or 'generic'}-llvmlite{llvmlite.__version__}.o"
+    stem = (f"{caching.stamp(Path(__file__).resolve()).hex()[:16]}"
+            f"-llvmlite{llvmlite.__version__}")
+    path = _cache_folder() / f"{stem}-{cpu_name or 'generic'}.o"
     if path.is_file():
         return path.read_bytes()
-    if os.environ.get("FLEXDYN_COMPILE_NOTICE", "1") != "0":
-        print("flexdyn: compiling the engine's entries into a native object for export_c "
-              "(about a minute; once per engine version and CPU, kept in "
-              f"{path.parent})", file=sys.stderr, flush=True)
-    with notice.silenced():
-        module = _linked_module(llvm)
-    for value in (*module.functions, *module.global_variables):
-        if not value.is_declaration and value.linkage not in (llvm.Linkage.internal,
-                                                              llvm.Linkage.private):
-            value.visibility = "hidden"
-    target = llvm.Target.from_default_triple()
-    machine = target.create_target_machine(cpu=cpu_name, features=features, opt=3,
-                                           reloc="pic", codemodel="default")
+    bitcode = path.with_name(f"{stem}.bc")
+    if bitcode.is_file():
+        module = llvm.parse_bitcode(bitcode.read_bytes())
+    else:
+        if os.environ.get("FLEXDYN_COMPILE_NOTICE", "1") != "0":
+            print("flexdyn: compiling the engine's entries into a native object for export_c "
+                  "(about a minute; once per engine version, kept in "
+                  f"{path.parent})", file=sys.stderr, flush=True)
+        with notice.silenced():
+            module = _linked_module(llvm)
+        for value in (*module.functions, *module.global_variables):
+            if not value.is_declaration and value.linkage not in (llvm.Linkage.internal,
+                                                                  llvm.Linkage.private):
+                value.visibility = "hidden"
+        _keep(bitcode, module.as_bitcode())
+    machine = llvm.Target.from_default_triple().create_target_machine(
+        cpu=cpu_name, features=features, opt=3, reloc="pic", codemodel="default")
     module.data_layout = str(machine.target_data)
     obj = machine.emit_object(module)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_bytes(obj)
-    os.replace(partial, path)
+    _keep(path, obj)
     return obj
-

@@ -188,34 +188,45 @@ class Work(NamedTuple):
     flat: np.ndarray  # the whole buffer
 
 
+@intrinsic
+def prefix_sums(typingctx, lengths):
+    """``(0, l0, l0 + l1, …, Σ l)`` of a homogeneous tuple of integers ``lengths``: the
+    offsets of consecutive fields, as one chain of additions (a loop over a tuple indexes it
+    at run time)."""
+    if not (isinstance(lengths, types.UniTuple) and isinstance(lengths.dtype, types.Integer)):
+        return None
+    result = types.UniTuple(lengths.dtype, len(lengths) + 1)
+
+    def codegen(context, builder, sig, args):
+        total = context.get_constant(lengths.dtype, 0)
+        sums = [total]
+        for length in cgutils.unpack_tuple(builder, args[0]):
+            total = builder.add(total, length)
+            sums.append(total)
+        return context.make_tuple(builder, result, sums)
+
+    return result(lengths), codegen
+
+
 @inlined
-def _sizes(ib):
-    """The lengths of the fields of :class:`Work` but ``q_n`` and ``flat``, in its order."""
+def _offsets(ib):
+    """The offsets of the fields of :class:`Work` after ``q_n`` (and ``flat``), in its order,
+    and the end of the last."""
     n, M, N, nu = ib[0], ib[1], ib[2], ib[3]
     s = M + 6
-    return (n * N * 9, n * N * 3, n * N * 6 * M, n * N * 3, n * 36, n * s * 6, n * s * s,
-            n * s * s, n * 6 * M, n * 36, n * 9, n * 3, n * 36,
-            n * s, n * s, n * s, n * s, nu,
-            n * s * s, n * s * s, n * s, n * s, n * s, n * s,
-            s * s, s * s, s * s, s * s, s * s, s * s, s * 6, s, 72, 27, 9, 48, 12, nu,
-            n * 9, n * 3, n * 9, n * 3)
-
-
-@inlined
-def _at(sizes, k):
-    """The offset of field ``k``: the sum of the first ``k`` ``sizes`` (with ``k`` a constant
-    the compiler keeps one running sum)."""
-    total = 0
-    for j in range(k):
-        total += sizes[j]
-    return total
+    return prefix_sums((
+        n * N * 9, n * N * 3, n * N * 6 * M, n * N * 3, n * 36, n * s * 6, n * s * s,
+        n * s * s, n * 6 * M, n * 36, n * 9, n * 3, n * 36,
+        n * s, n * s, n * s, n * s, nu,
+        n * s * s, n * s * s, n * s, n * s, n * s, n * s,
+        s * s, s * s, s * s, s * s, s * s, s * s, s * 6, s, 72, 27, 9, 48, 12, nu,
+        n * 9, n * 3, n * 9, n * 3))
 
 
 @helper
 def workspace_length(ib):
     """The length of the buffer that :func:`carve` divides: ``nq`` and the fields."""
-    sizes = _sizes(ib)
-    return ib[4] + _at(sizes, len(sizes))
+    return ib[4] + _offsets(ib)[-1]
 
 
 @allocating_helper
@@ -224,31 +235,31 @@ def carve(ib, buf):
     long): ``q_n`` first, then the others in order.  Allocates nothing, so an entry may take
     its workspace from its caller (:mod:`flexdyn.engine.export`)."""
     n, M, N, nq = ib[0], ib[1], ib[2], ib[4]
-    s, o = M + 6, _sizes(ib)
+    s, o = M + 6, _offsets(ib)
     q_n, w = buf[:nq], buf[nq:]  # w is zeroed by each state's computation
     return Work(
-        view(w, _at(o, 0), (n, N, 3, 3)), view(w, _at(o, 1), (n, N, 3)),
-        view(w, _at(o, 2), (n, N, 6, M)), view(w, _at(o, 3), (n, N, 3)),
-        view(w, _at(o, 4), (n, 6, 6)), view(w, _at(o, 5), (n, s, 6)),
-        view(w, _at(o, 6), (n, s, s)), view(w, _at(o, 7), (n, s, s)),
-        view(w, _at(o, 8), (n, 6, M)), view(w, _at(o, 9), (n, 6, 6)),
-        view(w, _at(o, 10), (n, 3, 3)), view(w, _at(o, 11), (n, 3)),
-        view(w, _at(o, 12), (n, 6, 6)),
-        view(w, _at(o, 13), (n, s)), view(w, _at(o, 14), (n, s)),
-        view(w, _at(o, 15), (n, s)), view(w, _at(o, 16), (n, s)),
-        w[_at(o, 17):_at(o, 18)],
-        view(w, _at(o, 18), (n, s, s)), view(w, _at(o, 19), (n, s, s)),
-        view(w, _at(o, 20), (n, s)), view(w, _at(o, 21), (n, s)),
-        view(w, _at(o, 22), (n, s)), view(w, _at(o, 23), (n, s)),
-        view(w, _at(o, 24), (s, s)), view(w, _at(o, 25), (s, s)),
-        view(w, _at(o, 26), (s, s)), view(w, _at(o, 27), (s, s)),
-        view(w, _at(o, 28), (s, s)), view(w, _at(o, 29), (s, s)),
-        view(w, _at(o, 30), (s, 6)), w[_at(o, 31):_at(o, 32)],
-        view(w, _at(o, 32), (2, 6, 6)), view(w, _at(o, 33), (3, 3, 3)),
-        view(w, _at(o, 34), (3, 3)), view(w, _at(o, 35), (8, 6)),
-        view(w, _at(o, 36), (4, 3)), w[_at(o, 37):_at(o, 38)],
-        view(w, _at(o, 38), (n, 3, 3)), view(w, _at(o, 39), (n, 3)),
-        view(w, _at(o, 40), (n, 3, 3)), view(w, _at(o, 41), (n, 3)), q_n, w,
+        view(w, o[0], (n, N, 3, 3)), view(w, o[1], (n, N, 3)),
+        view(w, o[2], (n, N, 6, M)), view(w, o[3], (n, N, 3)),
+        view(w, o[4], (n, 6, 6)), view(w, o[5], (n, s, 6)),
+        view(w, o[6], (n, s, s)), view(w, o[7], (n, s, s)),
+        view(w, o[8], (n, 6, M)), view(w, o[9], (n, 6, 6)),
+        view(w, o[10], (n, 3, 3)), view(w, o[11], (n, 3)),
+        view(w, o[12], (n, 6, 6)),
+        view(w, o[13], (n, s)), view(w, o[14], (n, s)),
+        view(w, o[15], (n, s)), view(w, o[16], (n, s)),
+        w[o[17]:o[18]],
+        view(w, o[18], (n, s, s)), view(w, o[19], (n, s, s)),
+        view(w, o[20], (n, s)), view(w, o[21], (n, s)),
+        view(w, o[22], (n, s)), view(w, o[23], (n, s)),
+        view(w, o[24], (s, s)), view(w, o[25], (s, s)),
+        view(w, o[26], (s, s)), view(w, o[27], (s, s)),
+        view(w, o[28], (s, s)), view(w, o[29], (s, s)),
+        view(w, o[30], (s, 6)), w[o[31]:o[32]],
+        view(w, o[32], (2, 6, 6)), view(w, o[33], (3, 3, 3)),
+        view(w, o[34], (3, 3)), view(w, o[35], (8, 6)),
+        view(w, o[36], (4, 3)), w[o[37]:o[38]],
+        view(w, o[38], (n, 3, 3)), view(w, o[39], (n, 3)),
+        view(w, o[40], (n, 3, 3)), view(w, o[41], (n, 3)), q_n, w,
     )
 
 
