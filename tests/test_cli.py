@@ -442,3 +442,22 @@ def test_outputs_are_written_before_a_summary_that_cannot_be_printed(tmp_path, m
     stdout.flush()
     text = stdout.buffer.getvalue().decode("ascii")
     assert "model         arm?: 2 bodies" in text and f"written       {out}" in text
+
+
+def test_export_writes_a_library_and_an_fmu(tmp_path, capsys):
+    import shutil
+
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    assert main(["export", "two_link_arm", str(tmp_path), "--name", "arm", "--fmu", "0.01"]) == 0
+    printed = capsys.readouterr().out
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["Makefile", "TwoLinkArm.fmu", "arm.c", "arm.h", "arm_engine.o",
+                     "libarm.so"], names
+    assert all(n in printed for n in names), printed
+    from test_closed_chains import fourbar
+
+    path = tmp_path / "fourbar.json"
+    fd.save_model(fourbar(), path)
+    assert main(["export", str(path), str(tmp_path / "closed")]) == 2
+    assert "loop closures" in capsys.readouterr().err

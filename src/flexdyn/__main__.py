@@ -1,5 +1,5 @@
-"""Command-line interface: ``flexdyn demo | simulate | info | validate | schema | compile``
-(also ``python -m flexdyn``).
+"""Command-line interface: ``flexdyn demo | simulate | info | validate | schema | export |
+compile`` (also ``python -m flexdyn``).
 
 Examples
 --------
@@ -10,6 +10,7 @@ Examples
     flexdyn info arm.json                          # bodies, joints, modal frequencies
     flexdyn validate arm.json                      # every error, exit status 2; or valid
     flexdyn simulate arm.json --t 10 --tau shoulder=2 --out run.npz --animate run.gif
+    flexdyn export arm.json out --fmu 0.01         # C library and FMU without Python
     flexdyn compile                                # compile the engine ahead of time
 
 Invalid input files are reported on one line (``flexdyn: error: ...``) with exit status 2;
@@ -549,6 +550,26 @@ def build_parser() -> argparse.ArgumentParser:
                                    "for editors that validate and complete JSON.")
     p.set_defaults(func=_cmd_schema)
 
+    p = sub.add_parser("export", help="write a model as a C library and FMUs without Python",
+                       description="Write MODEL.json as a C library in DIRECTORY (a header, "
+                                   "the C shell with the model's data, the engine's object, a "
+                                   "Makefile and, with a C compiler, lib<NAME>.so), and with "
+                                   "--fmu a native FMI 2.0 FMU (model exchange and "
+                                   "co-simulation) beside it.  The first export of an "
+                                   "installation compiles the engine's object (about a "
+                                   "minute).")
+    _add_model(p)
+    p.add_argument("directory", metavar="DIRECTORY", help="folder to write into")
+    p.add_argument("--name", help="C name of the library (default: the model's name)")
+    p.add_argument("--fidelity", choices=FIDELITY_NAMES, default=DEFAULT_FIDELITY_NAME,
+                   help=f"body model (default: {DEFAULT_FIDELITY_NAME})")
+    p.add_argument("--cpu", choices=("host", "generic"), default="host",
+                   help="instruction set: this processor's (default) or the architecture's "
+                        "baseline")
+    p.add_argument("--fmu", type=_positive_float, metavar="DT",
+                   help="also build <Name>.fmu, co-simulating with RK4 at the step DT (s)")
+    p.set_defaults(func=_cmd_export)
+
     p = sub.add_parser("compile", help="compile the engine ahead of time",
                        description="Compile (or load from the cache) the engine's entries "
                                    "that a first session uses — the demo, simulate's default "
@@ -572,6 +593,27 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     _echo(f"{args.model}: valid — model {model.name!r}, {model.n_bodies} bodies, "
           f"nq = {model.nq}, nu = {model.nu}, {int(model.n_modes.sum())} modal coordinates, "
           f"{len(model.constraints)} loop closures")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from .export import export_c
+    from .fmu import build_fmu
+
+    model = _read(args.model)
+    try:
+        out = export_c(model, args.directory, fidelity=args.fidelity, name=args.name,
+                       cpu=args.cpu)
+        fmu = None if args.fmu is None else build_fmu(
+            model, args.directory, dt=args.fmu, fidelity=args.fidelity, fmi_type="both",
+            overwrite=True)
+    except ValueError as exc:
+        raise _InputError(str(exc)) from exc
+    written = [out.header, out.source, out.object, out.makefile, out.library, fmu]
+    _echo("\n".join([f"{PROG} export: {model.name!r} (fidelity {args.fidelity}) as {out.name}",
+                      *(f"  {p}" for p in written if p is not None)]
+                     + ([] if out.library else ["  no C compiler found: build with the "
+                                                "Makefile"])))
     return 0
 
 
