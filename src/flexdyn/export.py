@@ -276,7 +276,7 @@ CC ?= cc
 CFLAGS ?= -O2
 
 lib{name}.so: {name}.c {name}.h {name}_engine.o
-\t$(CC) $(CFLAGS) -std=c11 -fPIC -shared -o $@ {name}.c {name}_engine.o -lm
+\t$(CC) $(CFLAGS) -std=c11 -fPIC -shared -Wl,-z,defs -o $@ {name}.c {name}_engine.o -lm
 
 clean:
 \trm -f lib{name}.so
@@ -298,7 +298,8 @@ def export_c(model: Model, directory: str | Path, *, fidelity: str | None = None
     ``fidelity`` (default :data:`flexdyn.DEFAULT_FIDELITY`), to round-off.
 
     The engine's object is compiled on the first export of an installation (about a minute
-    with the engine's cache warm, with a notice) and kept beside numba's cache; later
+    with the engine's cache warm, with a notice) and kept in
+    ``$NUMBA_CACHE_DIR/flexdyn-export`` (else ``~/.cache/flexdyn/flexdyn-export``); later
     exports write files and run the compiler only.  ``cpu``: ``"host"`` (this processor's
     instruction set) or ``"generic"`` (the architecture's baseline, for other machines).
 
@@ -372,7 +373,7 @@ def _build(folder: Path, name: str) -> Path | None:
         return None
     library = folder / f"lib{name}.so"
     run = subprocess.run(
-        [compiler, "-O2", "-std=c11", "-fPIC", "-shared", "-o", str(library),
+        [compiler, "-O2", "-std=c11", "-fPIC", "-shared", "-Wl,-z,defs", "-o", str(library),
          str(folder / f"{name}.c"), str(folder / f"{name}_engine.o"), "-lm"],
         capture_output=True, text=True, check=False)
     if run.returncode != 0:

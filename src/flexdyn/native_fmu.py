@@ -485,8 +485,9 @@ def build_native_fmu(model: Model, target: Path, identifier: str, *, dt: float, 
         binary = folder / "binaries" / "linux64" / f"{identifier}.so"
         binary.parent.mkdir(parents=True)
         run = subprocess.run(
-            [compiler, "-O2", "-std=c11", "-fPIC", "-shared", "-fvisibility=hidden", "-o",
-             str(binary), str(shell), str(lib.source), str(lib.object), "-lm"],
+            [compiler, "-O2", "-std=c11", "-fPIC", "-shared", "-Wl,-z,defs",
+             "-fvisibility=hidden", "-o", str(binary), str(shell), str(lib.source),
+             str(lib.object), "-lm"],
             capture_output=True, text=True, check=False)
         if run.returncode != 0:
             raise RuntimeError(f"building the FMU's binary failed ({compiler}):\n"

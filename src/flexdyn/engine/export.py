@@ -23,10 +23,11 @@ calling convention::
 which returns 0 when the entry ran (its result in ``*status``: −1 done, −2 invalid input,
 −3 a non-finite result, or the index of a body whose articulated inertia is singular) and
 nonzero when compiled code raised.  The object is model-independent: the model travels as
-data.  It references ``memset``, ``libm`` and three functions of numba's runtime that
-allocation-free calls never reach (``NRT_MemInfo_alloc_aligned``,
-``NRT_MemInfo_new_varsize_dtor``, ``NRT_MemInfo_call_dtor``) and ``numba_attempt_nocopy_reshape``,
-whose stand-ins the C shell of :func:`flexdyn.export.export_c` defines (:data:`RUNTIME_STUBS`).
+data.  It references ``memset`` and ``libm``, and may reference functions of numba's
+runtime that allocation-free calls never reach (``NRT_MemInfo_call_dtor``, which the
+inlined reference counting names, and allocation and reshape helpers), whose failing
+stand-ins the C shell of :func:`flexdyn.export.export_c` defines
+(:data:`RUNTIME_STUBS`).
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ _HEAD = len(HEADER) + HEAD_OFFSETS  # the header and the field offsets of ib
 _I64P, _F64P = types.CPointer(types.int64), types.CPointer(types.float64)
 #: prefix of the entries' symbols in the object of :func:`native_object`
 SYMBOL_PREFIX = "flexdyn_engine_"
-#: symbols of numba's runtime that the object references and that no call reaches: the
-#: stand-ins a program defines (C declarations and bodies)
+#: symbols of numba's runtime that the object may reference and that no call reaches: the
+#: stand-ins a program defines (C definitions)
 RUNTIME_STUBS = {
     "NRT_MemInfo_alloc_aligned": "void *NRT_MemInfo_alloc_aligned(size_t size, unsigned align)"
                                  " { (void)size; (void)align; return 0; }",
@@ -121,8 +122,8 @@ def work_length(packed: Packed) -> int:
 
 
 def _cache_folder() -> Path:
-    """Where the objects are kept: beside numba's cache (``NUMBA_CACHE_DIR``) or in the
-    user's cache folder."""
+    """Where the objects are kept: ``$NUMBA_CACHE_DIR/flexdyn-export``, else
+    ``flexdyn/flexdyn-export`` in the user's cache folder (``$XDG_CACHE_HOME``, ``~/.cache``)."""
     root = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "flexdyn")
     return Path(root) / "flexdyn-export"
@@ -159,7 +160,7 @@ def native_object(cpu: str = "host") -> bytes:
     """The entries of :data:`ENTRIES` as one relocatable, position-independent object file
     (ELF on Linux) for ``cpu`` (``"host"``: this machine's processor and its instruction-set
     extensions, as numba compiles; ``"generic"``: the baseline of this architecture).
-    The linked module (LLVM bitcode) and each object are kept beside numba's cache, keyed by
+    The linked module (LLVM bitcode) and each object are kept (:func:`_cache_folder`), keyed by
     the engine's source stamp: compiled once per engine version, emitted once per CPU."""
     import llvmlite
     import llvmlite.binding as llvm
