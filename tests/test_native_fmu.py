@@ -189,6 +189,23 @@ def test_a_c_host_runs_the_co_simulation_fmu(arm, tmp_path):
     assert rel_err(got, ref) < 1e-6
 
 
+def test_an_unstable_co_simulation_step_is_refused(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from bench_engine import steel_chain
+
+    steel = steel_chain()
+    limit = fd.max_stable_step(steel, "rk4")
+    with pytest.raises(ValueError, match=f"substeps >= {int(np.ceil(0.01 / limit))}"):
+        build_fmu(steel, tmp_path, dt=0.01, overwrite=True)
+    n = int(np.ceil(0.01 / limit))
+    assert build_fmu(steel, tmp_path, dt=0.01, substeps=n, overwrite=True).is_file()
+    assert build_fmu(steel, tmp_path / "me.fmu", dt=0.01, fmi_type="ModelExchange",
+                     overwrite=True).is_file()
+
+
 def test_refusals(arm, tmp_path):
     with pytest.raises(ValueError, match="rk4"):
         build_fmu(arm, tmp_path, dt=0.01, integrator="gauss-legendre", overwrite=True)

@@ -15,12 +15,14 @@ Model exchange: the importer integrates ``ẋ = f(x, τ)`` (no event indicators,
 events; ``fmi2SetContinuousStates``, ``fmi2GetDerivatives``).  Co-simulation: each
 ``fmi2DoStep`` integrates with the classical Runge–Kutta method at the internal step
 ``dt / substeps`` (a communication step not a multiple of it is divided into equal steps no
-longer than it), as :class:`flexdyn.Stepper` with ``integrator="rk4"`` does.  The FMU
+longer than it), as :class:`flexdyn.Stepper` with ``integrator="rk4"`` does; a step beyond
+RK4's stability limit at the start state is refused when the FMU is built.  The FMU
 cannot save or restore its state and gives no directional derivatives.
 """
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 import tempfile
@@ -450,6 +452,23 @@ def _xml(model: Model, identifier: str, guid: str, fmi_type: str, x0: np.ndarray
             + "  </ModelStructure>\n</fmiModelDescription>\n")
 
 
+def _check_stable(model: Model, fidelity: str, x0: np.ndarray, dt: float,
+                  substeps: int) -> None:
+    """``ValueError`` when the co-simulation's RK4 step ``dt / substeps`` is beyond RK4's
+    stability limit at the start state (:func:`flexdyn.max_stable_step`): such an FMU would
+    diverge in its first steps."""
+    from .control import max_stable_step
+
+    h = dt / substeps
+    limit = max_stable_step(model, "rk4", x0[:model.nq], x0[model.nq:], fidelity=fidelity)
+    if h > limit:
+        raise ValueError(
+            f"the co-simulation step dt / substeps = {h:.3g} s is beyond RK4's stability limit "
+            f"{limit:.3g} s at the start state (the model's stiffest mode): use substeps >= "
+            f"{math.ceil(dt / limit)}, or fmi_type='ModelExchange' and an implicit solver in "
+            "the importer")
+
+
 def build_native_fmu(model: Model, target: Path, identifier: str, *, dt: float, substeps: int,
                      fidelity: str, x0: np.ndarray, outputs: Sequence[str],
                      fmi_type: str = "CoSimulation", overwrite: bool = True) -> Path:
@@ -469,6 +488,8 @@ def build_native_fmu(model: Model, target: Path, identifier: str, *, dt: float, 
         raise ValueError(f"a native FMU's outputs are entries of the state {names[:4]}…; "
                          f"{unknown} are not (native=False serves every output of "
                          "flexdyn.outputs)")
+    if fmi_type != "ModelExchange":
+        _check_stable(model, fidelity, x0, dt, substeps)
     index = {n: k for k, n in enumerate(names)}
     guid = "{" + str(uuid.uuid4()) + "}"
     description = (f"flexdyn model {model.name!r}: {model.n_bodies} bodies, nq = {model.nq}, "
