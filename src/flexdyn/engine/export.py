@@ -160,8 +160,9 @@ def native_object(cpu: str = "host") -> bytes:
     """The entries of :data:`ENTRIES` as one relocatable, position-independent object file
     (ELF on Linux) for ``cpu`` (``"host"``: this machine's processor and its instruction-set
     extensions, as numba compiles; ``"generic"``: the baseline of this architecture).
-    The linked module (LLVM bitcode) and each object are kept (:func:`_cache_folder`), keyed by
-    the engine's source stamp: compiled once per engine version, emitted once per CPU."""
+    The linked module (LLVM bitcode) and each object are kept in
+    ``$NUMBA_CACHE_DIR/flexdyn-export`` (else the user's cache folder), keyed by the engine's
+    source stamp: compiled once per engine version, emitted once per CPU."""
     import llvmlite
     import llvmlite.binding as llvm
 
