@@ -221,6 +221,34 @@ status = entry.function(c_pointer(entry.ib, ctypes.c_int64), c_pointer(entry.fb)
 d_c = np.max(np.abs(xdot_c - fd.rhs(model)(0.0, x_c, tau_c)))
 print(f"C entry at address {entry.address:#x}: status {status}, max |ẋ_C − rhs| = {d_c:.1e}")
 
+# %% [markdown]
+# ## The model as a C library without Python
+#
+# The C entry needs a running Python process. For a simulator that has none — a C++ test
+# bench, a hardware-in-the-loop rig, a Modelica or Simulink model — `fd.export_c` writes
+# the model as a C library: a header, a C file holding the model's data, the engine's
+# compiled code as an object file and, with a C compiler on the path, `libarm.so`, which
+# links the C runtime and libm only (`docs/cosimulation.md`; the first export of an
+# installation compiles the engine's object, about a minute). `flexdyn.fmu.build_fmu`
+# wraps the same library into an FMI 2.0 FMU for model exchange or co-simulation. The
+# library is loaded here through `ctypes`, as a C program would link it.
+
+# %%
+import shutil  # noqa: E402
+
+if shutil.which("cc") is None:
+    print("no C compiler (cc) on the path: the library is not built")
+else:
+    with tempfile.TemporaryDirectory() as folder:
+        exported = fd.export_c(model, folder, name="arm")
+        library = ctypes.CDLL(str(exported.library))
+        xdot_lib = np.empty(model.nq + model.nu)
+        code = library.arm_state_derivative(ctypes.c_double(0.0), c_pointer(x_c),
+                                            c_pointer(tau_c), c_pointer(xdot_lib))
+        d_lib = np.max(np.abs(xdot_lib - fd.rhs(model)(0.0, x_c, tau_c)))
+        print(f"{exported.library.name}: return code {code}, "
+              f"max |ẋ_lib − rhs| = {d_lib:.1e}")
+
 # %%
 path = plot_path("03_cosimulation_loop")
 if path is not None:
