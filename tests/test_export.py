@@ -254,6 +254,19 @@ def test_refusals(tmp_path):
         native_object("pentium")
 
 
+def test_other_systems_are_told(monkeypatch, tmp_path):
+    import flexdyn.native_fmu  # noqa: F401 (imported before the platform is patched)
+    from flexdyn.fmu import build_fmu
+
+    arm = fd.models.two_link_arm()
+    monkeypatch.setattr("sys.platform", "darwin")
+    with pytest.raises(RuntimeError, match="Linux.*darwin"):
+        export_c(arm, tmp_path)
+    with pytest.raises(RuntimeError, match="native FMU builds Linux"):
+        build_fmu(arm, tmp_path, dt=0.01, overwrite=True)
+    assert not list(tmp_path.iterdir())
+
+
 def test_makefile_builds_the_same_library(arm, tmp_path):
     if shutil.which("make") is None:
         pytest.skip("no make")

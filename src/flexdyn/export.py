@@ -35,7 +35,7 @@ from .chain import Model, state_layout
 from .files import write_atomically
 from .terms import DEFAULT_FIDELITY
 
-__all__ = ["CExport", "ERROR_CODES", "export_c"]
+__all__ = ["CExport", "ERROR_CODES", "export_c", "require_linux"]
 
 #: the return codes of the exported functions (``<NAME>_<CODE>`` in the header)
 ERROR_CODES = {
@@ -309,6 +309,7 @@ def export_c(model: Model, directory: str | Path, *, fidelity: str | None = None
     from .engine import Engine
     from .engine.export import ENTRIES, RUNTIME_STUBS, SYMBOL_PREFIX, native_object, work_length
 
+    require_linux("export_c")
     if model.constraints:
         raise ValueError(f"export_c covers trees; model {model.name!r} has loop closures "
                          f"({', '.join(c.name for c in model.constraints)})")
@@ -356,6 +357,14 @@ def export_c(model: Model, directory: str | Path, *, fidelity: str | None = None
         print(f"flexdyn: exported {model.name!r} to {folder} in "
               f"{time.perf_counter() - start:.0f} s", file=sys.stderr)
     return CExport(c_name, library=library, **paths)
+
+
+def require_linux(what: str) -> None:
+    """``RuntimeError`` naming ``what`` on an operating system other than Linux, whose object
+    files, shared libraries and FMU binaries the export writes."""
+    if not sys.platform.startswith("linux"):
+        raise RuntimeError(f"{what} builds Linux libraries (ELF, binaries/linux64); this is "
+                           f"{sys.platform}")
 
 
 def _version() -> str:

@@ -35,7 +35,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from .chain import Model, state_layout
-from .export import export_c
+from .export import export_c, require_linux
 from .files import write_atomically
 
 __all__ = ["FMI_TYPES", "build_native_fmu"]
@@ -478,6 +478,7 @@ def build_native_fmu(model: Model, target: Path, identifier: str, *, dt: float, 
     checks the settings."""
     if fmi_type not in FMI_TYPES:
         raise ValueError(f"fmi_type must be one of {FMI_TYPES}, not {fmi_type!r}")
+    require_linux("a native FMU")
     compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if compiler is None:
         raise RuntimeError("a native FMU needs a C compiler (cc, gcc or clang) on the path")
