@@ -437,7 +437,7 @@ def _xml(model: Model, identifier: str, guid: str, fmi_type: str, x0: np.ndarray
     kinds = {"ModelExchange": ["ModelExchange"], "CoSimulation": ["CoSimulation"],
              "both": ["ModelExchange", "CoSimulation"]}[fmi_type]
     interfaces = "".join(
-        f'  <{kind} modelIdentifier="{identifier}" canNotUseMemoryManagementFunctions="true"'
+        f'  <{kind} modelIdentifier="{identifier}"'
         + (' canHandleVariableCommunicationStepSize="true"' if kind == "CoSimulation" else "")
         + "/>\n" for kind in kinds)
     return (f'<?xml version="1.0" encoding="UTF-8"?>\n<fmiModelDescription fmiVersion="2.0" '
