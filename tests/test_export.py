@@ -280,6 +280,30 @@ def test_makefile_builds_the_same_library(arm, tmp_path):
     xdot = np.empty(x.size)
     assert lib.arm_state_derivative(ctypes.c_double(0.0), _ptr(x), None, _ptr(xdot)) == 0
     np.testing.assert_array_equal(xdot, arm.state_derivative(x)[1])
+    # the static library, linked into a program
+    subprocess.run(["make", "-s", "-C", str(copy), "libarm.a"], check=True, capture_output=True)
+    (copy / "main.c").write_text(_STATIC_HOST)
+    subprocess.run(["cc", "-O1", "-o", str(copy / "main"), str(copy / "main.c"),
+                    str(copy / "libarm.a"), "-lm"], check=True)
+    run = subprocess.run([str(copy / "main"), *(repr(float(v)) for v in x)],
+                         capture_output=True, text=True, check=True, env={})
+    np.testing.assert_array_equal(np.array([float(v) for v in run.stdout.split()]), xdot)
+
+
+_STATIC_HOST = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "arm.h"
+
+int main(int argc, char **argv)
+{
+    double x[ARM_NX], xdot[ARM_NX];
+    for (int k = 0; k < ARM_NX && k + 1 < argc; k++) x[k] = strtod(argv[k + 1], NULL);
+    if (arm_state_derivative(0.0, x, NULL, xdot) != ARM_OK) return 1;
+    for (int k = 0; k < ARM_NX; k++) printf("%.17g\n", xdot[k]);
+    return 0;
+}
+"""
 
 
 def test_the_generic_cpu_computes_the_same(arm, tmp_path):

@@ -271,15 +271,21 @@ int {name}_mass_matrix(const double *q, double *M)
 """
 
 _MAKEFILE = """\
-# Builds lib{name}.so, the model "{model}" as a C library (flexdyn.export_c).
+# The model "{model}" as a C library (flexdyn.export_c): `make` builds the shared library
+# lib{name}.so, `make lib{name}.a` a static one (link it with -lm).
 CC ?= cc
 CFLAGS ?= -O2
+AR ?= ar
 
 lib{name}.so: {name}.c {name}.h {name}_engine.o
 \t$(CC) $(CFLAGS) -std=c11 -fPIC -shared -Wl,-z,defs -o $@ {name}.c {name}_engine.o -lm
 
+lib{name}.a: {name}.c {name}.h {name}_engine.o
+\t$(CC) $(CFLAGS) -std=c11 -fPIC -c -o {name}.o {name}.c
+\t$(AR) rcs $@ {name}.o {name}_engine.o
+
 clean:
-\trm -f lib{name}.so
+\trm -f lib{name}.so lib{name}.a {name}.o
 """
 
 
@@ -287,8 +293,9 @@ def export_c(model: Model, directory: str | Path, *, fidelity: str | None = None
              name: str | None = None, build: bool = True, cpu: str = "host") -> CExport:
     """Write ``model`` as a C library that needs no Python: a header ``<name>.h``, the C
     shell ``<name>.c`` with the model's data, the engine's object ``<name>_engine.o`` and a
-    ``Makefile``, and (``build=True``, with a C compiler ``cc`` on the path) build
-    ``lib<name>.so`` (``<name>``: ``name``, default the model's name as a C identifier).
+    ``Makefile`` (which also builds a static ``lib<name>.a``), and (``build=True``, with a C
+    compiler ``cc`` on the path) build ``lib<name>.so`` (``<name>``: ``name``, default the
+    model's name as a C identifier).
 
     The functions (``<name>_state_derivative``, ``_forward_dynamics``,
     ``_inverse_dynamics``, ``_mass_matrix``, their ``_ext`` forms with body wrenches, the
