@@ -35,7 +35,7 @@ from .chain import Model, state_layout
 from .files import write_atomically
 from .terms import DEFAULT_FIDELITY
 
-__all__ = ["CExport", "ERROR_CODES", "export_c", "require_linux"]
+__all__ = ["CExport", "ERROR_CODES", "c_compiler", "export_c", "link_shared", "require_linux"]
 
 #: the return codes of the exported functions (``<NAME>_<CODE>`` in the header)
 ERROR_CODES = {
@@ -270,6 +270,10 @@ int {name}_mass_matrix(const double *q, double *M)
 }}
 """
 
+#: the compiler flags of a shared library (besides the optimization level): C11,
+#: position-independent code, and every symbol resolved when it is linked
+_SHARED = ("-std=c11", "-fPIC", "-shared", "-Wl,-z,defs")
+
 _MAKEFILE = """\
 # The model "{model}" as a C library (flexdyn.export_c): `make` builds the shared library
 # lib{name}.so, `make lib{name}.a` a static one (link it with -lm).
@@ -278,7 +282,7 @@ CFLAGS ?= -O2
 AR ?= ar
 
 lib{name}.so: {name}.c {name}.h {name}_engine.o
-\t$(CC) $(CFLAGS) -std=c11 -fPIC -shared -Wl,-z,defs -o $@ {name}.c {name}_engine.o -lm
+\t$(CC) $(CFLAGS) {shared} -o $@ {name}.c {name}_engine.o -lm
 
 lib{name}.a: {name}.c {name}.h {name}_engine.o
 \t$(CC) $(CFLAGS) -std=c11 -fPIC -c -o {name}.o {name}.c
@@ -355,11 +359,12 @@ def export_c(model: Model, directory: str | Path, *, fidelity: str | None = None
     paths = {"header": folder / f"{c_name}.h", "source": folder / f"{c_name}.c",
              "object": folder / f"{c_name}_engine.o", "makefile": folder / "Makefile"}
     texts = {"header": _HEADER.format(**fields, codes=codes), "source": source,
-             "makefile": _MAKEFILE.format(**fields)}
+             "makefile": _MAKEFILE.format(**fields, shared=" ".join(_SHARED))}
     for key, text in texts.items():
         write_atomically(paths[key], lambda fh, text=text: fh.write(text))
     write_atomically(paths["object"], lambda fh: fh.write(obj), binary=True)
-    library = _build(folder, c_name) if build else None
+    library = (link_shared(folder / f"lib{c_name}.so", [paths["source"], paths["object"]])
+               if build and c_compiler() is not None else None)
     if time.perf_counter() - start > 3.0:
         print(f"flexdyn: exported {model.name!r} to {folder} in "
               f"{time.perf_counter() - start:.0f} s", file=sys.stderr)
@@ -382,16 +387,23 @@ def _version() -> str:
         return "(not installed)"
 
 
-def _build(folder: Path, name: str) -> Path | None:
-    """``lib<name>.so`` built in ``folder`` by the system's C compiler (None without one)."""
-    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+def c_compiler() -> str | None:
+    """The system's C compiler (``cc``, else ``gcc`` or ``clang`` on the path), or None."""
+    return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+
+def link_shared(output: Path, inputs: list[Path], extra: tuple[str, ...] = ()) -> Path:
+    """``output``, a shared library built from the C sources and objects ``inputs`` by
+    :func:`c_compiler` with the flags of the Makefile (:data:`_SHARED`) and ``extra``;
+    ``RuntimeError`` without a compiler, or naming the compiler's message when the build
+    fails."""
+    compiler = c_compiler()
     if compiler is None:
-        return None
-    library = folder / f"lib{name}.so"
-    run = subprocess.run(
-        [compiler, "-O2", "-std=c11", "-fPIC", "-shared", "-Wl,-z,defs", "-o", str(library),
-         str(folder / f"{name}.c"), str(folder / f"{name}_engine.o"), "-lm"],
-        capture_output=True, text=True, check=False)
+        raise RuntimeError(f"building {output.name} needs a C compiler (cc, gcc or clang) on "
+                           "the path")
+    run = subprocess.run([compiler, "-O2", *_SHARED, *extra, "-o", str(output),
+                          *map(str, inputs), "-lm"], capture_output=True, text=True,
+                         check=False)
     if run.returncode != 0:
-        raise RuntimeError(f"building {library} failed ({compiler}):\n{run.stderr.strip()}")
-    return library
+        raise RuntimeError(f"building {output} failed ({compiler}):\n{run.stderr.strip()}")
+    return output

@@ -23,8 +23,6 @@ cannot save or restore its state and gives no directional derivatives.
 from __future__ import annotations
 
 import math
-import shutil
-import subprocess
 import tempfile
 import uuid
 import zipfile
@@ -35,7 +33,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from .chain import Model, state_layout
-from .export import export_c, require_linux
+from .export import c_compiler, export_c, link_shared, require_linux
 from .files import write_atomically
 
 __all__ = ["FMI_TYPES", "build_native_fmu"]
@@ -410,10 +408,10 @@ _TYPED_STUBS = "".join(
     for kind in ("Integer", "Boolean", "String") for op, const in (("Get", ""), ("Set", "const ")))
 
 
-def _xml(model: Model, identifier: str, guid: str, fmi_type: str, x0: np.ndarray,
-         outputs: set[int], description: str) -> str:
-    """``modelDescription.xml`` (FMI 2.0) of the native FMU."""
-    layout = state_layout(model)
+def _xml(model: Model, layout: dict, identifier: str, guid: str, fmi_type: str,
+         x0: np.ndarray, outputs: set[int], description: str) -> str:
+    """``modelDescription.xml`` (FMI 2.0) of the native FMU; ``layout`` the model's
+    :func:`~flexdyn.state_layout`."""
     names = [e.name for e in layout["q"] + layout["u"]]
     nx = len(names)
     variables = []
@@ -479,8 +477,7 @@ def build_native_fmu(model: Model, target: Path, identifier: str, *, dt: float, 
     if fmi_type not in FMI_TYPES:
         raise ValueError(f"fmi_type must be one of {FMI_TYPES}, not {fmi_type!r}")
     require_linux("a native FMU")
-    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if compiler is None:
+    if c_compiler() is None:
         raise RuntimeError("a native FMU needs a C compiler (cc, gcc or clang) on the path")
     layout = state_layout(model)
     names = [e.name for e in layout["q"] + layout["u"]]
@@ -506,15 +503,8 @@ def build_native_fmu(model: Model, target: Path, identifier: str, *, dt: float, 
             h=repr(float(dt) / int(substeps))), encoding="utf-8")
         binary = folder / "binaries" / "linux64" / f"{identifier}.so"
         binary.parent.mkdir(parents=True)
-        run = subprocess.run(
-            [compiler, "-O2", "-std=c11", "-fPIC", "-shared", "-Wl,-z,defs",
-             "-fvisibility=hidden", "-o", str(binary), str(shell), str(lib.source),
-             str(lib.object), "-lm"],
-            capture_output=True, text=True, check=False)
-        if run.returncode != 0:
-            raise RuntimeError(f"building the FMU's binary failed ({compiler}):\n"
-                               f"{run.stderr.strip()}")
-        xml = _xml(model, identifier, guid, fmi_type, x0, {index[n] for n in outputs},
+        link_shared(binary, [shell, lib.source, lib.object], extra=("-fvisibility=hidden",))
+        xml = _xml(model, layout, identifier, guid, fmi_type, x0, {index[n] for n in outputs},
                    description)
 
         def write(fh) -> None:
