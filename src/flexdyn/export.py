@@ -306,7 +306,11 @@ def export_c(model: Model, directory: str | Path, *, fidelity: str | None = None
     sizes and coordinate names) are documented in the header; they compute what
     :func:`flexdyn.rhs`, :func:`flexdyn.forward_dynamics` (articulated),
     :func:`flexdyn.inverse_dynamics` and :func:`flexdyn.mass_matrix` compute for
-    ``fidelity`` (default :data:`flexdyn.DEFAULT_FIDELITY`), to round-off.
+    ``fidelity`` (default :data:`flexdyn.DEFAULT_FIDELITY`), to round-off: ``ẋ = [Γ(q) u;
+    u̇]`` of ``x = [q; u]`` (nq + nu) with ``u̇`` by the articulated-body algorithm (Eqs
+    51/58), ``τ`` (nu; N, N m) by Newton–Euler (Eq 44), ``M`` (nu × nu, row-major) by
+    composite bodies (Eqs 47/50); ``f_ext`` (n_bodies × 6, row-major) each body's wrench
+    ``[torque; force]`` (N m, N) about its frame's origin in its frame.
 
     The engine's object is compiled on the first export of an installation (about a minute
     with the engine's cache warm, with a notice) and kept in

@@ -471,9 +471,11 @@ def build_native_fmu(model: Model, target: Path, identifier: str, *, dt: float, 
                      fidelity: str, x0: np.ndarray, outputs: Sequence[str],
                      fmi_type: str = "CoSimulation", overwrite: bool = True) -> Path:
     """Write the native FMU of ``model`` to ``target`` (see the module docstring):
-    ``identifier`` the model identifier (the binary's name), ``x0`` the start state,
-    ``outputs`` names of state entries.  Called by :func:`flexdyn.fmu.build_fmu`, which
-    checks the settings."""
+    ``identifier`` the model identifier (the binary's name, a C identifier), ``dt`` (s) and
+    ``substeps`` the co-simulation's RK4 step ``dt / substeps``, ``x0`` the start state
+    ``[q; u]`` (nq + nu), ``outputs`` names of state entries
+    (:func:`flexdyn.state_layout`).  Called by :func:`flexdyn.fmu.build_fmu`, which checks
+    the settings."""
     if fmi_type not in FMI_TYPES:
         raise ValueError(f"fmi_type must be one of {FMI_TYPES}, not {fmi_type!r}")
     require_linux("a native FMU")
