@@ -398,7 +398,7 @@ def c_compiler() -> str | None:
 
 def link_shared(output: Path, inputs: list[Path], extra: tuple[str, ...] = ()) -> Path:
     """``output``, a shared library built from the C sources and objects ``inputs`` by
-    :func:`c_compiler` with the flags of the Makefile (:data:`_SHARED`) and ``extra``;
+    :func:`c_compiler` with the flags of the generated Makefile and ``extra``;
     ``RuntimeError`` without a compiler, or naming the compiler's message when the build
     fails."""
     compiler = c_compiler()
