@@ -23,8 +23,11 @@ from .dynamics import (
     forward_dynamics,
     hybrid_dynamics,
     inverse_dynamics,
+    inverse_dynamics_derivatives,
     mass_matrix,
 )
+from .joint_forces import motor_torques
+from .linalg import COMPLEX_STEP
 from .modal import (
     DERIVATIVES,
     TangentCoordinates,
@@ -38,7 +41,8 @@ from .simulation import PrescribedMotion
 from .stability import IMPLICIT, step_limit
 from .terms import DEFAULT_FIDELITY, check_fidelity
 
-__all__ = ["Equilibrium", "Linearization", "equilibrium", "linearize", "max_stable_step"]
+__all__ = ["COMPILED", "Equilibrium", "Linearization", "equilibrium", "linearize",
+           "max_stable_step"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,13 +92,42 @@ def _closure_basis(model: Model, tangent: TangentCoordinates, x0: np.ndarray,
     return np.vstack([G_p, G_v])
 
 
+#: the default derivative of :func:`linearize` for a tree: the compiled derivatives of the
+#: dynamics (:func:`flexdyn.inverse_dynamics_derivatives`)
+COMPILED = "compiled"
+
+
+def _compiled_jacobians(model: Model, tangent: TangentCoordinates, x0: np.ndarray,
+                        tau: np.ndarray, udot: np.ndarray, free: np.ndarray, fidelity: str,
+                        f_ext: Any, f_nodes) -> tuple[np.ndarray, np.ndarray]:
+    """``A`` (2 nu × 2 nu) and ``B`` (2 nu × nu) of ``ẋ = [δ̇; u̇]`` at ``x0 = [0; u]`` from the
+    compiled derivatives of inverse dynamics at ``(q, u, u̇)``: with ``M_ff`` the mass matrix
+    of the ``free`` speeds (the others prescribed: their ``u̇`` a function of time),
+    ``M_ff du̇_f = sat′(τ_f) dτ_f − ∂τ_f/∂δ dδ − ∂τ_f/∂u du``; the rows of ``δ̇`` by complex
+    steps of the charts' rates (:meth:`TangentCoordinates.rates`, cheap)."""
+    nu = model.nu
+    q, u = tangent.q0, x0[nu:]
+    D = inverse_dynamics_derivatives(model, q, u, udot, fidelity=fidelity, f_ext=f_ext,
+                                     f_nodes=f_nodes)
+    rates = complex_step_jacobian(
+        lambda x: tangent.rates(tangent.configuration(x[:nu]), x[:nu], x[nu:]), x0)
+    slope = motor_torques(model, tau + 1j * COMPLEX_STEP).imag / COMPLEX_STEP
+    f = np.flatnonzero(free)
+    M_ff = D.M[np.ix_(f, f)]
+    A_u, B_u = np.zeros((nu, 2 * nu)), np.zeros((nu, nu))
+    A_u[f] = scipy.linalg.solve(M_ff, -np.concatenate([D.d_q[f], D.d_u[f]], axis=1),
+                                assume_a="pos")
+    B_u[np.ix_(f, f)] = scipy.linalg.solve(M_ff, np.diag(slope[f]), assume_a="pos")
+    return np.vstack([rates, A_u]), np.vstack([np.zeros((nu, nu)), B_u])
+
+
 def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
               fidelity: str = DEFAULT_FIDELITY, prescribed: Mapping[str, Callable] | None = None,
               t: float = 0.0, f_ext: Any = None, f_nodes: Mapping | None = None,
               outputs: Sequence[str] = (),
-              method: str = "articulated", derivative: str = "complex-step") -> Linearization:
-    """Linearize ``ẋ = f(x, τ)`` about ``(q, u, τ)``: exact derivatives by complex step
-    (default), or central differences on the compiled engine.
+              method: str = "articulated", derivative: str | None = None) -> Linearization:
+    """Linearize ``ẋ = f(x, τ)`` about ``(q, u, τ)``: exact derivatives, compiled (default),
+    by complex step through the reference tier, or central differences on the engine.
 
     The state ``x = [δ; u]`` is the tangent state of the module docstring: ``δ`` (nu,)
     about ``q`` (``δ = 0`` at the operating point) — the joint coordinates themselves, or
@@ -114,12 +147,14 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
         their entries leave the state — a body spinning at a prescribed rate linearizes
         about its relative equilibrium.
     t : time at which ``prescribed`` is evaluated (s).
-    derivative : ``"complex-step"`` (default: exact to round-off, through the numpy
-        reference tier; milliseconds per column) or ``"central"`` (central differences of the
-        compiled engine's accelerations, :func:`flexdyn.modal.central_difference_jacobian`:
-        about 1e-9 relative, tens of times faster — for repeated linearizations of large
-        models).  The output rows and the closures' tangent space are complex steps either
-        way.
+    derivative : ``"compiled"`` (the default for a tree: the exact derivatives of
+        :func:`flexdyn.inverse_dynamics_derivatives`, forward-mode differentiation of the
+        compiled engine, milliseconds for tens of coordinates), ``"complex-step"`` (exact to
+        round-off through the numpy reference tier, milliseconds per column; the default for a
+        model with loop closures) or ``"central"`` (central differences of the compiled
+        engine's accelerations, :func:`flexdyn.modal.central_difference_jacobian`: about 1e-9
+        relative).  The output rows and the closures' tangent space are complex steps in every
+        case.
     outputs : names of outputs ``y``: any of :attr:`Linearization.state_names` (one row),
         or an output of :class:`flexdyn.outputs.Outputs` (a state-layout name, a body's
         ``.position`` or ``.rotation``, ``"<body>.tip"``, ``"<body>.node[j]"``, either with
@@ -136,10 +171,11 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
     chain's flow keeps that space, so nothing is lost).
     """
     check_fidelity(fidelity)
-    if derivative not in DERIVATIVES:
+    if derivative is None:
+        derivative = "complex-step" if model.constraints else COMPILED
+    if derivative != COMPILED and derivative not in DERIVATIVES:
         raise ValueError(f"unknown derivative {derivative!r}; expected one of "
-                         f"{tuple(DERIVATIVES)}")
-    jacobian = DERIVATIVES[derivative]
+                         f"{(COMPILED, *DERIVATIVES)}")
     backend = "reference" if derivative == "complex-step" else "engine"
     u = np.zeros(model.nu) if u is None else u
     tau = np.zeros(model.nu) if tau is None else tau
@@ -167,8 +203,14 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
 
     keep = np.flatnonzero(~np.concatenate([mask, mask]))
     x0 = np.concatenate([np.zeros(nu), u])
-    A = jacobian(f, x0, keep)[keep]
-    B = jacobian(lambda tc: f(x0, tc), tau, linear=True)[keep]  # u̇ is affine in τ
+    if derivative == COMPILED:
+        A, B = _compiled_jacobians(model, tangent, x0, tau, accelerations(q, u, tau), ~mask,
+                                   fidelity, f_ext, f_nodes)
+        A, B = A[keep][:, keep], B[keep]
+    else:
+        jacobian = DERIVATIVES[derivative]
+        A = jacobian(f, x0, keep)[keep]
+        B = jacobian(lambda tc: f(x0, tc), tau, linear=True)[keep]  # u̇ is affine in τ
     speed_names = [e.name for e in state_layout(model)["u"]]
     all_names = tangent.names() + speed_names
     names = [all_names[k] for k in keep]

@@ -31,13 +31,12 @@ import numpy as np
 
 from .body import require_lumped_mass
 from .chain import Model
+from .linalg import COMPLEX_STEP
 from .spatial import crf, crm, skew
 from .terms import PositionTerms, body_models, deformed_nodes, modal_velocities, position_terms
 
 __all__ = ["coriolis_matrix", "element_jacobians", "skew_gyroscopic"]
 
-#: step of the complex-step derivative ``J̇`` (any tiny step: no subtraction)
-COMPLEX_STEP = 1e-30
 
 
 def element_jacobians(model: Model, pos: PositionTerms) -> list[tuple[np.ndarray, np.ndarray]]:

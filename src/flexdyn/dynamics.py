@@ -52,7 +52,7 @@ import math
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -72,9 +72,11 @@ from .engine import DERIVATIVE_METHODS, Engine, kernels
 from .engine.nodal import NodalEngine
 from .hybrid import hybrid_dynamics as _hybrid
 from .joint_forces import applied_forces, motor_torques, passive_forces
+from .linalg import COMPLEX_STEP, SingularInertiaError
 from .newton_euler import joint_wrenches as wrenches_of_modal_forces
 from .newton_euler import modal_forces, rnea
 from .nodal import nodal_method, nodal_state_terms
+from .tangent import TangentCoordinates
 from .terms import (
     DEFAULT_FIDELITY,
     FIDELITIES,
@@ -90,6 +92,8 @@ __all__ = [
     "REFINED_METHODS",
     "REFINE_CONDITION",
     "Dynamics",
+    "ForwardDynamicsDerivatives",
+    "InverseDynamicsDerivatives",
     "condition_estimate",
     "bind",
     "assemble",
@@ -110,11 +114,13 @@ __all__ = [
     "bias_forces",
     "check_external_forces",
     "forward_dynamics",
+    "forward_dynamics_derivatives",
     "hybrid_dynamics",
     "innovations_factors",
     "coriolis_matrix",
     "joint_wrenches",
     "inverse_dynamics",
+    "inverse_dynamics_derivatives",
     "mass_matrix",
     "mass_matrix_inverse",
     "nodal_loads",
@@ -708,6 +714,126 @@ def _inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarr
                        "τ")
 
 
+class InverseDynamicsDerivatives(NamedTuple):
+    """The derivatives of inverse dynamics ``τ = ID(q, u, u̇)`` (Eq 44,
+    :func:`inverse_dynamics_derivatives`), each (nu, nu), or (B, nu, nu) for a batch.
+
+    Attributes
+    ----------
+    d_q : ``∂τ/∂δ`` along the tangent coordinates ``δ`` of :mod:`flexdyn.tangent` (column
+        ``j``: how ``τ`` changes per unit of ``δ_j``; N m/rad, N/m, modal units).
+    d_u : ``∂τ/∂u`` (N m s/rad, …): the velocity terms' and dampers' derivatives.
+    M : ``∂τ/∂u̇``, the mass matrix (Eqs 47/50).
+    """
+
+    d_q: np.ndarray
+    d_u: np.ndarray
+    M: np.ndarray
+
+
+class ForwardDynamicsDerivatives(NamedTuple):
+    """The derivatives of forward dynamics ``u̇ = FD(q, u, τ)``
+    (:func:`forward_dynamics_derivatives`), each (nu, nu), or (B, nu, nu) for a batch.
+
+    Attributes
+    ----------
+    d_q : ``∂u̇/∂δ`` along the tangent coordinates ``δ`` of :mod:`flexdyn.tangent` (as the
+        ``A`` matrix of :func:`flexdyn.linearize`).
+    d_u : ``∂u̇/∂u``.
+    d_tau : ``∂u̇/∂τ = M⁻¹ diag(sat′(τ))``: ``M⁻¹`` where no torque limit holds ``τ`` (a
+        saturated entry's column is zero).
+    """
+
+    d_q: np.ndarray
+    d_u: np.ndarray
+    d_tau: np.ndarray
+
+
+def _leading(model: Model, q, u, x, f_ext, x_name: str) -> tuple:
+    """``(q, u, x, f_ext, batch)``: one state or a batch validated in full
+    (:meth:`Model.check_state`, :func:`check_external_forces`; ``"batch item b: "`` naming
+    the state) and given a leading axis B; ``u``, ``x`` None become zero, ``f_ext`` (n_bodies,
+    6) is shared by every state of a batch, (B, n_bodies, 6) is per state."""
+    batch = np.ndim(q) == 2
+    qs = np.asarray(q) if batch else [q]
+    n = len(qs)
+    if batch and n == 0:
+        raise ValueError(f"q has shape {np.shape(q)}: an empty batch; give one state (nq,) or "
+                         "a batch (B, nq) with B ≥ 1")
+
+    def per_state(value, name: str, per: int) -> list:
+        if value is None or not batch:
+            return [value] * n
+        value = np.asarray(value)
+        if value.ndim != per + 1 or value.shape[0] != n:
+            raise ValueError(f"{name} has shape {value.shape}; with a batch of {n} states "
+                             f"(q of shape {np.shape(q)}) it needs a leading axis of {n}")
+        return list(value)
+
+    us, xs = per_state(u, "u", 1), per_state(x, x_name, 1)
+    fs = per_state(f_ext, "f_ext", 2) if np.ndim(f_ext) == 3 else [f_ext] * n
+    zero = np.zeros(model.nu)
+    out: list[list] = [[], [], [], []]
+    for b in range(n):
+        try:
+            qb, ub, xb = model.check_state(qs[b], zero if us[b] is None else us[b],
+                                           **{x_name: zero if xs[b] is None else xs[b]})
+            fb = check_external_forces(model, fs[b])
+        except (ValueError, TypeError) as exc:
+            if not batch:
+                raise
+            raise type(exc)(f"batch item {b}: {exc}") from exc
+        for part, value in zip(out, (qb, ub, xb, fb), strict=True):
+            part.append(value)
+    f_all = None if all(f is None for f in out[3]) else np.stack(
+        [np.zeros((model.n_bodies, 6)) if f is None else f for f in out[3]])
+    return np.stack(out[0]), np.stack(out[1]), np.stack(out[2]), f_all, batch
+
+
+def _tree_derivatives(model: Model) -> None:
+    """``ValueError`` naming the loop closures of ``model``, whose derivatives these are not."""
+    if model.constraints:
+        raise ValueError(
+            f"the derivatives of the dynamics are those of a tree; model {model.name!r} has "
+            f"loop closures ({', '.join(c.name for c in model.constraints)}): "
+            "flexdyn.linearize linearizes a closed chain (complex steps, projected onto the "
+            "closures' tangent space)")
+
+
+def _inverse_derivatives(model: Model, q, u, udot, fidelity: str, f_ext, f_nodes,
+                         backend: str) -> tuple[np.ndarray, ...]:
+    """``(τ, ∂τ/∂δ, ∂τ/∂u, M)`` of states with a leading axis (validated by
+    :func:`_leading`): on the engine by forward-mode differentiation of its stages
+    (:meth:`flexdyn.engine.Engine.inverse_derivatives`), else by complex steps through the
+    reference tier, one evaluation of Eq 44 per column, ``δ`` entering by its chart's
+    retraction (:meth:`~flexdyn.tangent.TangentCoordinates.configuration`)."""
+    _tree_derivatives(model)
+    tangents = [TangentCoordinates(model, qb) for qb in q]
+    if on_engine(backend, q, u, udot, f_ext) and not f_nodes:
+        q_dir = np.stack([t.directions() for t in tangents])
+        result = cached_engine(model, fidelity).inverse_derivatives(q, u, udot, f_ext, q_dir)
+        for part, name in zip(result, ("τ", "∂τ/∂δ", "∂τ/∂u", "M"), strict=True):
+            _finite(part, name)
+        return result
+    nu, h = model.nu, COMPLEX_STEP
+    out = tuple(np.empty((len(q), nu) + (nu,) * (k > 0)) for k in range(4))
+    for b, tangent in enumerate(tangents):
+        f_b = None if f_ext is None else f_ext[b]
+
+        def tau(qc, uc, b=b, f_b=f_b):
+            return _inverse_dynamics(model, qc, uc, udot[b], fidelity, f_b, f_nodes,
+                                     "reference")
+
+        out[0][b] = tau(q[b], u[b])
+        for j in range(nu):
+            step = np.zeros(nu, dtype=complex)
+            step[j] = 1j * h
+            out[1][b][:, j] = tau(tangent.configuration(step), u[b]).imag / h
+            out[2][b][:, j] = tau(q[b], u[b] + step).imag / h
+        out[3][b] = _mass_matrix(model, q[b], fidelity, "reference")
+    return out
+
+
 @batched("u", "tau", "udot_prescribed", engine_op=_hybrid_op)
 def _hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,
                      udot_prescribed: np.ndarray | None, prescribed: np.ndarray, *,
@@ -1061,6 +1187,47 @@ class Dynamics:
             X = X + X @ (np.eye(self._nu) - self.mass_matrix(q) @ X)
         return _into(out, X)
 
+    def inverse_dynamics_derivatives(self, q: np.ndarray, u: np.ndarray, udot: np.ndarray, *,
+                                     f_ext: np.ndarray | None = None, f_nodes=None,
+                                     out: tuple[np.ndarray, ...] | None = None
+                                     ) -> InverseDynamicsDerivatives:
+        """``(∂τ/∂δ, ∂τ/∂u, M)``: :func:`inverse_dynamics_derivatives`; ``out`` a triple of
+        arrays."""
+        q, u, udot, f_ext, batch = _leading(self.model, q, u, udot, f_ext, "udot")
+        _, d_q, d_u, M = _inverse_derivatives(self.model, q, u, udot, self.fidelity, f_ext,
+                                              f_nodes, self.backend)
+        return _derivatives_into(out, InverseDynamicsDerivatives(
+            *(a if batch else a[0] for a in (d_q, d_u, M))))
+
+    def forward_dynamics_derivatives(self, q: np.ndarray, u: np.ndarray,
+                                     tau: np.ndarray | None = None, *,
+                                     f_ext: np.ndarray | None = None, f_nodes=None,
+                                     out: tuple[np.ndarray, ...] | None = None
+                                     ) -> ForwardDynamicsDerivatives:
+        """``(∂u̇/∂δ, ∂u̇/∂u, ∂u̇/∂τ)``: :func:`forward_dynamics_derivatives`; ``out`` a triple
+        of arrays."""
+        model, nu = self.model, self._nu
+        _tree_derivatives(model)
+        q, u, tau, f_ext, batch = _leading(model, q, u, tau, f_ext, "tau")
+        udot = np.stack([self.forward_dynamics(q[b], u[b], tau[b], f_nodes=f_nodes,
+                                               f_ext=None if f_ext is None else f_ext[b])
+                         for b in range(len(q))])
+        _, tau_q, tau_u, M = _inverse_derivatives(model, q, u, udot, self.fidelity, f_ext,
+                                                  f_nodes, self.backend)
+        # M du̇ = sat′(τ) dτ − ∂τ/∂δ dδ − ∂τ/∂u du  (τ = ID(q, u, u̇) are the motor forces)
+        slope = np.stack([motor_torques(model, t + 1j * COMPLEX_STEP).imag / COMPLEX_STEP
+                          for t in tau])
+        rhs = np.concatenate([-tau_q, -tau_u, np.eye(nu) * slope[:, None, :]], axis=2)
+        try:
+            X = np.linalg.solve(M, rhs)
+        except np.linalg.LinAlgError:
+            raise SingularInertiaError("mass matrix is singular (a degree of freedom without "
+                                       "inertia?): the forward dynamics has no derivative"
+                                       ) from None
+        parts = (X[..., :nu], X[..., nu:2 * nu], X[..., 2 * nu:])
+        return _derivatives_into(out, ForwardDynamicsDerivatives(
+            *(a if batch else a[0] for a in parts)))
+
     def hybrid_dynamics(self, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,
                         udot_prescribed: np.ndarray | None, prescribed: np.ndarray, *,
                         f_ext: np.ndarray | None = None, f_nodes=None,
@@ -1141,6 +1308,16 @@ def _into(out: np.ndarray | None, result: np.ndarray) -> np.ndarray:
                          f"{result.dtype}, got {got}")
     out[...] = result
     return out
+
+
+def _derivatives_into(out: tuple[np.ndarray, ...] | None, result: NamedTuple) -> NamedTuple:
+    """``result``, or its parts written into the arrays of ``out`` (``_into``)."""
+    if out is None:
+        return result
+    if not isinstance(out, tuple | list) or len(out) != len(result):
+        raise ValueError(f"out must be a tuple of {len(result)} arrays, got "
+                         f"{type(out).__name__}")
+    return type(result)(*(_into(o, r) for o, r in zip(out, result, strict=True)))
 
 
 class _CachedDynamics(_WeakModel, Dynamics):
@@ -1238,6 +1415,72 @@ def inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarra
     """
     return _bound(model, fidelity, backend).inverse_dynamics(q, u, udot, f_ext=f_ext,
                                                              f_nodes=f_nodes)
+
+
+def forward_dynamics_derivatives(model: Model, q: np.ndarray, u: np.ndarray,
+                                 tau: np.ndarray | None = None, *, fidelity: str | None = None,
+                                 f_ext: np.ndarray | None = None, f_nodes=None,
+                                 backend: str = "engine") -> ForwardDynamicsDerivatives:
+    """The derivatives of the forward dynamics ``u̇ = FD(q, u, τ)`` in the state and the
+    inputs: ``(d_q, d_u, d_tau)`` = ``(∂u̇/∂δ, ∂u̇/∂u, ∂u̇/∂τ)``, each (nu, nu).
+
+    ``δ`` are the tangent coordinates of :mod:`flexdyn.tangent` about ``q`` (one per speed:
+    the joint coordinates themselves, a quaternion joint's rotation vector in its child frame,
+    the modal coordinates), the coordinates of :func:`flexdyn.linearize`.  With
+    ``τ = ID(q, u, u̇)`` the inverse dynamics at ``u̇ = FD(q, u, τ)``, differentiating
+    ``M u̇ + C = sat(τ)`` gives ``d_q = −M⁻¹ ∂ID/∂δ``, ``d_u = −M⁻¹ ∂ID/∂u`` and
+    ``d_tau = M⁻¹ diag(sat′(τ))`` (:func:`inverse_dynamics_derivatives`; the torque limits'
+    slope is 1 inside them, 0 where one holds).  Exact to round-off on every body model, joint
+    kind and joint force: the engine differentiates its own stages in forward mode
+    (:mod:`flexdyn.engine.derivatives`), the reference tier by complex steps.
+
+    Parameters
+    ----------
+    model : Model (a tree: ``ValueError`` for loop closures, which
+        :func:`flexdyn.linearize` handles).
+    q : (nq,), u : (nu,), tau : (nu,) or None (zero) — or a batch ``(B, nq)``, ``(B, nu)``
+        (the results gain the leading axis B); ``f_ext`` (n_bodies, 6) for every state or
+        (B, n_bodies, 6).
+    fidelity : the body model (None: ``"exact"``); f_ext, f_nodes, backend : as for
+        :func:`forward_dynamics` (constant loads: ``f_ext`` in body coordinates, ``f_nodes``
+        in the node frames; nodal loads run the reference tier).
+
+    Returns
+    -------
+    :class:`ForwardDynamicsDerivatives` ``(d_q, d_u, d_tau)``.
+    """
+    return _bound(model, DEFAULT_FIDELITY if fidelity is None else fidelity,
+                  backend).forward_dynamics_derivatives(q, u, tau, f_ext=f_ext, f_nodes=f_nodes)
+
+
+def inverse_dynamics_derivatives(model: Model, q: np.ndarray, u: np.ndarray,
+                                 udot: np.ndarray, *, fidelity: str | None = None,
+                                 f_ext: np.ndarray | None = None, f_nodes=None,
+                                 backend: str = "engine") -> InverseDynamicsDerivatives:
+    """The derivatives of the inverse dynamics ``τ = ID(q, u, u̇)`` (Eq 44, the motor forces
+    of :func:`inverse_dynamics`): ``(d_q, d_u, M)`` = ``(∂τ/∂δ, ∂τ/∂u, ∂τ/∂u̇)``, each
+    (nu, nu), ``δ`` the tangent coordinates of :mod:`flexdyn.tangent`.
+
+    On the engine, one evaluation of Eq 44 in complex arithmetic per column at
+    ``q + i h ∂q/∂δ_j`` (or ``u + i h e_j``, the position terms computed once) gives the
+    column exactly to round-off (forward-mode differentiation of the compiled stages,
+    :mod:`flexdyn.engine.derivatives`; compiled on first use, about a minute); the reference
+    tier takes the same complex steps through its own recursions.
+
+    Parameters
+    ----------
+    model : Model (a tree: ``ValueError`` for loop closures).
+    q : (nq,), u : (nu,), udot : (nu,) — or a batch with a leading axis B, as for
+        :func:`forward_dynamics_derivatives`.
+    fidelity, f_ext, f_nodes, backend : as for :func:`inverse_dynamics`.
+
+    Returns
+    -------
+    :class:`InverseDynamicsDerivatives` ``(d_q, d_u, M)``.
+    """
+    return _bound(model, DEFAULT_FIDELITY if fidelity is None else fidelity,
+                  backend).inverse_dynamics_derivatives(q, u, udot, f_ext=f_ext,
+                                                        f_nodes=f_nodes)
 
 
 def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,

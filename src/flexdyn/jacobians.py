@@ -39,8 +39,9 @@ from __future__ import annotations
 import numpy as np
 
 from .chain import Model
-from .coriolis import COMPLEX_STEP, element_jacobians
+from .coriolis import element_jacobians
 from .dynamics import batched
+from .linalg import COMPLEX_STEP
 from .spatial import Transform
 from .terms import DEFAULT_FIDELITY, PositionTerms, body_models, check_fidelity, position_terms
 
@@ -194,7 +195,7 @@ def jacobian_rate_product(model: Model, q: np.ndarray, u: np.ndarray, body: str 
     that the frame's acceleration is ``d/dt (J u) = J u̇ + J̇ u``.
 
     ``J̇ = d/dt J(q(t))`` along ``q̇ = Γ(q) u``, by complex step:
-    ``J̇ u = Im J(q + i h Γ(q) u) u / h`` (``h`` = :data:`flexdyn.coriolis.COMPLEX_STEP`, exact
+    ``J̇ u = Im J(q + i h Γ(q) u) u / h`` (``h`` = :data:`flexdyn.linalg.COMPLEX_STEP`, exact
     to round-off).
     The time derivative is that of the components of ``V = J u`` in ``frame``:
 

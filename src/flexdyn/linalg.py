@@ -30,6 +30,7 @@ import numpy as np
 import scipy.linalg
 
 __all__ = [
+    "COMPLEX_STEP",
     "LAMBDA_RTOL",
     "MASS_MATRIX_RTOL",
     "PIVOT_FLOOR",
@@ -44,6 +45,9 @@ __all__ = [
     "sym",
 ]
 
+#: step of complex-step derivatives (any tiny step: nothing is subtracted, and the O(h²)
+#: term is below any double)
+COMPLEX_STEP = 1e-30
 #: squared Cholesky pivot below this times ``max diag(D)``: ``D`` is singular
 PIVOT_RTOL = 1e-13
 #: squared Cholesky pivot below this times the inertia scale: ``D`` is singular

@@ -19,7 +19,7 @@ from ..chain import Model
 from ..linalg import SingularInertiaError
 from ..ruthless import RuthlessBodyModel
 from ..terms import DEFAULT_FIDELITY, body_models
-from . import closure, extras, kernels, layout, rigid_tree, split
+from . import closure, derivatives, extras, kernels, layout, rigid_tree, split
 from .pack import Packed, pack, pack_split
 
 __all__ = ["BATCH_OPS", "DERIVATIVE_METHODS", "SPLIT", "CEntry", "Engine", "kernel_array"]
@@ -351,6 +351,25 @@ class Engine:
         status = self._share(extras.mass_inverse, self.packed, (q, rhs_rows, out))
         self._single(int(status[0]), "articulated")
         return out[0, 0] if b.ndim == 1 else np.ascontiguousarray(out[0].T)
+
+    def inverse_derivatives(self, q, u, udot, f_ext, q_dir) -> tuple[np.ndarray, ...]:
+        """``(τ, ∂τ/∂δ, ∂τ/∂u, M)`` of Eq 44 for the states of ``q`` (B, nq), ``u``, ``udot``
+        (B, nu) and ``f_ext`` (B, n_bodies, 6) or None, in the tangent directions ``q_dir``
+        (B, nq, nu) = ``∂q/∂δ`` (:meth:`flexdyn.tangent.TangentCoordinates.directions`):
+        (B, nu) and (B, nu, nu) × 3, by forward-mode differentiation of the stages in complex
+        arithmetic (:func:`flexdyn.engine.derivatives.inverse_derivatives`, compiled on first
+        use), the states shared among the cores.  An overflowed result is returned as it is
+        (the caller reports it)."""
+        lead = (len(q),)
+        q, u, udot, f_ext = self._inputs(q, u, udot, f_ext, "udot", lead)
+        nq, nu = self.model.nq, self.model.nu
+        q_dir = kernel_array(q_dir, lead + (nq, nu), "q_dir")
+        tau, d_q, d_u, M = (np.empty(lead + (nu,)), np.empty(lead + (nu, nu)),
+                            np.empty(lead + (nu, nu)), np.empty(lead + (nu, nu)))
+        status = self._share(derivatives.inverse_derivatives, self.packed,
+                             (q, u, udot, f_ext, q_dir, tau, d_q, d_u, M))
+        self._raise_for(status, "inverse_derivatives")
+        return tau, d_q, d_u, M
 
     def energy_momentum(self, q, u=None) -> np.ndarray:
         """``[T, V, h, p]`` (8,): kinetic and potential energy (J) and the spatial momentum

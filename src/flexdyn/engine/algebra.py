@@ -248,13 +248,13 @@ def _horner(coef, s):
 def so3_coefficients(s):
     """``a, b, c`` and their derivatives in ``s = |θ|²`` (see spatial._exp_coefficients):
     12 terms of the power series for ``s < 1``, the closed forms beyond."""
-    if s < 1.0:
+    if s.real < 1.0:
         a, da = _horner(_A_SERIES, s)
         b, db = _horner(_B_SERIES, s)
         c, dc = _horner(_C_SERIES, s)
         return a, b, c, da, db, dc
-    t = math.sqrt(s)
-    sn, co = math.sin(t), math.cos(t)
+    t = np.sqrt(s)
+    sn, co = np.sin(t), np.cos(t)
     a = sn / t
     b = (1.0 - co) / s
     c = (t - sn) / (s * t)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..joints import SINGULARITY_TOL
 from ..scalar_kernels import quat_rot
 from .algebra import mm
@@ -20,7 +22,7 @@ __all__ = ["block_end", "joint_kernel", "joint_kernel_rate", "product_qdot", "pr
 @helper
 def _axis_angle(ax, th, R):
     """``exp(th ã) = I + sin th ã + (1 − cos th) ã²`` (any axis length, as the reference)."""
-    s, c1 = math.sin(th), 1.0 - math.cos(th)
+    s, c1 = np.sin(th), 1.0 - np.cos(th)
     a0, a1, a2 = ax[0], ax[1], ax[2]
     aa = a0 * a0 + a1 * a1 + a2 * a2
     R[0, 0] = 1.0 + c1 * (a0 * a0 - aa)
@@ -99,7 +101,7 @@ def _screw_apply(h, e, R, p):
     """``U ← exp(ĥ e) U`` for the pose ``(R, p)`` of ``U`` (Prop 1, Eq 12): rotation
     ``exp(e ω̃)``, translation ``(e I + (1 − cos e) ω̃ + (e − sin e) ω̃²) v``."""
     w0, w1, w2, v0, v1, v2 = h[0], h[1], h[2], h[3], h[4], h[5]
-    s, c1 = math.sin(e), 1.0 - math.cos(e)
+    s, c1 = np.sin(e), 1.0 - np.cos(e)
     for c in range(3):
         R[0, c], R[1, c], R[2, c] = _rot_vec(w0, w1, w2, s, c1, R[0, c], R[1, c], R[2, c])
     y0, y1, y2 = _rot_vec(w0, w1, w2, s, c1, p[0], p[1], p[2])

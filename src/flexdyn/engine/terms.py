@@ -61,12 +61,13 @@ def position_terms(pm, q, w):
         m, nj, kind = ints[i, MODES], ints[i, NJ], ints[i, KIND]
         R2, p2 = w.R_phi[i], w.p_phi[i]
         qs, nqj = ints[i, QS], ints[i, NQJ]
+        R_Jc, p_Jc = w.t_66[0, :3, :3], w.t_66[0, 3, :3]  # of the workspace's type
         if kind == FULL:
             _full_body_frames(pm, i, q[qs + nqj:qs + nqj + m], w)
-            R_Jc, p_Jc = w.t_66[0, :3, :3], w.t_66[0, 3, :3]
             _full_joint_side(pm, i, w, R_Jc, p_Jc)
         else:
-            R_Jc, p_Jc = pm.T_Jc_R[i], pm.T_Jc_p[i]
+            copy(pm.T_Jc_R[i], R_Jc)
+            copy(pm.T_Jc_p[i], p_Jc)
         # T_parent = placement ∘ joint(q) ∘ T_Jc,i;  φ(i) = T_parent.phi()
         joint_kernel(ints[i, JCODE], pm.jparam[i], q[qs:qs + nqj], Rj, pj, w.S[i], R1, R2)
         compose3(pm.place_R[i], pm.place_p[i], Rj, pj, R1, p1)

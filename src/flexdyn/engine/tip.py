@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
 from .algebra import so3_coefficients
 from .jit import helper
@@ -73,8 +73,8 @@ def _euler_columns(a, b, c, theta, R):
     """``R = R_b(θ_b) R_c(θ_c)`` (3 × 3, overwritten) and the columns of ``J``
     (tip_kinematics.euler_maps): returns ``u_a = (R_b R_c)ᵀ e_a`` and ``u_b = R_cᵀ e_b``
     (6 scalars), with the cosine and sine of ``θ_a``."""
-    cb, sb = math.cos(theta[b]), math.sin(theta[b])
-    cc, sc = math.cos(theta[c]), math.sin(theta[c])
+    cb, sb = np.cos(theta[b]), np.sin(theta[b])
+    cc, sc = np.cos(theta[c]), np.sin(theta[c])
     for r in range(3):
         for q in range(3):
             x = 0.0
@@ -83,7 +83,7 @@ def _euler_columns(a, b, c, theta, R):
             R[r, q] = x
     return (R[a, 0], R[a, 1], R[a, 2], _elementary(c, cc, sc, b, 0),
             _elementary(c, cc, sc, b, 1), _elementary(c, cc, sc, b, 2),
-            math.cos(theta[a]), math.sin(theta[a]))
+            np.cos(theta[a]), np.sin(theta[a]))
 
 
 @helper

@@ -1,0 +1,251 @@
+"""The derivatives of the dynamics (:func:`flexdyn.forward_dynamics_derivatives`,
+:func:`flexdyn.inverse_dynamics_derivatives`) and the linearization built on them.
+
+Oracles: closed forms (a pendulum), complex steps of the **numpy reference tier's** forward
+dynamics through :func:`flexdyn.linearize` (``derivative="complex-step"``: the charts' full
+retractions, the articulated-body recursion in complex numbers), the reference tier's own
+derivatives (complex steps of its Newton–Euler recursion) for the engine's, and Pinocchio's
+``computeABADerivatives`` on rigid trees (optional).  Accuracy is checked block by block —
+each body's joint speeds and each body's modal speeds, rows against columns — relative to the
+block's own size, since one scale for the whole matrix would hide the errors of small blocks
+beside the stiff ``ω²`` entries.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+
+import flexdyn as fd
+from helpers import PENDULUM, pendulum
+from strategies import models_and_states, random_state
+from test_closed_chains import fourbar
+from test_joint_forces import forced_pair
+from test_nodal import random_nodal_dict
+from test_rigid_limit import random_rigid_state, rigid_models
+
+try:  # the peer of the rigid trees (optional)
+    from test_pinocchio import PinModel, pin
+except (ImportError, pytest.skip.Exception):
+    PinModel = pin = None
+
+FIDELITIES = fd.FIDELITIES
+HYP = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TOL = 1e-9
+
+
+def speed_blocks(model: fd.Model) -> list[range]:
+    """Index ranges of the speeds: per body its joint speeds, then its modal speeds."""
+    out = []
+    for i in range(model.n_bodies):
+        us, nj, m = int(model.u_start[i]), int(model.nu_joint[i]), int(model.n_modes[i])
+        out += [r for r in (range(us, us + nj), range(us + nj, us + nj + m)) if len(r)]
+    return out
+
+
+def assert_blocks(got: np.ndarray, ref: np.ndarray, model: fd.Model, what: str,
+                  tol: float = TOL) -> None:
+    """Every (row block, column block) of ``got`` within ``tol`` of ``ref`` relative to the
+    block's largest entry of ``ref``; a block near zero (a structural zero) to ``tol`` times
+    1e-3 of the whole matrix's largest entry (or 1e-6: entries of order one)."""
+    assert got.shape == ref.shape, f"{what}: shape {got.shape} != {ref.shape}"
+    floor = 1e-3 * max(float(np.abs(ref).max()), 1e-3)
+    blocks = speed_blocks(model)
+    for a in blocks:
+        for b in blocks:
+            R, G = ref[np.ix_(a, b)], got[np.ix_(a, b)]
+            scale = max(float(np.abs(R).max()), floor)
+            err = float(np.abs(G - R).max()) / scale
+            assert err < tol, (f"{what}: rows {a.start}:{a.stop}, columns {b.start}:{b.stop} "
+                               f"off by {err:.1e} of {scale:.1e}")
+
+
+def complex_step_oracle(model: fd.Model, q, u, tau, fidelity: str, f_ext=None, f_nodes=None):
+    """``(∂u̇/∂δ, ∂u̇/∂u, ∂u̇/∂τ)`` by complex steps of the reference tier's forward dynamics
+    (``fd.linearize(derivative="complex-step")``)."""
+    lin = fd.linearize(model, q, u, tau, fidelity=fidelity, f_ext=f_ext, f_nodes=f_nodes,
+                       derivative="complex-step")
+    nu = model.nu
+    return lin.A[nu:, :nu], lin.A[nu:, nu:], lin.B[nu:]
+
+
+def assert_forward_matches(model, q, u, tau, fidelity, f_ext=None, f_nodes=None, tol=TOL):
+    got = fd.forward_dynamics_derivatives(model, q, u, tau, fidelity=fidelity, f_ext=f_ext,
+                                          f_nodes=f_nodes)
+    ref = complex_step_oracle(model, q, u, tau, fidelity, f_ext, f_nodes)
+    for name, g, r in zip(("d_q", "d_u", "d_tau"), got, ref, strict=True):
+        assert_blocks(g, r, model, f"{model.name} {fidelity} {name}", tol)
+    return got
+
+
+# ----------------------------------------------------------------------------------------------
+# closed form
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", fd.dynamics.BACKENDS)
+def test_pendulum_is_the_closed_form(backend):
+    """``I_O θ̈ = τ − m g l cos θ``: ``∂θ̈/∂θ = m g l sin θ / I_O``, ``∂θ̈/∂θ̇ = 0``,
+    ``∂θ̈/∂τ = 1 / I_O``; and ``∂τ/∂θ = −m g l sin θ``, ``M = I_O``."""
+    p, model = PENDULUM, pendulum()
+    I_O = p["I_c"] + p["m"] * p["l"] ** 2
+    mgl = p["m"] * p["g"] * p["l"]
+    for theta in (-1.2, 0.3, 2.0):
+        q, u, tau = np.array([theta]), np.array([0.7]), np.array([0.4])
+        fwd = fd.forward_dynamics_derivatives(model, q, u, tau, backend=backend)
+        np.testing.assert_allclose(fwd.d_q, [[mgl * np.sin(theta) / I_O]], rtol=1e-13)
+        np.testing.assert_allclose(fwd.d_u, [[0.0]], atol=1e-15)
+        np.testing.assert_allclose(fwd.d_tau, [[1.0 / I_O]], rtol=1e-13)
+        inv = fd.inverse_dynamics_derivatives(model, q, u, np.array([1.5]), backend=backend)
+        np.testing.assert_allclose(inv.d_q, [[-mgl * np.sin(theta)]], rtol=1e-13)
+        np.testing.assert_allclose(inv.M, [[I_O]], rtol=1e-13)
+
+
+# ----------------------------------------------------------------------------------------------
+# against complex steps of the reference tier
+# ----------------------------------------------------------------------------------------------
+def _state(model: fd.Model, seed: int):
+    rng = np.random.default_rng(seed)
+    q, u, _ = random_state(model, rng, eta_scale=0.05)
+    return q, u, rng.normal(size=model.nu), rng.normal(size=(model.n_bodies, 6))
+
+
+@pytest.mark.parametrize("fidelity", FIDELITIES)
+@pytest.mark.parametrize("name", fd.models.list_builtin_models())
+def test_builtin_models_against_complex_steps(name, fidelity):
+    """The spacecraft (a free base: quaternion tangents), the spin-up beam (stretch modes,
+    geometric stiffening) and the two-link arm, with body wrenches."""
+    model = fd.models.builtin_model(name)
+    q, u, tau, f_ext = _state(model, 3)
+    assert_forward_matches(model, q, u, tau, fidelity, f_ext)
+
+
+@pytest.mark.parametrize("fidelity", FIDELITIES)
+@settings(HYP)
+@given(sample=models_and_states(max_bodies=5, max_nodes=4, max_modes=4, eta_scale=0.1))
+def test_random_trees_against_complex_steps(fidelity, sample):
+    """Random trees of every joint kind (stiffening data on the flexible bodies), forward
+    derivatives against the reference tier's complex steps; the engine's inverse derivatives
+    against the reference tier's."""
+    model, q, u = sample.model, sample.q, sample.u
+    tau = np.sin(np.arange(model.nu) + 1.0)
+    assert_forward_matches(model, q, u, tau, fidelity, sample.f_ext)
+    got = fd.inverse_dynamics_derivatives(model, q, u, sample.udot, fidelity=fidelity,
+                                          f_ext=sample.f_ext)
+    ref = fd.inverse_dynamics_derivatives(model, q, u, sample.udot, fidelity=fidelity,
+                                          f_ext=sample.f_ext, backend="reference")
+    for name, g, r in zip(got._fields, got, ref, strict=True):
+        assert_blocks(g, r, model, f"inverse {fidelity} {name}")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_joint_forces_and_torque_limits(seed):
+    """Springs, dampers, friction and limits enter ``d_q`` and ``d_u``; a torque held at its
+    limit gives a zero column of ``d_tau``."""
+    model, _, blocks = forced_pair(seed)
+    q, u, _, f_ext = _state(model, seed)
+    tau = np.full(model.nu, 10.0)  # beyond every torque limit (at most 3)
+    got = assert_forward_matches(model, q, u, tau, "exact", f_ext)
+    limited = np.zeros(model.nu, dtype=bool)
+    for i in blocks:
+        us = int(model.u_start[i])
+        limited[us:us + int(model.nu_joint[i])] = True
+    assert limited.any()
+    assert np.all(got.d_tau[:, limited] == 0.0)
+    assert_forward_matches(model, q, u, 0.01 * tau, "exact", f_ext)  # inside the limits
+
+
+def test_nodal_bodies_and_nodal_loads():
+    """Rodriguez's nodal bodies on the engine, and nodal loads (the reference tier's path)."""
+    rng = np.random.default_rng(4)
+    model = fd.Model.from_dict(random_nodal_dict(rng, [-1, 0, 1], ["revolute", "universal",
+                                                                   "revolute"],
+                                                 [False, True, True]))
+    q, u, tau, f_ext = _state(model, 5)
+    assert_forward_matches(model, q, u, tau, "exact", f_ext)
+    spin = fd.models.spinup_beam()
+    q, u, tau, _ = _state(spin, 6)
+    tip = spin.bodies[0].n_nodes - 1
+    f_nodes = {(spin.names[0], tip): np.array([0.1, -0.2, 0.3, 1.0, 2.0, -0.5])}
+    assert_forward_matches(spin, q, u, tau, "exact", f_nodes=f_nodes)
+
+
+# ----------------------------------------------------------------------------------------------
+# the interface
+# ----------------------------------------------------------------------------------------------
+def test_batches_out_and_the_bound_interface():
+    model = fd.models.spacecraft()
+    states = [_state(model, s) for s in range(3)]
+    q, u, tau, f_ext = (np.stack(a) for a in zip(*states, strict=True))
+    dyn = fd.bind(model, fidelity="full")
+    batch = dyn.forward_dynamics_derivatives(q, u, tau, f_ext=f_ext)
+    for b in range(3):
+        single = fd.forward_dynamics_derivatives(model, q[b], u[b], tau[b], fidelity="full",
+                                                 f_ext=f_ext[b])
+        for part, one in zip(batch, single, strict=True):
+            np.testing.assert_array_equal(part[b], one)
+    out = tuple(np.empty((model.nu, model.nu)) for _ in range(3))
+    got = dyn.inverse_dynamics_derivatives(q[0], u[0], tau[0], out=out)
+    assert all(g is o for g, o in zip(got, out, strict=True))
+    np.testing.assert_allclose(got.M, fd.mass_matrix(model, q[0], "full"), rtol=1e-14,
+                               atol=1e-14)
+    with pytest.raises(ValueError, match="batch item 1"):
+        bad = q.copy()
+        bad[1, 0] = np.nan
+        dyn.forward_dynamics_derivatives(bad, u, tau)
+    with pytest.raises(ValueError, match="leading axis of 3"):
+        dyn.forward_dynamics_derivatives(q, u[:2], tau)
+
+
+def test_loop_closures_are_refused_by_name():
+    model = fourbar()
+    q = model.neutral_configuration()
+    with pytest.raises(ValueError, match="loop closures"):
+        fd.forward_dynamics_derivatives(model, q, np.zeros(model.nu))
+
+
+# ----------------------------------------------------------------------------------------------
+# the linearization
+# ----------------------------------------------------------------------------------------------
+def test_linearize_by_default_equals_complex_steps():
+    """The compiled default and the reference tier's complex steps give the same ``A``,
+    ``B`` and ``C``, with outputs and with a prescribed hub (hybrid dynamics)."""
+    model = fd.models.spinup_beam()
+    q, u, tau, _ = _state(model, 7)
+    kw = {"outputs": [f"{model.names[0]}.tip"]}
+    hub = {model.names[0]: lambda t: (np.array([0.4 * t]), np.array([0.4]), np.array([0.1]))}
+    for extra in ({}, {"prescribed": hub, "t": 3.0}):
+        fast = fd.linearize(model, q, u, tau, **kw, **extra)
+        slow = fd.linearize(model, q, u, tau, derivative="complex-step", **kw, **extra)
+        assert fast.state_names == slow.state_names
+        for a, b in ((fast.A, slow.A), (fast.B, slow.B), (fast.C, slow.C)):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * np.abs(b).max())
+
+
+@pytest.mark.skipif(pin is None, reason="needs pinocchio (the compare extra)")
+@settings(HYP)
+@given(d=rigid_models())
+def test_pinocchio_aba_derivatives(d):
+    """Rigid trees (free, spherical and one-dof joints) against Pinocchio's
+    ``computeABADerivatives``: ``∂q̈/∂q``, ``∂q̈/∂v`` in its tangent space (the local
+    frame, as flexdyn's charts) and ``M⁻¹``.  Universal and cylindrical joints become
+    revolute ones: Pinocchio models them as composite joints, whose ABA derivatives it
+    returns as zero (Pinocchio 4.1; flexdyn's agree with the complex steps above)."""
+    d = dict(d)
+    seed = d.pop("_seed")
+    for body in d["bodies"]:  # Pinocchio's composite joints: one revolute about the first axis
+        joint = body["joint"]
+        if joint["type"] in ("universal", "cylindrical"):
+            axis = joint.pop("axes", [joint.pop("axis", None)])[0]
+            joint.update(type="revolute", axis=axis)
+    pm, model = PinModel(d), fd.Model.from_dict(d)
+    assume(model.nu > 0)
+    q, u, _, tau = random_rigid_state(model, seed)
+    P = pm.P
+    pin.computeABADerivatives(pm.model, pm.data, pm.q(q), P @ u, P @ tau)
+    Minv = np.triu(pm.data.Minv) + np.triu(pm.data.Minv, 1).T
+    got = fd.forward_dynamics_derivatives(model, q, u, tau)
+    for g, r, name in ((P @ got.d_q @ P.T, pm.data.ddq_dq, "d_q"),
+                       (P @ got.d_u @ P.T, pm.data.ddq_dv, "d_u"),
+                       (P @ got.d_tau @ P.T, Minv, "d_tau")):
+        np.testing.assert_allclose(g, r, rtol=1e-9, atol=1e-9 * max(np.abs(r).max(), 1e-3),
+                                   err_msg=name)
