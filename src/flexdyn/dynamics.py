@@ -76,7 +76,7 @@ from .linalg import COMPLEX_STEP, SingularInertiaError
 from .newton_euler import joint_wrenches as wrenches_of_modal_forces
 from .newton_euler import modal_forces, rnea
 from .nodal import nodal_method, nodal_state_terms
-from .tangent import TangentCoordinates
+from .tangent import COORDINATE_CHART, TangentCoordinates
 from .terms import (
     DEFAULT_FIDELITY,
     FIDELITIES,
@@ -800,38 +800,41 @@ def _tree_derivatives(model: Model) -> None:
             "closures' tangent space)")
 
 
-def _inverse_derivatives(model: Model, q, u, udot, fidelity: str, f_ext, f_nodes,
-                         backend: str) -> tuple[np.ndarray, ...]:
-    """``(τ, ∂τ/∂δ, ∂τ/∂u, M)`` of states with a leading axis (validated by
-    :func:`_leading`): on the engine by forward-mode differentiation of its stages
-    (:meth:`flexdyn.engine.Engine.inverse_derivatives`), else by complex steps through the
-    reference tier, one evaluation of Eq 44 per column, ``δ`` entering by its chart's
-    retraction (:meth:`~flexdyn.tangent.TangentCoordinates.configuration`)."""
-    _tree_derivatives(model)
-    tangents = [TangentCoordinates(model, qb) for qb in q]
-    if on_engine(backend, q, u, udot, f_ext) and not f_nodes:
-        q_dir = np.stack([t.directions() for t in tangents])
-        result = cached_engine(model, fidelity).inverse_derivatives(q, u, udot, f_ext, q_dir)
-        for part, name in zip(result, ("τ", "∂τ/∂δ", "∂τ/∂u", "M"), strict=True):
-            _finite(part, name)
-        return result
+def _reference_derivatives(model: Model, q, u, udot, tau, fidelity: str, f_ext, f_nodes,
+                           forward: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:meth:`flexdyn.engine.Engine.derivatives` on the reference tier, for states with a
+    leading axis (validated by :func:`_leading`): complex steps of its Newton–Euler
+    recursion, one evaluation per column, ``δ`` entering by its chart's retraction
+    (:meth:`~flexdyn.tangent.TangentCoordinates.configuration`); for forward dynamics the
+    solve of ``M du̇ = sat′(τ) dτ − ∂τ/∂δ dδ − ∂τ/∂u du`` (``np.linalg.solve``)."""
     nu, h = model.nu, COMPLEX_STEP
-    out = tuple(np.empty((len(q), nu) + (nu,) * (k > 0)) for k in range(4))
-    for b, tangent in enumerate(tangents):
+    d_q, d_u, M = (np.empty((len(q), nu, nu)) for _ in range(3))
+    for b in range(len(q)):
+        tangent = TangentCoordinates(model, q[b])
         f_b = None if f_ext is None else f_ext[b]
 
-        def tau(qc, uc, b=b, f_b=f_b):
+        def tau_of(qc, uc, b=b, f_b=f_b):
             return _inverse_dynamics(model, qc, uc, udot[b], fidelity, f_b, f_nodes,
                                      "reference")
 
-        out[0][b] = tau(q[b], u[b])
         for j in range(nu):
             step = np.zeros(nu, dtype=complex)
             step[j] = 1j * h
-            out[1][b][:, j] = tau(tangent.configuration(step), u[b]).imag / h
-            out[2][b][:, j] = tau(q[b], u[b] + step).imag / h
-        out[3][b] = _mass_matrix(model, q[b], fidelity, "reference")
-    return out
+            d_q[b][:, j] = tau_of(tangent.configuration(step), u[b]).imag / h
+            d_u[b][:, j] = tau_of(q[b], u[b] + step).imag / h
+        M[b] = _mass_matrix(model, q[b], fidelity, "reference")
+    _finite(d_q, "∂τ/∂δ")
+    _finite(d_u, "∂τ/∂u")
+    if not forward:
+        return d_q, d_u, M
+    slope = np.stack([motor_torques(model, t + 1j * h).imag / h for t in tau])
+    rhs = np.concatenate([-d_q, -d_u, np.eye(nu) * slope[:, None, :]], axis=2)
+    try:
+        X = np.linalg.solve(M, rhs)
+    except np.linalg.LinAlgError:
+        raise SingularInertiaError("mass matrix is singular or not positive definite (a "
+                                   "degree of freedom without inertia?)") from None
+    return X[..., :nu], X[..., nu:2 * nu], X[..., 2 * nu:]
 
 
 @batched("u", "tau", "udot_prescribed", engine_op=_hybrid_op)
@@ -1038,6 +1041,7 @@ class Dynamics:
         self._zero_wrenches = np.zeros((model.n_bodies, 6))
         self._forward: dict[str, tuple] = {}  # the engine's entry of each method, on first use
         self._ill: bool | None = None  # ill_conditioned(), on first use
+        self._constant_directions: np.ndarray | bool | None = None  # _directions, on first use
 
     def __repr__(self) -> str:
         return (f"Dynamics(model={self.model.name!r}, fidelity={self.fidelity!r}, "
@@ -1193,11 +1197,8 @@ class Dynamics:
                                      ) -> InverseDynamicsDerivatives:
         """``(∂τ/∂δ, ∂τ/∂u, M)``: :func:`inverse_dynamics_derivatives`; ``out`` a triple of
         arrays."""
-        q, u, udot, f_ext, batch = _leading(self.model, q, u, udot, f_ext, "udot")
-        _, d_q, d_u, M = _inverse_derivatives(self.model, q, u, udot, self.fidelity, f_ext,
-                                              f_nodes, self.backend)
         return _derivatives_into(out, InverseDynamicsDerivatives(
-            *(a if batch else a[0] for a in (d_q, d_u, M))))
+            *self._derivatives(False, q, u, udot, None, f_ext, f_nodes)))
 
     def forward_dynamics_derivatives(self, q: np.ndarray, u: np.ndarray,
                                      tau: np.ndarray | None = None, *,
@@ -1206,27 +1207,61 @@ class Dynamics:
                                      ) -> ForwardDynamicsDerivatives:
         """``(∂u̇/∂δ, ∂u̇/∂u, ∂u̇/∂τ)``: :func:`forward_dynamics_derivatives`; ``out`` a triple
         of arrays."""
-        model, nu = self.model, self._nu
-        _tree_derivatives(model)
-        q, u, tau, f_ext, batch = _leading(model, q, u, tau, f_ext, "tau")
-        udot = np.stack([self.forward_dynamics(q[b], u[b], tau[b], f_nodes=f_nodes,
-                                               f_ext=None if f_ext is None else f_ext[b])
-                         for b in range(len(q))])
-        _, tau_q, tau_u, M = _inverse_derivatives(model, q, u, udot, self.fidelity, f_ext,
-                                                  f_nodes, self.backend)
-        # M du̇ = sat′(τ) dτ − ∂τ/∂δ dδ − ∂τ/∂u du  (τ = ID(q, u, u̇) are the motor forces)
-        slope = np.stack([motor_torques(model, t + 1j * COMPLEX_STEP).imag / COMPLEX_STEP
-                          for t in tau])
-        rhs = np.concatenate([-tau_q, -tau_u, np.eye(nu) * slope[:, None, :]], axis=2)
-        try:
-            X = np.linalg.solve(M, rhs)
-        except np.linalg.LinAlgError:
-            raise SingularInertiaError("mass matrix is singular (a degree of freedom without "
-                                       "inertia?): the forward dynamics has no derivative"
-                                       ) from None
-        parts = (X[..., :nu], X[..., nu:2 * nu], X[..., 2 * nu:])
         return _derivatives_into(out, ForwardDynamicsDerivatives(
-            *(a if batch else a[0] for a in parts)))
+            *self._derivatives(True, q, u, None, tau, f_ext, f_nodes)))
+
+    def _derivatives(self, forward: bool, q, u, udot, tau, f_ext, f_nodes) -> tuple:
+        """The three derivative blocks of :meth:`forward_dynamics_derivatives` (``forward``;
+        ``u̇`` by :meth:`forward_dynamics`, which validates and names what is wrong) or of
+        :meth:`inverse_dynamics_derivatives`: one state of the engine's arrays straight into
+        :meth:`flexdyn.engine.Engine.derivatives`, anything else validated in full
+        (:func:`_leading`) and run on the engine or the reference tier."""
+        model, nq, nu = self.model, self._nq, self._nu
+        _tree_derivatives(model)
+        x = tau if forward else udot
+        if f_nodes is None and self._short(q, nq, u, x, f_ext, None, (nu,)) is not None:
+            if forward:
+                udot = self.forward_dynamics(q, u, tau, f_ext=f_ext)
+            f = None if f_ext is None else f_ext[None]
+            t = None if tau is None else tau[None]
+            d_q, d_u, d_x, status = self._run.derivatives(
+                forward, q[None], u[None], udot[None], t, f, self._directions(q[None]))
+            if status[0] == -1:
+                return d_q[0], d_u[0], d_x[0]
+            # an overflow: the general path reports it
+        q, u, x, f_ext, batch = _leading(model, q, u, x, f_ext, "tau" if forward else "udot")
+        if forward:
+            tau = x
+            udot = np.stack([self.forward_dynamics(q[b], u[b], tau[b], f_nodes=f_nodes,
+                                                   f_ext=None if f_ext is None else f_ext[b])
+                             for b in range(len(q))])
+        else:
+            tau, udot = np.zeros_like(x), x
+        if on_engine(self.backend, q, u, udot, tau, f_ext) and not f_nodes:
+            d_q, d_u, d_x, status = self._engine().derivatives(
+                forward, q, u, udot, tau, f_ext, self._directions(q))
+            if np.any(status == kernels.OVERFLOW):
+                raise FloatingPointError("the derivatives are not finite: the arithmetic "
+                                         "overflowed (inputs too large?)")
+        else:
+            d_q, d_u, d_x = _reference_derivatives(model, q, u, udot, tau, self.fidelity, f_ext,
+                                                   f_nodes, forward)
+        return (d_q, d_u, d_x) if batch else (d_q[0], d_u[0], d_x[0])
+
+    def _directions(self, q: np.ndarray) -> np.ndarray:
+        """``∂q/∂δ`` (B, nq, nu) at the states ``q`` (B, nq), their quaternions normalised
+        (:meth:`~flexdyn.tangent.TangentCoordinates.directions`): the same for every state
+        of a model whose charts are all :data:`~flexdyn.tangent.COORDINATE_CHART` (built once,
+        kept), else per state."""
+        if self._constant_directions is None:
+            tangent = TangentCoordinates(self.model, self.model.neutral_configuration())
+            constant = all(chart is COORDINATE_CHART for chart in tangent.charts)
+            self._constant_directions = tangent.directions() if constant else False
+        model, D = self.model, self._constant_directions
+        if D is False:
+            return np.stack([TangentCoordinates(model, model.unit_quaternions(qb)).directions()
+                             for qb in q])
+        return D[None] if len(q) == 1 else np.broadcast_to(D, (len(q), self._nq, self._nu))
 
     def hybrid_dynamics(self, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,
                         udot_prescribed: np.ndarray | None, prescribed: np.ndarray, *,

@@ -352,24 +352,30 @@ class Engine:
         self._single(int(status[0]), "articulated")
         return out[0, 0] if b.ndim == 1 else np.ascontiguousarray(out[0].T)
 
-    def inverse_derivatives(self, q, u, udot, f_ext, q_dir) -> tuple[np.ndarray, ...]:
-        """``(τ, ∂τ/∂δ, ∂τ/∂u, M)`` of Eq 44 for the states of ``q`` (B, nq), ``u``, ``udot``
-        (B, nu) and ``f_ext`` (B, n_bodies, 6) or None, in the tangent directions ``q_dir``
-        (B, nq, nu) = ``∂q/∂δ`` (:meth:`flexdyn.tangent.TangentCoordinates.directions`):
-        (B, nu) and (B, nu, nu) × 3, by forward-mode differentiation of the stages in complex
-        arithmetic (:func:`flexdyn.engine.derivatives.inverse_derivatives`, compiled on first
-        use), the states shared among the cores.  An overflowed result is returned as it is
-        (the caller reports it)."""
+    def derivatives(self, forward: bool, q, u, udot, tau, f_ext, q_dir
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The derivatives of inverse dynamics (``forward`` False: ``∂τ/∂δ``, ``∂τ/∂u``,
+        ``M``) or of forward dynamics (True: ``∂u̇/∂δ``, ``∂u̇/∂u``, ``∂u̇/∂τ``, with ``udot``
+        its accelerations) at the states of ``q`` (B, nq), ``u``, ``udot``, ``tau`` (B, nu)
+        (``tau`` None: zero) and ``f_ext`` (B, n_bodies, 6) or None, in the tangent
+        directions ``q_dir`` (B, nq, nu) = ``∂q/∂δ``
+        (:meth:`flexdyn.tangent.TangentCoordinates.directions`): three (B, nu, nu) arrays
+        and the statuses (B,) of :func:`flexdyn.engine.derivatives.derivatives` (compiled on
+        first use), the states shared among the cores.  Raises for an invalid state and a
+        singular mass matrix (``"batch item b: "`` in a batch of more than one)."""
         lead = (len(q),)
         q, u, udot, f_ext = self._inputs(q, u, udot, f_ext, "udot", lead)
         nq, nu = self.model.nq, self.model.nu
+        tau = np.zeros(lead + (nu,)) if tau is None else kernel_array(tau, lead + (nu,), "tau")
         q_dir = kernel_array(q_dir, lead + (nq, nu), "q_dir")
-        tau, d_q, d_u, M = (np.empty(lead + (nu,)), np.empty(lead + (nu, nu)),
-                            np.empty(lead + (nu, nu)), np.empty(lead + (nu, nu)))
-        status = self._share(derivatives.inverse_derivatives, self.packed,
-                             (q, u, udot, f_ext, q_dir, tau, d_q, d_u, M))
-        self._raise_for(status, "inverse_derivatives")
-        return tau, d_q, d_u, M
+        d_q, d_u, d_x = (np.empty(lead + (nu, nu)) for _ in range(3))
+        status = self._share(derivatives.derivatives, (*self.packed, forward),
+                             (q, u, udot, tau, f_ext, q_dir, d_q, d_u, d_x))
+        if lead[0] == 1:
+            self._single(int(status[0]), "composite")
+        else:
+            self._raise_for(status, "composite")
+        return d_q, d_u, d_x, status
 
     def energy_momentum(self, q, u=None) -> np.ndarray:
         """``[T, V, h, p]`` (8,): kinetic and potential energy (J) and the spatial momentum

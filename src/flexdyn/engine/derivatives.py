@@ -14,54 +14,67 @@ direction ``Q ⊗ [0, e/2]`` keeps ``|Q|`` to second order.
 
 The speeds' columns reuse the position terms of the state (computed once per state, in
 complex numbers) and repeat the velocity terms and Newton–Euler only.  The mass matrix
-``∂τ/∂u̇ = M`` (Eqs 47/50) comes from the real position terms of the same call.
+``∂τ/∂u̇ = M`` (Eqs 47/50) comes from the real position terms of the same call.  For the
+derivatives of forward dynamics the same entry solves ``M du̇ = sat′(τ) dτ − ∂τ/∂δ dδ −
+∂τ/∂u du`` by a Cholesky factor of ``M``, column by column, at the ``u̇`` its caller
+computed.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import COMPLEX_STEP
+from ..linalg import COMPLEX_STEP, MASS_MATRIX_RTOL
+from .algebra import cholesky_factor, cholesky_substitute, copy
 from .composite_body import crba
-from .forces import add_passive_forces
-from .jit import entry_point
-from .kernels import finite_result, inverse_dynamics, valid_state
-from .layout import INVALID, carve, unpack, workspace, workspace_length
+from .forces import add_passive_forces, motor_torques
+from .jit import entry_point, helper
+from .kernels import finite, inverse_dynamics, valid_state
+from .layout import INVALID, OVERFLOW, carve, unpack, workspace, workspace_length
 from .newton_euler import rnea
 from .terms import position_terms, velocity_terms
 
-__all__ = ["inverse_derivatives"]
+__all__ = ["derivatives"]
 
 
 @entry_point
-def inverse_derivatives(ib, fb, t, n_threads, q, u, udot, fext, q_dir, tau, d_q, d_u, Mass,
-                        status):
-    """For the states ``s = t, t + n_threads, …`` of ``q`` (B × nq), ``u``, ``udot`` (B × nu),
-    ``fext`` (B × n × 6) and the tangent directions ``q_dir`` (B × nq × nu, ``∂q/∂δ``): ``τ``
-    into ``tau[s]`` (nu,), ``∂τ/∂δ`` into ``d_q[s]``, ``∂τ/∂u`` into ``d_u[s]`` and ``M`` into
-    ``Mass[s]`` (nu × nu each); ``status`` (B,): −1, :data:`~flexdyn.engine.layout.INVALID`
-    or :data:`~flexdyn.engine.layout.OVERFLOW`."""
+def derivatives(ib, fb, forward, t, n_threads, q, u, udot, tau, fext, q_dir, d_q, d_u, d_x,
+                status):
+    """For the states ``s = t, t + n_threads, …`` of ``q`` (B × nq), ``u``, ``udot``, ``tau``
+    (B × nu), ``fext`` (B × n × 6) and the tangent directions ``q_dir`` (B × nq × nu,
+    ``∂q/∂δ``), into ``d_q[s]``, ``d_u[s]``, ``d_x[s]`` (nu × nu each): with ``forward``
+    False ``∂τ/∂δ``, ``∂τ/∂u`` and ``M`` of inverse dynamics at ``(q, u, u̇)`` (``tau``
+    unused); with ``forward`` True ``∂u̇/∂δ``, ``∂u̇/∂u`` and ``∂u̇/∂τ`` of forward dynamics,
+    ``udot`` its accelerations at ``(q, u, τ)``.  ``status`` (B,): −1,
+    :data:`~flexdyn.engine.layout.INVALID`, :data:`~flexdyn.engine.layout.OVERFLOW` or 0
+    (the mass matrix is singular)."""
     pm, w = unpack(ib, fb), workspace(ib)
     wc = carve(ib, np.zeros(workspace_length(ib), dtype=np.complex128))
     nq, nu = q.shape[1], u.shape[1]
     qc = np.empty(nq, dtype=np.complex128)
     uc = np.empty(nu, dtype=np.complex128)
     tc = np.empty(nu, dtype=np.complex128)
+    col = np.empty(nu)
+    L = np.empty((nu, nu))  # M, then its Cholesky factor (forward)
     h = COMPLEX_STEP
     for s in range(t, q.shape[0], n_threads):
-        if not valid_state(pm, q[s], u[s], udot[s], fext[s], w.q_n):
+        if not (valid_state(pm, q[s], u[s], udot[s], fext[s], w.q_n) and finite(tau[s])):
             status[s] = INVALID
             continue
-        inverse_dynamics(pm, w, w.q_n, u[s], udot[s], fext[s], tau[s])
-        crba(pm, w, Mass[s])  # from the real position terms just computed
+        inverse_dynamics(pm, w, w.q_n, u[s], udot[s], fext[s], col)  # the real position terms
+        crba(pm, w, L)
+        if not forward:
+            copy(L, d_x[s])
+        elif not cholesky_factor(L, MASS_MATRIX_RTOL):
+            status[s] = 0
+            continue
         for k in range(nu):
             uc[k] = u[s, k]
         for j in range(nu):  # ∂τ/∂δ_j: the whole of Eq 44 at q + i h ∂q/∂δ_j
             for k in range(nq):
                 qc[k] = complex(w.q_n[k], h * q_dir[s, k, j])
             inverse_dynamics(pm, wc, qc, uc, udot[s], fext[s], tc)
-            for r in range(nu):
-                d_q[s, r, j] = tc[r].imag / h
+            _column(forward, L, tc, h, col, d_q[s], j)
         for k in range(nq):
             qc[k] = w.q_n[k]
         position_terms(pm, qc, wc)
@@ -70,7 +83,31 @@ def inverse_derivatives(ib, fb, t, n_threads, q, u, udot, fext, q_dir, tau, d_q,
             velocity_terms(pm, qc, uc, fext[s], wc)
             rnea(pm, wc, udot[s], True, tc)
             add_passive_forces(pm, qc, uc, -1.0, tc)
-            for r in range(nu):
-                d_u[s, r, j] = tc[r].imag / h
+            _column(forward, L, tc, h, col, d_u[s], j)
             uc[j] = u[s, j]
-        status[s] = min(finite_result(d_q[s]), finite_result(d_u[s]), finite_result(tau[s]))
+        if forward:  # ∂u̇/∂τ = M⁻¹ diag(sat′(τ)): sat′ by a complex step of the limits
+            for k in range(nu):
+                uc[k] = complex(tau[s, k], h)
+            motor_torques(pm, uc, tc)
+            for j in range(nu):
+                for k in range(nu):
+                    col[k] = 0.0
+                col[j] = tc[j].imag / h
+                cholesky_substitute(L, col, col)
+                for k in range(nu):
+                    d_x[s, k, j] = col[k]
+        status[s] = -1 if finite(d_q[s]) and finite(d_u[s]) else OVERFLOW
+
+
+@helper
+def _column(forward, L, tc, h, col, out, j):
+    """Column ``j`` of ``out`` from the complex result ``tc`` (nu,) of a step ``h``:
+    ``∂τ = Im tc / h``, or ``−M⁻¹ ∂τ`` (``forward``, ``L`` the factor of ``M``); ``col``
+    (nu,) scratch."""
+    nu = col.shape[0]
+    for k in range(nu):
+        col[k] = -tc[k].imag / h if forward else tc[k].imag / h
+    if forward:
+        cholesky_substitute(L, col, col)
+    for k in range(nu):
+        out[k, j] = col[k]
