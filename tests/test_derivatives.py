@@ -249,3 +249,22 @@ def test_pinocchio_aba_derivatives(d):
                        (P @ got.d_tau @ P.T, Minv, "d_tau")):
         np.testing.assert_allclose(g, r, rtol=1e-9, atol=1e-9 * max(np.abs(r).max(), 1e-3),
                                    err_msg=name)
+
+
+def test_benchmark_quick():
+    """``benchmarks/bench_derivatives.py --quick``: the steel chain's derivatives (full and
+    exact) within 1e-9 of the reference tier's complex steps block by block, and the rigid
+    7-link chain's within 1e-9 of Pinocchio's where it is installed (times are printed, not
+    asserted)."""
+    import sys
+    from pathlib import Path
+
+    benchmarks = str(Path(__file__).resolve().parent.parent / "benchmarks")
+    if benchmarks not in sys.path:  # the developer instruments are not installed
+        sys.path.insert(0, benchmarks)
+    import bench_derivatives
+
+    result = bench_derivatives.main(["--quick"])
+    assert [r["fidelity"] for r in result["steel"]] == ["full", "exact"]
+    assert all(r["error"] < TOL for r in result["steel"])
+    assert all(r["error"] < TOL for r in result["rigid"] if pin is not None)
