@@ -196,6 +196,13 @@ def test_batches_out_and_the_bound_interface():
         dyn.forward_dynamics_derivatives(q, u[:2], tau)
 
 
+def test_complex_states_are_refused():
+    model = fd.models.two_link_arm()
+    q = model.neutral_configuration().astype(complex)
+    with pytest.raises(TypeError, match="real state"):
+        fd.forward_dynamics_derivatives(model, q, np.zeros(model.nu))
+
+
 def test_loop_closures_are_refused_by_name():
     model = fourbar()
     q = model.neutral_configuration()

@@ -787,7 +787,11 @@ def _leading(model: Model, q, u, x, f_ext, x_name: str) -> tuple:
             part.append(value)
     f_all = None if all(f is None for f in out[3]) else np.stack(
         [np.zeros((model.n_bodies, 6)) if f is None else f for f in out[3]])
-    return np.stack(out[0]), np.stack(out[1]), np.stack(out[2]), f_all, batch
+    arrays = (np.stack(out[0]), np.stack(out[1]), np.stack(out[2]), f_all)
+    if any(a is not None and a.dtype.kind == "c" for a in arrays):
+        raise TypeError("the derivatives take a real state and real loads (they are exact "
+                        "already: no complex step through them)")
+    return (*arrays, batch)
 
 
 def _tree_derivatives(model: Model) -> None:
