@@ -1236,9 +1236,7 @@ class Dynamics:
         q, u, x, f_ext, batch = _leading(model, q, u, x, f_ext, "tau" if forward else "udot")
         if forward:
             tau = x
-            udot = np.stack([self.forward_dynamics(q[b], u[b], tau[b], f_nodes=f_nodes,
-                                                   f_ext=None if f_ext is None else f_ext[b])
-                             for b in range(len(q))])
+            udot = self.forward_dynamics(q, u, tau, f_ext=f_ext, f_nodes=f_nodes)
         else:
             tau, udot = np.zeros_like(x), x
         if on_engine(self.backend, q, u, udot, tau, f_ext) and not f_nodes:

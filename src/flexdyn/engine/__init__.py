@@ -361,7 +361,8 @@ class Engine:
         directions ``q_dir`` (B, nq, nu) = ``∂q/∂δ``
         (:meth:`flexdyn.tangent.TangentCoordinates.directions`): three (B, nu, nu) arrays
         and the statuses (B,) of :func:`flexdyn.engine.derivatives.derivatives` (compiled on
-        first use), the states shared among the cores.  Raises for an invalid state and a
+        first use), the states shared among the cores (one state is milliseconds of work: a
+        thread from two states on).  Raises for an invalid state and a
         singular mass matrix (``"batch item b: "`` in a batch of more than one)."""
         lead = (len(q),)
         q, u, udot, f_ext = self._inputs(q, u, udot, f_ext, "udot", lead)
@@ -370,7 +371,7 @@ class Engine:
         q_dir = kernel_array(q_dir, lead + (nq, nu), "q_dir")
         d_q, d_u, d_x = (np.empty(lead + (nu, nu)) for _ in range(3))
         status = self._share(derivatives.derivatives, (*self.packed, forward),
-                             (q, u, udot, tau, f_ext, q_dir, d_q, d_u, d_x))
+                             (q, u, udot, tau, f_ext, q_dir, d_q, d_u, d_x), per_thread=1)
         if lead[0] == 1:
             self._single(int(status[0]), "composite")
         else:
@@ -487,12 +488,14 @@ class Engine:
                 raise type(exc)(f"batch item {b}: {exc}") from None
 
     @staticmethod
-    def _share(kernel, head: tuple, tail: tuple) -> np.ndarray:
+    def _share(kernel, head: tuple, tail: tuple, per_thread: int = STATES_PER_THREAD
+               ) -> np.ndarray:
         """The statuses (B,) of the batch entry ``kernel(*head, t, n_threads, *tail, status)``
-        run on the states of the leading axis of ``tail[0]``, shared among the cores."""
+        run on the states of the leading axis of ``tail[0]``, shared among the cores, at least
+        ``per_thread`` states to a thread."""
         n_states = len(tail[0])
         status = np.empty(n_states, dtype=np.int64)
-        shares = n_states // STATES_PER_THREAD  # (os.cpu_count takes microseconds)
+        shares = n_states // per_thread  # (os.cpu_count takes microseconds)
         n_threads = 1 if shares < 2 else min(os.cpu_count() or 1, shares)
         if n_threads == 1:
             kernel(*head, 0, 1, *tail, status)
