@@ -294,7 +294,8 @@ def test_the_precompile_tasks_cover_the_first_hour_and_every_entry():
 
     first = [t.what for t in tasks()]
     assert any("demo" in w for w in first) and any("simulate's default" in w for w in first)
-    assert {"the mass matrix", "linearize", "modal_analysis"} <= set(first)
+    assert {"the mass matrix", "modal_analysis"} <= set(first)
+    assert any(w.startswith("linearize") for w in first)
     every = [t.what for t in tasks(everything=True)]
     assert every[:len(first)] == first
     assert {"rigid trees", "loop closures", "hybrid dynamics"} <= set(every)

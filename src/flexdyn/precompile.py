@@ -102,7 +102,8 @@ def tasks(everything: bool = False) -> list[Task]:
         Task("inverse dynamics and bias forces",
              lambda: (inverse_dynamics(arm, q, u, tau), bias_forces(arm, q, u))),
         Task("the mass matrix", lambda: mass_matrix(arm, q)),
-        Task("linearize", lambda: linearize(arm, q, u, tau)),
+        Task("linearize (the derivatives of the dynamics)",
+             lambda: linearize(arm, q, u, tau)),
         Task("modal_analysis", lambda: modal_analysis(arm)),
     ]
     if not everything:
