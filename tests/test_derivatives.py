@@ -275,3 +275,15 @@ def test_benchmark_quick():
     assert [r["fidelity"] for r in result["steel"]] == ["full", "exact"]
     assert all(r["error"] < TOL for r in result["steel"])
     assert all(r["error"] < TOL for r in result["rigid"] if pin is not None)
+
+
+def test_invalid_states_are_named():
+    """One state of the engine's own arrays: a NaN speed is named as the general path names
+    it, for inverse and forward derivatives."""
+    model = fd.models.two_link_arm()
+    q, u = model.neutral_configuration(), np.zeros(model.nu)
+    u[1] = np.nan
+    for call in (lambda: fd.inverse_dynamics_derivatives(model, q, u, np.zeros(model.nu)),
+                 lambda: fd.forward_dynamics_derivatives(model, q, u)):
+        with pytest.raises(ValueError, match=r"u contains non-finite values at indices \[1\]"):
+            call()

@@ -1228,11 +1228,14 @@ class Dynamics:
                 udot = self.forward_dynamics(q, u, tau, f_ext=f_ext)
             f = None if f_ext is None else f_ext[None]
             t = None if tau is None else tau[None]
-            d_q, d_u, d_x, status = self._run.derivatives(
-                forward, q[None], u[None], udot[None], t, f, self._directions(q[None]))
-            if status[0] == -1:
+            try:
+                d_q, d_u, d_x, status = self._run.derivatives(
+                    forward, q[None], u[None], udot[None], t, f, self._directions(q[None]))
+            except ValueError:  # an invalid input: the general path names it
+                status = None
+            if status is not None and status[0] == -1:
                 return d_q[0], d_u[0], d_x[0]
-            # an overflow: the general path reports it
+            # an invalid input or an overflow: the general path reports it
         q, u, x, f_ext, batch = _leading(model, q, u, x, f_ext, "tau" if forward else "udot")
         if forward:
             tau = x
