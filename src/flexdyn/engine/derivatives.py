@@ -1,5 +1,5 @@
-"""The derivatives of inverse dynamics (Eq 44) in the state, compiled: forward-mode
-differentiation of the engine's own stages in complex arithmetic.
+"""The derivatives of inverse (Eq 44) and forward dynamics in the state and the inputs,
+compiled: forward-mode differentiation of the engine's own stages in complex arithmetic.
 
 With ``τ = ID(q, u, u̇)`` the motor forces of :func:`flexdyn.engine.kernels.inverse_dynamics`
 (position and velocity terms, Newton–Euler, less the joint forces), one evaluation in complex

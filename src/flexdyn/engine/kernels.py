@@ -20,7 +20,8 @@ Only the entries here (:func:`terms`, :func:`forward_articulated`, :func:`forwar
 :func:`batch_rigid_tree`, :func:`hybrid`, :func:`derivative_articulated`,
 :func:`derivative_composite`, :func:`derivative_rigid_tree`), those of
 :mod:`~flexdyn.engine.split`, :mod:`~flexdyn.engine.extras`,
-:mod:`~flexdyn.engine.closure` and :mod:`~flexdyn.engine.galpha`, and
+:mod:`~flexdyn.engine.closure`, :mod:`~flexdyn.engine.galpha` and
+:mod:`~flexdyn.engine.derivatives`, and
 :func:`~flexdyn.engine.layout.workspace` may be called from Python.  They validate their
 inputs and return a status: −1 done, :data:`~flexdyn.engine.layout.INVALID`,
 :data:`~flexdyn.engine.layout.OVERFLOW` (a non-finite result) or the index of a body whose inertia
