@@ -287,3 +287,12 @@ def test_invalid_states_are_named():
                  lambda: fd.forward_dynamics_derivatives(model, q, u)):
         with pytest.raises(ValueError, match=r"u contains non-finite values at indices \[1\]"):
             call()
+
+
+@pytest.mark.parametrize("derivative", [None, "complex-step", "central"])
+def test_linearize_with_every_joint_prescribed_is_empty(derivative):
+    """A rigid pendulum whose one joint is prescribed keeps no state: ``A`` (0, 0), ``B``
+    (0, 1), for every derivative scheme."""
+    hub = {"bob": lambda t: (np.array([0.1 * t]), np.array([0.1]), np.zeros(1))}
+    lin = fd.linearize(pendulum(), np.zeros(1), prescribed=hub, derivative=derivative)
+    assert lin.A.shape == (0, 0) and lin.B.shape == (0, 1) and lin.state_names == []

@@ -115,9 +115,10 @@ def _compiled_jacobians(model: Model, tangent: TangentCoordinates, x0: np.ndarra
     f = np.flatnonzero(free)
     M_ff = D.M[np.ix_(f, f)]
     A_u, B_u = np.zeros((nu, 2 * nu)), np.zeros((nu, nu))
-    A_u[f] = scipy.linalg.solve(M_ff, -np.concatenate([D.d_q[f], D.d_u[f]], axis=1),
-                                assume_a="pos")
-    B_u[np.ix_(f, f)] = scipy.linalg.solve(M_ff, np.diag(slope[f]), assume_a="pos")
+    if f.size:  # (every speed prescribed: nothing moves freely)
+        A_u[f] = scipy.linalg.solve(M_ff, -np.concatenate([D.d_q[f], D.d_u[f]], axis=1),
+                                    assume_a="pos")
+        B_u[np.ix_(f, f)] = scipy.linalg.solve(M_ff, np.diag(slope[f]), assume_a="pos")
     return np.vstack([rates, A_u]), np.vstack([np.zeros((nu, nu)), B_u])
 
 

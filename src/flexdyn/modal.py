@@ -69,6 +69,8 @@ def central_difference_jacobian(f: Callable[[np.ndarray], np.ndarray], x0: np.nd
         x_plus[k] += h
         x_minus[k] -= h
         out.append((np.asarray(f(x_plus)) - np.asarray(f(x_minus))) / (2.0 * h))
+    if not out:  # no columns (every coordinate held)
+        return np.zeros((np.asarray(f(x0)).size, 0))
     return np.array(out).T.reshape(-1, len(out))
 
 

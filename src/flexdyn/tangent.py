@@ -185,4 +185,6 @@ def complex_step_jacobian(f: Callable[[np.ndarray], np.ndarray], x0: np.ndarray,
         x = x0.astype(complex)
         x[k] += 1j * COMPLEX_STEP
         out.append(np.asarray(f(x)).imag / COMPLEX_STEP)
+    if not out:  # no columns (every coordinate held)
+        return np.zeros((np.asarray(f(x0)).size, 0))
     return np.array(out).T.reshape(-1, len(out))
