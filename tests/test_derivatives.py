@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, assume, given, settings
 
 import flexdyn as fd
 from helpers import PENDULUM, pendulum
-from strategies import models_and_states, random_state
+from strategies import models_and_states, random_model_dict, random_state
 from test_closed_chains import fourbar
-from test_joint_forces import forced_pair
+from test_joint_forces import forced_pair, random_forces
 from test_nodal import random_nodal_dict
 from test_rigid_limit import random_rigid_state, rigid_models
 
@@ -152,6 +152,23 @@ def test_joint_forces_and_torque_limits(seed):
     assert limited.any()
     assert np.all(got.d_tau[:, limited] == 0.0)
     assert_forward_matches(model, q, u, 0.01 * tau, "exact", f_ext)  # inside the limits
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_rigid_trees_on_one_dof_joints(seed):
+    """A rigid tree of revolute, prismatic and screw joints with joint forces, in gravity: the
+    engine's fused sweeps of rigid trees (``rigid_tree_inverse``) against the complex steps."""
+    rng = np.random.default_rng(seed)
+    n = 5
+    parents = [-1] + [int(rng.integers(0, i)) for i in range(1, n)]
+    types = [str(rng.choice(["revolute", "prismatic", "screw"])) for _ in range(n)]
+    d = random_model_dict(rng, parents, types, [0] * n, [0] * n, gravity=True)
+    for body in d["bodies"]:
+        body["joint"]["forces"] = random_forces(rng, 1)
+    model = fd.Model.from_dict(d)
+    assert fd.dynamics.cached_engine(model).rigid_tree
+    q, u, tau, f_ext = _state(model, seed)
+    assert_forward_matches(model, q, u, 0.1 * tau, "exact", f_ext)
 
 
 def test_nodal_bodies_and_nodal_loads():

@@ -370,7 +370,7 @@ class Engine:
         tau = np.zeros(lead + (nu,)) if tau is None else kernel_array(tau, lead + (nu,), "tau")
         q_dir = kernel_array(q_dir, lead + (nq, nu), "q_dir")
         d_q, d_u, d_x = (np.empty(lead + (nu, nu)) for _ in range(3))
-        status = self._share(derivatives.derivatives, (*self.packed, forward),
+        status = self._share(derivatives.derivatives, (*self.packed, forward, self.rigid_tree),
                              (q, u, udot, tau, f_ext, q_dir, d_q, d_u, d_x), per_thread=1)
         if lead[0] == 1:
             self._single(int(status[0]), "composite")
