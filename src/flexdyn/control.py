@@ -25,9 +25,8 @@ from .dynamics import (
     inverse_dynamics,
     inverse_dynamics_derivatives,
     mass_matrix,
+    torque_limit_slopes,
 )
-from .joint_forces import motor_torques
-from .linalg import COMPLEX_STEP
 from .modal import (
     DERIVATIVES,
     TangentCoordinates,
@@ -111,7 +110,7 @@ def _compiled_jacobians(model: Model, tangent: TangentCoordinates, x0: np.ndarra
                                      f_nodes=f_nodes)
     rates = complex_step_jacobian(
         lambda x: tangent.rates(tangent.configuration(x[:nu]), x[:nu], x[nu:]), x0)
-    slope = motor_torques(model, tau + 1j * COMPLEX_STEP).imag / COMPLEX_STEP
+    slope = torque_limit_slopes(model, tau)
     f = np.flatnonzero(free)
     M_ff = D.M[np.ix_(f, f)]
     A_u, B_u = np.zeros((nu, 2 * nu)), np.zeros((nu, nu))

@@ -38,7 +38,6 @@ from .terms import PositionTerms, body_models, deformed_nodes, modal_velocities,
 __all__ = ["coriolis_matrix", "element_jacobians", "skew_gyroscopic"]
 
 
-
 def element_jacobians(model: Model, pos: PositionTerms) -> list[tuple[np.ndarray, np.ndarray]]:
     """``(M_e, J_e)`` of every mass element at the configuration of ``pos``: the rigid part of
     each body (``M_rigid``, the frame's twist map) and each node (``M_s(j)``, ``B_j`` times

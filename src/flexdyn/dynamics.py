@@ -107,6 +107,7 @@ __all__ = [
     "closed_chain",
     "closed_hybrid",
     "stabilized_forward_dynamics",
+    "torque_limit_slopes",
     "closure_residuals",
     "constraint_forces",
     "FORWARD_METHODS",
@@ -794,6 +795,13 @@ def _leading(model: Model, q, u, x, f_ext, x_name: str) -> tuple:
     return (*arrays, batch)
 
 
+def torque_limit_slopes(model: Model, tau: np.ndarray) -> np.ndarray:
+    """``sat′(τ)`` (nu,): the slope of the motor torque limits at ``τ`` (nu,) — 1 inside a
+    limit (and on speeds without one), 0 where the limit holds ``τ`` — by a complex step of
+    :func:`flexdyn.joint_forces.motor_torques` (entry by entry, so one step gives them all)."""
+    return motor_torques(model, tau + 1j * COMPLEX_STEP).imag / COMPLEX_STEP
+
+
 def _tree_derivatives(model: Model) -> None:
     """``ValueError`` naming the loop closures of ``model``, whose derivatives these are not."""
     if model.constraints:
@@ -831,7 +839,7 @@ def _reference_derivatives(model: Model, q, u, udot, tau, fidelity: str, f_ext, 
     _finite(d_u, "∂τ/∂u")
     if not forward:
         return d_q, d_u, M
-    slope = np.stack([motor_torques(model, t + 1j * h).imag / h for t in tau])
+    slope = np.stack([torque_limit_slopes(model, t) for t in tau])
     rhs = np.concatenate([-d_q, -d_u, np.eye(nu) * slope[:, None, :]], axis=2)
     try:
         X = np.linalg.solve(M, rhs)

@@ -14,7 +14,7 @@ direction ``Q ⊗ [0, e/2]`` keeps ``|Q|`` to second order.
 
 The speeds' columns reuse the position terms of the state (computed once per state, in
 complex numbers) and repeat the velocity terms and Newton–Euler only.  The mass matrix
-``∂τ/∂u̇ = M`` (Eqs 47/50) comes from the real position terms of the same call.  For the
+``∂τ/∂u̇ = M`` (Eqs 47/50) comes from the state's real position terms.  For the
 derivatives of forward dynamics the same entry solves ``M du̇ = sat′(τ) dτ − ∂τ/∂δ dδ −
 ∂τ/∂u du`` by a Cholesky factor of ``M``, column by column, at the ``u̇`` its caller
 computed.  A rigid tree on one-dof joints (:func:`flexdyn.engine.rigid_tree.is_rigid_tree`)
@@ -65,7 +65,7 @@ def derivatives(ib, fb, forward, rigid, t, n_threads, q, u, udot, tau, fext, q_d
         if not (valid_state(pm, q[s], u[s], udot[s], fext[s], w.q_n) and finite(tau[s])):
             status[s] = INVALID
             continue
-        inverse_dynamics(pm, w, w.q_n, u[s], udot[s], fext[s], col)  # the real position terms
+        position_terms(pm, w.q_n, w)  # M (Eqs 47/50), as kernels' mass entry
         crba(pm, w, L)
         if not forward:
             copy(L, d_x[s])
