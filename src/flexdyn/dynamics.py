@@ -736,13 +736,17 @@ class ForwardDynamicsDerivatives(NamedTuple):
     """The derivatives of forward dynamics ``u̇ = FD(q, u, τ)``
     (:func:`forward_dynamics_derivatives`), each (nu, nu), or (B, nu, nu) for a batch.
 
+    ``u̇`` is the accelerations of :func:`forward_dynamics` (Eqs 46, 58: every method gives
+    them), differentiated through ``M u̇ + C = sat(τ)`` (Eqs 43–44).
+
     Attributes
     ----------
     d_q : ``∂u̇/∂δ`` along the tangent coordinates ``δ`` of :mod:`flexdyn.tangent` (as the
-        ``A`` matrix of :func:`flexdyn.linearize`).
-    d_u : ``∂u̇/∂u``.
-    d_tau : ``∂u̇/∂τ = M⁻¹ diag(sat′(τ))``: ``M⁻¹`` where no torque limit holds ``τ`` (a
-        saturated entry's column is zero).
+        ``A`` matrix of :func:`flexdyn.linearize`): 1/s² between revolute joints (rad/s² per
+        rad), the modal units elsewhere.
+    d_u : ``∂u̇/∂u`` (1/s between revolute joints).
+    d_tau : ``∂u̇/∂τ = M⁻¹ diag(sat′(τ))`` (1/(kg m²) between revolute joints): ``M⁻¹`` where
+        no torque limit holds ``τ`` (a saturated entry's column is zero).
     """
 
     d_q: np.ndarray
