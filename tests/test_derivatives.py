@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 import flexdyn as fd
 from helpers import PENDULUM, pendulum
@@ -154,21 +155,29 @@ def test_joint_forces_and_torque_limits(seed):
     assert_forward_matches(model, q, u, 0.01 * tau, "exact", f_ext)  # inside the limits
 
 
-@pytest.mark.parametrize("seed", [4, 5])
-def test_rigid_trees_on_one_dof_joints(seed):
-    """A rigid tree of revolute, prismatic and screw joints with joint forces, in gravity: the
-    engine's fused sweeps of rigid trees (``rigid_tree_inverse``) against the complex steps."""
+@settings(HYP)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 7))
+def test_rigid_trees_on_one_dof_joints(seed, n):
+    """Random rigid trees of revolute, prismatic and screw joints (unaligned axes, rotated
+    placements, off-axis centres of mass) with joint forces and body wrenches, in gravity: the
+    engine's analytic recursion for rigid trees (``rigid_tree_derivatives``, asserted to be
+    the path taken) against the complex steps of the reference tier, forward and inverse."""
     rng = np.random.default_rng(seed)
-    n = 5
-    parents = [-1] + [int(rng.integers(0, i)) for i in range(1, n)]
+    parents = [-1] + [int(rng.integers(-1, i)) for i in range(1, n)]
     types = [str(rng.choice(["revolute", "prismatic", "screw"])) for _ in range(n)]
     d = random_model_dict(rng, parents, types, [0] * n, [0] * n, gravity=True)
     for body in d["bodies"]:
-        body["joint"]["forces"] = random_forces(rng, 1)
+        if rng.random() < 0.7:
+            body["joint"]["forces"] = random_forces(rng, 1)
     model = fd.Model.from_dict(d)
     assert fd.dynamics.cached_engine(model).rigid_tree
     q, u, tau, f_ext = _state(model, seed)
     assert_forward_matches(model, q, u, 0.1 * tau, "exact", f_ext)
+    udot = rng.normal(size=model.nu)
+    got = fd.inverse_dynamics_derivatives(model, q, u, udot, f_ext=f_ext)
+    ref = fd.inverse_dynamics_derivatives(model, q, u, udot, f_ext=f_ext, backend="reference")
+    for name, g, r in zip(got._fields, got, ref, strict=True):
+        assert_blocks(g, r, model, f"inverse {name}")
 
 
 def test_nodal_bodies_and_nodal_loads():
@@ -253,7 +262,10 @@ def test_pinocchio_aba_derivatives(d):
     ``computeABADerivatives``: ``∂q̈/∂q``, ``∂q̈/∂v`` in its tangent space (the local
     frame, as flexdyn's charts) and ``M⁻¹``.  Universal and cylindrical joints become
     revolute ones: Pinocchio models them as composite joints, whose ABA derivatives it
-    returns as zero (Pinocchio 4.1; flexdyn's agree with the complex steps above)."""
+    returns as zero (Pinocchio 4.1; flexdyn's agree with the complex steps above).  The
+    tolerance is 1e-8 of each matrix's largest entry: on trees of free joints Pinocchio's
+    results differ from the reference tier's complex steps by up to 2e-9 of it where
+    flexdyn's agree with them to 1e-12 (a case of eight bodies, κ(M) = 1.4e4)."""
     d = dict(d)
     seed = d.pop("_seed")
     for body in d["bodies"]:  # Pinocchio's composite joints: one revolute about the first axis
@@ -271,7 +283,7 @@ def test_pinocchio_aba_derivatives(d):
     for g, r, name in ((P @ got.d_q @ P.T, pm.data.ddq_dq, "d_q"),
                        (P @ got.d_u @ P.T, pm.data.ddq_dv, "d_u"),
                        (P @ got.d_tau @ P.T, Minv, "d_tau")):
-        np.testing.assert_allclose(g, r, rtol=1e-9, atol=1e-9 * max(np.abs(r).max(), 1e-3),
+        np.testing.assert_allclose(g, r, rtol=1e-9, atol=1e-8 * max(np.abs(r).max(), 1e-3),
                                    err_msg=name)
 
 

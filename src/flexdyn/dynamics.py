@@ -1228,26 +1228,36 @@ class Dynamics:
 
     def _derivatives(self, forward: bool, q, u, udot, tau, f_ext, f_nodes) -> tuple:
         """The three derivative blocks of :meth:`forward_dynamics_derivatives` (``forward``;
-        ``u̇`` by :meth:`forward_dynamics`, which validates and names what is wrong) or of
-        :meth:`inverse_dynamics_derivatives`: one state of the engine's arrays straight into
-        :meth:`flexdyn.engine.Engine.derivatives`, anything else validated in full
+        ``u̇`` by :meth:`forward_dynamics`, which validates and names what is wrong, except on
+        a rigid tree, whose entry solves for it) or of :meth:`inverse_dynamics_derivatives`:
+        one state of the engine's arrays straight into the engine's entry
+        (:meth:`flexdyn.engine.Engine.derivatives_entry`), anything else validated in full
         (:func:`_leading`) and run on the engine or the reference tier."""
         model, nq, nu = self.model, self._nq, self._nu
         _tree_derivatives(model)
         x = tau if forward else udot
-        if f_nodes is None and self._short(q, nq, u, x, f_ext, None, (nu,)) is not None:
-            if forward:
-                udot = self.forward_dynamics(q, u, tau, f_ext=f_ext)
-            f = None if f_ext is None else f_ext[None]
-            t = None if tau is None else tau[None]
-            try:
-                d_q, d_u, d_x, status = self._run.derivatives(
-                    forward, q[None], u[None], udot[None], t, f, self._directions(q[None]))
-            except ValueError:  # an invalid input: the general path names it
-                status = None
-            if status is not None and status[0] == -1:
-                return d_q[0], d_u[0], d_x[0]
-            # an invalid input or an overflow: the general path reports it
+        run = self._short(q, nq, u, x, f_ext, None, (nu,)) if f_nodes is None else None
+        if run is not None:
+            if not forward:
+                tau = None
+            elif not run.rigid_tree:
+                udot = self.forward_dynamics(q, u, tau, f_ext=f_ext)[None]
+            else:  # the entry solves for u̇ in place
+                udot = np.zeros((1, nu))
+            if not forward:
+                udot = udot[None]
+            out = np.empty((3, 1, nu, nu))
+            status = np.empty(1, dtype=np.int64)
+            kernel, directions = run.derivatives_entry(
+                None if run.rigid_tree else self._directions(q))
+            kernel(*run.packed, forward, 0, 1, q[None], u[None], udot,
+                   self._zero_tau[None] if tau is None else tau[None],
+                   self._zero_wrenches[None] if f_ext is None else f_ext[None], *directions,
+                   out[0], out[1], out[2], status)
+            if status[0] == -1:
+                return out[0, 0], out[1, 0], out[2, 0]
+            # an invalid input, a singular mass matrix or an overflow: the general path
+            # reports it
         q, u, x, f_ext, batch = _leading(model, q, u, x, f_ext, "tau" if forward else "udot")
         if forward:
             tau = x
@@ -1266,19 +1276,20 @@ class Dynamics:
         return (d_q, d_u, d_x) if batch else (d_q[0], d_u[0], d_x[0])
 
     def _directions(self, q: np.ndarray) -> np.ndarray:
-        """``∂q/∂δ`` (B, nq, nu) at the states ``q`` (B, nq), their quaternions normalised
-        (:meth:`~flexdyn.tangent.TangentCoordinates.directions`): the same for every state
-        of a model whose charts are all :data:`~flexdyn.tangent.COORDINATE_CHART` (built once,
-        kept), else per state."""
+        """``∂q/∂δ`` (B, nq, nu) at the states ``q`` (B, nq; one state (nq,) gives B = 1),
+        their quaternions normalised (:meth:`~flexdyn.tangent.TangentCoordinates.directions`):
+        the same for every state of a model whose charts are all
+        :data:`~flexdyn.tangent.COORDINATE_CHART` (built once, kept), else per state."""
         if self._constant_directions is None:
             tangent = TangentCoordinates(self.model, self.model.neutral_configuration())
             constant = all(chart is COORDINATE_CHART for chart in tangent.charts)
-            self._constant_directions = tangent.directions() if constant else False
+            self._constant_directions = tangent.directions()[None] if constant else False
         model, D = self.model, self._constant_directions
-        if D is False:
-            return np.stack([TangentCoordinates(model, model.unit_quaternions(qb)).directions()
-                             for qb in q])
-        return D[None] if len(q) == 1 else np.broadcast_to(D, (len(q), self._nq, self._nu))
+        n_states = 1 if q.ndim == 1 else len(q)
+        if D is not False:
+            return D if n_states == 1 else np.broadcast_to(D, (n_states, self._nq, self._nu))
+        return np.stack([TangentCoordinates(model, model.unit_quaternions(qb)).directions()
+                         for qb in q.reshape(n_states, self._nq)])
 
     def hybrid_dynamics(self, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,
                         udot_prescribed: np.ndarray | None, prescribed: np.ndarray, *,

@@ -27,6 +27,7 @@ from .dynamics import (
     assemble,
     bias_forces,
     forward_dynamics,
+    forward_dynamics_derivatives,
     hybrid_dynamics,
     inverse_dynamics,
     joint_wrenches,
@@ -132,7 +133,8 @@ def tasks(everything: bool = False) -> list[Task]:
              lambda: (forward_dynamics(chain, cq, cu, ctau),
                       forward_dynamics(chain, np.stack([cq, cq]), np.stack([cu, cu]),
                                        np.stack([ctau, ctau])),
-                      simulate(chain, t_span=span, tau=ctau, integrator="DOP853"))),
+                      simulate(chain, t_span=span, tau=ctau, integrator="DOP853"),
+                      forward_dynamics_derivatives(chain, cq, cu, ctau))),
         Task("loop closures",
              lambda: simulate(crank, *assemble(crank), t_span=span, integrator="DOP853")),
     ]

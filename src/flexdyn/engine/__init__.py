@@ -361,22 +361,37 @@ class Engine:
         directions ``q_dir`` (B, nq, nu) = ``∂q/∂δ``
         (:meth:`flexdyn.tangent.TangentCoordinates.directions`): three (B, nu, nu) arrays
         and the statuses (B,) of :func:`flexdyn.engine.derivatives.derivatives` (compiled on
-        first use), the states shared among the cores (one state is milliseconds of work: a
-        thread from two states on).  Raises for an invalid state and a
-        singular mass matrix (``"batch item b: "`` in a batch of more than one)."""
+        first use; :meth:`derivatives_entry`), the states shared among the cores (one state
+        is milliseconds of work: a thread from two states on); a rigid tree's forward
+        derivatives overwrite ``udot`` with the accelerations they solve for.  Raises for an
+        invalid state and a singular mass matrix (``"batch item b: "`` in a batch of more
+        than one)."""
         lead = (len(q),)
         q, u, udot, f_ext = self._inputs(q, u, udot, f_ext, "udot", lead)
         nq, nu = self.model.nq, self.model.nu
         tau = np.zeros(lead + (nu,)) if tau is None else kernel_array(tau, lead + (nu,), "tau")
         q_dir = kernel_array(q_dir, lead + (nq, nu), "q_dir")
         d_q, d_u, d_x = (np.empty(lead + (nu, nu)) for _ in range(3))
-        status = self._share(derivatives.derivatives, (*self.packed, forward, self.rigid_tree),
-                             (q, u, udot, tau, f_ext, q_dir, d_q, d_u, d_x), per_thread=1)
+        kernel, directions = self.derivatives_entry(q_dir)
+        status = self._share(kernel, (*self.packed, forward),
+                             (q, u, udot, tau, f_ext, *directions, d_q, d_u, d_x), per_thread=1)
         if lead[0] == 1:
             self._single(int(status[0]), "composite")
         else:
             self._raise_for(status, "composite")
         return d_q, d_u, d_x, status
+
+    def derivatives_entry(self, q_dir: np.ndarray) -> tuple[Callable, tuple[np.ndarray, ...]]:
+        """``(entry, directions)``: the compiled derivatives of this model — a rigid tree on
+        one-dof joints by its analytic sweeps (:func:`flexdyn.engine.derivatives.
+        derivatives_rigid_tree`, which takes no directions: ``δ = q``), any other by complex
+        steps (:func:`flexdyn.engine.derivatives.derivatives`, whose ``directions`` are
+        ``(q_dir,)``) — taking ``(*packed, forward, t, n_threads, q, u, udot, tau, f_ext,
+        *directions, d_q, d_u, d_x, status)``; a rigid tree's forward derivatives write
+        ``u̇`` into ``udot``."""
+        if self.rigid_tree:
+            return derivatives.derivatives_rigid_tree, ()
+        return derivatives.derivatives, (q_dir,)
 
     def energy_momentum(self, q, u=None) -> np.ndarray:
         """``[T, V, h, p]`` (8,): kinetic and potential energy (J) and the spatial momentum

@@ -1,24 +1,29 @@
 """The derivatives of inverse (Eq 44) and forward dynamics in the state and the inputs,
-compiled: forward-mode differentiation of the engine's own stages in complex arithmetic.
+compiled: two entries, each compiled only for the models that take it.
 
-With ``τ = ID(q, u, u̇)`` the motor forces of :func:`flexdyn.engine.kernels.inverse_dynamics`
-(position and velocity terms, Newton–Euler, less the joint forces), one evaluation in complex
-numbers at ``q + i h ∂q/∂δ_j`` gives ``Im τ / h = ∂τ/∂δ_j`` exactly to round-off for a tiny
-``h`` (:data:`flexdyn.linalg.COMPLEX_STEP`): nothing is subtracted, the ``O(h²)`` term is
-below any double.  This is forward-mode automatic differentiation with the imaginary part as
-the tangent (Martins, Sturdza & Alonso, *ACM TOMS* 29(3), 2003): every body model, joint kind
-and joint force of the stages differentiates by the same code that computes it.  ``δ`` are
-tangent coordinates (:class:`flexdyn.tangent.TangentCoordinates`), given to the entry as the
-columns of ``∂q/∂δ`` (nq × nu); quaternions need no normalisation along them, since a tangent
-direction ``Q ⊗ [0, e/2]`` keeps ``|Q|`` to second order.
+Inverse dynamics ``τ = ID(q, u, u̇)`` (:func:`flexdyn.engine.kernels.inverse_dynamics`:
+position and velocity terms, Newton–Euler, less the joint forces) is differentiated first:
+``∂τ/∂δ``, ``∂τ/∂u`` and ``∂τ/∂u̇ = M`` (Eqs 47/50).  Forward dynamics then follows from
+``M du̇ = sat′(τ) dτ − ∂τ/∂δ dδ − ∂τ/∂u du`` at the accelerations of forward dynamics, by
+a Cholesky factor of ``M`` (:func:`_solve_rows`, all columns of a block at once).
 
-The speeds' columns reuse the position terms of the state (computed once per state, in
-complex numbers) and repeat the velocity terms and Newton–Euler only.  The mass matrix
-``∂τ/∂u̇ = M`` (Eqs 47/50) comes from the state's real position terms.  For the
-derivatives of forward dynamics the same entry solves ``M du̇ = sat′(τ) dτ − ∂τ/∂δ dδ −
-∂τ/∂u du`` by a Cholesky factor of ``M``, column by column, at the ``u̇`` its caller
-computed.  A rigid tree on one-dof joints (:func:`flexdyn.engine.rigid_tree.is_rigid_tree`)
-evaluates each column by its fused sweeps (:func:`rigid_tree_inverse`).
+* :func:`derivatives_rigid_tree`, for a rigid tree on one-dof joints
+  (:func:`flexdyn.engine.rigid_tree.is_rigid_tree`; ``δ = q``): the analytic recursion
+  :func:`rigid_tree_derivatives` (the derivatives of the Newton–Euler sweeps, Carpentier &
+  Mansard, *RSS* 2018, in inertial coordinates), sweeps with composite inertias, then a few
+  dot products per pair of joints on one path: ``O(N d)`` for a tree of depth ``d``; the
+  same sweeps give ``M`` and the accelerations.
+* :func:`derivatives`, for every other model: forward-mode differentiation of the engine's
+  own stages in complex arithmetic, at the accelerations its caller computed.  One
+  evaluation of ``ID`` at ``q + i h ∂q/∂δ_j`` gives ``Im τ / h = ∂τ/∂δ_j`` exactly to
+  round-off for a tiny ``h`` (:data:`flexdyn.linalg.COMPLEX_STEP`): nothing is subtracted,
+  the ``O(h²)`` term is below any double (Martins, Sturdza & Alonso, *ACM TOMS* 29(3),
+  2003), so every body model, joint kind and joint force differentiates by the code that
+  computes it.  ``δ`` are tangent coordinates (:class:`flexdyn.tangent.TangentCoordinates`),
+  given to the entry as the columns of ``∂q/∂δ`` (nq × nu); quaternions need no
+  normalisation along them, since a tangent direction ``Q ⊗ [0, e/2]`` keeps ``|Q|`` to
+  second order.  The speeds' columns reuse the position terms of the state (computed once
+  per state, in complex numbers) and repeat the velocity terms and Newton–Euler only.
 """
 
 from __future__ import annotations
@@ -26,133 +31,362 @@ from __future__ import annotations
 import numpy as np
 
 from ..linalg import COMPLEX_STEP, MASS_MATRIX_RTOL
-from .algebra import cholesky_factor, cholesky_substitute, copy, mv6
+from .algebra import (
+    cholesky_factor,
+    cholesky_substitute,
+    compose3,
+    copy,
+    cross_force,
+    cross_motion,
+    motion_to_parent,
+    mv6,
+    pose_congruence,
+)
 from .composite_body import crba
-from .forces import add_passive_forces, motor_torques
+from .forces import add_passive_forces, motor_torques, passive_force_kernel
 from .jit import entry_point, helper
 from .kernels import finite, inverse_dynamics, valid_state
-from .layout import INVALID, OVERFLOW, PARENT, US, carve, unpack, workspace, workspace_length
+from .layout import (
+    INVALID,
+    JF,
+    OVERFLOW,
+    PARENT,
+    QS,
+    US,
+    carve,
+    unpack,
+    workspace,
+    workspace_length,
+)
 from .newton_euler import gravity_acceleration, rnea
 from .rigid_tree import rigid_tree_terms
 from .terms import position_terms, velocity_terms
-from .tip import node_twist, node_wrench
+from .tip import node_wrench
 
-__all__ = ["derivatives", "rigid_tree_inverse"]
+__all__ = ["derivatives", "derivatives_rigid_tree", "rigid_tree_derivatives"]
+
+#: rows of the per-body vectors of :func:`rigid_tree_derivatives` (inertial coordinates)
+_S, _V, _A, _SD, _SDD, _F, _FV, _Y, _B, _G, _H, _T = range(12)
+N_RIGID_VECTORS = 12
 
 
 @entry_point
-def derivatives(ib, fb, forward, rigid, t, n_threads, q, u, udot, tau, fext, q_dir, d_q, d_u,
-                d_x, status):
+def derivatives(ib, fb, forward, t, n_threads, q, u, udot, tau, fext, q_dir, d_q, d_u, d_x,
+                status):
     """For the states ``s = t, t + n_threads, …`` of ``q`` (B × nq), ``u``, ``udot``, ``tau``
     (B × nu), ``fext`` (B × n × 6) and the tangent directions ``q_dir`` (B × nq × nu,
     ``∂q/∂δ``), into ``d_q[s]``, ``d_u[s]``, ``d_x[s]`` (nu × nu each): with ``forward``
     False ``∂τ/∂δ``, ``∂τ/∂u`` and ``M`` of inverse dynamics at ``(q, u, u̇)`` (``tau``
     unused); with ``forward`` True ``∂u̇/∂δ``, ``∂u̇/∂u`` and ``∂u̇/∂τ`` of forward dynamics,
-    ``udot`` its accelerations at ``(q, u, τ)``.  ``rigid``: the model is a rigid tree on
-    one-dof joints, whose columns take :func:`rigid_tree_inverse`.  ``status`` (B,): −1,
-    :data:`~flexdyn.engine.layout.INVALID`, :data:`~flexdyn.engine.layout.OVERFLOW` or 0
-    (the mass matrix is singular)."""
+    ``udot`` its accelerations at ``(q, u, τ)``; by complex steps (:func:`_complex_derivatives`).
+    ``status`` (B,): −1, :data:`~flexdyn.engine.layout.INVALID`,
+    :data:`~flexdyn.engine.layout.OVERFLOW` or 0 (the mass matrix is singular)."""
     pm, w = unpack(ib, fb), workspace(ib)
-    wc = carve(ib, np.zeros(workspace_length(ib), dtype=np.complex128))
     nq, nu = q.shape[1], u.shape[1]
+    L = np.empty((nu, nu))  # M, then its Cholesky factor (forward)
+    wc = carve(ib, np.zeros(workspace_length(ib), dtype=np.complex128))
     qc = np.empty(nq, dtype=np.complex128)
     uc = np.empty(nu, dtype=np.complex128)
     tc = np.empty(nu, dtype=np.complex128)
-    col = np.empty(nu)
-    L = np.empty((nu, nu))  # M, then its Cholesky factor (forward)
-    h = COMPLEX_STEP
     for s in range(t, q.shape[0], n_threads):
         if not (valid_state(pm, q[s], u[s], udot[s], fext[s], w.q_n) and finite(tau[s])):
             status[s] = INVALID
             continue
-        position_terms(pm, w.q_n, w)  # M (Eqs 47/50), as kernels' mass entry
-        crba(pm, w, L)
-        if not forward:
-            copy(L, d_x[s])
-        elif not cholesky_factor(L, MASS_MATRIX_RTOL):
-            status[s] = 0
+        _complex_derivatives(pm, w, wc, q_dir[s], u[s], udot[s], fext[s], qc, uc, tc, d_q[s],
+                             d_u[s], L)
+        factored = not forward or cholesky_factor(L, MASS_MATRIX_RTOL)
+        status[s] = _finish(pm, forward, factored, L, tau[s], tc, d_q[s], d_u[s], d_x[s])
+
+
+@entry_point
+def derivatives_rigid_tree(ib, fb, forward, t, n_threads, q, u, udot, tau, fext, d_q, d_u, d_x,
+                           status):
+    """:func:`derivatives` of a rigid tree on one-dof joints
+    (:func:`~flexdyn.engine.rigid_tree.is_rigid_tree`; ``δ = q``) by the analytic sweeps of
+    :func:`rigid_tree_derivatives`; with ``forward`` the accelerations are solved for and
+    written into ``udot[s]`` (its entries need only be finite)."""
+    pm, w = unpack(ib, fb), workspace(ib)
+    n, nu = pm.ints.shape[0], u.shape[1]
+    L = np.empty((nu, nu))  # M, then its Cholesky factor (forward)
+    tc = np.empty(nu, dtype=np.complex128)
+    R0, p0 = np.empty((n, 3, 3)), np.empty((n, 3))
+    Yb, Y, Bc = np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6))
+    vec = np.empty((n, N_RIGID_VECTORS, 6))
+    for s in range(t, q.shape[0], n_threads):
+        if not (valid_state(pm, q[s], u[s], udot[s], fext[s], w.q_n) and finite(tau[s])):
+            status[s] = INVALID
             continue
-        for k in range(nu):
-            uc[k] = u[s, k]
-        for j in range(nu):  # ∂τ/∂δ_j: the whole of Eq 44 at q + i h ∂q/∂δ_j
-            for k in range(nq):
-                qc[k] = complex(w.q_n[k], h * q_dir[s, k, j])
-            if rigid:
-                rigid_tree_inverse(pm, wc, qc, uc, udot[s], fext[s], tc)
-            else:
-                inverse_dynamics(pm, wc, qc, uc, udot[s], fext[s], tc)
-            _column(forward, L, tc, h, col, d_q[s], j)
-        for k in range(nq):
-            qc[k] = w.q_n[k]
-        if not rigid:
-            position_terms(pm, qc, wc)
-        for j in range(nu):  # ∂τ/∂u_j: the velocity terms and Eq 44 at u + i h e_j
-            uc[j] = complex(u[s, j], h)
-            if rigid:
-                rigid_tree_inverse(pm, wc, qc, uc, udot[s], fext[s], tc)
-            else:
-                velocity_terms(pm, qc, uc, fext[s], wc)
-                rnea(pm, wc, udot[s], True, tc)
-                add_passive_forces(pm, qc, uc, -1.0, tc)
-            _column(forward, L, tc, h, col, d_u[s], j)
-            uc[j] = u[s, j]
-        if forward:  # ∂u̇/∂τ = M⁻¹ diag(sat′(τ)): sat′ by a complex step of the limits
-            for k in range(nu):
-                uc[k] = complex(tau[s, k], h)
-            motor_torques(pm, uc, tc)
-            for j in range(nu):
-                for k in range(nu):
-                    col[k] = 0.0
-                col[j] = tc[j].imag / h
-                cholesky_substitute(L, col, col)
-                for k in range(nu):
-                    d_x[s, k, j] = col[k]
-        status[s] = -1 if finite(d_q[s]) and finite(d_u[s]) else OVERFLOW
+        rigid_tree_terms(pm, w, w.q_n, u[s], fext[s])
+        factored = rigid_tree_derivatives(pm, w, u[s], udot[s], tau[s], fext[s], forward, R0,
+                                          p0, Yb, Y, Bc, vec, d_q[s], d_u[s], L)
+        status[s] = _finish(pm, forward, factored, L, tau[s], tc, d_q[s], d_u[s], d_x[s])
 
 
 @helper
-def _column(forward, L, tc, h, col, out, j):
-    """Column ``j`` of ``out`` from the complex result ``tc`` (nu,) of a step ``h``:
-    ``∂τ = Im tc / h``, or ``−M⁻¹ ∂τ`` (``forward``, ``L`` the factor of ``M``); ``col``
-    (nu,) scratch."""
-    nu = col.shape[0]
-    for k in range(nu):
-        col[k] = -tc[k].imag / h if forward else tc[k].imag / h
+def _finish(pm, forward, factored, L, tau, tc, d_q, d_u, d_x):
+    """The status of one state from the inverse-dynamics derivatives ``d_q``, ``d_u`` and
+    ``L`` (``M``, or with ``forward`` its Cholesky factor, ``factored`` False where ``M`` is
+    singular): forward dynamics' by :func:`_forward_derivatives`, else ``d_x = M``."""
+    if not factored:
+        return 0
     if forward:
-        cholesky_substitute(L, col, col)
-    for k in range(nu):
-        out[k, j] = col[k]
+        _forward_derivatives(pm, L, tau, tc, d_q, d_u, d_x)
+    else:
+        copy(L, d_x)
+    return -1 if finite(d_q) and finite(d_u) else OVERFLOW
 
 
 @helper
-def rigid_tree_inverse(pm, w, q, u, udot, fext, tau):
-    """Eq 44 of a rigid tree on one-dof joints into ``tau`` (nu,), less the joint forces:
-    the fused terms of :func:`~flexdyn.engine.rigid_tree.rigid_tree_terms`, then one sweep
-    base to tip, ``α(i) = φ*(i) α(p) + h u̇ + a(i)`` (``α`` of the root's parent ``[0; −g]``)
-    and ``f(i) = M(i) α(i) + b(i)``, and one tip to base, ``τ_i = hᵀ f(i)``,
-    ``f(p) += φ(i) f(i)`` (:func:`~flexdyn.engine.newton_euler.rnea` with ``ℋ(i) = h``)."""
-    rigid_tree_terms(pm, w, q, u, fext)
+def _complex_derivatives(pm, w, wc, q_dir, u, udot, fext, qc, uc, tc, d_q, d_u, Mass):
+    """``∂τ/∂δ`` (``d_q``), ``∂τ/∂u`` (``d_u``) and ``M`` (``Mass``) of Eq 44 at
+    ``(w.q_n, u, u̇)`` by complex steps of the engine's stages (module notes); ``wc`` a
+    complex workspace, ``qc`` (nq,), ``uc``, ``tc`` (nu,) complex scratch."""
+    nq, nu, h = qc.shape[0], uc.shape[0], COMPLEX_STEP
+    position_terms(pm, w.q_n, w)  # M (Eqs 47/50), as kernels' mass entry
+    crba(pm, w, Mass)
+    for k in range(nu):
+        uc[k] = u[k]
+    for j in range(nu):  # ∂τ/∂δ_j: the whole of Eq 44 at q + i h ∂q/∂δ_j
+        for k in range(nq):
+            qc[k] = complex(w.q_n[k], h * q_dir[k, j])
+        inverse_dynamics(pm, wc, qc, uc, udot, fext, tc)
+        for k in range(nu):
+            d_q[k, j] = tc[k].imag / h
+    for k in range(nq):
+        qc[k] = w.q_n[k]
+    position_terms(pm, qc, wc)
+    for j in range(nu):  # ∂τ/∂u_j: the velocity terms and Eq 44 at u + i h e_j
+        uc[j] = complex(u[j], h)
+        velocity_terms(pm, qc, uc, fext, wc)
+        rnea(pm, wc, udot, True, tc)
+        add_passive_forces(pm, qc, uc, -1.0, tc)
+        for k in range(nu):
+            d_u[k, j] = tc[k].imag / h
+        uc[j] = u[j]
+
+
+@helper
+def _forward_derivatives(pm, L, tau, tc, d_q, d_u, d_x):
+    """The inverse-dynamics derivatives ``d_q``, ``d_u`` turned into forward dynamics' in
+    place, ``−M⁻¹ ∂τ``, and ``d_x = ∂u̇/∂τ = M⁻¹ diag(sat′(τ))`` (``sat′`` by a complex step
+    of the torque limits), ``L`` the Cholesky factor of ``M``; ``tc`` (nu,) complex
+    scratch."""
+    nu, h = tau.shape[0], COMPLEX_STEP
+    for k in range(nu):
+        tc[k] = complex(tau[k], h)
+    motor_torques(pm, tc, tc)
+    for r in range(nu):
+        for c in range(nu):
+            d_q[r, c] = -d_q[r, c]
+            d_u[r, c] = -d_u[r, c]
+            d_x[r, c] = 0.0
+        d_x[r, r] = tc[r].imag / h
+    _solve_rows(L, d_q)
+    _solve_rows(L, d_u)
+    _solve_rows(L, d_x)
+
+
+@helper
+def _solve_rows(L, X):
+    """``X ← (L Lᵀ)⁻¹ X`` (n × m) in place with the factor of
+    :func:`~flexdyn.engine.algebra.cholesky_factor`, a row of ``X`` at a time (the inner
+    loops run along contiguous rows): ``L Y = X`` forward, then ``Lᵀ X = Y`` backward."""
+    n = X.shape[0]
+    for i in range(n):
+        _substitute_row(X[i], L[i, :i], X[:i], L[i, i])
+    for i in range(n - 1, -1, -1):
+        _substitute_row(X[i], L[i + 1:, i], X[i + 1:], L[i, i])
+
+
+@helper
+def _substitute_row(x, coefficients, rows, pivot):
+    """``x ← (x − Σ_k coefficients[k] rows[k]) / pivot``: one row of a triangular solve."""
+    m = x.shape[0]
+    for k in range(rows.shape[0]):
+        a, r = coefficients[k], rows[k]
+        for c in range(m):
+            x[c] -= a * r[c]
+    d = 1.0 / pivot
+    for c in range(m):
+        x[c] *= d
+
+
+@helper
+def _dot6(a, b):
+    """``aᵀ b`` of two 6-vectors."""
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
+@helper
+def _coriolis_inertia(Y, V, hV, out, col):
+    """``out = B`` (6 × 6) with ``B x = Y (x × V) + x ×* (Y V) + V ×* (Y x)``, the
+    derivative of a body's wrench ``Y a + V ×* Y V`` under a change ``x`` of its twist that
+    also moves its frame (``hV = Y V``; ``col`` (6,) scratch).  With ``X = (V ×*) Y`` the
+    first and last terms are ``(X + Xᵀ) x`` (``Y`` symmetric, ``(V ×)ᵀ = −(V ×*)``), the
+    second ``[[−h̃_n, −h̃_f], [−h̃_f, 0]] x`` for ``Y V = [h_n; h_f]``."""
+    for c in range(6):
+        cross_force(V, Y[:, c], col, False)
+        for r in range(6):
+            out[r, c] = col[r]
+    for r in range(6):
+        for c in range(r + 1):
+            x = out[r, c] + out[c, r]
+            out[r, c] = out[c, r] = x
+    _subtract_skew(out, 0, 0, hV[0], hV[1], hV[2])
+    _subtract_skew(out, 0, 3, hV[3], hV[4], hV[5])
+    _subtract_skew(out, 3, 0, hV[3], hV[4], hV[5])
+
+
+@helper
+def _subtract_skew(out, r, c, a0, a1, a2):
+    """``out[r:r+3, c:c+3] −= ã``, the cross-product matrix of ``a``."""
+    out[r, c + 1] += a2
+    out[r, c + 2] -= a1
+    out[r + 1, c] -= a2
+    out[r + 1, c + 2] += a0
+    out[r + 2, c] += a1
+    out[r + 2, c + 1] -= a0
+
+
+@helper
+def rigid_tree_derivatives(pm, w, u, udot, tau, fext, forward, R0, p0, Yb, Y, Bc, vec, d_q, d_u,
+                           Mass):
+    """``∂τ/∂q`` (``d_q``), ``∂τ/∂u`` (``d_u``) and ``M`` (``Mass``, nu × nu each) of Eq 44
+    at ``(q, u, u̇)`` for a rigid tree on one-dof joints, after
+    :func:`~flexdyn.engine.rigid_tree.rigid_tree_terms` at ``q``: the derivatives of the
+    Newton–Euler sweeps in inertial coordinates (Carpentier & Mansard, *RSS* 2018).  With
+    ``forward`` the accelerations are those of forward dynamics under ``tau`` (nu,),
+    ``u̇ = M⁻¹ (sat(τ) + τ_J − c)``, written into ``udot``, and ``Mass`` is left as the
+    Cholesky factor of ``M``: False when ``M`` is singular.
+
+    With every quantity in inertial coordinates — joint axis ``S_i``, twist ``V_i``,
+    acceleration ``α_i`` (``α`` of the base ``a_g``), body inertia ``Y_i`` — and ``λ`` the
+    parent of joint ``j``: a change of ``q_j`` turns the subtree of ``j`` about ``S_j``, so
+    that ``∂S_k/∂q_j = S_j × S_k`` and ``∂V_i/∂q_j = S_j × (V_i − V_λ)`` for ``k``, ``i`` in
+    it.  With ``Ṡ_j = V_λ × S_j`` and ``S̈_j = α_λ × S_j + V_λ × Ṡ_j``, the body wrench
+    ``f_i = Y_i α_i + V_i ×* Y_i V_i − f_ext,i`` changes by ``∂f_i/∂q_j = S_j ×* f_i + Y_i S̈_j
+    + B_i Ṡ_j`` and ``∂f_i/∂u_j = 2 Y_i Ṡ_j + B_i S_j`` (:func:`_coriolis_inertia`).  Summed
+    over a subtree (composite ``Y_k``, ``B_k``, ``F_k``) and projected on ``S_k`` (the term
+    ``S_j ×* F_k`` cancels against ``∂S_k``): for ``k`` in the subtree of ``j``
+    ``∂τ_k/∂q_j = S_kᵀ (Y_k S̈_j + B_k Ṡ_j)``, ``∂τ_k/∂u_j = S_kᵀ (2 Y_k Ṡ_j + B_k S_j)``,
+    ``M_kj = S_kᵀ Y_k S_j``; for ``k`` on the path above ``j``
+    ``∂τ_k/∂q_j = S_kᵀ (S_j ×* F_j + Y_j S̈_j + B_j Ṡ_j)``,
+    ``∂τ_k/∂u_j = S_kᵀ (2 Y_j Ṡ_j + B_j S_j)``; zero elsewhere.  The joint forces
+    ``τ_J(q_k, u_k)`` add their own slopes on the diagonal (complex steps).
+
+    Four sweeps: base to tip the kinematics and the wrenches at ``u̇ = 0``; tip to base the
+    composites, ``M`` and ``c = ID(q, u, 0)``; base to tip the accelerations at ``u̇``; tip
+    to base ``∂τ/∂q`` and ``∂τ/∂u``.  ``R0``, ``p0`` (n, 3, 3), (n, 3), ``Yb``, ``Y``, ``Bc``
+    (n, 6, 6) and ``vec`` (n, ``N_RIGID_VECTORS``, 6) scratch."""
     ints = pm.ints
     n = ints.shape[0]
-    a_g = w.t_6[2]
+    a_g, e, col, X = w.t_6[0], w.t_6[1], w.t_6[2], w.t_66[0]
     gravity_acceleration(pm, a_g)
-    for i in range(n):
-        pa, al, f = ints[i, PARENT], w.alpha[i], w.f[i]
-        node_twist(w.R_phi[i], w.p_phi[i], pm.X_joint0[i], 0, al,
-                   a_g if pa < 0 else w.alpha[pa], al)  # φ*(i) α(p): no modes (m = 0)
-        hi, ud = w.Hcal[i, 0], udot[ints[i, US]]
+    for i in range(n):  # poses, twists, Ṡ, inertias, wrenches at u̇ = 0 (α_0)
+        pa, us, x = ints[i, PARENT], ints[i, US], vec[i]
+        S, V, A, Sd, fv, F = x[_S], x[_V], x[_A], x[_SD], x[_FV], x[_F]
+        if pa < 0:
+            copy(w.R_phi[i], R0[i])
+            copy(w.p_phi[i], p0[i])
+            V[:] = 0.0
+            copy(a_g, A)
+        else:
+            compose3(R0[pa], p0[pa], w.R_phi[i], w.p_phi[i], R0[i], p0[i])
+            copy(vec[pa, _V], V)
+            copy(vec[pa, _A], A)
+        motion_to_parent(R0[i], p0[i], X)  # S in inertial coordinates
+        mv6(X, w.Hcal[i, 0], S, False)
+        cross_motion(V, S, Sd, False)  # Ṡ = V_λ × S
         for r in range(6):
-            al[r] += hi[r] * ud + w.a_m[i, r]
-        mv6(pm.M_m0[i], al, f, False)
+            A[r] += Sd[r] * u[us]
+            V[r] += S[r] * u[us]
+        Yb[i, :, :] = 0.0
+        pose_congruence(R0[i], p0[i], pm.M_m0[i], Yb[i], w.t_33)
+        copy(Yb[i], Y[i])
+        hV = x[_T]
+        mv6(Yb[i], V, hV, False)
+        cross_force(V, hV, fv, False)  # V ×* Y V − f_ext
+        e[:] = 0.0
+        node_wrench(R0[i], p0[i], pm.X_joint0[i], 0, fext[i], e)  # E unread (m = 0)
         for r in range(6):
-            f[r] += w.bias[i, r]
-    for i in range(n - 1, -1, -1):
-        f, hi = w.f[i], w.Hcal[i, 0]
-        x = 0.0
+            fv[r] -= e[r]
+        mv6(Yb[i], A, F, False)
         for r in range(6):
-            x += hi[r] * f[r]
-        tau[ints[i, US]] = x
+            F[r] += fv[r]
+        _coriolis_inertia(Yb[i], V, hV, Bc[i], col)
+    Mass[:] = 0.0
+    d_q[:] = 0.0
+    d_u[:] = 0.0
+    c = w.tau_e
+    for i in range(n - 1, -1, -1):  # composites, M, c
+        x, k = vec[i], ints[i, US]
+        S, Sd, F, y, b, H = x[_S], x[_SD], x[_F], x[_Y], x[_B], x[_H]
+        mv6(Y[i], S, y, False)  # Y_k S_k (= (S_kᵀ Y_k)ᵀ)
+        for cc in range(6):  # B_kᵀ S_k
+            b[cc] = _dot6(Bc[i, :, cc], S)
+        mv6(Y[i], Sd, H, False)  # 2 Y Ṡ + B S
+        for r in range(6):
+            H[r] *= 2.0
+        mv6(Bc[i], S, H, True)
+        c[k] = _dot6(S, F)
+        j = i
+        while j >= 0:  # the joints on the path from i to the base, i included
+            cj = ints[j, US]
+            Mass[k, cj] = Mass[cj, k] = _dot6(y, vec[j, _S])
+            j = ints[j, PARENT]
         pa = ints[i, PARENT]
         if pa >= 0:
-            node_wrench(w.R_phi[i], w.p_phi[i], pm.X_joint0[i], 0, f, w.f[pa])
-    add_passive_forces(pm, q, u, -1.0, tau)
+            for r in range(6):
+                vec[pa, _F, r] += F[r]
+                for cc in range(6):
+                    Y[pa, r, cc] += Y[i, r, cc]
+                    Bc[pa, r, cc] += Bc[i, r, cc]
+    if forward:  # u̇ = M⁻¹ (sat(τ) + τ_J − c)
+        if not cholesky_factor(Mass, MASS_MATRIX_RTOL):
+            return False
+        motor_torques(pm, tau, udot)
+        add_passive_forces(pm, w.q_n, u, 1.0, udot)
+        for k in range(udot.shape[0]):
+            udot[k] -= c[k]
+        cholesky_substitute(Mass, udot, udot)
+    for i in range(n):  # α at u̇, S̈, f
+        pa, us, x = ints[i, PARENT], ints[i, US], vec[i]
+        S, A, Sd, Sdd, F = x[_S], x[_A], x[_SD], x[_SDD], x[_F]
+        if pa < 0:
+            cross_motion(a_g, S, Sdd, False)  # S̈ = α_λ × S + V_λ × Ṡ (V_λ = 0)
+            copy(a_g, A)
+        else:
+            cross_motion(vec[pa, _A], S, Sdd, False)
+            cross_motion(vec[pa, _V], Sd, Sdd, True)
+            copy(vec[pa, _A], A)
+        for r in range(6):
+            A[r] += S[r] * udot[us] + Sd[r] * u[us]
+        mv6(Yb[i], A, F, False)
+        for r in range(6):
+            F[r] += x[_FV, r]
+    for i in range(n - 1, -1, -1):  # ∂τ/∂q, ∂τ/∂u
+        x, k = vec[i], ints[i, US]
+        S, Sd, Sdd, F, y, b, G, H = x[_S], x[_SD], x[_SDD], x[_F], x[_Y], x[_B], x[_G], x[_H]
+        mv6(Y[i], Sdd, G, False)  # S ×* F + Y S̈ + B Ṡ
+        mv6(Bc[i], Sd, G, True)
+        cross_force(S, F, G, True)
+        j = i
+        while j >= 0:
+            z, cj = vec[j], ints[j, US]
+            d_q[k, cj] = _dot6(y, z[_SDD]) + _dot6(b, z[_SD])
+            d_u[k, cj] = 2.0 * _dot6(y, z[_SD]) + _dot6(b, z[_S])
+            if j != i:
+                d_q[cj, k] = _dot6(z[_S], G)
+                d_u[cj, k] = _dot6(z[_S], H)
+            j = ints[j, PARENT]
+        pa = ints[i, PARENT]
+        if pa >= 0:
+            for r in range(6):
+                vec[pa, _F, r] += F[r]
+    h = COMPLEX_STEP
+    for i in range(n):  # τ = ID − τ_J: the joint forces' slopes, by complex steps
+        if ints[i, JF] != 0:
+            k, qk, uk, par = ints[i, US], w.q_n[ints[i, QS]], u[ints[i, US]], pm.jforce[i, 0]
+            d_q[k, k] -= passive_force_kernel(par, complex(qk, h), complex(uk, 0.0)).imag / h
+            d_u[k, k] -= passive_force_kernel(par, complex(qk, 0.0), complex(uk, h)).imag / h
+    return True

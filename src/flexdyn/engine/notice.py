@@ -51,6 +51,8 @@ ENTRIES = {
     "closure.closure_terms": "the loop closures' terms",
     "closure.closed_derivative": "the closed chain's state derivative",
     "nodal.nodal_forward": "forward dynamics of nodal bodies",
+    "derivatives.derivatives": "the derivatives of the dynamics",
+    "derivatives.derivatives_rigid_tree": "the derivatives of the dynamics (rigid tree)",
     "galpha.generalized_alpha": ("the implicit integrators (Radau IIA, Gauss–Legendre, "
                                  "generalized-α)"),
 }
@@ -65,6 +67,7 @@ ESTIMATES = {
     "kernels.forward_articulated": 80,
     "kernels.state_derivative": 80,
     "galpha.generalized_alpha": 60,
+    "derivatives.derivatives": 80,
 }
 _PREFIX = __name__.rpartition(".")[0] + "."  # "flexdyn.engine."
 
