@@ -28,6 +28,8 @@ a Cholesky factor of ``M`` (:func:`_solve_rows`, all columns of a block at once)
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..linalg import COMPLEX_STEP, MASS_MATRIX_RTOL
@@ -44,7 +46,7 @@ from .algebra import (
 )
 from .composite_body import crba
 from .forces import add_passive_forces, motor_torques, passive_force_kernel
-from .jit import entry_point, helper
+from .jit import allocating_helper, entry_point, helper
 from .kernels import finite, inverse_dynamics, valid_state
 from .layout import (
     INVALID,
@@ -54,16 +56,18 @@ from .layout import (
     QS,
     US,
     carve,
+    prefix_sums,
     unpack,
+    view,
     workspace,
     workspace_length,
 )
 from .newton_euler import gravity_acceleration, rnea
-from .rigid_tree import rigid_tree_terms
+from .rigid_tree import rigid_tree_pose
 from .terms import position_terms, velocity_terms
 from .tip import node_wrench
 
-__all__ = ["derivatives", "derivatives_rigid_tree", "rigid_tree_derivatives"]
+__all__ = ["RigidWork", "derivatives", "derivatives_rigid_tree", "rigid_tree_derivatives"]
 
 #: rows of the per-body vectors of :func:`rigid_tree_derivatives` (inertial coordinates)
 _S, _V, _A, _SD, _SDD, _F, _FV, _Y, _B, _G, _H, _T = range(12)
@@ -105,21 +109,51 @@ def derivatives_rigid_tree(ib, fb, forward, t, n_threads, q, u, udot, tau, fext,
     (:func:`~flexdyn.engine.rigid_tree.is_rigid_tree`; ``δ = q``) by the analytic sweeps of
     :func:`rigid_tree_derivatives`; with ``forward`` the accelerations are solved for and
     written into ``udot[s]`` (its entries need only be finite)."""
-    pm, w = unpack(ib, fb), workspace(ib)
-    n, nu = pm.ints.shape[0], u.shape[1]
-    L = np.empty((nu, nu))  # M, then its Cholesky factor (forward)
-    tc = np.empty(nu, dtype=np.complex128)
-    R0, p0 = np.empty((n, 3, 3)), np.empty((n, 3))
-    Yb, Y, Bc = np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6))
-    vec = np.empty((n, N_RIGID_VECTORS, 6))
+    pm = unpack(ib, fb)
+    rw = _rigid_work(pm.ints.shape[0], q.shape[1], u.shape[1])
+    tc = np.empty(u.shape[1], dtype=np.complex128)
     for s in range(t, q.shape[0], n_threads):
-        if not (valid_state(pm, q[s], u[s], udot[s], fext[s], w.q_n) and finite(tau[s])):
+        if not (valid_state(pm, q[s], u[s], udot[s], fext[s], rw.q_n) and finite(tau[s])):
             status[s] = INVALID
             continue
-        rigid_tree_terms(pm, w, w.q_n, u[s], fext[s])
-        factored = rigid_tree_derivatives(pm, w, u[s], udot[s], tau[s], fext[s], forward, R0,
-                                          p0, Yb, Y, Bc, vec, d_q[s], d_u[s], L)
-        status[s] = _finish(pm, forward, factored, L, tau[s], tc, d_q[s], d_u[s], d_x[s])
+        factored = rigid_tree_derivatives(pm, rw, u[s], udot[s], tau[s], fext[s], forward,
+                                          d_q[s], d_u[s])
+        status[s] = _finish(pm, forward, factored, rw.L, tau[s], tc, d_q[s], d_u[s], d_x[s])
+
+
+class RigidWork(NamedTuple):
+    """The scratch of :func:`rigid_tree_derivatives` (``n`` bodies), one allocation."""
+
+    R0: np.ndarray  # (n, 3, 3) the pose (R0, p0) of F_i in inertial coordinates
+    p0: np.ndarray  # (n, 3)
+    Yb: np.ndarray  # (n, 6, 6) the body's inertia in inertial coordinates
+    Y: np.ndarray  # (n, 6, 6) its composite over the subtree
+    Bc: np.ndarray  # (n, 6, 6) the composite of B (_coriolis_inertia)
+    vec: np.ndarray  # (n, N_RIGID_VECTORS, 6) the rows _S, _V, … of each body
+    L: np.ndarray  # (nu, nu) M, then its Cholesky factor (forward)
+    q_n: np.ndarray  # (nq,) the validated configuration
+    c: np.ndarray  # (nu,) c = ID(q, u, 0)
+    S_j: np.ndarray  # (6, 6) a joint's motion subspace in its frames
+    X: np.ndarray  # (6, 6) a twist transform
+    R3: np.ndarray  # (4, 3, 3) a body's pose in its parent's frame, and scratch
+    T: np.ndarray  # (3, 3, 3) scratch of pose_congruence
+    p3: np.ndarray  # (3, 3) a body's position in its parent's frame, and scratch
+    v6: np.ndarray  # (4, 6) a_g, h and scratch
+
+
+@allocating_helper
+def _rigid_work(n, nq, nu):
+    """A :class:`RigidWork` carved from one buffer."""
+    o = prefix_sums((n * 9, n * 3, n * 36, n * 36, n * 36, n * 6 * N_RIGID_VECTORS, nu * nu,
+                     nq, nu, 36, 36, 36, 27, 9, 24))
+    buf = np.empty(o[-1])
+    return RigidWork(view(buf, o[0], (n, 3, 3)), view(buf, o[1], (n, 3)),
+                     view(buf, o[2], (n, 6, 6)), view(buf, o[3], (n, 6, 6)),
+                     view(buf, o[4], (n, 6, 6)), view(buf, o[5], (n, N_RIGID_VECTORS, 6)),
+                     view(buf, o[6], (nu, nu)), view(buf, o[7], (nq,)), view(buf, o[8], (nu,)),
+                     view(buf, o[9], (6, 6)), view(buf, o[10], (6, 6)),
+                     view(buf, o[11], (4, 3, 3)), view(buf, o[12], (3, 3, 3)),
+                     view(buf, o[13], (3, 3)), view(buf, o[14], (4, 6)))
 
 
 @helper
@@ -249,15 +283,13 @@ def _subtract_skew(out, r, c, a0, a1, a2):
 
 
 @helper
-def rigid_tree_derivatives(pm, w, u, udot, tau, fext, forward, R0, p0, Yb, Y, Bc, vec, d_q, d_u,
-                           Mass):
-    """``∂τ/∂q`` (``d_q``), ``∂τ/∂u`` (``d_u``) and ``M`` (``Mass``, nu × nu each) of Eq 44
-    at ``(q, u, u̇)`` for a rigid tree on one-dof joints, after
-    :func:`~flexdyn.engine.rigid_tree.rigid_tree_terms` at ``q``: the derivatives of the
-    Newton–Euler sweeps in inertial coordinates (Carpentier & Mansard, *RSS* 2018).  With
-    ``forward`` the accelerations are those of forward dynamics under ``tau`` (nu,),
-    ``u̇ = M⁻¹ (sat(τ) + τ_J − c)``, written into ``udot``, and ``Mass`` is left as the
-    Cholesky factor of ``M``: False when ``M`` is singular.
+def rigid_tree_derivatives(pm, rw, u, udot, tau, fext, forward, d_q, d_u):
+    """``∂τ/∂q`` (``d_q``), ``∂τ/∂u`` (``d_u``) and ``M`` (``rw.L``, nu × nu each) of Eq 44
+    at ``(q, u, u̇)`` (``q`` in ``rw.q_n``) for a rigid tree on one-dof joints: the
+    derivatives of the Newton–Euler sweeps in inertial coordinates (Carpentier & Mansard,
+    *RSS* 2018).  With ``forward`` the accelerations are those of forward dynamics under
+    ``tau`` (nu,), ``u̇ = M⁻¹ (sat(τ) + τ_J − c)``, written into ``udot``, and ``rw.L`` is
+    left as the Cholesky factor of ``M``: False when ``M`` is singular.
 
     With every quantity in inertial coordinates — joint axis ``S_i``, twist ``V_i``,
     acceleration ``α_i`` (``α`` of the base ``a_g``), body inertia ``Y_i`` — and ``λ`` the
@@ -276,32 +308,36 @@ def rigid_tree_derivatives(pm, w, u, udot, tau, fext, forward, R0, p0, Yb, Y, Bc
 
     Four sweeps: base to tip the kinematics and the wrenches at ``u̇ = 0``; tip to base the
     composites, ``M`` and ``c = ID(q, u, 0)``; base to tip the accelerations at ``u̇``; tip
-    to base ``∂τ/∂q`` and ``∂τ/∂u``.  ``R0``, ``p0`` (n, 3, 3), (n, 3), ``Yb``, ``Y``, ``Bc``
-    (n, 6, 6) and ``vec`` (n, ``N_RIGID_VECTORS``, 6) scratch."""
+    to base ``∂τ/∂q`` and ``∂τ/∂u``; ``rw`` the scratch (:class:`RigidWork`)."""
     ints = pm.ints
     n = ints.shape[0]
-    a_g, e, col, X = w.t_6[0], w.t_6[1], w.t_6[2], w.t_66[0]
+    R0, p0, Yb, Y, Bc, vec, Mass, q_n, c = rw.R0, rw.p0, rw.Yb, rw.Y, rw.Bc, rw.vec, rw.L, \
+        rw.q_n, rw.c
+    a_g, h, e, col, X, T = rw.v6[0], rw.v6[1], rw.v6[2], rw.v6[3], rw.X, rw.T
+    Rl, Rj, R1, R2, pl, pj, p1 = rw.R3[0], rw.R3[1], rw.R3[2], rw.R3[3], rw.p3[0], rw.p3[1], \
+        rw.p3[2]
     gravity_acceleration(pm, a_g)
     for i in range(n):  # poses, twists, Ṡ, inertias, wrenches at u̇ = 0 (α_0)
         pa, us, x = ints[i, PARENT], ints[i, US], vec[i]
         S, V, A, Sd, fv, F = x[_S], x[_V], x[_A], x[_SD], x[_FV], x[_F]
+        rigid_tree_pose(pm, i, q_n, Rl, pl, rw.S_j, h, Rj, pj, R1, p1, R2)
         if pa < 0:
-            copy(w.R_phi[i], R0[i])
-            copy(w.p_phi[i], p0[i])
+            copy(Rl, R0[i])
+            copy(pl, p0[i])
             V[:] = 0.0
             copy(a_g, A)
         else:
-            compose3(R0[pa], p0[pa], w.R_phi[i], w.p_phi[i], R0[i], p0[i])
+            compose3(R0[pa], p0[pa], Rl, pl, R0[i], p0[i])
             copy(vec[pa, _V], V)
             copy(vec[pa, _A], A)
         motion_to_parent(R0[i], p0[i], X)  # S in inertial coordinates
-        mv6(X, w.Hcal[i, 0], S, False)
+        mv6(X, h, S, False)
         cross_motion(V, S, Sd, False)  # Ṡ = V_λ × S
         for r in range(6):
             A[r] += Sd[r] * u[us]
             V[r] += S[r] * u[us]
         Yb[i, :, :] = 0.0
-        pose_congruence(R0[i], p0[i], pm.M_m0[i], Yb[i], w.t_33)
+        pose_congruence(R0[i], p0[i], pm.M_m0[i], Yb[i], T)
         copy(Yb[i], Y[i])
         hV = x[_T]
         mv6(Yb[i], V, hV, False)
@@ -317,7 +353,6 @@ def rigid_tree_derivatives(pm, w, u, udot, tau, fext, forward, R0, p0, Yb, Y, Bc
     Mass[:] = 0.0
     d_q[:] = 0.0
     d_u[:] = 0.0
-    c = w.tau_e
     for i in range(n - 1, -1, -1):  # composites, M, c
         x, k = vec[i], ints[i, US]
         S, Sd, F, y, b, H = x[_S], x[_SD], x[_F], x[_Y], x[_B], x[_H]
@@ -345,7 +380,7 @@ def rigid_tree_derivatives(pm, w, u, udot, tau, fext, forward, R0, p0, Yb, Y, Bc
         if not cholesky_factor(Mass, MASS_MATRIX_RTOL):
             return False
         motor_torques(pm, tau, udot)
-        add_passive_forces(pm, w.q_n, u, 1.0, udot)
+        add_passive_forces(pm, q_n, u, 1.0, udot)
         for k in range(udot.shape[0]):
             udot[k] -= c[k]
         cholesky_substitute(Mass, udot, udot)
@@ -386,7 +421,7 @@ def rigid_tree_derivatives(pm, w, u, udot, tau, fext, forward, R0, p0, Yb, Y, Bc
     h = COMPLEX_STEP
     for i in range(n):  # τ = ID − τ_J: the joint forces' slopes, by complex steps
         if ints[i, JF] != 0:
-            k, qk, uk, par = ints[i, US], w.q_n[ints[i, QS]], u[ints[i, US]], pm.jforce[i, 0]
+            k, qk, uk, par = ints[i, US], q_n[ints[i, QS]], u[ints[i, US]], pm.jforce[i, 0]
             d_q[k, k] -= passive_force_kernel(par, complex(qk, h), complex(uk, 0.0)).imag / h
             d_u[k, k] -= passive_force_kernel(par, complex(qk, 0.0), complex(uk, h)).imag / h
     return True

@@ -32,7 +32,8 @@ from .pack import HEAD_OFFSETS, RIGID
 from .tip import node_twist, node_wrench
 
 __all__ = ["RIGID_TREE_JOINTS", "is_rigid_tree", "rigid_tree_accelerations",
-           "rigid_tree_forward_dynamics", "rigid_tree_inertias", "rigid_tree_terms"]
+           "rigid_tree_forward_dynamics", "rigid_tree_inertias", "rigid_tree_pose",
+           "rigid_tree_terms"]
 
 
 #: joint kernels whose motion subspace ``S`` is one constant column in ``J_c``
@@ -52,14 +53,31 @@ def is_rigid_tree(ib: np.ndarray) -> bool:
                 and np.all((ints[:, PARENT] < 0) | (ints[:, AT] == 1)))
 
 
+@inlined
+def rigid_tree_pose(pm, i, q, R, p, S, h, Rj, pj, R1, p1, R2):
+    """The pose ``(R, p)`` of body ``i``'s frame ``F_i`` in its parent's frame (placement ∘
+    joint(θ) ∘ ``T_Jc``, Eqs 12–17, the joint by its kernel ``joint_kernel``, its motion
+    subspace into ``S`` (6 × 6)) and the joint's axis in ``F_i``, ``h = X_joint S`` (6,), of
+    a rigid tree on one-dof joints; ``Rj``, ``R1``, ``R2`` (3 × 3), ``pj``, ``p1`` (3,)
+    scratch."""
+    qs = pm.ints[i, QS]
+    joint_kernel(pm.ints[i, JCODE], pm.jparam[i], q[qs:qs + 1], Rj, pj, S, R1, R2)
+    compose3(pm.place_R[i], pm.place_p[i], Rj, pj, R1, p1)
+    compose3(R1, p1, pm.T_Jc_R[i], pm.T_Jc_p[i], R, p)
+    X = pm.X_joint0[i]
+    for r in range(6):
+        h[r] = (X[r, 0] * S[0, 0] + X[r, 1] * S[1, 0] + X[r, 2] * S[2, 0]
+                + X[r, 3] * S[3, 0] + X[r, 4] * S[4, 0] + X[r, 5] * S[5, 0])
+
+
 @helper
 def rigid_tree_terms(pm, w, q, u, fext):
     """The position and velocity terms of a rigid tree on one-dof joints in one sweep, base
     to tip, into the fields of the general sweeps (:func:`~flexdyn.engine.terms.position_terms`,
     :func:`~flexdyn.engine.terms.velocity_terms`) that the filter and smoother read: the pose ``(R,
-    p)`` of ``F_i`` in its parent's frame (``R_phi``, ``p_phi``: placement ∘ joint(θ) ∘ ``T_Jc``,
-    Eqs 12–17, the joint by its kernel ``joint_kernel``), from which the sweeps apply ``φ(i)``
-    (its 6 × 6 matrix is not formed); ``S``; ``ℋ(i) = h = X_joint S``;
+    p)`` of ``F_i`` in its parent's frame (``R_phi``, ``p_phi``), from which the sweeps apply
+    ``φ(i)`` (its 6 × 6 matrix is not formed), ``S`` and ``ℋ(i) = h = X_joint S``
+    (:func:`rigid_tree_pose`);
     Eq 11 ``V(i) = φ*(i) V(p) + h β`` with ``φ*(i) V = [Rᵀ ω; Rᵀ (v + ω × p)]``; Eq 25
     ``a(i) = V(i) × h β``; Eq 37 ``b(i) = V ×* M V − f_ext(i)``; and the filter's start
     ``P(i) = M(i)``, ``z(i) = 0``."""
@@ -67,15 +85,9 @@ def rigid_tree_terms(pm, w, q, u, fext):
     Rj, R1, R2, pj, p1 = w.t_33[0], w.t_33[1], w.t_33[2], w.t_3[0], w.t_3[1]
     hb, MV = w.t_6[1], w.t_6[2]
     for i in range(ints.shape[0]):
-        qs, us, pa = ints[i, QS], ints[i, US], ints[i, PARENT]
-        R, p, S = w.R_phi[i], w.p_phi[i], w.S[i]
-        joint_kernel(ints[i, JCODE], pm.jparam[i], q[qs:qs + 1], Rj, pj, S, R1, R2)
-        compose3(pm.place_R[i], pm.place_p[i], Rj, pj, R1, p1)
-        compose3(R1, p1, pm.T_Jc_R[i], pm.T_Jc_p[i], R, p)
-        h, X, V = w.Hcal[i, 0], pm.X_joint0[i], w.V_m[i]
-        for r in range(6):
-            h[r] = (X[r, 0] * S[0, 0] + X[r, 1] * S[1, 0] + X[r, 2] * S[2, 0]
-                    + X[r, 3] * S[3, 0] + X[r, 4] * S[4, 0] + X[r, 5] * S[5, 0])
+        us, pa = ints[i, US], ints[i, PARENT]
+        R, p, h, X, V = w.R_phi[i], w.p_phi[i], w.Hcal[i, 0], pm.X_joint0[i], w.V_m[i]
+        rigid_tree_pose(pm, i, q, R, p, w.S[i], h, Rj, pj, R1, p1, R2)
         if pa >= 0:  # φ*(i) V(p): a node's twist without modes (m = 0)
             node_twist(R, p, X, 0, hb, w.V_m[pa], V)
         else:
