@@ -5,7 +5,7 @@ Inverse dynamics ``τ = ID(q, u, u̇)`` (:func:`flexdyn.engine.kernels.inverse_d
 position and velocity terms, Newton–Euler, less the joint forces) is differentiated first:
 ``∂τ/∂δ``, ``∂τ/∂u`` and ``∂τ/∂u̇ = M`` (Eqs 47/50).  Forward dynamics then follows from
 ``M du̇ = sat′(τ) dτ − ∂τ/∂δ dδ − ∂τ/∂u du`` at the accelerations of forward dynamics, by
-a Cholesky factor of ``M`` (:func:`_solve_rows`, all columns of a block at once).
+a Cholesky factor of ``M`` (all columns of a block at once).
 
 * :func:`derivatives_rigid_tree`, for a rigid tree on one-dof joints
   (:func:`flexdyn.engine.rigid_tree.is_rigid_tree`; ``δ = q``): the analytic recursion
@@ -82,7 +82,7 @@ def derivatives(ib, fb, forward, t, n_threads, q, u, udot, tau, fext, q_dir, d_q
     ``∂q/∂δ``), into ``d_q[s]``, ``d_u[s]``, ``d_x[s]`` (nu × nu each): with ``forward``
     False ``∂τ/∂δ``, ``∂τ/∂u`` and ``M`` of inverse dynamics at ``(q, u, u̇)`` (``tau``
     unused); with ``forward`` True ``∂u̇/∂δ``, ``∂u̇/∂u`` and ``∂u̇/∂τ`` of forward dynamics,
-    ``udot`` its accelerations at ``(q, u, τ)``; by complex steps (:func:`_complex_derivatives`).
+    ``udot`` its accelerations at ``(q, u, τ)``; by complex steps of the stages.
     ``status`` (B,): −1, :data:`~flexdyn.engine.layout.INVALID`,
     :data:`~flexdyn.engine.layout.OVERFLOW` or 0 (the mass matrix is singular)."""
     pm, w = unpack(ib, fb), workspace(ib)
@@ -297,9 +297,10 @@ def rigid_tree_derivatives(pm, rw, u, udot, tau, fext, forward, d_q, d_u):
     that ``∂S_k/∂q_j = S_j × S_k`` and ``∂V_i/∂q_j = S_j × (V_i − V_λ)`` for ``k``, ``i`` in
     it.  With ``Ṡ_j = V_λ × S_j`` and ``S̈_j = α_λ × S_j + V_λ × Ṡ_j``, the body wrench
     ``f_i = Y_i α_i + V_i ×* Y_i V_i − f_ext,i`` changes by ``∂f_i/∂q_j = S_j ×* f_i + Y_i S̈_j
-    + B_i Ṡ_j`` and ``∂f_i/∂u_j = 2 Y_i Ṡ_j + B_i S_j`` (:func:`_coriolis_inertia`).  Summed
-    over a subtree (composite ``Y_k``, ``B_k``, ``F_k``) and projected on ``S_k`` (the term
-    ``S_j ×* F_k`` cancels against ``∂S_k``): for ``k`` in the subtree of ``j``
+    + B_i Ṡ_j`` and ``∂f_i/∂u_j = 2 Y_i Ṡ_j + B_i S_j`` with
+    ``B_i x = Y_i (x × V_i) + x ×* Y_i V_i + V_i ×* Y_i x``.  Summed over a subtree
+    (composite ``Y_k``, ``B_k``, ``F_k``) and projected on ``S_k`` (the term ``S_j ×* F_k``
+    cancels against ``∂S_k``): for ``k`` in the subtree of ``j``
     ``∂τ_k/∂q_j = S_kᵀ (Y_k S̈_j + B_k Ṡ_j)``, ``∂τ_k/∂u_j = S_kᵀ (2 Y_k Ṡ_j + B_k S_j)``,
     ``M_kj = S_kᵀ Y_k S_j``; for ``k`` on the path above ``j``
     ``∂τ_k/∂q_j = S_kᵀ (S_j ×* F_j + Y_j S̈_j + B_j Ṡ_j)``,
