@@ -1239,13 +1239,11 @@ class Dynamics:
         run = self._short(q, nq, u, x, f_ext, None, (nu,)) if f_nodes is None else None
         if run is not None:
             if not forward:
-                tau = None
-            elif not run.rigid_tree:
-                udot = self.forward_dynamics(q, u, tau, f_ext=f_ext)[None]
-            else:  # the entry solves for u̇ in place
+                tau, udot = None, udot[None]
+            elif run.rigid_tree:  # the entry solves for u̇ in place
                 udot = np.zeros((1, nu))
-            if not forward:
-                udot = udot[None]
+            else:
+                udot = self.forward_dynamics(q, u, tau, f_ext=f_ext)[None]
             out = np.empty((3, 1, nu, nu))
             status = np.empty(1, dtype=np.int64)
             kernel, directions = run.derivatives_entry(

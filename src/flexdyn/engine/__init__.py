@@ -382,14 +382,12 @@ class Engine:
         return d_q, d_u, d_x, status
 
     def derivatives_entry(self, q_dir: np.ndarray) -> tuple[Callable, tuple[np.ndarray, ...]]:
-        """``(entry, directions)``: the compiled derivatives of this model — a rigid tree on
-        one-dof joints by its analytic sweeps
-        (:func:`flexdyn.engine.derivatives.derivatives_rigid_tree`, which takes no
-        directions: ``δ = q``), any other by complex
-        steps (:func:`flexdyn.engine.derivatives.derivatives`, whose ``directions`` are
-        ``(q_dir,)``) — taking ``(*packed, forward, t, n_threads, q, u, udot, tau, f_ext,
-        *directions, d_q, d_u, d_x, status)``; a rigid tree's forward derivatives write
-        ``u̇`` into ``udot``."""
+        """``(entry, directions)``: the compiled derivatives of this model, taking
+        ``(*packed, forward, t, n_threads, q, u, udot, tau, f_ext, *directions, d_q, d_u,
+        d_x, status)`` — a rigid tree on one-dof joints by its analytic sweeps
+        (:func:`flexdyn.engine.derivatives.derivatives_rigid_tree`: no directions, ``δ = q``;
+        its forward derivatives write ``u̇`` into ``udot``), any other by complex steps
+        (:func:`flexdyn.engine.derivatives.derivatives`: ``directions = (q_dir,)``)."""
         if self.rigid_tree:
             return derivatives.derivatives_rigid_tree, ()
         return derivatives.derivatives, (q_dir,)
