@@ -1236,8 +1236,11 @@ class Dynamics:
         model, nq, nu = self.model, self._nq, self._nu
         _tree_derivatives(model)
         x = tau if forward else udot
-        run = self._short(q, nq, u, x, f_ext, None, (nu,)) if f_nodes is None else None
-        if run is not None:
+        run = self._run if self._run is not None else self._engine()
+        # the checks of _short written out on this hot path (one Python call less)
+        if run and f_nodes is None and is_entry_array(q, nq) and is_entry_array(u, nu) \
+                and (x is None or is_entry_array(x, nu)) \
+                and (f_ext is None or is_entry_array(f_ext, self._nb, 6)):
             if not forward:
                 tau, udot = None, udot[None]
             elif run.rigid_tree:  # the entry solves for u̇ in place
@@ -1251,7 +1254,7 @@ class Dynamics:
             kernel(*run.packed, forward, 0, 1, q[None], u[None], udot,
                    self._zero_tau[None] if tau is None else tau[None],
                    self._zero_wrenches[None] if f_ext is None else f_ext[None], *directions,
-                   out[0], out[1], out[2], status)
+                   out, status)
             if status[0] == -1:
                 return out[0, 0], out[1, 0], out[2, 0]
             # an invalid input, a singular mass matrix or an overflow: the general path

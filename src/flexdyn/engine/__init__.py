@@ -371,23 +371,24 @@ class Engine:
         nq, nu = self.model.nq, self.model.nu
         tau = np.zeros(lead + (nu,)) if tau is None else kernel_array(tau, lead + (nu,), "tau")
         q_dir = kernel_array(q_dir, lead + (nq, nu), "q_dir")
-        d_q, d_u, d_x = (np.empty(lead + (nu, nu)) for _ in range(3))
+        d = np.empty((3,) + lead + (nu, nu))
         kernel, directions = self.derivatives_entry(q_dir)
         status = self._share(kernel, (*self.packed, forward),
-                             (q, u, udot, tau, f_ext, *directions, d_q, d_u, d_x), per_thread=1)
+                             (q, u, udot, tau, f_ext, *directions, d), per_thread=1)
         if lead[0] == 1:
             self._single(int(status[0]), "composite")
         else:
             self._raise_for(status, "composite")
-        return d_q, d_u, d_x, status
+        return d[0], d[1], d[2], status
 
     def derivatives_entry(self, q_dir: np.ndarray) -> tuple[Callable, tuple[np.ndarray, ...]]:
         """``(entry, directions)``: the compiled derivatives of this model, taking
-        ``(*packed, forward, t, n_threads, q, u, udot, tau, f_ext, *directions, d_q, d_u,
-        d_x, status)`` — a rigid tree on one-dof joints by its analytic sweeps
-        (:func:`flexdyn.engine.derivatives.derivatives_rigid_tree`: no directions, ``δ = q``;
-        its forward derivatives write ``u̇`` into ``udot``), any other by complex steps
-        (:func:`flexdyn.engine.derivatives.derivatives`: ``directions = (q_dir,)``)."""
+        ``(*packed, forward, t, n_threads, q, u, udot, tau, f_ext, *directions, d, status)``
+        (``d``: the three blocks, 3 × B × nu × nu) — a rigid tree on one-dof joints by its
+        analytic sweeps (:func:`flexdyn.engine.derivatives.derivatives_rigid_tree`: no
+        directions, ``δ = q``; its forward derivatives write ``u̇`` into ``udot``), any other
+        by complex steps (:func:`flexdyn.engine.derivatives.derivatives`:
+        ``directions = (q_dir,)``)."""
         if self.rigid_tree:
             return derivatives.derivatives_rigid_tree, ()
         return derivatives.derivatives, (q_dir,)

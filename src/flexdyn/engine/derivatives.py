@@ -75,11 +75,11 @@ N_RIGID_VECTORS = 12
 
 
 @entry_point
-def derivatives(ib, fb, forward, t, n_threads, q, u, udot, tau, fext, q_dir, d_q, d_u, d_x,
-                status):
+def derivatives(ib, fb, forward, t, n_threads, q, u, udot, tau, fext, q_dir, d, status):
     """For the states ``s = t, t + n_threads, …`` of ``q`` (B × nq), ``u``, ``udot``, ``tau``
     (B × nu), ``fext`` (B × n × 6) and the tangent directions ``q_dir`` (B × nq × nu,
-    ``∂q/∂δ``), into ``d_q[s]``, ``d_u[s]``, ``d_x[s]`` (nu × nu each): with ``forward``
+    ``∂q/∂δ``), into ``d[0, s]``, ``d[1, s]``, ``d[2, s]`` (``d``: 3 × B × nu × nu): with
+    ``forward``
     False ``∂τ/∂δ``, ``∂τ/∂u`` and ``M`` of inverse dynamics at ``(q, u, u̇)`` (``tau``
     unused); with ``forward`` True ``∂u̇/∂δ``, ``∂u̇/∂u`` and ``∂u̇/∂τ`` of forward dynamics,
     ``udot`` its accelerations at ``(q, u, τ)``; by complex steps of the stages.
@@ -96,15 +96,14 @@ def derivatives(ib, fb, forward, t, n_threads, q, u, udot, tau, fext, q_dir, d_q
         if not (valid_state(pm, q[s], u[s], udot[s], fext[s], w.q_n) and finite(tau[s])):
             status[s] = INVALID
             continue
-        _complex_derivatives(pm, w, wc, q_dir[s], u[s], udot[s], fext[s], qc, uc, tc, d_q[s],
-                             d_u[s], L)
+        _complex_derivatives(pm, w, wc, q_dir[s], u[s], udot[s], fext[s], qc, uc, tc, d[0, s],
+                             d[1, s], L)
         factored = not forward or cholesky_factor(L, MASS_MATRIX_RTOL)
-        status[s] = _finish(pm, forward, factored, L, tau[s], tc, d_q[s], d_u[s], d_x[s])
+        status[s] = _finish(pm, forward, factored, L, tau[s], tc, d[0, s], d[1, s], d[2, s])
 
 
 @entry_point
-def derivatives_rigid_tree(ib, fb, forward, t, n_threads, q, u, udot, tau, fext, d_q, d_u, d_x,
-                           status):
+def derivatives_rigid_tree(ib, fb, forward, t, n_threads, q, u, udot, tau, fext, d, status):
     """:func:`derivatives` of a rigid tree on one-dof joints
     (:func:`~flexdyn.engine.rigid_tree.is_rigid_tree`; ``δ = q``) by the analytic sweeps of
     :func:`rigid_tree_derivatives`; with ``forward`` the accelerations are solved for and
@@ -117,8 +116,8 @@ def derivatives_rigid_tree(ib, fb, forward, t, n_threads, q, u, udot, tau, fext,
             status[s] = INVALID
             continue
         factored = rigid_tree_derivatives(pm, rw, u[s], udot[s], tau[s], fext[s], forward,
-                                          d_q[s], d_u[s])
-        status[s] = _finish(pm, forward, factored, rw.L, tau[s], tc, d_q[s], d_u[s], d_x[s])
+                                          d[0, s], d[1, s])
+        status[s] = _finish(pm, forward, factored, rw.L, tau[s], tc, d[0, s], d[1, s], d[2, s])
 
 
 class RigidWork(NamedTuple):
