@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import flexdyn as fd
+from flexdyn.linalg import SingularInertiaError
 from helpers import PENDULUM, pendulum
 from strategies import models_and_states, random_model_dict, random_state
 from test_closed_chains import fourbar
@@ -316,6 +317,25 @@ def test_invalid_states_are_named():
                  lambda: fd.forward_dynamics_derivatives(model, q, u)):
         with pytest.raises(ValueError, match=r"u contains non-finite values at indices \[1\]"):
             call()
+
+
+def test_a_singular_rigid_tree_is_named_as_forward_dynamics_names_it():
+    """Two prismatic joints along one axis, the first body massless: ``M`` is singular.  The
+    rigid trees' entry solves for ``u̇`` itself; one state's error is forward dynamics' own
+    (naming the body, no batch index), a batch's names the batch item."""
+    b = fd.ModelBuilder("redundant slides")
+    b.add_body("carriage", None, joint={"type": "prismatic", "axis": [1, 0, 0]},
+               rigid={"mass": 0.0, "com": [0, 0, 0], "inertia": np.zeros((3, 3))})
+    b.add_body("block", "carriage", joint={"type": "prismatic", "axis": [1, 0, 0]},
+               rigid={"mass": 1.0, "com": [0, 0, 0], "inertia": np.eye(3) * 0.01})
+    model = b.build()
+    assert fd.dynamics.cached_engine(model).rigid_tree
+    zero = np.zeros(model.nu)
+    with pytest.raises(SingularInertiaError, match=r"^articulated inertia D of body 0 "
+                                                      r"'carriage'"):
+        fd.forward_dynamics_derivatives(model, zero, zero)
+    with pytest.raises(SingularInertiaError, match=r"^batch item 0: "):
+        fd.forward_dynamics_derivatives(model, np.zeros((2, 2)), np.zeros((2, 2)))
 
 
 @pytest.mark.parametrize("derivative", [None, "complex-step", "central"])

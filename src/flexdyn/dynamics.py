@@ -1257,6 +1257,8 @@ class Dynamics:
                    out, status)
             if status[0] == -1:
                 return out[0, 0], out[1, 0], out[2, 0]
+            if forward and run.rigid_tree:  # names a singular inertia as for one state
+                self.forward_dynamics(q, u, tau, f_ext=f_ext)
             # an invalid input, a singular mass matrix or an overflow: the general path
             # reports it
         q, u, x, f_ext, batch = _leading(model, q, u, x, f_ext, "tau" if forward else "udot")
