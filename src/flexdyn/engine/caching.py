@@ -87,18 +87,27 @@ def stamp(module: Path) -> bytes:
     return fingerprint((*dependencies(module), *SHARED))
 
 
+@functools.cache
+def _engine_module(py_file: str) -> Path | None:
+    """The engine's module ``py_file``, resolved, or None for a file outside the engine
+    (numba asks for each function as it creates it; resolving a path takes a tenth of a
+    millisecond, two hundred times at import)."""
+    path = Path(py_file).resolve()
+    return path if path.parent == _ENGINE else None
+
+
 class _EngineSources:
     """Mixin of a numba cache locator: only for functions defined in the engine's modules,
     stamped with the :func:`stamp` of their module."""
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        if Path(py_file).resolve().parent != _ENGINE:
+        if _engine_module(py_file) is None:
             return None
         return super().from_function(py_func, py_file)
 
     def get_source_stamp(self) -> bytes:
-        return stamp(Path(self._py_file).resolve())
+        return stamp(_engine_module(self._py_file))
 
     def get_disambiguator(self) -> str:
         """The function's line and the start of its stamp, in the names of its cache files:
