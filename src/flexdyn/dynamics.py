@@ -1236,11 +1236,8 @@ class Dynamics:
         model, nq, nu = self.model, self._nq, self._nu
         _tree_derivatives(model)
         x = tau if forward else udot
-        run = self._run if self._run is not None else self._engine()
-        # the checks of _short written out on this hot path (one Python call less)
-        if run and f_nodes is None and is_entry_array(q, nq) and is_entry_array(u, nu) \
-                and (x is None or is_entry_array(x, nu)) \
-                and (f_ext is None or is_entry_array(f_ext, self._nb, 6)):
+        run = self._short(q, nq, u, x, f_ext, None, (nu,)) if f_nodes is None else None
+        if run is not None:
             if not forward:
                 tau, udot = None, udot[None]
             elif run.rigid_tree:  # the entry solves for u̇ in place

@@ -79,9 +79,8 @@ def derivatives(ib, fb, forward, t, n_threads, q, u, udot, tau, fext, q_dir, d, 
     """For the states ``s = t, t + n_threads, …`` of ``q`` (B × nq), ``u``, ``udot``, ``tau``
     (B × nu), ``fext`` (B × n × 6) and the tangent directions ``q_dir`` (B × nq × nu,
     ``∂q/∂δ``), into ``d[0, s]``, ``d[1, s]``, ``d[2, s]`` (``d``: 3 × B × nu × nu): with
-    ``forward``
-    False ``∂τ/∂δ``, ``∂τ/∂u`` and ``M`` of inverse dynamics at ``(q, u, u̇)`` (``tau``
-    unused); with ``forward`` True ``∂u̇/∂δ``, ``∂u̇/∂u`` and ``∂u̇/∂τ`` of forward dynamics,
+    ``forward`` False ``∂τ/∂δ``, ``∂τ/∂u`` and ``M`` of inverse dynamics at ``(q, u, u̇)``
+    (``tau`` unused); with ``forward`` True ``∂u̇/∂δ``, ``∂u̇/∂u`` and ``∂u̇/∂τ`` of forward dynamics,
     ``udot`` its accelerations at ``(q, u, τ)``; by complex steps of the stages.
     ``status`` (B,): −1, :data:`~flexdyn.engine.layout.INVALID`,
     :data:`~flexdyn.engine.layout.OVERFLOW` or 0 (the mass matrix is singular)."""
