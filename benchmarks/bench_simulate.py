@@ -41,7 +41,10 @@ Problems:
    joint torques of 20 / 8 / 2 N m over 2 s then coasting, 3 s; outputs: the joint angles at the
    end and the largest elastic tip deflection;
 4. closed loop (``closed_loop``): problems 2 and 1 under PD laws ``tau(t, q, u)`` with
-   ``simulate``'s defaults, beside their open-loop runs and the spin-up's law on DOP853.
+   ``simulate``'s defaults, beside their open-loop runs and the spin-up's law on DOP853; and
+   a loop closure, the flexible slider-crank of ``examples/06_flexible_slider_crank.py``
+   under its motor ``tau(t, q, u)``, 1 s, beside DOP853 (``"auto"``'s choice for a closed
+   chain before the compiled integrators solved closures).
 
 ``--quick`` shortens every span (the whole script then runs in seconds once numba's cache is
 warm, for CI); the full mode takes a few minutes.
@@ -517,14 +520,48 @@ def exudyn_side_by_side(path: Path, quick: bool, chain_ref: Run, chain_runs: lis
 
 
 # ---------------------------------------------------------------------------------------------
-def closed_loop(t_spin: float, t_chain: float) -> None:
-    """State feedback ``tau(t, q, u)`` and prescribed motion with ``simulate``'s defaults: the
-    spin-up beam under a PD law on the hub tracking the profile (with the rigid feed-forward)
-    and with the hub's motion prescribed by the profile, each beside the same problem on
-    DOP853 at the default tolerances (what ``"auto"`` chose for both before the compiled
-    integrators took them), and the open-loop ``fd.of_time`` torque; the steel chain under a
-    PD law holding every joint at its start (against gravity) beside its constant torque
-    run.  Each with its tip error against DOP853 at rtol 1e-12."""
+def slider_crank() -> tuple[fd.Model, np.ndarray, np.ndarray, Callable]:
+    """The flexible slider-crank of ``examples/06_flexible_slider_crank.py`` (a crank, an
+    aluminium rod of two cantilever modes, a slider on a prismatic joint, a ``pin`` loop
+    closure), assembled at a crank angle of zero, and its motor ``tau(t, q, u)`` (1.5 N m
+    fading out over 0.3 s)."""
+    crank, length, z = 0.15, 0.30, [0, 0, 1]
+    rod = beam_modes(length, 2700.0 * 6e-5, EI_z=7e10 * 1.2e-10, n_elements=8, n_modes=2,
+                     damping_ratio=0.01)
+    model = (fd.ModelBuilder("slider-crank")
+             .add_body("crank", None, joint={"type": "revolute", "axis": z},
+                       rigid={"mass": 0.5, "com": [crank / 2, 0, 0],
+                              "inertia": np.diag([1e-5, 1e-3, 1e-3])})
+             .add_body("rod", "crank", flex=rod.to_flex_dict(),
+                       joint={"type": "revolute", "axis": z,
+                              "placement": {"translation": [crank, 0, 0]}})
+             .add_body("slider", None, joint={"type": "prismatic", "axis": [1, 0, 0]},
+                       rigid={"mass": 0.3, "com": [0, 0, 0], "inertia": np.eye(3) * 1e-4})
+             .add_constraint("wrist", "pin", "rod", "slider", node=8, other_point=[0, 0, 0],
+                             axis=z)
+             .build())
+    guess = model.neutral_configuration()
+    guess[model.q_slice(model.body_index("slider")).start] = 0.4
+    q0, u0 = fd.assemble(model, guess, fixed=["crank"])
+
+    def motor(t: float, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+        out = np.zeros(model.nu)
+        out[0] = 1.5 * max(0.0, 1.0 - t / 0.3)
+        return out
+
+    return model, q0, u0, motor
+
+
+def closed_loop(t_spin: float, t_chain: float, t_crank: float) -> None:
+    """State feedback ``tau(t, q, u)``, prescribed motion and a loop closure with
+    ``simulate``'s defaults: the spin-up beam under a PD law on the hub tracking the profile
+    (with the rigid feed-forward) and with the hub's motion prescribed by the profile, each
+    beside the same problem on DOP853 at the default tolerances (what ``"auto"`` chose for
+    both before the compiled integrators took them), and the open-loop ``fd.of_time`` torque;
+    the steel chain under a PD law holding every joint at its start (against gravity) beside
+    its constant torque run; the flexible slider-crank (:func:`slider_crank`) beside DOP853,
+    which ``"auto"`` chose for a loop closure before the compiled integrators solved them.
+    Each with its tip error (the slider's position) against DOP853 at rtol 1e-12."""
     print("\n## closed loop and prescribed motion with simulate's defaults")
     print("| problem | run | integrator | wall (s) | steps / nfev | error of the tip (m) |")
     print("|---|---|---|---:|---:|---:|")
@@ -558,6 +595,13 @@ def closed_loop(t_spin: float, t_chain: float) -> None:
              ("5-beam steel chain", chain, t_chain, lambda r: r.tip_position("link4")[-1],
               (("PD on every joint", {"tau": pd_chain}, fd.Auto()),
                ("constant torque", {"tau": constant}, fd.Auto()))))
+    crank, q0, u0, motor = slider_crank()
+    slider = crank.q_slice(crank.body_index("slider")).start
+    crank_loads = {"q0": q0, "u0": u0, "tau": motor}
+    cases += (("flexible slider-crank (loop closure)", crank, t_crank,
+               lambda r: r.q[-1, slider],
+               (("motor tau(t, q, u)", crank_loads, fd.Auto()),
+                ("motor tau(t, q, u)", crank_loads, fd.ScipyIVP("DOP853")))),)
     for name, model, t1, tip, runs in cases:
         for label, loads, integrator in runs:
             ref = fd.simulate(model, t_span=(0.0, t1), t_eval=[t1], **loads,
@@ -621,7 +665,7 @@ def main() -> None:
                          f"for t < {ARM_PERIOD:g} s, then 0")
         bench(arm, min_time, integrators, not args.no_galpha)
     if "closed-loop" in problems:
-        closed_loop(spans[1], spans[0])
+        closed_loop(spans[1], spans[0], min(1.0, spans[2]))
 
 
 if __name__ == "__main__":

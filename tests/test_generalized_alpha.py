@@ -314,28 +314,40 @@ def test_eigen_tables_diagonalize_the_tableaux(table, eigen):
 
 
 @numba.njit
-def _split_solve(M, C, K, h, eig, r):
-    """The engine's split Newton correction (``_factor_blocks``, ``_solve_blocks``) of
-    ``r`` and whether the factorization succeeded."""
+def _split_solve(M, C, K, h, eig, r, cl, omega):
+    """The engine's split Newton correction (``_factor_blocks``, ``_closure_blocks``,
+    ``_solve_blocks``) of the residual ``r`` and the closure rows ``cl.rc`` with the
+    closures' Jacobian ``cl.Jk`` and Baumgarte's ``omega`` (the multipliers' correction into
+    ``cl.dl``), and whether the factorizations succeeded."""
     nu = M.shape[0]
     S, Jc = np.empty((nu, nu)), np.empty((nu, nu), dtype=np.complex128)
     piv = np.empty((2, nu), dtype=np.int64)
     dx = np.empty(r.size)
     ok = galpha._factor_blocks(M, C, K, h, eig, S, Jc, piv)
-    galpha._solve_blocks(eig, S, Jc, piv, r, np.empty((nu, 1)),
+    if ok and cl.lam.shape[1] > 0:
+        ok = galpha._closure_blocks(eig, S, Jc, piv, cl)
+    galpha._solve_blocks(eig, S, Jc, piv, cl, omega * h, r, np.empty((nu, 1)),
                          np.empty((nu, 1), dtype=np.complex128), dx)
     return ok, dx
+
+
+#: a closure kind's code (flexdyn.engine.closure.CLOSURE_CODES) by its number of rows
+_CODE_OF_ROWS = {1: 5, 2: 3, 3: 0}
 
 
 @pytest.mark.parametrize("scheme", [galpha.GAUSS_LEGENDRE, galpha.RADAU_IIA])
 @settings(max_examples=15, deadline=None)
 @given(nu=st.integers(1, 9), seed=st.integers(0, 2**32 - 1),
-       h=st.floats(1e-5, 1.0), stiff=st.floats(0.0, 8.0))
-def test_split_newton_solve_equals_the_dense_solve(scheme, nu, seed, h, stiff):
+       h=st.floats(1e-5, 1.0), stiff=st.floats(0.0, 8.0), nc=st.integers(0, 3),
+       omega=st.sampled_from([0.0, 10.0, 1e3]))
+def test_split_newton_solve_equals_the_dense_solve(scheme, nu, seed, h, stiff, nc, omega):
     """The collocation step's Newton correction through the eigendecomposition of ``a``
     (``_factor_blocks``, ``_solve_blocks``) equals the dense solve with
     ``I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (s nu × s nu) by numpy, for random SPD ``M`` and
-    PSD ``C``, ``K`` up to ``10⁸`` times stiffer than ``M``."""
+    PSD ``C``, ``K`` up to ``10⁸`` times stiffer than ``M``; with ``nc`` loop-closure rows
+    ``J``, the system bordered by ``I ⊗ Jᵀ`` and ``(I + 2ωh a + ω²h² a²) ⊗ J``
+    (:class:`flexdyn.engine.galpha.Closures`), for the multipliers too."""
+    nc = min(nc, nu - 1)
     table = galpha.TABLES[scheme]
     eig = galpha.RADAU_EIGEN if scheme == galpha.RADAU_IIA else galpha.GL_EIGEN
     s = table.shape[0]
@@ -346,11 +358,22 @@ def test_split_newton_solve_equals_the_dense_solve(scheme, nu, seed, h, stiff):
     C, K = (10.0**e * (X @ X.T) for e, X in ((stiff / 2, rng.normal(size=(nu, nu))),
                                               (stiff, rng.normal(size=(nu, nu)))))
     r = rng.normal(size=s * nu)
-    ok, dx = _split_solve(M, C, K, h, eig, r)
-    J = np.kron(np.eye(s), M) + h * np.kron(a, C) + h * h * np.kron(a2, K)
-    want = np.linalg.solve(J, r)
+    ci = np.array([[_CODE_OF_ROWS[nc], 0, -1, -1, -1, 0]] if nc else np.zeros((0, 6)),
+                  dtype=np.int64)
+    cl = galpha.closures(ci, np.zeros((ci.shape[0], 33)), s, nu)
+    Jr = rng.normal(size=(nc, nu))
+    cl.Jk[:] = Jr
+    cl.rc[:] = rng.normal(size=s * nc)
+    ok, dx = _split_solve(M, C, K, h, eig, r, cl, omega)
+    n = s * nu
+    J = np.zeros((s * (nu + nc), s * (nu + nc)))
+    J[:n, :n] = np.kron(np.eye(s), M) + h * np.kron(a, C) + h * h * np.kron(a2, K)
+    J[:n, n:] = np.kron(np.eye(s), Jr.T)
+    J[n:, :n] = np.kron(np.eye(s) + 2 * omega * h * a + (omega * h) ** 2 * a2, Jr)
+    want = np.linalg.solve(J, np.concatenate([r, cl.rc]))
+    got = np.concatenate([dx, cl.dl])
     assert ok
-    assert np.max(np.abs(dx - want)) <= 1e-14 * np.linalg.cond(J) * np.max(np.abs(want))
+    assert np.max(np.abs(got - want)) <= 1e-14 * np.linalg.cond(J) * np.max(np.abs(want))
 
 
 @numba.njit

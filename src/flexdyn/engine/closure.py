@@ -39,7 +39,8 @@ from .pack import FULL
 from .terms import from_parent, modal_velocities
 from .tip import node_twist, node_twist_rate
 
-__all__ = ["CLOSURE_CODES", "SINGULAR", "closed_derivative", "closure_terms", "pack_closures"]
+__all__ = ["CLOSURE_CODES", "SINGULAR", "closed_derivative", "closure_row_count", "closure_rows",
+           "closure_terms", "pack_closures"]
 
 
 #: kernel code of each closure kind (literal here, so that the engine's cache stamp covers
@@ -78,6 +79,11 @@ def pack_closures(closures: tuple[Closure, ...]) -> tuple[np.ndarray, np.ndarray
             cf[k, _P:_P + 6] = const["perpendicular"].T.ravel()
         cf[k, _R0:_R0 + 9] = const.get("rotation", np.eye(3)).ravel()
     return ci, cf
+
+
+def closure_row_count(ci: np.ndarray) -> int:
+    """The closure rows ``n_c`` of the packed closures ``ci`` (:func:`pack_closures`)."""
+    return max((int(ci[k, 5] + _ROWS[ci[k, 0]]) for k in range(ci.shape[0])), default=0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -280,13 +286,13 @@ def closure_terms(ib, fb, ci, cf, q, u, g, J, gamma):
     pm, w = unpack(ib, fb), workspace(ib)
     w.flat[:] = 0.0
     position_velocity_terms(pm, w, q, u, np.zeros((pm.ints.shape[0], 6)))
-    _closure_rows(pm, w, ci, cf, u, g, J, gamma)
+    closure_rows(pm, w, ci, cf, u, g, J, gamma)
 
 
 @entry_point
 def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
     """:func:`~flexdyn.engine.kernels.derivative_articulated` of a closed chain: the tree's
-    ``u̇_f`` (Eqs 51/58), its closure terms (``_closure_rows``, from the same terms),
+    ``u̇_f`` (Eqs 51/58), its closure terms (``closure_rows``, from the same terms),
     ``Y = M⁻¹ Jᵀ`` from the same articulated factors (the block sweeps of Lemma 4),
     ``Λ λ = J u̇_f + γ + 2ω J u + ω² g`` by Cholesky and ``u̇ = u̇_f − Y λ``
     (:func:`flexdyn.closure.closed_chain_accelerations`, Baumgarte's ``ω = rate``).  Status
@@ -304,7 +310,7 @@ def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
     for k in range(ci.shape[0]):
         nc = max(nc, ci[k, 5] + _ROWS[ci[k, 0]])
     g, J, gamma = np.zeros(nc), np.zeros((nc, nu)), np.zeros(nc)
-    _closure_rows(pm, w, ci, cf, u, g, J, gamma)
+    closure_rows(pm, w, ci, cf, u, g, J, gamma)
     Yt = np.empty((nc, nu))
     Z, alpha, T = np.empty((n, nc, s)), np.empty((n, nc, s)), np.empty((3, nc, s))
     block_filter(pm.ints, w.Hcal, w.A, w.phi, w.P, w.G, J, Z, Yt, w.t_PH, w.t_D, w.t_L,
@@ -335,7 +341,7 @@ def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
 
 
 @allocating_helper
-def _closure_rows(pm, w, ci, cf, u, g, J, gamma):
+def closure_rows(pm, w, ci, cf, u, g, J, gamma):
     """The closure terms after the position and velocity terms of ``w``: the body
     Jacobians (Eq 11 on the unit speeds), the accelerations at ``u̇ = 0`` (Eq 24 without
     gravity), the poses and, per closure, its endpoints and rows."""

@@ -55,6 +55,7 @@ iteration inside each Newton iteration (``_local_stages``).  The other joints mu
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -68,6 +69,7 @@ from .algebra import (
     lu_substitute,
     so3_coefficients,
 )
+from .closure import closure_row_count, closure_rows
 from .composite_body import crba
 from .forces import motor_torques
 from .jit import entry_point, helper
@@ -89,14 +91,14 @@ from .layout import (
 )
 from .terms import geometric_tangent
 
-__all__ = ["generalized_alpha", "sample"]
+__all__ = ["Closures", "closures", "generalized_alpha", "sample"]
 
 
-#: slots of the float parameters ``c``
+#: slots of the float parameters ``c`` (``CLOSURE_RATE``: Baumgarte's ``ω`` of the loop closures)
 (ALPHA_M, ALPHA_F, BETA, GAMMA, ERROR_CONSTANT, RTOL, ATOL, NEWTON_TOL, H_MIN, H_MAX, T_END,
- H_FIXED) = range(12)
+ H_FIXED, CLOSURE_RATE) = range(13)
 #: length of ``c``
-N_PARAMS = 12
+N_PARAMS = 13
 #: slots of the integer controls ``ctl``: adaptive steps (1) or fixed, the most Newton
 #: iterations per try, the most step tries in this call (−1: no limit), record every step (1)
 #: or the ``t_eval`` samples, the number of fixed steps, the scheme (:data:`SCHEMES`), Radau
@@ -480,6 +482,167 @@ def _decouple(pm_mask, A, diagonal):
             A[k, k] = diagonal
 
 
+class Closures(NamedTuple):
+    """The loop closures of a closed chain in the integrators' Newton iteration (empty, with
+    ``nc = 0`` rows, for a tree; :func:`closures`).  Each stage ``i`` adds the closure
+    forces to its residual and the closure's acceleration rows, with Baumgarte's
+    stabilization (``ω`` = ``c[CLOSURE_RATE]``), to the unknowns' equations:
+
+    ``ID(Q_i, V_i, A_i) − τ_i + J_iᵀ λ_i = 0``,
+    ``J_i A_i + γ_i + 2ω J_i V_i + ω² g_i = 0``
+
+    (``g``, ``J``, ``γ`` of :func:`flexdyn.engine.closure.closure_rows` at the stage: the
+    equations of :func:`flexdyn.engine.closure.closed_derivative`, solved together with the
+    scheme's instead of inside each right-hand side).  The simplified Newton iteration takes
+    the rows ``J_k`` of the iterate at which the iteration matrix is formed: with
+    ``V_i``, ``Q_i`` linear in the ``A_j`` (coefficients ``h a`` and ``h² a²``), the
+    constraint rows' Jacobian is ``(I + 2ωh a + ω²h² a²) ⊗ J_k``, which the eigenvectors of
+    ``a`` split as they split the rest (:func:`eigen_table`), block ``i`` scaled by
+    ``κ_i = 1 + 2ωh λ_i + (ωh λ_i)²``.  Each block ``[[B_i, J_kᵀ], [κ_i J_k, 0]]`` is solved
+    by its Schur complement ``J_k B_i⁻¹ J_kᵀ`` (:func:`_schur`)."""
+
+    ci: np.ndarray  # (n_closures, 6) int: flexdyn.engine.closure.pack_closures
+    cf: np.ndarray  # (n_closures, 33)
+    lam: np.ndarray  # (k, nc) the multipliers of the k stages
+    lam_n: np.ndarray  # (k, nc) those of the last accepted step (carried)
+    h_n: np.ndarray  # (1,) its size (0: none yet) (carried)
+    Jk: np.ndarray  # (nc, nu) the rows of the iteration matrix (carried)
+    Y: np.ndarray  # (nu, nc) B⁻¹ J_kᵀ of the real block, or of S (carried)
+    Yc: np.ndarray  # (nu, nc) complex: of the complex block (carried)
+    L: np.ndarray  # (nc, nc) the LU factor of J_k Y (carried)
+    Lc: np.ndarray  # (nc, nc) complex: of J_k Yc (carried)
+    piv: np.ndarray  # (2, nc) int: their row swaps (carried)
+    g: np.ndarray  # (nc,) scratch: the residuals at a stage
+    gamma: np.ndarray  # (nc,) scratch
+    J: np.ndarray  # (nc, nu) scratch
+    rc: np.ndarray  # (k nc,) the constraint rows of the residual, stage by stage
+    dl: np.ndarray  # (k nc,) the multipliers' correction
+    mr: np.ndarray  # (nc, 1) scratch
+    mc: np.ndarray  # (nc, 1) complex scratch
+    t: np.ndarray  # (nu,) scratch
+
+
+def closures(ci: np.ndarray, cf: np.ndarray, k: int, nu: int) -> Closures:
+    """:class:`Closures` of the packed closures ``ci``, ``cf``
+    (:func:`flexdyn.engine.closure.pack_closures`; ``(0, 6)`` and ``(0, 33)``: none) for
+    ``k`` stages (1 for generalized-α) and ``nu`` speeds, the multipliers zero (a caller
+    may set ``lam_n`` to those of the initial state)."""
+    nc = closure_row_count(ci)
+    return Closures(np.ascontiguousarray(ci, dtype=np.int64), np.ascontiguousarray(cf, dtype=float),
+                    np.zeros((k, nc)), np.zeros((k, nc)), np.zeros(1), np.zeros((nc, nu)),
+                    np.zeros((nu, nc)),
+                    np.zeros((nu, nc), dtype=complex), np.zeros((nc, nc)),
+                    np.zeros((nc, nc), dtype=complex), np.zeros((2, nc), dtype=np.int64),
+                    np.zeros(nc), np.zeros(nc), np.zeros((nc, nu)), np.zeros(k * nc),
+                    np.zeros(k * nc), np.zeros((nc, 1)), np.zeros((nc, 1), dtype=complex),
+                    np.zeros(nu))
+
+
+@helper
+def _start_multipliers(cl, nodes, h):
+    """The multipliers' start for a step of size ``h`` at the stage times ``nodes`` (fractions
+    of the step): the polynomial through the last accepted step's stage values, extrapolated
+    (as the stage accelerations start from the last step's collocation polynomial), or its
+    last stage's values where there is none yet."""
+    k, nc = cl.lam.shape[0], cl.lam.shape[1]
+    for i in range(k):
+        if cl.h_n[0] == 0.0:
+            copy(cl.lam_n[k - 1], cl.lam[i])
+            continue
+        x = 1.0 + nodes[i] * h / cl.h_n[0]  # in units of the last step, from its start
+        for row in range(nc):
+            cl.lam[i, row] = 0.0
+        for j in range(k):
+            weight = 1.0
+            for m in range(k):
+                if m != j:
+                    weight *= (x - nodes[m]) / (nodes[j] - nodes[m])
+            for row in range(nc):
+                cl.lam[i, row] += weight * cl.lam_n[j, row]
+
+
+@helper
+def _closure_residual(pm, w, cl, rate, i, v, acc, r):
+    """Stage ``i``'s closure terms (:class:`Closures`), from the position and velocity terms
+    ``w`` holds at its state (after its inverse dynamics): ``r += J_iᵀ λ_i`` (nu,), and the
+    constraint rows ``J_i A_i + γ_i + 2ω J_i V_i + ω² g_i`` into ``cl.rc`` (``v``: ``V_i``,
+    ``acc``: ``A_i``); ``J_i`` stays in ``cl.J``.  Nothing for a tree."""
+    nc, nu = cl.lam.shape[1], r.shape[0]
+    if nc == 0:
+        return
+    closure_rows(pm, w, cl.ci, cl.cf, v, cl.g, cl.J, cl.gamma)
+    J = cl.J
+    for row in range(nc):
+        ja, jv = 0.0, 0.0
+        for k in range(nu):
+            ja += J[row, k] * acc[k]
+            jv += J[row, k] * v[k]
+        cl.rc[i * nc + row] = ja + cl.gamma[row] + 2.0 * rate * jv + rate * rate * cl.g[row]
+    for k in range(nu):
+        x = 0.0
+        for row in range(nc):
+            x += J[row, k] * cl.lam[i, row]
+        r[k] += x
+
+
+@helper
+def _closure_factor(Jk, B, piv, Y, L, lpiv):
+    """``Y = B⁻¹ J_kᵀ`` (nu × nc) with the LU factor ``B``, ``piv`` of an iteration block, and
+    the LU factor of ``L = J_k Y`` (row swaps ``lpiv``); False when a pivot of ``L`` is zero
+    (redundant or locked closures)."""
+    nc, nu = Jk.shape[0], Jk.shape[1]
+    for k in range(nu):
+        for row in range(nc):
+            Y[k, row] = Jk[row, k]
+    lu_substitute(B, piv, Y)
+    _closure_schur_matrix(Jk, Y, L)
+    return lu_factor(L, lpiv)
+
+
+@helper
+def _closure_factor_cholesky(Jk, S, t, Y, L, lpiv):
+    """:func:`_closure_factor` with the Cholesky factor ``S`` (``t`` (nu,) scratch)."""
+    nc, nu = Jk.shape[0], Jk.shape[1]
+    for row in range(nc):
+        cholesky_substitute(S, Jk[row], t)
+        for k in range(nu):
+            Y[k, row] = t[k]
+    _closure_schur_matrix(Jk, Y, L)
+    return lu_factor(L, lpiv)
+
+
+@helper
+def _closure_schur_matrix(Jk, Y, L):
+    """``L = J_k Y`` (nc × nc)."""
+    nc, nu = Jk.shape[0], Jk.shape[1]
+    for a in range(nc):
+        for b in range(nc):
+            x = 0.0 * Y[0, 0]
+            for k in range(nu):
+                x += Jk[a, k] * Y[k, b]
+            L[a, b] = x
+
+
+@helper
+def _schur(Jk, Y, L, lpiv, z, m, kappa):
+    """The closures' share of one iteration block's solve (:class:`Closures`): with
+    ``z = B⁻¹ r̂`` (nu × 1) on entry and the block's constraint rows ``ĉ`` in ``m`` (nc × 1),
+    ``μ = (J_k Y)⁻¹ (J_k z − ĉ/κ)`` into ``m`` and ``z −= Y μ``: the solution of
+    ``[[B, J_kᵀ], [κ J_k, 0]] [z; μ] = [r̂; ĉ]``."""
+    nc, nu = Jk.shape[0], Jk.shape[1]
+    for a in range(nc):
+        x = -m[a, 0] / kappa
+        for k in range(nu):
+            x += Jk[a, k] * z[k, 0]
+        m[a, 0] = x
+    lu_substitute(L, lpiv, m)
+    for k in range(nu):
+        x = z[k, 0]
+        for a in range(nc):
+            x -= Y[k, a] * m[a, 0]
+        z[k, 0] = x
+
+
 @helper
 def _amax(x):
     """``max |x|`` of a vector or a matrix."""
@@ -491,7 +654,7 @@ def _amax(x):
 
 @helper
 def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask, pacc, Kc,
-                Ku, Cu, Mk, S, s, new, base, r, dx, cnt):
+                Ku, Cu, Mk, S, cl, s, new, base, r, dx, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, a, q̈`` at ``t_n``) into ``new``:
     the modified Newton iteration on ``q̈_{n+1}`` (module docstring), starting from
     ``q̈_n``.  Returns ``_CONVERGED``, :data:`NEWTON_FAILED`,
@@ -501,12 +664,16 @@ def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask
     or a state feedback linearized about ``pred[0]`` (``fb``; ``_linearized_forces``,
     into ``tf``); the speeds ``pmask`` marks have the prescribed accelerations ``pacc`` at
     ``t_{n+1}`` (:func:`_prescribed_residual`).  The engine's coordinates of an iterate go
-    to ``qx`` (about the reference ``qg``: :func:`_engine_q`)."""
+    to ``qx`` (about the reference ``qg``: :func:`_engine_q`).  A closed chain's multipliers
+    ``cl.lam[0]`` are unknowns beside ``q̈_{n+1}`` (:class:`Closures`; the constraint rows'
+    Jacobian ``κ J_k``, ``κ = 1 + 2ω ∂q̇/∂q̈ + ω² ∂q/∂q̈``)."""
     am, af, beta, gamma, tol = c[ALPHA_M], c[ALPHA_F], c[BETA], c[GAMMA], c[NEWTON_TOL]
+    omega, nc = c[CLOSURE_RATE], cl.lam.shape[1]
     nu = y.shape[1]
     ca = (1.0 - af) / (1.0 - am)  # ∂a/∂q̈
     cq = h * h * beta * ca  # ∂q/∂q̈
     cv = h * gamma * ca  # ∂q̇/∂q̈
+    kappa = 1.0 + 2.0 * omega * cv + omega * omega * cq
     q0, v0, a0, qdd0 = y[0], y[1], y[2], y[3]
     q1, v1, a1, qdd = new[0], new[1], new[2], new[3]
     qb, vb, ab = base[0], base[1], base[2]
@@ -516,6 +683,7 @@ def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask
         vb[k] = v0[k] + h * ((1.0 - gamma) * a0[k] + gamma * ab[k])
         qdd[k] = pacc[k] if pmask.shape[0] != 0 and pmask[k] != 0 else qdd0[k]
     _free_displacement(pm, h, v0, qb)
+    copy(cl.lam_n[0], cl.lam[0])  # the multipliers start from the last step's
     refresh = s[M_KEPT] == 0.0  # M(q) at the first iterate
     reform = refresh or s[H_FACTOR] != h  # the kept M with this step's coefficients
     refreshed = False
@@ -533,6 +701,7 @@ def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask
         cnt[RESIDUALS] += 1
         _linearized_forces(tau, fb, pred[0], q1, v1, tf)
         _prescribed_residual(pmask, r, tf)
+        _closure_residual(pm, w, cl, omega, 0, v1, qdd, r)
         if refresh:  # M(q) after the position terms of the residual, and K's tangent
             crba(pm, w, Mk)
             _decouple(pmask, Mk, 1.0)
@@ -548,10 +717,20 @@ def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask
             s[H_FACTOR] = 0.0
             if not cholesky_factor(S, MASS_MATRIX_RTOL):
                 return SINGULAR
+            if nc > 0:
+                copy(cl.J, cl.Jk)
+                if not _closure_factor_cholesky(cl.Jk, S, cl.t, cl.Y, cl.L, cl.piv[0]):
+                    return SINGULAR
             s[H_FACTOR] = h
             cnt[FACTORIZATIONS] += 1
             reform = False
         cholesky_substitute(S, r, dx)
+        if nc > 0:
+            for row in range(nc):
+                cl.mr[row, 0] = cl.rc[row]
+            _schur(cl.Jk, cl.Y, cl.L, cl.piv[0], dx.reshape((nu, 1)), cl.mr, kappa)
+            for row in range(nc):
+                cl.lam[0, row] -= cl.mr[row, 0]
         for k in range(nu):
             qdd[k] -= dx[k]
         it += 1
@@ -610,15 +789,32 @@ def _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
 
 
 @helper
-def _solve_blocks(eig, S, Jc, piv, r, zr, zc, dx):
+def _closure_blocks(eig, S, Jc, piv, cl):
+    """:func:`_closure_factor` for each block that :func:`_factor_blocks` factored."""
+    for i in range(eig.shape[0]):
+        kind = int(eig[i, 1].real)
+        if kind == REAL and not _closure_factor(cl.Jk, S, piv[0], cl.Y, cl.L, cl.piv[0]):
+            return False
+        if kind == COMPLEX and not _closure_factor(cl.Jk, Jc, piv[1], cl.Yc, cl.Lc, cl.piv[1]):
+            return False
+    return True
+
+
+@helper
+def _solve_blocks(eig, S, Jc, piv, cl, wh, r, zr, zc, dx):
     """``dx = (T ⊗ I) diag(B_i)⁻¹ (T⁻¹ ⊗ I) r`` (s nu,) with the factors of
     :func:`_factor_blocks`: the Newton correction of the stage accelerations; ``zr``
     (nu × 1) and ``zc`` (nu × 1, complex) are scratch.  A pair's second block adds the
-    conjugate of the first's term, so the pair adds ``2 Re(T_ei z_i)``."""
-    ns, nu = eig.shape[0], S.shape[0]
+    conjugate of the first's term, so the pair adds ``2 Re(T_ei z_i)``.  With loop closures
+    (:class:`Closures`, ``wh = ω h``) each block is solved with its constraint rows
+    (:func:`_schur`) and the multipliers' correction goes to ``cl.dl`` (s nc,)."""
+    ns, nu, nc = eig.shape[0], S.shape[0], cl.lam.shape[1]
     dx[:] = 0.0
+    cl.dl[:] = 0.0
     for i in range(ns):
         kind = int(eig[i, 1].real)
+        lh = wh * eig[i, 0]
+        kappa = 1.0 + 2.0 * lh + lh * lh
         if kind == REAL:
             for k in range(nu):
                 v = 0.0
@@ -626,10 +822,19 @@ def _solve_blocks(eig, S, Jc, piv, r, zr, zc, dx):
                     v += eig[i, 2 + ns + f].real * r[f * nu + k]
                 zr[k, 0] = v
             lu_substitute(S, piv[0], zr)
+            if nc > 0:
+                for a in range(nc):
+                    v = 0.0
+                    for f in range(ns):
+                        v += eig[i, 2 + ns + f].real * cl.rc[f * nc + a]
+                    cl.mr[a, 0] = v
+                _schur(cl.Jk, cl.Y, cl.L, cl.piv[0], zr, cl.mr, kappa.real)
             for e in range(ns):
                 t = eig[i, 2 + e].real
                 for k in range(nu):
                     dx[e * nu + k] += t * zr[k, 0]
+                for a in range(nc):
+                    cl.dl[e * nc + a] += t * cl.mr[a, 0]
         elif kind == COMPLEX:
             for k in range(nu):
                 z = 0j
@@ -637,15 +842,24 @@ def _solve_blocks(eig, S, Jc, piv, r, zr, zc, dx):
                     z += eig[i, 2 + ns + f] * r[f * nu + k]
                 zc[k, 0] = z
             lu_substitute(Jc, piv[1], zc)
+            if nc > 0:
+                for a in range(nc):
+                    z = 0j
+                    for f in range(ns):
+                        z += eig[i, 2 + ns + f] * cl.rc[f * nc + a]
+                    cl.mc[a, 0] = z
+                _schur(cl.Jk, cl.Yc, cl.Lc, cl.piv[1], zc, cl.mc, kappa)
             for e in range(ns):
                 t = eig[i, 2 + e]
                 for k in range(nu):
                     dx[e * nu + k] += 2.0 * (t * zc[k, 0]).real
+                for a in range(nc):
+                    cl.dl[e * nc + a] += 2.0 * (t * cl.mc[a, 0]).real
 
 
 @helper
 def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, tf, pmask,
-                      pacc, Kc, Ku, Cu, Mk, tab, eig, scaled, displacement, S, Jc, piv, s,
+                      pacc, Kc, Ku, Cu, Mk, tab, eig, scaled, displacement, S, Jc, piv, cl, s,
                       stages, r, dx, zr, zc, p, new, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈, q⁗`` at ``t_n``) into ``new`` by
     the s-stage collocation method of ``tab`` (:func:`tableau`; Hairer & Wanner, Sec IV.5):
@@ -683,9 +897,10 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, 
     stages, from the last iterate.  The quaternion joints' local coordinates take their
     stage equations in first-order form (:func:`_local_stages`, ``W`` (s, nu) scratch), and
     ``q_{n+1} = q + h Σ_j b_j F(Q_j) V_j``; the engine's coordinates of a stage go to ``qx``
-    (about the reference ``qg``).  Returns :data:`_CONVERGED`, :data:`NEWTON_FAILED`,
-    :data:`SINGULAR` or :data:`~flexdyn.engine.layout.INVALID`."""
-    tol = c[NEWTON_TOL]
+    (about the reference ``qg``).  A closed chain's multipliers ``cl.lam`` (s × nc) are
+    unknowns beside the ``A_i`` (:class:`Closures`).  Returns :data:`_CONVERGED`,
+    :data:`NEWTON_FAILED`, :data:`SINGULAR` or :data:`~flexdyn.engine.layout.INVALID`."""
+    tol, omega, nc = c[NEWTON_TOL], c[CLOSURE_RATE], cl.lam.shape[1]
     ns = tab.shape[0]
     a, a2, cn, b, ba = tab[:, :ns], tab[:, ns:2 * ns], tab[:, 2 * ns], tab[:, 2 * ns + 1], \
         tab[:, 2 * ns + 2]
@@ -699,6 +914,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, 
     theta_max = 0.0
     while True:
         if it == 0:  # the start, again after a restart with a fresh factor
+            _start_multipliers(cl, cn, h)
             for i in range(ns):
                 for k in range(nu):
                     ti = cn[i] * h
@@ -725,6 +941,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, 
             _linearized_forces(ti, fb, pred[i], Qs[i], Vs[i], tf)
             _prescribed_residual(pmask, ri, tf)
             power_rates(pm, w, qx, Vs[i], tf, fi, p[i])
+            _closure_residual(pm, w, cl, omega, i, Vs[i], A[i], ri)
             if not factored:  # M(Q_1) after the position terms of the first residual
                 crba(pm, w, Mk)
                 _decouple(pmask, Mk, 1.0)
@@ -732,13 +949,19 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, 
                 s[M_KEPT], s[H_FACTOR] = 1.0, 0.0
                 if not _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
                     return SINGULAR
+                if nc > 0:
+                    copy(cl.J, cl.Jk)
+                    if not _closure_blocks(eig, S, Jc, piv, cl):
+                        return SINGULAR
                 s[H_FACTOR] = h
                 cnt[FACTORIZATIONS] += 1
                 factored = True
-        _solve_blocks(eig, S, Jc, piv, r, zr, zc, dx)
+        _solve_blocks(eig, S, Jc, piv, cl, omega * h, r, zr, zc, dx)
         for i in range(ns):
             for k in range(nu):
                 A[i, k] -= dx[i * nu + k]
+            for row in range(nc):
+                cl.lam[i, row] -= cl.dl[i * nc + row]
         it += 1
         cnt[ITERATIONS] += 1
         step = _stage_norm(c, h, y, a, a2, dx, displacement) if scaled else _amax(dx)
@@ -920,7 +1143,7 @@ def _predict(pm, c, ctl, s, cnt, y, nodes, pred):
 # ----------------------------------------------------------------------------------------------
 @entry_point
 def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, qg, s, Mk, S,
-                      Jc, piv, out_t, out_x, pred, cnt):
+                      Jc, piv, cl, out_t, out_x, pred, cnt):
     """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,)
     and the wrenches ``fext`` (n_bodies, 6) held (the collocation schemes: one of each per
     stage, stacked, (s nu,) and (s n_bodies, 6)), in one call: until the end, until
@@ -942,7 +1165,9 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, qg,
     ``s`` (:data:`N_SCALARS`), ``Mk`` and ``S`` (nu × nu: the kept mass matrix and the
     factor of generalized-α's iteration matrix, or of a collocation scheme's real block),
     ``Jc`` (nu × nu, complex: the factor of a collocation scheme's complex block; empty for
-    generalized-α), ``piv`` (2 × nu: the row swaps of the two blocks) and ``cnt``
+    generalized-α), ``piv`` (2 × nu: the row swaps of the two blocks), the carried arrays
+    of the loop closures ``cl`` (:class:`Closures`; Baumgarte's rate ``c[CLOSURE_RATE]``)
+    and ``cnt``
     (:data:`N_COUNTERS`) carry the integrator from call to call; the samples go to
     ``out_t[cnt[N_OUT]:]`` and the rows of ``out_x`` (``[q; q̇; W_τ, W_ext, D]``, the
     engine's coordinates ``q``); ``pred``
@@ -1013,11 +1238,11 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, qg,
         if collocation:
             st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, W, tau_m, fext, jf,
                                    pred, tf, pmask, pacc, Kc, Ku, Cu, Mk, tab, eig, radau,
-                                   displacement, S, Jc, piv, s, stages, rs, dxs, zr, zc, ps, new,
-                                   cnt)
+                                   displacement, S, Jc, piv, cl, s, stages, rs, dxs, zr, zc, ps,
+                                   new, cnt)
         else:
             st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, tau_m, fext, jf, pred, tf,
-                             pmask, pacc, Kc, Ku, Cu, Mk, S, s, new, base, r, dx, cnt)
+                             pmask, pacc, Kc, Ku, Cu, Mk, S, cl, s, new, base, r, dx, cnt)
         if st != _CONVERGED:
             if not adaptive or st == SINGULAR:
                 status = st
@@ -1110,6 +1335,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, qg,
                     new[2, k] += shift * (new[2, k] - y[2, k])
             s[H] = h_next
         copy(new, y)
+        copy(cl.lam, cl.lam_n)
+        cl.h_n[0] = h
         s[T] = t1
         cnt[STEPS] += 1
     _predict(pm, c, ctl, s, cnt, y, nodes, pred)

@@ -5,6 +5,7 @@ loop is the compiled entry :func:`flexdyn.engine.galpha.generalized_alpha`, driv
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -14,12 +15,13 @@ import numpy as np
 import scipy.integrate
 
 from ..chain import Model
-from ..dynamics import cached_engine
+from ..dynamics import cached_engine, constraint_forces
 from ..engine import galpha, kernels
 from ..results import SimulationError, SimulationResult
 from ..spatial import quat_multiply, quat_to_rot
 from .loop import Events, Samples, keep_partial, progress_bar, result_of
 from .problem import (
+    CLOSURE_RATE,
     N_EXTRA,
     PrescribedMotion,
     Problem,
@@ -44,6 +46,21 @@ _MAX_FEEDBACK = 4
 #: the change of a step, in units of its tolerance, that the forces of its own stage states
 #: may still make when the step is accepted (:meth:`CompiledLoop.force_error`)
 _FEEDBACK_TOL = 0.1
+
+
+@functools.cache
+def _stage_weights(nodes: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """``(W_q, W_u)`` (k × 3 each) of :meth:`CompiledLoop.stage_states` at the stage times
+    ``nodes`` (fractions of the step): ``∫₀ᶜ (c − θ) B(θ) dθ`` and ``∫₀ᶜ B(θ) dθ`` with
+    ``B(θ) = [1, θ − 1, ½ (θ − 1)²]``, by the three-point Gauss rule (exact for these
+    quadratics times a linear factor)."""
+    x, w = np.polynomial.legendre.leggauss(3)
+    wq, wu = np.empty((len(nodes), 3)), np.empty((len(nodes), 3))
+    for i, c in enumerate(nodes):
+        theta, weight = 0.5 * c * (x + 1.0), 0.5 * c * w
+        B = np.stack([np.ones(3), theta - 1.0, 0.5 * (theta - 1.0) ** 2], axis=1)
+        wq[i], wu[i] = (weight * (c - theta)) @ B, weight @ B
+    return wq, wu
 
 
 def local_entries(model: Model) -> np.ndarray:
@@ -136,7 +153,8 @@ class CompiledLoop:
                  h: float | None, rho_inf: float, newton_tol: float | None,
                  error_norm: int, rtol: float, atol: float, max_step: float,
                  record_steps: bool, linearize: bool = False,
-                 drive: PrescribedMotion | None = None, xdot0: np.ndarray | None = None):
+                 drive: PrescribedMotion | None = None, xdot0: np.ndarray | None = None,
+                 closure_rate: float = CLOSURE_RATE):
         g, nq, nu = galpha, model.nq, model.nu
         self.model = model
         #: the entries of ``u`` whose integrator coordinates are local (quaternion joints)
@@ -144,7 +162,7 @@ class CompiledLoop:
         self.engine = cached_engine(model, fidelity)
         #: the compiled state derivative ``(t, x, tau, f_ext) -> ẋ`` (with the work integrands)
         self.derivative = compiled_derivative(model, fidelity, "articulated", "engine",
-                                              N_EXTRA)
+                                              N_EXTRA, closure_rate)
         if xdot0 is None:
             xdot0 = failing(self.derivative, t0, np.concatenate([q0, u0]), tau, f_ext)
         self.qg = np.array(q0, dtype=float)
@@ -161,6 +179,7 @@ class CompiledLoop:
         c[g.NEWTON_TOL] = _newton_tol(scheme, rtol, newton_tol)
         c[g.H_MIN] = 64.0 * np.finfo(float).eps * max(abs(t0), abs(t1))
         c[g.H_MAX], c[g.T_END] = max_step, t1
+        c[g.CLOSURE_RATE] = closure_rate
         self.ctl = ctl = np.zeros(g.N_CONTROLS, dtype=np.int64)
         ctl[g.ADAPTIVE] = h is None
         ctl[g.MAX_NEWTON] = _MAX_NEWTON
@@ -180,6 +199,11 @@ class CompiledLoop:
         self.nodes = g.nodes(scheme)
         k = nu if scheme != g.GENERALIZED_ALPHA else 0
         self.Jc, self.piv = np.zeros((k, k), dtype=complex), np.zeros((2, nu), dtype=np.int64)
+        #: the loop closures' arrays (:class:`flexdyn.engine.galpha.Closures`; none: a tree)
+        self.closures = g.closures(*self.engine.closure_buffers, self.nodes.size, nu)
+        if model.constraints:  # the first step's multipliers start from those at t0
+            self.closures.lam_n[:] = constraint_forces(model, q0, u0, tau, fidelity=fidelity,
+                                                       f_ext=f_ext)
         self.pred = np.empty((self.nodes.size, 1 + 2 * nu))
         self.cnt = np.zeros(g.N_COUNTERS, dtype=np.int64)
         #: tries repeated with the forces of the step's own stage states (feedback_try)
@@ -196,11 +220,16 @@ class CompiledLoop:
 
     def _carried(self) -> tuple[np.ndarray, ...]:
         """The arrays a compiled call advances: restoring copies of them undoes it."""
-        return self.y, self.qg, self.s, self.Mk, self.S, self.Jc, self.piv, self.pred, self.cnt
+        cl = self.closures
+        return (self.y, self.qg, self.s, self.Mk, self.S, self.Jc, self.piv, self.pred, self.cnt,
+                cl.lam_n, cl.h_n, cl.Jk, cl.Y, cl.Yc, cl.L, cl.Lc, cl.piv)
 
     @property
     def q(self) -> np.ndarray:
-        """The engine's coordinates (nq,) of the state (:func:`engine_coordinates`)."""
+        """The engine's coordinates (nq,) of the state (:func:`engine_coordinates`; without
+        quaternion joints the integrator's coordinates themselves)."""
+        if not self.local.any():
+            return self.y[0].copy()
         return engine_coordinates(self.model, self.qg, self.y[0])
 
     def engine_state(self, x: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray,
@@ -249,16 +278,14 @@ class CompiledLoop:
             return np.array([t1]), np.concatenate([y1[0], y1[1]])[None]
         y0 = y0.copy()
         y0[0, self.local] = 0.0  # the step's local coordinates start at 0
-        h = t1 - t0
-        x, w = np.polynomial.legendre.leggauss(3)
-        states = np.empty((self.nodes.size, 2 * y1.shape[1]))
-        for i, c in enumerate(self.nodes):
-            theta, weight = 0.5 * c * (x + 1.0), 0.5 * c * w
-            P = (y1[3] + np.outer(theta - 1.0, h * y1[2])
-                 + np.outer(0.5 * (theta - 1.0) ** 2, h * h * y1[4]))
-            states[i, :y1.shape[1]] = y0[0] + c * h * y0[1] + h * h * ((weight * (c - theta))
-                                                                        @ P)
-            states[i, y1.shape[1]:] = y0[1] + h * (weight @ P)
+        h, nu = t1 - t0, y1.shape[1]
+        # P(θ) = B(θ) [q̈₁; h q⃛₁; h² q⁗₁] with B(θ) = [1, θ − 1, ½ (θ − 1)²], so each
+        # integral is a fixed combination of those three rows (``_stage_weights``)
+        wq, wu = _stage_weights(tuple(self.nodes))
+        Y = np.stack([y1[3], h * y1[2], h * h * y1[4]])
+        states = np.empty((self.nodes.size, 2 * nu))
+        states[:, :nu] = y0[0] + np.outer(self.nodes * h, y0[1]) + h * h * (wq @ Y)
+        states[:, nu:] = y0[1] + h * (wu @ Y)
         return t0 + self.nodes * h, states
 
     def feedback_jacobian(self, forces: Callable, t: float, x: np.ndarray,
@@ -391,7 +418,7 @@ class CompiledLoop:
         return galpha.generalized_alpha(*self.engine.packed, self.c, self.ctl, times, tau,
                                         f_ext, self.jf, self.pmask, self.pacc, self.y,
                                         self.qg, self.s, self.Mk, self.S, self.Jc, self.piv,
-                                        out_t, out_x, self.pred, self.cnt)
+                                        self.closures, out_t, out_x, self.pred, self.cnt)
 
 
 def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, t1: float,
@@ -473,7 +500,8 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
                             rho_inf=rho_inf, newton_tol=newton_tol, error_norm=error_norm,
                             rtol=rtol, atol=atol, max_step=max_step,
                             record_steps=t_eval is None,
-                            linearize=load_kind(tau) == "callable", drive=drive, xdot0=xdot0)
+                            linearize=load_kind(tau) == "callable", drive=drive, xdot0=xdot0,
+                            closure_rate=ode.closure_rate)
     except RhsFailure as exc:
         raise failed(t0, exc.message, cause=exc.__cause__) from exc.__cause__
     g = galpha

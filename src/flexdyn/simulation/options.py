@@ -22,9 +22,11 @@ import numpy as np
 import scipy.integrate
 
 from ..chain import Model
+from ..dynamics import closures_on_engine
 from ..engine import galpha
 from ..integrators import ClassicalRungeKutta
 from ..results import SimulationResult
+from ..terms import DEFAULT_FIDELITY
 from .compiled import integrate_compiled
 from .loop import Events, integrate_scipy
 from .problem import Problem, check_choice
@@ -124,7 +126,8 @@ class Integrator:
                     if f.name in out and f.name not in _TOLERANCES})
         return out
 
-    def check(self, model: Model, *, backend: str, prescribed: Any, f_nodes: Any) -> None:
+    def check(self, model: Model, *, backend: str, prescribed: Any, f_nodes: Any,
+              fidelity: str = DEFAULT_FIDELITY) -> None:
         """``ValueError`` if the integrator cannot integrate this problem (none here)."""
 
     def integrate(self, ode: Problem, span: Span) -> SimulationResult:
@@ -218,14 +221,21 @@ class CompiledIntegrator(Integrator):
     #: the scheme's code in :data:`flexdyn.engine.galpha.SCHEMES`
     scheme: ClassVar[int]
 
-    def check(self, model: Model, *, backend: str, prescribed: Any, f_nodes: Any) -> None:
-        if model.constraints:
-            raise ValueError(f"integrator={self.name!r}: not supported yet for a model with "
-                             f"loop closures ({', '.join(c.name for c in model.constraints)})")
+    def check(self, model: Model, *, backend: str, prescribed: Any, f_nodes: Any,
+              fidelity: str = DEFAULT_FIDELITY) -> None:
         if f_nodes is not None:
             raise ValueError(f"f_nodes: not supported by integrator={self.name!r}")
         if backend != "engine":
             raise ValueError(f"integrator={self.name!r} runs on backend='engine' only")
+        if model.constraints and prescribed:
+            raise ValueError(f"integrator={self.name!r}: not supported yet for loop closures "
+                             f"({', '.join(c.name for c in model.constraints)}) together with "
+                             "prescribed motion; use a scipy integrator, e.g. 'DOP853'")
+        if model.constraints and not closures_on_engine(model, fidelity, backend):
+            raise ValueError(f"integrator={self.name!r}: the loop closures of fidelity "
+                             f"{fidelity!r} run on the reference tier only (its body kernels "
+                             "form no deformed node frames); use a scipy integrator, e.g. "
+                             "'DOP853', or another fidelity")
         self.check_model(model)
 
     def check_model(self, model: Model) -> None:
@@ -333,11 +343,12 @@ class Auto:
     def __post_init__(self) -> None:
         _checked(self, **_TOLERANCES)
 
-    def choose(self, model: Model, *, backend: str, method: str,
-               f_nodes: Any) -> Integrator:
+    def choose(self, model: Model, *, backend: str, method: str, f_nodes: Any,
+               fidelity: str = DEFAULT_FIDELITY, prescribed: Any = None) -> Integrator:
         """The option object of :func:`auto_integrator`'s choice."""
         name, error_norm = auto_integrator(model, backend=backend, method=method,
-                                           f_nodes=f_nodes)
+                                           f_nodes=f_nodes, fidelity=fidelity,
+                                           prescribed=prescribed)
         if name == RadauIIA.name:
             return RadauIIA(rtol=self.rtol, atol=self.atol, error_norm=error_norm)
         return ScipyIVP(name, rtol=self.rtol, atol=self.atol)
@@ -403,7 +414,8 @@ def integrator_options(integrator: str | type | Integrator | Auto,
 def auto_integrator(model: Model, *, backend: str = "engine", method: str = "articulated",
                     tau: Any = None, f_ext: Any = None,
                     prescribed: Mapping[str, Callable] | None = None,
-                    f_nodes: Any = None) -> tuple[str, str | None]:
+                    f_nodes: Any = None, fidelity: str = DEFAULT_FIDELITY
+                    ) -> tuple[str, str | None]:
     """The integrator and error norm that :func:`~flexdyn.simulation.simulate`'s
     ``integrator="auto"`` (:class:`Auto`) runs: ``("radau-iia", "displacement")`` or
     ``("DOP853", None)``.
@@ -415,15 +427,19 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
       DOP853's eighth order serves it best);
     * its coordinates are their own rates (``q̇ = u``) or a quaternion joint's (``spherical``,
       ``free``: the integrators take local coordinates for them, :mod:`flexdyn.engine.galpha`),
-      no quasi-velocity joint, and it has no loop closures;
+      no quasi-velocity joint;
+    * its loop closures, if any, run on the engine at this ``fidelity`` (every fidelity but
+      ``"ruthless"``; :func:`~flexdyn.dynamics.closures_on_engine`) without prescribed
+      motion: their forces and acceleration rows are then solved in the Newton iteration
+      (:class:`flexdyn.engine.galpha.Closures`);
     * ``backend="engine"`` and ``method="articulated"`` (the compiled integrators' forward
       dynamics);
     * no ``f_nodes``.
 
-    ``tau``, ``f_ext`` and ``prescribed`` do not change the choice: the compiled integrators
-    take every kind of load :func:`~flexdyn.simulation.simulate` takes (a state feedback
-    ``tau(t, q, u)`` is linearized inside the Newton iteration and checked at each step's
-    stage states, ``CompiledLoop.feedback_try``) and prescribed motion; the arguments are
+    ``tau`` and ``f_ext`` do not change the choice: the compiled integrators take every kind
+    of load :func:`~flexdyn.simulation.simulate` takes (a state feedback ``tau(t, q, u)`` is
+    linearized inside the Newton iteration and checked at each step's stage states,
+    ``CompiledLoop.feedback_try``) and prescribed motion (of a tree); the arguments are
     accepted so that existing calls keep working.
 
     DOP853 otherwise.  At :data:`DEFAULT_TOLERANCES` the choice puts the tip of the 5-beam
@@ -432,8 +448,10 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
     following them."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be a flexdyn Model, got {type(model).__name__}")
+    closures = not model.constraints or (not prescribed
+                                         and closures_on_engine(model, fidelity, backend))
     radau = (int(np.sum(model.n_modes)) > 0
              and all(j.rates or j.quaternion for j in model.joints)
-             and not model.constraints and backend == "engine" and method == "articulated"
+             and closures and backend == "engine" and method == "articulated"
              and f_nodes is None)
     return (RadauIIA.name, "displacement") if radau else ("DOP853", None)

@@ -89,7 +89,8 @@ def simulate(
         ``RadauIIA(error_norm="displacement")`` where it integrates exactly the problem
         given — a model with elastic coordinates whose coordinates are their own rates or a
         quaternion joint's, the engine backend,
-        ``method="articulated"``, no loop closures or nodal loads — and
+        ``method="articulated"``, no nodal loads, and loop closures only without prescribed
+        motion and with a fidelity whose closures run on the engine — and
         ``ScipyIVP("DOP853")`` otherwise; the result's
         ``settings["integrator"]`` names the choice), :class:`~flexdyn.RadauIIA`
         (``"radau-iia"``), :class:`~flexdyn.GaussLegendre` (``"gauss-legendre"``, fixed
@@ -193,7 +194,8 @@ def simulate(
     options = integrator_options(integrator, rtol=rtol, atol=atol, h=h, rho_inf=rho_inf,
                                  newton_tol=newton_tol, error_norm=error_norm)
     if isinstance(options, Auto):
-        options = options.choose(model, backend=backend, method=method, f_nodes=f_nodes)
+        options = options.choose(model, backend=backend, method=method, f_nodes=f_nodes,
+                                 fidelity=fidelity, prescribed=prescribed)
     if not (isinstance(max_step, (int, float, np.floating)) and not isinstance(max_step, bool)
             and max_step > 0):
         raise ValueError(f"max_step must be a positive number (s), got {max_step!r}")
@@ -206,7 +208,8 @@ def simulate(
         if t_eval[0] < t0 or t_eval[-1] > t1:
             raise ValueError(f"t_eval must lie within t_span = ({t0}, {t1})")
     rate = checked_closure_rate(closure_rate)
-    options.check(model, backend=backend, prescribed=prescribed, f_nodes=f_nodes)
+    options.check(model, backend=backend, prescribed=prescribed, f_nodes=f_nodes,
+                  fidelity=fidelity)
     drive = None if prescribed is None else PrescribedMotion(model, prescribed)
     if drive is not None:
         q0, u0, _ = drive.impose(t0, q0, u0, at_start=True)

@@ -10,7 +10,13 @@ from typing import Any
 import numpy as np
 
 from ..chain import Model, state_layout
-from ..dynamics import BACKENDS, FORWARD_METHODS, check_external_forces, nodal_loads
+from ..dynamics import (
+    BACKENDS,
+    FORWARD_METHODS,
+    check_external_forces,
+    closures_on_engine,
+    nodal_loads,
+)
 from ..engine import galpha
 from ..outputs import Outputs
 from ..results import SimulationError
@@ -52,7 +58,8 @@ class Stepper:
     the compiled ``"gauss-legendre"`` in ``substeps`` fixed steps (fourth order and A-stable:
     for stiff models, at any macro step; models whose coordinates are their own rates or
     quaternions,
-    without prescribed motion, closures or node wrenches; its Newton iteration stops at
+    without prescribed motion or node wrenches, and with loop closures where they run on the
+    engine, as in :func:`~flexdyn.simulate`; its Newton iteration stops at
     ``newton_tol`` = 1e-6 relative to the accelerations), with the compiled ``"radau-iia"``
     (the same models; L-stable, adaptive steps at ``rtol``, ``atol`` restarted every macro
     step), or with an adaptive :func:`scipy.integrate.solve_ivp` method restarted every
@@ -102,7 +109,9 @@ class Stepper:
         self._compiled: dict[str, Any] | None = None
         if isinstance(options, CompiledIntegrator):
             refused = [what for what, value in (
-                ("prescribed motion", prescribed), ("loop closures", model.constraints),
+                ("prescribed motion", prescribed),
+                (f"loop closures at fidelity {fidelity!r}",
+                 model.constraints and not closures_on_engine(model, fidelity, backend)),
                 ("backend='reference'", backend != "engine")) if value]
             if refused:
                 raise ValueError(f"integrator={integrator!r} in a Stepper: not supported with "
@@ -272,7 +281,8 @@ class Stepper:
         try:
             loop = CompiledLoop(model, self.fidelity, self._x[:nq], self._x[nq:nq + nu],
                                 self.t, t1, tau, fe, **self._compiled, **self._tolerances,
-                                max_step=math.inf, record_steps=False)
+                                max_step=math.inf, record_steps=False,
+                                closure_rate=self._rate)
         except RhsFailure as exc:
             raise SimulationError(f"step from t = {self.t:.6g} s failed: {exc.message}",
                                   exc.t, exc.message) from exc.__cause__
