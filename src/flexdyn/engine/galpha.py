@@ -254,6 +254,8 @@ def error_constant(rho_inf: float) -> float:
 # ----------------------------------------------------------------------------------------------
 # one step
 # ----------------------------------------------------------------------------------------------
+#: the one force time of generalized-α (the step's end), as a fraction of the step
+_END_NODE = np.ones(1)
 #: fixed-point sweeps of the local coordinates' stage equations per Newton iteration
 _LOCAL_SWEEPS = 3
 
@@ -483,8 +485,9 @@ def _decouple(pm_mask, A, diagonal):
 
 
 class Closures(NamedTuple):
-    """The loop closures of a closed chain in the integrators' Newton iteration (empty, with
-    ``nc = 0`` rows, for a tree; :func:`closures`).  Each stage ``i`` adds the closure
+    """The loop closures of a closed chain in the integrators' Newton iteration
+    (:func:`closures`; a tree passes None, for which numba prunes every use of them, so that a
+    tree compiles none of the closure code).  Each stage ``i`` adds the closure
     forces to its residual and the closure's acceleration rows, with Baumgarte's
     stabilization (``ω`` = ``c[CLOSURE_RATE]``), to the unknowns' equations:
 
@@ -566,10 +569,8 @@ def _closure_residual(pm, w, cl, rate, i, v, acc, r):
     """Stage ``i``'s closure terms (:class:`Closures`), from the position and velocity terms
     ``w`` holds at its state (after its inverse dynamics): ``r += J_iᵀ λ_i`` (nu,), and the
     constraint rows ``J_i A_i + γ_i + 2ω J_i V_i + ω² g_i`` into ``cl.rc`` (``v``: ``V_i``,
-    ``acc``: ``A_i``); ``J_i`` stays in ``cl.J``.  Nothing for a tree."""
+    ``acc``: ``A_i``); ``J_i`` stays in ``cl.J``."""
     nc, nu = cl.lam.shape[1], r.shape[0]
-    if nc == 0:
-        return
     closure_rows(pm, w, cl.ci, cl.cf, v, cl.g, cl.J, cl.gamma)
     J = cl.J
     for row in range(nc):
@@ -653,6 +654,44 @@ def _amax(x):
 
 
 @helper
+def _closure_factors_cholesky(cl, S):
+    """The closures' factors (:func:`_closure_factor`) with the Cholesky factor ``S`` of
+    generalized-α's iteration matrix, at the rows ``J`` of the current iterate."""
+    copy(cl.J, cl.Jk)
+    return _closure_factor_cholesky(cl.Jk, S, cl.t, cl.Y, cl.L, cl.piv[0])
+
+
+@helper
+def _closure_correction(cl, kappa, dx):
+    """Generalized-α's Newton correction with the closure rows: ``dx = S⁻¹ r`` (nu,) on
+    entry, :func:`_schur`'s solution on return, and the multipliers ``cl.lam[0]``
+    corrected."""
+    nc = cl.lam.shape[1]
+    for row in range(nc):
+        cl.mr[row, 0] = cl.rc[row]
+    _schur(cl.Jk, cl.Y, cl.L, cl.piv[0], dx.reshape((dx.shape[0], 1)), cl.mr, kappa)
+    for row in range(nc):
+        cl.lam[0, row] -= cl.mr[row, 0]
+
+
+@helper
+def _update_multipliers(cl):
+    """``λ_i −= δλ_i`` of every stage (``cl.dl``, from :func:`_solve_blocks`)."""
+    nc = cl.lam.shape[1]
+    for i in range(cl.lam.shape[0]):
+        for row in range(nc):
+            cl.lam[i, row] -= cl.dl[i * nc + row]
+
+
+@helper
+def _accept_multipliers(cl, h):
+    """An accepted step's multipliers and size, from which the next step's start
+    (:func:`_start_multipliers`)."""
+    copy(cl.lam, cl.lam_n)
+    cl.h_n[0] = h
+
+
+@helper
 def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask, pacc, Kc,
                 Ku, Cu, Mk, S, cl, s, new, base, r, dx, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, a, q̈`` at ``t_n``) into ``new``:
@@ -668,7 +707,7 @@ def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask
     ``cl.lam[0]`` are unknowns beside ``q̈_{n+1}`` (:class:`Closures`; the constraint rows'
     Jacobian ``κ J_k``, ``κ = 1 + 2ω ∂q̇/∂q̈ + ω² ∂q/∂q̈``)."""
     am, af, beta, gamma, tol = c[ALPHA_M], c[ALPHA_F], c[BETA], c[GAMMA], c[NEWTON_TOL]
-    omega, nc = c[CLOSURE_RATE], cl.lam.shape[1]
+    omega = c[CLOSURE_RATE]
     nu = y.shape[1]
     ca = (1.0 - af) / (1.0 - am)  # ∂a/∂q̈
     cq = h * h * beta * ca  # ∂q/∂q̈
@@ -683,7 +722,8 @@ def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask
         vb[k] = v0[k] + h * ((1.0 - gamma) * a0[k] + gamma * ab[k])
         qdd[k] = pacc[k] if pmask.shape[0] != 0 and pmask[k] != 0 else qdd0[k]
     _free_displacement(pm, h, v0, qb)
-    copy(cl.lam_n[0], cl.lam[0])  # the multipliers start from the last step's
+    if cl is not None:  # (a tree: numba prunes every such branch, cl being None)
+        _start_multipliers(cl, _END_NODE, h)
     refresh = s[M_KEPT] == 0.0  # M(q) at the first iterate
     reform = refresh or s[H_FACTOR] != h  # the kept M with this step's coefficients
     refreshed = False
@@ -701,7 +741,8 @@ def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask
         cnt[RESIDUALS] += 1
         _linearized_forces(tau, fb, pred[0], q1, v1, tf)
         _prescribed_residual(pmask, r, tf)
-        _closure_residual(pm, w, cl, omega, 0, v1, qdd, r)
+        if cl is not None:
+            _closure_residual(pm, w, cl, omega, 0, v1, qdd, r)
         if refresh:  # M(q) after the position terms of the residual, and K's tangent
             crba(pm, w, Mk)
             _decouple(pmask, Mk, 1.0)
@@ -717,20 +758,15 @@ def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask
             s[H_FACTOR] = 0.0
             if not cholesky_factor(S, MASS_MATRIX_RTOL):
                 return SINGULAR
-            if nc > 0:
-                copy(cl.J, cl.Jk)
-                if not _closure_factor_cholesky(cl.Jk, S, cl.t, cl.Y, cl.L, cl.piv[0]):
+            if cl is not None:
+                if not _closure_factors_cholesky(cl, S):
                     return SINGULAR
             s[H_FACTOR] = h
             cnt[FACTORIZATIONS] += 1
             reform = False
         cholesky_substitute(S, r, dx)
-        if nc > 0:
-            for row in range(nc):
-                cl.mr[row, 0] = cl.rc[row]
-            _schur(cl.Jk, cl.Y, cl.L, cl.piv[0], dx.reshape((nu, 1)), cl.mr, kappa)
-            for row in range(nc):
-                cl.lam[0, row] -= cl.mr[row, 0]
+        if cl is not None:
+            _closure_correction(cl, kappa, dx)
         for k in range(nu):
             qdd[k] -= dx[k]
         it += 1
@@ -790,7 +826,9 @@ def _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
 
 @helper
 def _closure_blocks(eig, S, Jc, piv, cl):
-    """:func:`_closure_factor` for each block that :func:`_factor_blocks` factored."""
+    """:func:`_closure_factor` for each block that :func:`_factor_blocks` factored, at the
+    rows ``J`` of the current iterate."""
+    copy(cl.J, cl.Jk)
     for i in range(eig.shape[0]):
         kind = int(eig[i, 1].real)
         if kind == REAL and not _closure_factor(cl.Jk, S, piv[0], cl.Y, cl.L, cl.piv[0]):
@@ -808,9 +846,10 @@ def _solve_blocks(eig, S, Jc, piv, cl, wh, r, zr, zc, dx):
     conjugate of the first's term, so the pair adds ``2 Re(T_ei z_i)``.  With loop closures
     (:class:`Closures`, ``wh = ω h``) each block is solved with its constraint rows
     (:func:`_schur`) and the multipliers' correction goes to ``cl.dl`` (s nc,)."""
-    ns, nu, nc = eig.shape[0], S.shape[0], cl.lam.shape[1]
+    ns, nu = eig.shape[0], S.shape[0]
     dx[:] = 0.0
-    cl.dl[:] = 0.0
+    if cl is not None:
+        cl.dl[:] = 0.0
     for i in range(ns):
         kind = int(eig[i, 1].real)
         lh = wh * eig[i, 0]
@@ -822,19 +861,21 @@ def _solve_blocks(eig, S, Jc, piv, cl, wh, r, zr, zc, dx):
                     v += eig[i, 2 + ns + f].real * r[f * nu + k]
                 zr[k, 0] = v
             lu_substitute(S, piv[0], zr)
-            if nc > 0:
+            if cl is not None:
+                nc = cl.lam.shape[1]
                 for a in range(nc):
                     v = 0.0
                     for f in range(ns):
                         v += eig[i, 2 + ns + f].real * cl.rc[f * nc + a]
                     cl.mr[a, 0] = v
                 _schur(cl.Jk, cl.Y, cl.L, cl.piv[0], zr, cl.mr, kappa.real)
+                for e in range(ns):
+                    for a in range(nc):
+                        cl.dl[e * nc + a] += eig[i, 2 + e].real * cl.mr[a, 0]
             for e in range(ns):
                 t = eig[i, 2 + e].real
                 for k in range(nu):
                     dx[e * nu + k] += t * zr[k, 0]
-                for a in range(nc):
-                    cl.dl[e * nc + a] += t * cl.mr[a, 0]
         elif kind == COMPLEX:
             for k in range(nu):
                 z = 0j
@@ -842,19 +883,21 @@ def _solve_blocks(eig, S, Jc, piv, cl, wh, r, zr, zc, dx):
                     z += eig[i, 2 + ns + f] * r[f * nu + k]
                 zc[k, 0] = z
             lu_substitute(Jc, piv[1], zc)
-            if nc > 0:
+            if cl is not None:
+                nc = cl.lam.shape[1]
                 for a in range(nc):
                     z = 0j
                     for f in range(ns):
                         z += eig[i, 2 + ns + f] * cl.rc[f * nc + a]
                     cl.mc[a, 0] = z
                 _schur(cl.Jk, cl.Yc, cl.Lc, cl.piv[1], zc, cl.mc, kappa)
+                for e in range(ns):
+                    for a in range(nc):
+                        cl.dl[e * nc + a] += 2.0 * (eig[i, 2 + e] * cl.mc[a, 0]).real
             for e in range(ns):
                 t = eig[i, 2 + e]
                 for k in range(nu):
                     dx[e * nu + k] += 2.0 * (t * zc[k, 0]).real
-                for a in range(nc):
-                    cl.dl[e * nc + a] += 2.0 * (t * cl.mc[a, 0]).real
 
 
 @helper
@@ -900,7 +943,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, 
     (about the reference ``qg``).  A closed chain's multipliers ``cl.lam`` (s × nc) are
     unknowns beside the ``A_i`` (:class:`Closures`).  Returns :data:`_CONVERGED`,
     :data:`NEWTON_FAILED`, :data:`SINGULAR` or :data:`~flexdyn.engine.layout.INVALID`."""
-    tol, omega, nc = c[NEWTON_TOL], c[CLOSURE_RATE], cl.lam.shape[1]
+    tol, omega = c[NEWTON_TOL], c[CLOSURE_RATE]
     ns = tab.shape[0]
     a, a2, cn, b, ba = tab[:, :ns], tab[:, ns:2 * ns], tab[:, 2 * ns], tab[:, 2 * ns + 1], \
         tab[:, 2 * ns + 2]
@@ -914,7 +957,8 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, 
     theta_max = 0.0
     while True:
         if it == 0:  # the start, again after a restart with a fresh factor
-            _start_multipliers(cl, cn, h)
+            if cl is not None:  # (a tree: numba prunes every such branch, cl being None)
+                _start_multipliers(cl, cn, h)
             for i in range(ns):
                 for k in range(nu):
                     ti = cn[i] * h
@@ -941,7 +985,8 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, 
             _linearized_forces(ti, fb, pred[i], Qs[i], Vs[i], tf)
             _prescribed_residual(pmask, ri, tf)
             power_rates(pm, w, qx, Vs[i], tf, fi, p[i])
-            _closure_residual(pm, w, cl, omega, i, Vs[i], A[i], ri)
+            if cl is not None:
+                _closure_residual(pm, w, cl, omega, i, Vs[i], A[i], ri)
             if not factored:  # M(Q_1) after the position terms of the first residual
                 crba(pm, w, Mk)
                 _decouple(pmask, Mk, 1.0)
@@ -949,8 +994,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, 
                 s[M_KEPT], s[H_FACTOR] = 1.0, 0.0
                 if not _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
                     return SINGULAR
-                if nc > 0:
-                    copy(cl.J, cl.Jk)
+                if cl is not None:
                     if not _closure_blocks(eig, S, Jc, piv, cl):
                         return SINGULAR
                 s[H_FACTOR] = h
@@ -960,8 +1004,8 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, 
         for i in range(ns):
             for k in range(nu):
                 A[i, k] -= dx[i * nu + k]
-            for row in range(nc):
-                cl.lam[i, row] -= cl.dl[i * nc + row]
+        if cl is not None:
+            _update_multipliers(cl)
         it += 1
         cnt[ITERATIONS] += 1
         step = _stage_norm(c, h, y, a, a2, dx, displacement) if scaled else _amax(dx)
@@ -1166,7 +1210,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, qg,
     factor of generalized-α's iteration matrix, or of a collocation scheme's real block),
     ``Jc`` (nu × nu, complex: the factor of a collocation scheme's complex block; empty for
     generalized-α), ``piv`` (2 × nu: the row swaps of the two blocks), the carried arrays
-    of the loop closures ``cl`` (:class:`Closures`; Baumgarte's rate ``c[CLOSURE_RATE]``)
+    of the loop closures ``cl`` (:class:`Closures`, None for a tree; Baumgarte's rate
+    ``c[CLOSURE_RATE]``)
     and ``cnt``
     (:data:`N_COUNTERS`) carry the integrator from call to call; the samples go to
     ``out_t[cnt[N_OUT]:]`` and the rows of ``out_x`` (``[q; q̇; W_τ, W_ext, D]``, the
@@ -1335,8 +1380,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, qg,
                     new[2, k] += shift * (new[2, k] - y[2, k])
             s[H] = h_next
         copy(new, y)
-        copy(cl.lam, cl.lam_n)
-        cl.h_n[0] = h
+        if cl is not None:
+            _accept_multipliers(cl, h)
         s[T] = t1
         cnt[STEPS] += 1
     _predict(pm, c, ctl, s, cnt, y, nodes, pred)

@@ -199,9 +199,11 @@ class CompiledLoop:
         self.nodes = g.nodes(scheme)
         k = nu if scheme != g.GENERALIZED_ALPHA else 0
         self.Jc, self.piv = np.zeros((k, k), dtype=complex), np.zeros((2, nu), dtype=np.int64)
-        #: the loop closures' arrays (:class:`flexdyn.engine.galpha.Closures`; none: a tree)
-        self.closures = g.closures(*self.engine.closure_buffers, self.nodes.size, nu)
+        #: the loop closures' arrays (:class:`flexdyn.engine.galpha.Closures`; None: a tree,
+        #: whose compiled loop then holds no closure code)
+        self.closures = None
         if model.constraints:  # the first step's multipliers start from those at t0
+            self.closures = g.closures(*self.engine.closure_buffers, self.nodes.size, nu)
             self.closures.lam_n[:] = constraint_forces(model, q0, u0, tau, fidelity=fidelity,
                                                        f_ext=f_ext)
         self.pred = np.empty((self.nodes.size, 1 + 2 * nu))
@@ -221,8 +223,10 @@ class CompiledLoop:
     def _carried(self) -> tuple[np.ndarray, ...]:
         """The arrays a compiled call advances: restoring copies of them undoes it."""
         cl = self.closures
+        closures = () if cl is None else (cl.lam_n, cl.h_n, cl.Jk, cl.Y, cl.Yc, cl.L, cl.Lc,
+                                          cl.piv)
         return (self.y, self.qg, self.s, self.Mk, self.S, self.Jc, self.piv, self.pred, self.cnt,
-                cl.lam_n, cl.h_n, cl.Jk, cl.Y, cl.Yc, cl.L, cl.Lc, cl.piv)
+                *closures)
 
     @property
     def q(self) -> np.ndarray:
