@@ -502,7 +502,7 @@ class Closures(NamedTuple):
     constraint rows' Jacobian is ``(I + 2ωh a + ω²h² a²) ⊗ J_k``, which the eigenvectors of
     ``a`` split as they split the rest (:func:`eigen_table`), block ``i`` scaled by
     ``κ_i = 1 + 2ωh λ_i + (ωh λ_i)²``.  Each block ``[[B_i, J_kᵀ], [κ_i J_k, 0]]`` is solved
-    by its Schur complement ``J_k B_i⁻¹ J_kᵀ`` (:func:`_schur`)."""
+    by its Schur complement ``J_k B_i⁻¹ J_kᵀ`` (``_schur``)."""
 
     ci: np.ndarray  # (n_closures, 6) int: flexdyn.engine.closure.pack_closures
     cf: np.ndarray  # (n_closures, 33)
@@ -618,7 +618,7 @@ def _closure_schur_matrix(Jk, Y, L):
     nc, nu = Jk.shape[0], Jk.shape[1]
     for a in range(nc):
         for b in range(nc):
-            x = 0.0 * Y[0, 0]
+            x = 0.0 * Y[0, 0]  # zero of Y's type (float or complex)
             for k in range(nu):
                 x += Jk[a, k] * Y[k, b]
             L[a, b] = x
