@@ -325,7 +325,7 @@ def _split_solve(M, C, K, h, eig, r, cl, omega):
     dx = np.empty(r.size)
     ok = galpha._factor_blocks(M, C, K, h, eig, S, Jc, piv)
     if ok and cl is not None:
-        ok = galpha._closure_blocks(eig, S, Jc, piv, cl)
+        ok = galpha._closure_blocks(eig, S, Jc, piv, cl, np.zeros(0, dtype=np.int64))
     galpha._solve_blocks(eig, S, Jc, piv, cl, omega * h, r, np.empty((nu, 1)),
                          np.empty((nu, 1), dtype=np.complex128), dx)
     return ok, dx

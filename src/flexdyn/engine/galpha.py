@@ -654,10 +654,22 @@ def _amax(x):
 
 
 @helper
-def _closure_factors_cholesky(cl, S):
-    """The closures' factors (:func:`_closure_factor`) with the Cholesky factor ``S`` of
-    generalized-α's iteration matrix, at the rows ``J`` of the current iterate."""
+def _closure_rows_of(cl, pmask):
+    """``J_k`` of the iteration matrix: the rows ``J`` of the current iterate, their columns
+    of prescribed speeds (``pmask`` nonzero; empty: none) zero, since the Newton iteration
+    leaves those accelerations as they are (:func:`_decouple`)."""
     copy(cl.J, cl.Jk)
+    for k in range(pmask.shape[0]):
+        if pmask[k] != 0:
+            cl.Jk[:, k] = 0.0
+
+
+@helper
+def _closure_factors_cholesky(cl, pmask, S):
+    """The closures' factors (:func:`_closure_factor`) with the Cholesky factor ``S`` of
+    generalized-α's iteration matrix, at the rows ``J`` of the current iterate
+    (:func:`_closure_rows_of`)."""
+    _closure_rows_of(cl, pmask)
     return _closure_factor_cholesky(cl.Jk, S, cl.t, cl.Y, cl.L, cl.piv[0])
 
 
@@ -740,9 +752,9 @@ def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask
         inverse_dynamics(pm, w, qx, v1, qdd, fext, r)
         cnt[RESIDUALS] += 1
         _linearized_forces(tau, fb, pred[0], q1, v1, tf)
-        _prescribed_residual(pmask, r, tf)
-        if cl is not None:
+        if cl is not None:  # (before the prescribed rows take their realised loads)
             _closure_residual(pm, w, cl, omega, 0, v1, qdd, r)
+        _prescribed_residual(pmask, r, tf)
         if refresh:  # M(q) after the position terms of the residual, and K's tangent
             crba(pm, w, Mk)
             _decouple(pmask, Mk, 1.0)
@@ -759,7 +771,7 @@ def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask
             if not cholesky_factor(S, MASS_MATRIX_RTOL):
                 return SINGULAR
             if cl is not None:
-                if not _closure_factors_cholesky(cl, S):
+                if not _closure_factors_cholesky(cl, pmask, S):
                     return SINGULAR
             s[H_FACTOR] = h
             cnt[FACTORIZATIONS] += 1
@@ -825,10 +837,10 @@ def _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
 
 
 @helper
-def _closure_blocks(eig, S, Jc, piv, cl):
+def _closure_blocks(eig, S, Jc, piv, cl, pmask):
     """:func:`_closure_factor` for each block that :func:`_factor_blocks` factored, at the
-    rows ``J`` of the current iterate."""
-    copy(cl.J, cl.Jk)
+    rows ``J`` of the current iterate (:func:`_closure_rows_of`)."""
+    _closure_rows_of(cl, pmask)
     for i in range(eig.shape[0]):
         kind = int(eig[i, 1].real)
         if kind == REAL and not _closure_factor(cl.Jk, S, piv[0], cl.Y, cl.L, cl.piv[0]):
@@ -983,10 +995,10 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, 
             inverse_dynamics(pm, w, qx, Vs[i], A[i], fi, ri)
             cnt[RESIDUALS] += 1
             _linearized_forces(ti, fb, pred[i], Qs[i], Vs[i], tf)
+            if cl is not None:  # (before the prescribed rows take their realised loads)
+                _closure_residual(pm, w, cl, omega, i, Vs[i], A[i], ri)
             _prescribed_residual(pmask, ri, tf)
             power_rates(pm, w, qx, Vs[i], tf, fi, p[i])
-            if cl is not None:
-                _closure_residual(pm, w, cl, omega, i, Vs[i], A[i], ri)
             if not factored:  # M(Q_1) after the position terms of the first residual
                 crba(pm, w, Mk)
                 _decouple(pmask, Mk, 1.0)
@@ -995,7 +1007,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, 
                 if not _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
                     return SINGULAR
                 if cl is not None:
-                    if not _closure_blocks(eig, S, Jc, piv, cl):
+                    if not _closure_blocks(eig, S, Jc, piv, cl, pmask):
                         return SINGULAR
                 s[H_FACTOR] = h
                 cnt[FACTORIZATIONS] += 1

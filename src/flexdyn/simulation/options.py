@@ -227,10 +227,6 @@ class CompiledIntegrator(Integrator):
             raise ValueError(f"f_nodes: not supported by integrator={self.name!r}")
         if backend != "engine":
             raise ValueError(f"integrator={self.name!r} runs on backend='engine' only")
-        if model.constraints and prescribed:
-            raise ValueError(f"integrator={self.name!r}: not supported yet for loop closures "
-                             f"({', '.join(c.name for c in model.constraints)}) together with "
-                             "prescribed motion; use a scipy integrator, e.g. 'DOP853'")
         if model.constraints and not closures_on_engine(model, fidelity, backend):
             raise ValueError(f"integrator={self.name!r}: the loop closures of fidelity "
                              f"{fidelity!r} run on the reference tier only (its body kernels "
@@ -344,11 +340,10 @@ class Auto:
         _checked(self, **_TOLERANCES)
 
     def choose(self, model: Model, *, backend: str, method: str, f_nodes: Any,
-               fidelity: str = DEFAULT_FIDELITY, prescribed: Any = None) -> Integrator:
+               fidelity: str = DEFAULT_FIDELITY) -> Integrator:
         """The option object of :func:`auto_integrator`'s choice."""
         name, error_norm = auto_integrator(model, backend=backend, method=method,
-                                           f_nodes=f_nodes, fidelity=fidelity,
-                                           prescribed=prescribed)
+                                           f_nodes=f_nodes, fidelity=fidelity)
         if name == RadauIIA.name:
             return RadauIIA(rtol=self.rtol, atol=self.atol, error_norm=error_norm)
         return ScipyIVP(name, rtol=self.rtol, atol=self.atol)
@@ -429,8 +424,8 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
       ``free``: the integrators take local coordinates for them, :mod:`flexdyn.engine.galpha`),
       no quasi-velocity joint;
     * its loop closures, if any, run on the engine at this ``fidelity`` (every fidelity but
-      ``"ruthless"``; :func:`~flexdyn.dynamics.closures_on_engine`) without prescribed
-      motion: their forces and acceleration rows are then solved in the Newton iteration
+      the ``"ruthless"`` one of a flexible model; :func:`~flexdyn.dynamics.closures_on_engine`):
+      their forces and acceleration rows are then solved in the Newton iteration
       (:class:`flexdyn.engine.galpha.Closures`);
     * ``backend="engine"`` and ``method="articulated"`` (the compiled integrators' forward
       dynamics);
@@ -439,8 +434,8 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
     ``tau`` and ``f_ext`` do not change the choice: the compiled integrators take every kind
     of load :func:`~flexdyn.simulation.simulate` takes (a state feedback ``tau(t, q, u)`` is
     linearized inside the Newton iteration and checked at each step's stage states,
-    ``CompiledLoop.feedback_try``) and prescribed motion (of a tree); the arguments are
-    accepted so that existing calls keep working.
+    ``CompiledLoop.feedback_try``) and prescribed motion; the arguments are accepted so
+    that existing calls keep working.
 
     DOP853 otherwise.  At :data:`DEFAULT_TOLERANCES` the choice puts the tip of the 5-beam
     chain of ``docs/simulation-performance.md`` within 1e-6 m in a fraction of DOP853's
@@ -448,8 +443,7 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
     following them."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be a flexdyn Model, got {type(model).__name__}")
-    closures = not model.constraints or (not prescribed
-                                         and closures_on_engine(model, fidelity, backend))
+    closures = not model.constraints or closures_on_engine(model, fidelity, backend)
     radau = (int(np.sum(model.n_modes)) > 0
              and all(j.rates or j.quaternion for j in model.joints)
              and closures and backend == "engine" and method == "articulated"

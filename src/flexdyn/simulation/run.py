@@ -89,8 +89,8 @@ def simulate(
         ``RadauIIA(error_norm="displacement")`` where it integrates exactly the problem
         given — a model with elastic coordinates whose coordinates are their own rates or a
         quaternion joint's, the engine backend,
-        ``method="articulated"``, no nodal loads, and loop closures only without prescribed
-        motion and with a fidelity whose closures run on the engine — and
+        ``method="articulated"``, no nodal loads, and loop closures only with a fidelity
+        whose closures run on the engine — and
         ``ScipyIVP("DOP853")`` otherwise; the result's
         ``settings["integrator"]`` names the choice), :class:`~flexdyn.RadauIIA`
         (``"radau-iia"``), :class:`~flexdyn.GaussLegendre` (``"gauss-legendre"``, fixed
@@ -195,7 +195,7 @@ def simulate(
                                  newton_tol=newton_tol, error_norm=error_norm)
     if isinstance(options, Auto):
         options = options.choose(model, backend=backend, method=method, f_nodes=f_nodes,
-                                 fidelity=fidelity, prescribed=prescribed)
+                                 fidelity=fidelity)
     if not (isinstance(max_step, (int, float, np.floating)) and not isinstance(max_step, bool)
             and max_step > 0):
         raise ValueError(f"max_step must be a positive number (s), got {max_step!r}")
