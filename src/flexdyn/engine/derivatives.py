@@ -417,10 +417,10 @@ def rigid_tree_derivatives(pm, rw, u, udot, tau, fext, forward, d_q, d_u):
         if pa >= 0:
             for r in range(6):
                 vec[pa, _F, r] += F[r]
-    h = COMPLEX_STEP
+    step = COMPLEX_STEP  # (h above is the joint's axis in F_i)
     for i in range(n):  # τ = ID − τ_J: the joint forces' slopes, by complex steps
         if ints[i, JF] != 0:
             k, qk, uk, par = ints[i, US], q_n[ints[i, QS]], u[ints[i, US]], pm.jforce[i, 0]
-            d_q[k, k] -= passive_force_kernel(par, complex(qk, h), complex(uk, 0.0)).imag / h
-            d_u[k, k] -= passive_force_kernel(par, complex(qk, 0.0), complex(uk, h)).imag / h
+            d_q[k, k] -= passive_force_kernel(par, complex(qk, step), complex(uk, 0.0)).imag / step
+            d_u[k, k] -= passive_force_kernel(par, complex(qk, 0.0), complex(uk, step)).imag / step
     return True

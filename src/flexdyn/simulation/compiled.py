@@ -197,6 +197,8 @@ class CompiledLoop:
         self.Mk, self.S = np.zeros((nu, nu)), np.zeros((nu, nu))
         #: the stage times of the scheme's forces (:func:`flexdyn.engine.galpha.nodes`)
         self.nodes = g.nodes(scheme)
+        #: the weights of :meth:`stage_states` at :attr:`nodes` (``_stage_weights``)
+        self.stage_weights = _stage_weights(tuple(self.nodes))
         k = nu if scheme != g.GENERALIZED_ALPHA else 0
         self.Jc, self.piv = np.zeros((k, k), dtype=complex), np.zeros((2, nu), dtype=np.int64)
         #: the loop closures' arrays (:class:`flexdyn.engine.galpha.Closures`; None: a tree,
@@ -285,7 +287,7 @@ class CompiledLoop:
         h, nu = t1 - t0, y1.shape[1]
         # P(θ) = B(θ) [q̈₁; h q⃛₁; h² q⁗₁] with B(θ) = [1, θ − 1, ½ (θ − 1)²], so each
         # integral is a fixed combination of those three rows (``_stage_weights``)
-        wq, wu = _stage_weights(tuple(self.nodes))
+        wq, wu = self.stage_weights
         Y = np.stack([y1[3], h * y1[2], h * h * y1[4]])
         states = np.empty((self.nodes.size, 2 * nu))
         states[:, :nu] = y0[0] + np.outer(self.nodes * h, y0[1]) + h * h * (wq @ Y)
