@@ -228,7 +228,8 @@ class CompiledIntegrator(Integrator):
         if backend != "engine":
             raise ValueError(f"integrator={self.name!r} runs on backend='engine' only")
         if model.constraints and not closures_on_engine(model, fidelity, backend):
-            raise ValueError(f"integrator={self.name!r}: the loop closures of fidelity "
+            raise ValueError(f"integrator={self.name!r}: the loop closures "
+                             f"({', '.join(c.name for c in model.constraints)}) of fidelity "
                              f"{fidelity!r} run on the reference tier only (its body kernels "
                              "form no deformed node frames); use a scipy integrator, e.g. "
                              "'DOP853', or another fidelity")
