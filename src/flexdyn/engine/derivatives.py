@@ -20,10 +20,21 @@ a Cholesky factor of ``M`` (all columns of a block at once).
   the ``O(h²)`` term is below any double (Martins, Sturdza & Alonso, *ACM TOMS* 29(3),
   2003), so every body model, joint kind and joint force differentiates by the code that
   computes it.  ``δ`` are tangent coordinates (:class:`flexdyn.tangent.TangentCoordinates`),
-  given to the entry as the columns of ``∂q/∂δ`` (nq × nu); quaternions need no
-  normalisation along them, since a tangent direction ``Q ⊗ [0, e/2]`` keeps ``|Q|`` to
-  second order.  The speeds' columns reuse the position terms of the state (computed once
-  per state, in complex numbers) and repeat the velocity terms and Newton–Euler only.
+  given to the entry as the columns of ``∂q/∂δ`` (nq × nu, block diagonal by body: a body's
+  ``δ`` move its own coordinates only); quaternions need no normalisation along them, since
+  a tangent direction ``Q ⊗ [0, e/2]`` keeps ``|Q|`` to second order.
+
+  Each direction recomputes only what it moves.  A coordinate of body ``b`` moves the
+  position terms of ``b`` and the attach maps of its children
+  (:func:`~flexdyn.engine.terms.body_position_terms`,
+  :func:`~flexdyn.engine.terms.parent_attach_map`); a coordinate or a rate of ``b`` moves
+  the velocity terms of the subtree of ``b`` only, the others keep the state's.  A body's
+  bias (Eq 37 and the elastic forces, :func:`~flexdyn.engine.terms.body_bias`) is a
+  function of its own ``η``, ``η̇`` and twist alone (a full body's is a sum over its nodes),
+  so it is formed once per state with its slopes in the twist (six complex steps), and a
+  direction that moves only the body's twist takes it to first order, which is all the
+  imaginary part carries.  On a chain of flexible bodies a direction costs
+  less than half a whole evaluation.
 """
 
 from __future__ import annotations
@@ -46,15 +57,19 @@ from .algebra import (
 )
 from .composite_body import crba
 from .forces import add_passive_forces, motor_torques, passive_force_kernel
-from .jit import allocating_helper, entry_point, helper
-from .kernels import finite, inverse_dynamics, valid_state
+from .jit import allocating_helper, entry_point, helper, inlined
+from .kernels import finite, valid_state
 from .layout import (
     INVALID,
     JF,
+    MODES,
+    NJ,
+    NQJ,
     OVERFLOW,
     PARENT,
     QS,
     US,
+    Work,
     carve,
     prefix_sums,
     unpack,
@@ -64,10 +79,19 @@ from .layout import (
 )
 from .newton_euler import gravity_acceleration, rnea
 from .rigid_tree import rigid_tree_pose
-from .terms import position_terms, velocity_terms
+from .terms import (
+    body_bias,
+    body_position_terms,
+    body_rates,
+    parent_attach_map,
+    position_terms,
+    velocity_fields,
+    velocity_terms,
+)
 from .tip import node_wrench
 
-__all__ = ["RigidWork", "derivatives", "derivatives_rigid_tree", "rigid_tree_derivatives"]
+__all__ = ["ComplexWork", "RigidWork", "derivatives", "derivatives_rigid_tree",
+           "rigid_tree_derivatives"]
 
 #: rows of the per-body vectors of :func:`rigid_tree_derivatives` (inertial coordinates)
 _S, _V, _A, _SD, _SDD, _F, _FV, _Y, _B, _G, _H, _T = range(12)
@@ -85,20 +109,17 @@ def derivatives(ib, fb, forward, t, n_threads, q, u, udot, tau, fext, q_dir, d, 
     ``status`` (B,): −1, :data:`~flexdyn.engine.layout.INVALID`,
     :data:`~flexdyn.engine.layout.OVERFLOW` or 0 (the mass matrix is singular)."""
     pm, w = unpack(ib, fb), workspace(ib)
-    nq, nu = q.shape[1], u.shape[1]
+    nu = u.shape[1]
     L = np.empty((nu, nu))  # M, then its Cholesky factor (forward)
-    wc = carve(ib, np.zeros(workspace_length(ib), dtype=np.complex128))
-    qc = np.empty(nq, dtype=np.complex128)
-    uc = np.empty(nu, dtype=np.complex128)
-    tc = np.empty(nu, dtype=np.complex128)
+    cw = _complex_work(ib, q.shape[1], nu)
     for s in range(t, q.shape[0], n_threads):
         if not (valid_state(pm, q[s], u[s], udot[s], fext[s], w.q_n) and finite(tau[s])):
             status[s] = INVALID
             continue
-        _complex_derivatives(pm, w, wc, q_dir[s], u[s], udot[s], fext[s], qc, uc, tc, d[0, s],
-                             d[1, s], L)
+        _complex_derivatives(pm, w, cw, q_dir[s], u[s], udot[s], fext[s], d[0, s], d[1, s], L)
         factored = not forward or cholesky_factor(L, MASS_MATRIX_RTOL)
-        status[s] = _finish(pm, forward, factored, L, tau[s], tc, d[0, s], d[1, s], d[2, s])
+        status[s] = _finish(pm, forward, factored, L, tau[s], cw.tc, d[0, s], d[1, s],
+                            d[2, s])
 
 
 @entry_point
@@ -117,6 +138,27 @@ def derivatives_rigid_tree(ib, fb, forward, t, n_threads, q, u, udot, tau, fext,
         factored = rigid_tree_derivatives(pm, rw, u[s], udot[s], tau[s], fext[s], forward,
                                           d[0, s], d[1, s])
         status[s] = _finish(pm, forward, factored, rw.L, tau[s], tc, d[0, s], d[1, s], d[2, s])
+
+
+class ComplexWork(NamedTuple):
+    """The scratch of :func:`derivatives` (``n`` bodies, at most ``M`` modes each)."""
+
+    wc: Work  # the workspace in complex numbers
+    J: np.ndarray  # (n, M + 6, 6) each body's twist slopes (_twist_slopes)
+    sub: np.ndarray  # (n,) whether a body is in the subtree of a direction's body
+    qc: np.ndarray  # (nq,) the complex configuration
+    uc: np.ndarray  # (nu,) the complex rates
+    tc: np.ndarray  # (nu,) the complex generalized forces
+
+
+@allocating_helper
+def _complex_work(ib, nq, nu):
+    """A :class:`ComplexWork`."""
+    wc = carve(ib, np.zeros(workspace_length(ib), dtype=np.complex128))
+    n = wc.V_m.shape[0]
+    return ComplexWork(wc, np.empty((n, wc.V_m.shape[1], 6)), np.empty(n, dtype=np.bool_),
+                       np.empty(nq, dtype=np.complex128), np.empty(nu, dtype=np.complex128),
+                       np.empty(nu, dtype=np.complex128))
 
 
 class RigidWork(NamedTuple):
@@ -169,32 +211,106 @@ def _finish(pm, forward, factored, L, tau, tc, d_q, d_u, d_x):
 
 
 @helper
-def _complex_derivatives(pm, w, wc, q_dir, u, udot, fext, qc, uc, tc, d_q, d_u, Mass):
+def _complex_derivatives(pm, w, cw, q_dir, u, udot, fext, d_q, d_u, Mass):
     """``∂τ/∂δ`` (``d_q``), ``∂τ/∂u`` (``d_u``) and ``M`` (``Mass``) of Eq 44 at
-    ``(w.q_n, u, u̇)`` by complex steps of the engine's stages (module notes); ``wc`` a
-    complex workspace, ``qc`` (nq,), ``uc``, ``tc`` (nu,) complex scratch."""
-    nq, nu, h = qc.shape[0], uc.shape[0], COMPLEX_STEP
+    ``(w.q_n, u, u̇)`` by complex steps of the engine's stages, each direction recomputing
+    only what it moves (module notes); ``cw`` the scratch (:class:`ComplexWork`)."""
+    ints, wc, qc, uc, tc = pm.ints, cw.wc, cw.qc, cw.uc, cw.tc
+    n, h = ints.shape[0], COMPLEX_STEP
     position_terms(pm, w.q_n, w)  # M (Eqs 47/50), as kernels' mass entry
     crba(pm, w, Mass)
-    for k in range(nu):
-        uc[k] = u[k]
-    for j in range(nu):  # ∂τ/∂δ_j: the whole of Eq 44 at q + i h ∂q/∂δ_j
-        for k in range(nq):
-            qc[k] = complex(w.q_n[k], h * q_dir[k, j])
-        inverse_dynamics(pm, wc, qc, uc, udot, fext, tc)
-        for k in range(nu):
-            d_q[k, j] = tc[k].imag / h
-    for k in range(nq):
-        qc[k] = w.q_n[k]
-    position_terms(pm, qc, wc)
-    for j in range(nu):  # ∂τ/∂u_j: the velocity terms and Eq 44 at u + i h e_j
-        uc[j] = complex(u[j], h)
-        velocity_terms(pm, qc, uc, fext, wc)
-        rnea(pm, wc, udot, True, tc)
-        add_passive_forces(pm, qc, uc, -1.0, tc)
-        for k in range(nu):
-            d_u[k, j] = tc[k].imag / h
-        uc[j] = u[j]
+    velocity_terms(pm, w.q_n, u, fext, w)
+    copy(w.flat, wc.flat)  # the state's terms: each direction replaces what it moves
+    copy(w.q_n, qc)
+    copy(u, uc)
+    _twist_slopes(pm, wc, cw.J, qc, uc, fext)
+    for b in range(n):  # ∂τ/∂δ_j, δ_j a coordinate of body b: its position terms
+        qs, nq_b, us, nu_b = ints[b, QS], ints[b, NQJ] + ints[b, MODES], ints[b, US], \
+            ints[b, NJ] + ints[b, MODES]
+        for j in range(us, us + nu_b):
+            for k in range(qs, qs + nq_b):
+                qc[k] = complex(w.q_n[k], h * q_dir[k, j])
+            _own_position_terms(pm, qc, wc, b)
+            _direction(pm, w, cw, b, j >= us + ints[b, NJ], udot, fext)
+            for k in range(tc.shape[0]):
+                d_q[k, j] = tc[k].imag / h
+        for k in range(qs, qs + nq_b):
+            qc[k] = w.q_n[k]
+        _own_position_terms(pm, qc, wc, b)
+    for b in range(n):  # ∂τ/∂u_j, u_j a rate of body b
+        us, nj = ints[b, US], ints[b, NJ]
+        for j in range(us, us + nj + ints[b, MODES]):
+            uc[j] = complex(u[j], h)
+            _direction(pm, w, cw, b, j >= us + nj, udot, fext)
+            for k in range(tc.shape[0]):
+                d_u[k, j] = tc[k].imag / h
+            uc[j] = u[j]
+
+
+@inlined
+def _own_position_terms(pm, q, w, b):
+    """The position terms that body ``b``'s coordinates move: its own, and the attach maps
+    of its children."""
+    body_position_terms(pm, q, w, b)
+    for i in range(b + 1, pm.ints.shape[0]):
+        if pm.ints[i, PARENT] == b:
+            parent_attach_map(pm, w, i)
+
+
+@helper
+def _twist_slopes(pm, wc, J, qc, uc, fext):
+    """``J[i] = ∂ bias_i/∂V_i`` ((M + 6) × 6) of each body ``i`` at the state in ``wc`` by
+    complex steps of :func:`~flexdyn.engine.terms.body_bias`: a body's bias is a function of
+    its own ``η``, ``η̇`` and twist alone, so a direction that moves only its twist changes
+    it by ``J[i]`` times the twist's change."""
+    ints, h = pm.ints, COMPLEX_STEP
+    V = wc.V_nl if velocity_fields(pm, uc, wc) else wc.V_m
+    for i in range(ints.shape[0]):
+        m = ints[i, MODES]
+        for c in range(6):
+            v = V[i, m + c]
+            V[i, m + c] = complex(v.real, h)
+            body_bias(pm, qc, uc, fext, wc, V, i)
+            for r in range(m + 6):
+                J[i, r, c] = wc.bias[i, r].imag / h
+            V[i, m + c] = v
+
+
+@helper
+def _direction(pm, w, cw, b, own, udot, fext):
+    """Inverse dynamics (Eq 44) at ``(cw.qc, cw.uc, u̇)`` into ``cw.tc``, for a direction
+    that moves a coordinate or rate of body ``b`` (``own``: a modal one), the position
+    terms already in ``cw.wc``: the velocity terms of ``b``'s subtree (``cw.sub``; the
+    state's own elsewhere), a body's bias by its twist slopes ``cw.J`` unless the direction
+    moves its own modes, then Newton–Euler and the joint forces."""
+    ints, wc, sub = pm.ints, cw.wc, cw.sub
+    V = wc.V_nl if velocity_fields(pm, cw.uc, wc) else wc.V_m
+    for i in range(ints.shape[0]):
+        pa = ints[i, PARENT]
+        sub[i] = i == b or (i > b and pa >= 0 and sub[pa])
+        if not sub[i]:
+            copy(w.a_m[i], wc.a_m[i])
+            copy(w.bias[i], wc.bias[i])
+            continue
+        body_rates(pm, cw.qc, wc, V, i)
+        if own and i == b:
+            body_bias(pm, cw.qc, cw.uc, fext, wc, V, i)
+        else:
+            _bias_along_twist(ints[i, MODES] + 6, w.bias[i], cw.J[i], V[i, ints[i, MODES]:],
+                              wc.bias[i])
+    rnea(pm, wc, udot, True, cw.tc)
+    add_passive_forces(pm, cw.qc, cw.uc, -1.0, cw.tc)
+
+
+@helper
+def _bias_along_twist(s, bias, J, V, out):
+    """``out = bias + i J Im(V)`` (``s`` entries): a bias whose body moves along the
+    complex step only through its twist ``V``."""
+    for r in range(s):
+        x = 0.0
+        for c in range(6):
+            x += J[r, c] * V[c].imag
+        out[r] = complex(bias[r], x)
 
 
 @helper

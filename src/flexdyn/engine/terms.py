@@ -38,8 +38,9 @@ from .layout import (
 from .pack import EXACT, FULL, RUTHLESS
 from .tip import node_frame, node_twist, node_twist_rate, node_wrench
 
-__all__ = ["from_parent", "geometric_tangent", "modal_velocities", "position_terms",
-           "strain_energy", "to_parent", "velocity_terms"]
+__all__ = ["body_bias", "body_position_terms", "body_rates", "from_parent", "geometric_tangent",
+           "modal_velocities", "parent_attach_map", "position_terms", "strain_energy",
+           "to_parent", "velocity_fields", "velocity_terms"]
 
 
 @helper
@@ -55,41 +56,58 @@ def position_terms(pm, q, w):
     copy(pm.A0, w.A)
     copy(pm.T_t_R, w.R_t)
     copy(pm.T_t_p, w.p_t)
+    for i in range(ints.shape[0]):
+        body_position_terms(pm, q, w, i)
+        parent_attach_map(pm, w, i)
+
+
+@inlined
+def body_position_terms(pm, q, w, i):
+    """Body ``i``'s part of :func:`position_terms`, what depends on its own coordinates
+    ``q_i`` (joint and modes): with the full model its node frames, ``M_m``, ``Q``,
+    ``X_joint`` and own attach node; φ, its pose, ``S`` and ℋ.  The constant terms are in
+    ``w`` already."""
+    ints = pm.ints
     Rj, R1 = w.t_33[0], w.t_33[1]
     pj, p1 = w.t_3[0], w.t_3[1]
-    for i in range(ints.shape[0]):
-        m, nj, kind = ints[i, MODES], ints[i, NJ], ints[i, KIND]
-        R2, p2 = w.R_phi[i], w.p_phi[i]
-        qs, nqj = ints[i, QS], ints[i, NQJ]
-        R_Jc, p_Jc = w.t_66[0, :3, :3], w.t_66[0, 3, :3]  # of the workspace's type
-        if kind == FULL:
-            _full_body_frames(pm, i, q[qs + nqj:qs + nqj + m], w)
-            _full_joint_side(pm, i, w, R_Jc, p_Jc)
-        else:
-            copy(pm.T_Jc_R[i], R_Jc)
-            copy(pm.T_Jc_p[i], p_Jc)
-        # T_parent = placement ∘ joint(q) ∘ T_Jc,i;  φ(i) = T_parent.phi()
-        joint_kernel(ints[i, JCODE], pm.jparam[i], q[qs:qs + nqj], Rj, pj, w.S[i], R1, R2)
-        compose3(pm.place_R[i], pm.place_p[i], Rj, pj, R1, p1)
-        compose3(R1, p1, R_Jc, p_Jc, R2, p2)
-        phi_matrix(R2, p2, w.phi[i])
-        # ℋ(i) = [[0, H_F], [I, Qᵀ]],  H_F* = X S
-        H, X, S = w.Hcal[i], w.X_joint[i], w.S[i]
-        H[:nj + m, :m] = 0.0
-        for r in range(nj):
-            for c in range(6):
-                s = 0.0
-                for t in range(6):
-                    s += X[c, t] * S[t, r]
-                H[r, m + c] = s
-        for k in range(m):
-            H[nj + k, k] = 1.0
-            for c in range(6):
-                H[nj + k, m + c] = w.Q[i, c, k]
-        pa = ints[i, PARENT]
-        if pa >= 0:
-            if ints[pa, KIND] == FULL and ints[i, PN] >= 0:
-                _full_attach_map(pm, i, pa, w)
+    m, nj, kind = ints[i, MODES], ints[i, NJ], ints[i, KIND]
+    R2, p2 = w.R_phi[i], w.p_phi[i]
+    qs, nqj = ints[i, QS], ints[i, NQJ]
+    R_Jc, p_Jc = w.t_66[0, :3, :3], w.t_66[0, 3, :3]  # of the workspace's type
+    if kind == FULL:
+        _full_body_frames(pm, i, q[qs + nqj:qs + nqj + m], w)
+        _full_joint_side(pm, i, w, R_Jc, p_Jc)
+    else:
+        copy(pm.T_Jc_R[i], R_Jc)
+        copy(pm.T_Jc_p[i], p_Jc)
+    # T_parent = placement ∘ joint(q) ∘ T_Jc,i;  φ(i) = T_parent.phi()
+    joint_kernel(ints[i, JCODE], pm.jparam[i], q[qs:qs + nqj], Rj, pj, w.S[i], R1, R2)
+    compose3(pm.place_R[i], pm.place_p[i], Rj, pj, R1, p1)
+    compose3(R1, p1, R_Jc, p_Jc, R2, p2)
+    phi_matrix(R2, p2, w.phi[i])
+    # ℋ(i) = [[0, H_F], [I, Qᵀ]],  H_F* = X S
+    H, X, S = w.Hcal[i], w.X_joint[i], w.S[i]
+    H[:nj + m, :m] = 0.0
+    for r in range(nj):
+        for c in range(6):
+            s = 0.0
+            for t in range(6):
+                s += X[c, t] * S[t, r]
+            H[r, m + c] = s
+    for k in range(m):
+        H[nj + k, k] = 1.0
+        for c in range(6):
+            H[nj + k, m + c] = w.Q[i, c, k]
+
+
+@inlined
+def parent_attach_map(pm, w, i):
+    """``A(i)`` and the pose of the attach node of body ``i`` on a full parent: what depends
+    on the parent's modes (:func:`_full_attach_map`); nothing on another parent."""
+    pa = pm.ints[i, PARENT]
+    if pa >= 0:
+        if pm.ints[pa, KIND] == FULL and pm.ints[i, PN] >= 0:
+            _full_attach_map(pm, i, pa, w)
 
 
 @inlined
@@ -287,76 +305,105 @@ def velocity_terms(pm, q, u, fext, w):
     """Eqs 11, 25, 37 and the elastic forces (:func:`flexdyn.terms.velocity_terms`) into
     ``w.V_m``, ``w.a_m`` and ``w.bias = b_m + [K η + C η̇; 0] − [0; f_ext]``; the ruthless
     kernel lets no modal rate into the velocity products (Eq B1)."""
+    V_nl = w.V_nl if velocity_fields(pm, u, w) else w.V_m
+    for i in range(pm.ints.shape[0]):
+        body_rates(pm, q, w, V_nl, i)
+        body_bias(pm, q, u, fext, w, V_nl, i)
+
+
+@inlined
+def velocity_fields(pm, u, w):
+    """Eq 11's ``w.V_m``, and the rates in the velocity products ``w.u_nl``: ``u`` less the
+    modal rates of ruthless bodies, whose velocities ``w.V_nl`` it fills where there are
+    such bodies.  Returns whether there are (the products then read ``w.V_nl``, else
+    ``w.V_m``)."""
     ints = pm.ints
-    n = ints.shape[0]
-    w.a_m[:] = 0.0  # accumulated below
-    w.bias[:] = 0.0
     modal_velocities(ints, w.Hcal, w.phi, w.A, u, w.V_m, w.t_6[0])
     copy(u, w.u_nl)
     ruthless = False
-    for i in range(n):
+    for i in range(ints.shape[0]):
         if ints[i, KIND] == RUTHLESS and ints[i, MODES] > 0:
             s = ints[i, US] + ints[i, NJ]
             w.u_nl[s:s + ints[i, MODES]] = 0.0
             ruthless = True
-    V_nl = w.V_m
     if ruthless:
-        V_nl = w.V_nl
-        modal_velocities(ints, w.Hcal, w.phi, w.A, w.u_nl, V_nl, w.t_6[0])
+        modal_velocities(ints, w.Hcal, w.phi, w.A, w.u_nl, w.V_nl, w.t_6[0])
+    return ruthless
+
+
+@inlined
+def body_rates(pm, q, w, V_nl, i):
+    """``w.a_m[i]``: body ``i``'s velocity-dependent acceleration of Eq 25, from the joint's
+    rates (``(V − Q η̇) × H_F* β + X Ḣ* β``) and, with the full model, the moving attach
+    nodes' (its parent's and its own)."""
+    ints = pm.ints
     HFb, tmp, V_rel = w.t_6[0], w.t_6[1], w.t_6[2]
-    for i in range(n):
-        m, nj, us, kind = ints[i, MODES], ints[i, NJ], ints[i, US], ints[i, KIND]
-        qs, nqj = ints[i, QS], ints[i, NQJ]
-        beta = w.u_nl[us:us + nj]
-        etad = w.u_nl[us + nj:us + nj + m]
-        V = V_nl[i, m:m + 6]
-        aV = w.a_m[i, m:m + 6]
-        pa, pn = ints[i, PARENT], ints[i, PN]
-        if pa >= 0 and pn >= 0 and ints[pa, KIND] == FULL and ints[pa, MODES] > 0:
-            _full_parent_rate(pm, w, i, V_nl, aV)
-        if nj > 0:  # (V − Q η̇) × H_F* β  +  X Ḣ* β
-            H = w.Hcal[i]
-            for c in range(6):
-                s = 0.0
-                for r in range(nj):
-                    s += H[r, m + c] * beta[r]
-                HFb[c] = s
-                s = V[c]
-                for k in range(m):
-                    s -= w.Q[i, c, k] * etad[k]
-                V_rel[c] = s
-            cross_motion(V_rel, HFb, aV, True)
-            code = ints[i, JCODE]
-            if code == UNIVERSAL or (code == PRODUCT and block_end(pm.jparam[i], 0, nj) < nj):
-                tmp[:] = 0.0
-                if code == UNIVERSAL:
-                    joint_kernel_rate(code, pm.jparam[i], q[qs:qs + nqj], beta, tmp, w.t_33[0])
-                else:
-                    product_rate(pm.jparam[i], w.S[i], beta, nj, tmp, w.t_33[0])
-                mv(w.X_joint[i], tmp, aV, True)
-        if kind == FULL and ints[i, CN] >= 0 and m > 0:
-            _full_own_rate(pm, w, i, etad, V, aV)
-        if kind == FULL:
-            _full_modal_bias(ints[i, TK], m, ints[i, NN], pm.node_m[i], pm.node_I[i],
-                             pm.M_rigid[i], pm.Pi_r[i], w.fR[i], w.fp[i], w.fE[i], w.fth[i],
-                             etad, V, w.t_6[4:8], w.t_tip, w.bias[i])
-            if ints[i, MI] == 1:
-                _invariant_bias(m, q[qs + nqj:qs + nqj + m], etad, V, pm.inv0[i], pm.inv1[i],
-                                pm.inv2[i], w.t_X[:6], w.t_6[4], w.bias[i])
-        else:
-            _modal_bias(kind, m, pm.M_m0[i], pm.B_quad[i], V, w.t_6[3], w.bias[i])
-        eta = q[qs + nqj:qs + nqj + m]
-        etad_true = u[us + nj:us + nj + m]
-        b = w.bias[i]
-        for r in range(m):
-            s = b[r]
+    m, nj, us, kind = ints[i, MODES], ints[i, NJ], ints[i, US], ints[i, KIND]
+    qs, nqj = ints[i, QS], ints[i, NQJ]
+    beta = w.u_nl[us:us + nj]
+    etad = w.u_nl[us + nj:us + nj + m]
+    V = V_nl[i, m:m + 6]
+    w.a_m[i] = 0.0
+    aV = w.a_m[i, m:m + 6]
+    pa, pn = ints[i, PARENT], ints[i, PN]
+    if pa >= 0 and pn >= 0 and ints[pa, KIND] == FULL and ints[pa, MODES] > 0:
+        _full_parent_rate(pm, w, i, V_nl, aV)
+    if nj > 0:  # (V − Q η̇) × H_F* β  +  X Ḣ* β
+        H = w.Hcal[i]
+        for c in range(6):
+            s = 0.0
+            for r in range(nj):
+                s += H[r, m + c] * beta[r]
+            HFb[c] = s
+            s = V[c]
             for k in range(m):
-                s += pm.K[i, r, k] * eta[k] + pm.C[i, r, k] * etad_true[k]
-            b[r] = s
-        if ints[i, GS] > 0:
-            _geometric_force(pm, i, m, eta, b)
-        for r in range(6):
-            b[m + r] -= fext[i, r]
+                s -= w.Q[i, c, k] * etad[k]
+            V_rel[c] = s
+        cross_motion(V_rel, HFb, aV, True)
+        code = ints[i, JCODE]
+        if code == UNIVERSAL or (code == PRODUCT and block_end(pm.jparam[i], 0, nj) < nj):
+            tmp[:] = 0.0
+            if code == UNIVERSAL:
+                joint_kernel_rate(code, pm.jparam[i], q[qs:qs + nqj], beta, tmp, w.t_33[0])
+            else:
+                product_rate(pm.jparam[i], w.S[i], beta, nj, tmp, w.t_33[0])
+            mv(w.X_joint[i], tmp, aV, True)
+    if kind == FULL and ints[i, CN] >= 0 and m > 0:
+        _full_own_rate(pm, w, i, etad, V, aV)
+
+
+@inlined
+def body_bias(pm, q, u, fext, w, V_nl, i):
+    """``w.bias[i] = b_m + [K η + C η̇ (+ the geometric force); 0] − [0; f_ext]`` of body
+    ``i`` (Eq 37 and the elastic forces): a function of its own ``η``, ``η̇`` and twist
+    ``V_nl[i]`` alone."""
+    ints = pm.ints
+    m, nj, us, kind = ints[i, MODES], ints[i, NJ], ints[i, US], ints[i, KIND]
+    qs, nqj = ints[i, QS], ints[i, NQJ]
+    etad = w.u_nl[us + nj:us + nj + m]
+    V = V_nl[i, m:m + 6]
+    w.bias[i] = 0.0
+    if kind == FULL:
+        _full_modal_bias(ints[i, TK], m, ints[i, NN], pm.node_m[i], pm.node_I[i],
+                         pm.M_rigid[i], pm.Pi_r[i], w.fR[i], w.fp[i], w.fE[i], w.fth[i],
+                         etad, V, w.t_6[4:8], w.t_tip, w.bias[i])
+        if ints[i, MI] == 1:
+            _invariant_bias(m, q[qs + nqj:qs + nqj + m], etad, V, pm.inv0[i], pm.inv1[i],
+                            pm.inv2[i], w.t_X[:6], w.t_6[4], w.bias[i])
+    else:
+        _modal_bias(kind, m, pm.M_m0[i], pm.B_quad[i], V, w.t_6[3], w.bias[i])
+    eta = q[qs + nqj:qs + nqj + m]
+    etad_true = u[us + nj:us + nj + m]
+    b = w.bias[i]
+    for r in range(m):
+        s = b[r]
+        for k in range(m):
+            s += pm.K[i, r, k] * eta[k] + pm.C[i, r, k] * etad_true[k]
+        b[r] = s
+    if ints[i, GS] > 0:
+        _geometric_force(pm, i, m, eta, b)
+    for r in range(6):
+        b[m + r] -= fext[i, r]
 
 
 @inlined
