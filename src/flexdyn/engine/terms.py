@@ -102,8 +102,9 @@ def body_position_terms(pm, q, w, i):
 
 @inlined
 def parent_attach_map(pm, w, i):
-    """``A(i)`` and the pose of the attach node of body ``i`` on a full parent: what depends
-    on the parent's modes (:func:`_full_attach_map`); nothing on another parent."""
+    """``A(i) = [E_tᵀ; φ(p, t_i)]`` and the pose of the attach node ``t_i`` of body ``i`` on a
+    full parent, which move with the parent's modes; nothing for another parent (its
+    constant ``A(i)`` is in ``w`` already)."""
     pa = pm.ints[i, PARENT]
     if pa >= 0:
         if pm.ints[pa, KIND] == FULL and pm.ints[i, PN] >= 0:
