@@ -57,7 +57,7 @@ from .algebra import (
 )
 from .composite_body import crba
 from .forces import add_passive_forces, motor_torques, passive_force_kernel
-from .jit import allocating_helper, entry_point, helper, inlined
+from .jit import allocating_helper, entry_point, helper
 from .kernels import finite, valid_state
 from .layout import (
     INVALID,
@@ -247,7 +247,11 @@ def _complex_derivatives(pm, w, cw, q_dir, u, udot, fext, d_q, d_u, Mass):
             uc[j] = u[j]
 
 
-@inlined
+# The functions below that take the packed model and the workspace are called, not inlined,
+# though each call copies their headers: inlined, each call site would compile the body
+# kernels once more (the node sums of the full model), and the entry is compiled on first
+# use.
+@helper
 def _own_position_terms(pm, q, w, b):
     """The position terms that body ``b``'s coordinates move: its own, and the attach maps
     of its children."""
@@ -264,13 +268,13 @@ def _twist_slopes(pm, wc, J, qc, uc, fext):
     its own ``η``, ``η̇`` and twist alone, so a direction that moves only its twist changes
     it by ``J[i]`` times the twist's change."""
     ints, h = pm.ints, COMPLEX_STEP
-    V = wc.V_nl if velocity_fields(pm, uc, wc) else wc.V_m
+    V = wc.V_nl if _velocities(pm, uc, wc) else wc.V_m
     for i in range(ints.shape[0]):
         m = ints[i, MODES]
         for c in range(6):
             v = V[i, m + c]
             V[i, m + c] = complex(v.real, h)
-            body_bias(pm, qc, uc, fext, wc, V, i)
+            _bias(pm, qc, uc, fext, wc, V, i)
             for r in range(m + 6):
                 J[i, r, c] = wc.bias[i, r].imag / h
             V[i, m + c] = v
@@ -284,7 +288,7 @@ def _direction(pm, w, cw, b, own, udot, fext):
     state's own elsewhere), a body's bias by its twist slopes ``cw.J`` unless the direction
     moves its own modes, then Newton–Euler and the joint forces."""
     ints, wc, sub = pm.ints, cw.wc, cw.sub
-    V = wc.V_nl if velocity_fields(pm, cw.uc, wc) else wc.V_m
+    V = wc.V_nl if _velocities(pm, cw.uc, wc) else wc.V_m
     for i in range(ints.shape[0]):
         pa = ints[i, PARENT]
         sub[i] = i == b or (i > b and pa >= 0 and sub[pa])
@@ -294,12 +298,24 @@ def _direction(pm, w, cw, b, own, udot, fext):
             continue
         body_rates(pm, cw.qc, wc, V, i)
         if own and i == b:
-            body_bias(pm, cw.qc, cw.uc, fext, wc, V, i)
+            _bias(pm, cw.qc, cw.uc, fext, wc, V, i)
         else:
             _bias_along_twist(ints[i, MODES] + 6, w.bias[i], cw.J[i], V[i, ints[i, MODES]:],
                               wc.bias[i])
     rnea(pm, wc, udot, True, cw.tc)
     add_passive_forces(pm, cw.qc, cw.uc, -1.0, cw.tc)
+
+
+@helper
+def _velocities(pm, u, w):
+    """:func:`~flexdyn.engine.terms.velocity_fields`, compiled once for both its callers."""
+    return velocity_fields(pm, u, w)
+
+
+@helper
+def _bias(pm, q, u, fext, w, V, i):
+    """:func:`~flexdyn.engine.terms.body_bias`, compiled once for both its callers."""
+    body_bias(pm, q, u, fext, w, V, i)
 
 
 @helper
