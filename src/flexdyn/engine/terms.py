@@ -63,10 +63,11 @@ def position_terms(pm, q, w):
 
 @inlined
 def body_position_terms(pm, q, w, i):
-    """Body ``i``'s part of :func:`position_terms`, what depends on its own coordinates
-    ``q_i`` (joint and modes): with the full model its node frames, ``M_m``, ``Q``,
-    ``X_joint`` and own attach node; φ, its pose, ``S`` and ℋ.  The constant terms are in
-    ``w`` already."""
+    """Body ``i``'s part of :func:`position_terms` (Eqs 12–17 and 23), what depends on its
+    own coordinates in ``q`` (nq,), joint and modes: with the full model its node frames,
+    ``M_m`` ((m + 6) × (m + 6)), ``Q`` (6 × m), ``X_joint`` (6 × 6) and own attach node; φ
+    (6 × 6), its pose, ``S`` (6 × n_j) and ℋ ((n_j + m) × (m + 6)).  The constant terms are
+    in ``w`` already."""
     ints = pm.ints
     Rj, R1 = w.t_33[0], w.t_33[1]
     pj, p1 = w.t_3[0], w.t_3[1]
@@ -102,9 +103,9 @@ def body_position_terms(pm, q, w, i):
 
 @inlined
 def parent_attach_map(pm, w, i):
-    """``A(i) = [E_tᵀ; φ(p, t_i)]`` and the pose of the attach node ``t_i`` of body ``i`` on a
-    full parent, which move with the parent's modes; nothing for another parent (its
-    constant ``A(i)`` is in ``w`` already)."""
+    """``A(i) = [E_tᵀ; φ(p, t_i)]`` ((m_p + 6) × 6, of Eqs 12–17) and the pose of the attach
+    node ``t_i`` of body ``i`` on a full parent, which move with the parent's modes; nothing
+    for another parent (its constant ``A(i)`` is in ``w`` already)."""
     pa = pm.ints[i, PARENT]
     if pa >= 0:
         if pm.ints[pa, KIND] == FULL and pm.ints[i, PN] >= 0:
@@ -314,10 +315,10 @@ def velocity_terms(pm, q, u, fext, w):
 
 @inlined
 def velocity_fields(pm, u, w):
-    """Eq 11's ``w.V_m``, and the rates in the velocity products ``w.u_nl``: ``u`` less the
-    modal rates of ruthless bodies, whose velocities ``w.V_nl`` it fills where there are
-    such bodies.  Returns whether there are (the products then read ``w.V_nl``, else
-    ``w.V_m``)."""
+    """Eq 11's ``w.V_m`` (n × (M + 6)) from ``u`` (nu,), and the rates in the velocity
+    products ``w.u_nl`` (nu,): ``u`` less the modal rates of ruthless bodies, whose
+    velocities ``w.V_nl`` it fills where there are such bodies.  Returns whether there are
+    (the products then read ``w.V_nl``, else ``w.V_m``)."""
     ints = pm.ints
     modal_velocities(ints, w.Hcal, w.phi, w.A, u, w.V_m, w.t_6[0])
     copy(u, w.u_nl)
@@ -334,9 +335,10 @@ def velocity_fields(pm, u, w):
 
 @inlined
 def body_rates(pm, q, w, V_nl, i):
-    """``w.a_m[i]``: body ``i``'s velocity-dependent acceleration of Eq 25, from the joint's
-    rates (``(V − Q η̇) × H_F* β + X Ḣ* β``) and, with the full model, the moving attach
-    nodes' (its parent's and its own)."""
+    """``w.a_m[i]`` (its first m + 6 entries: zero modal rows, then rad/s² and m/s²): body
+    ``i``'s velocity-dependent acceleration of Eq 25, from the joint's rates
+    (``(V − Q η̇) × H_F* β + X Ḣ* β``) and, with the full model, the moving attach nodes'
+    (its parent's and its own)."""
     ints = pm.ints
     HFb, tmp, V_rel = w.t_6[0], w.t_6[1], w.t_6[2]
     m, nj, us, kind = ints[i, MODES], ints[i, NJ], ints[i, US], ints[i, KIND]
@@ -375,9 +377,10 @@ def body_rates(pm, q, w, V_nl, i):
 
 @inlined
 def body_bias(pm, q, u, fext, w, V_nl, i):
-    """``w.bias[i] = b_m + [K η + C η̇ (+ the geometric force); 0] − [0; f_ext]`` of body
-    ``i`` (Eq 37 and the elastic forces): a function of its own ``η``, ``η̇`` and twist
-    ``V_nl[i]`` alone."""
+    """``w.bias[i] = b_m + [K η + C η̇ (+ the geometric force); 0] − [0; f_ext]`` (its first
+    m + 6 entries: modal forces, then the wrench in N m, N) of body ``i`` (Eq 37 and the
+    elastic forces), ``q`` (nq,), ``u`` (nu,), ``fext`` (n × 6): a function of its own
+    ``η``, ``η̇`` and twist ``V_nl[i]`` alone."""
     ints = pm.ints
     m, nj, us, kind = ints[i, MODES], ints[i, NJ], ints[i, US], ints[i, KIND]
     qs, nqj = ints[i, QS], ints[i, NQJ]
