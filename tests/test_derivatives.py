@@ -223,6 +223,48 @@ def test_batches_out_and_the_bound_interface():
         dyn.forward_dynamics_derivatives(q, u[:2], tau)
 
 
+@pytest.mark.parametrize("rigid", [True, False])
+def test_any_input_type_gives_the_derivatives_of_the_compiled_type(rigid):
+    """A single state goes to the compiled code unchecked only as writable C-contiguous
+    ``float64`` arrays of the right shapes; lists, strided, read-only and other arrays give
+    the same derivatives by the general path (a strided array read as contiguous would not):
+    a rigid tree (its analytic sweeps) and a flexible arm (complex steps), forward and
+    inverse, with and without body wrenches."""
+    rng = np.random.default_rng(7)
+    if rigid:
+        d = random_model_dict(rng, [-1, 0, 1], ["revolute", "prismatic", "screw"], [0] * 3,
+                              [0] * 3, gravity=True)
+        model = fd.Model.from_dict(d)
+        assert fd.dynamics.cached_engine(model).rigid_tree
+    else:
+        model = fd.models.two_link_arm()
+    dyn = fd.bind(model)
+    q, u, tau, f_ext = _state(model, 3)
+    for forward in (True, False):
+        call = dyn.forward_dynamics_derivatives if forward else \
+            dyn.inverse_dynamics_derivatives
+        for wrenches in (None, f_ext):
+            expected = call(q, u, tau, f_ext=wrenches)
+            for position in range(3):
+                for kind, variant in _variants([q, u, tau][position]).items():
+                    args = [q, u, tau]
+                    args[position] = variant
+                    got = call(*args, f_ext=wrenches)
+                    for name, g, e in zip(got._fields, got, expected, strict=True):
+                        np.testing.assert_allclose(
+                            g, e, rtol=1e-12, atol=1e-12,
+                            err_msg=f"{name} with argument {position} {kind}")
+
+
+def _variants(x: np.ndarray) -> dict[str, object]:
+    """``x`` (n,) as a list, a strided view and a read-only array."""
+    wide = np.zeros((len(x), 3))
+    wide[:, 1] = x
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    return {"list": x.tolist(), "strided": wide[:, 1], "read-only": frozen}
+
+
 def test_complex_states_are_refused():
     model = fd.models.two_link_arm()
     q = model.neutral_configuration().astype(complex)

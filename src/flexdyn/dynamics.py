@@ -1055,6 +1055,8 @@ class Dynamics:
         self._nq, self._nu, self._nb = model.nq, model.nu, model.n_bodies
         self._zero_tau = np.zeros(model.nu)
         self._zero_wrenches = np.zeros((model.n_bodies, 6))
+        # one state's zero loads for the batch entries (_derivatives)
+        self._zero_tau1, self._zero_wrenches1 = self._zero_tau[None], self._zero_wrenches[None]
         self._forward: dict[str, tuple] = {}  # the engine's entry of each method, on first use
         self._ill: bool | None = None  # ill_conditioned(), on first use
         self._constant_directions: np.ndarray | bool | None = None  # _directions, on first use
@@ -1233,31 +1235,35 @@ class Dynamics:
         one state of the engine's arrays straight into the engine's entry
         (:meth:`flexdyn.engine.Engine.derivatives_entry`), anything else validated in full
         (:func:`_leading`) and run on the engine or the reference tier."""
-        model, nq, nu = self.model, self._nq, self._nu
-        _tree_derivatives(model)
+        nq, nu = self._nq, self._nu
         x = tau if forward else udot
-        run = self._short(q, nq, u, x, f_ext, None, (nu,)) if f_nodes is None else None
-        if run is not None:
+        # the checks of _short written out on this hot path (one Python call less)
+        run = self._run if self._run is not None else self._engine()
+        if run and f_nodes is None and is_entry_array(q, nq) and is_entry_array(u, nu) \
+                and (x is None or is_entry_array(x, nu)) \
+                and (f_ext is None or is_entry_array(f_ext, self._nb, 6)):
             if not forward:
                 tau, udot = None, udot[None]
             elif run.rigid_tree:  # the entry solves for u̇ in place
                 udot = np.zeros((1, nu))
-            else:
-                udot = self.forward_dynamics(q, u, tau, f_ext=f_ext)[None]
+            else:  # the code's type, whichever path solved for it
+                udot = np.ascontiguousarray(self.forward_dynamics(q, u, tau, f_ext=f_ext),
+                                            dtype=np.float64)[None]
             out = np.empty((3, 1, nu, nu))
             status = np.empty(1, dtype=np.int64)
-            kernel, directions = run.derivatives_entry(
-                None if run.rigid_tree else self._directions(q))
-            kernel(*run.packed, forward, 0, 1, q[None], u[None], udot,
-                   self._zero_tau[None] if tau is None else tau[None],
-                   self._zero_wrenches[None] if f_ext is None else f_ext[None], *directions,
-                   out, status)
+            directions = () if run.rigid_tree else (self._directions(q),)
+            run.derivatives_code()(forward, 0, 1, q[None], u[None], udot,
+                                   self._zero_tau1 if tau is None else tau[None],
+                                   self._zero_wrenches1 if f_ext is None else f_ext[None],
+                                   *directions, out, status)
             if status[0] == -1:
                 return out[0, 0], out[1, 0], out[2, 0]
             if forward and run.rigid_tree:  # names a singular inertia as for one state
                 self.forward_dynamics(q, u, tau, f_ext=f_ext)
             # an invalid input, a singular mass matrix or an overflow: the general path
             # reports it
+        model = self.model
+        _tree_derivatives(model)
         q, u, x, f_ext, batch = _leading(model, q, u, x, f_ext, "tau" if forward else "udot")
         if forward:
             tau = x

@@ -6,12 +6,14 @@ entries compiled on first use for ``M⁻¹ b`` and the energies and momentum
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from ..articulated_body import SplitFactors
@@ -51,6 +53,16 @@ _RIGID_TREE_DERIVATIVE = {"articulated": kernels.derivative_rigid_tree}
 _RIGID_TREE_BATCH = {"articulated": kernels.batch_rigid_tree}
 #: states per thread below which a batch is not shared among threads
 STATES_PER_THREAD = 64
+
+
+def _machine_code(entry: Callable, *args) -> Callable:
+    """The compiled code of the entry ``entry`` for the types of ``args`` (compiled, or
+    loaded from the cache, on first use), called from Python without numba's dispatch, which
+    resolves the type of every argument on every call (about 0.3 µs for a dozen arrays).
+    The code does not check its arguments: its caller passes arrays of exactly these types
+    (dtype, dimensions, layout) and shapes."""
+    return entry.compile(tuple(numba.typeof(a) for a in args))
+
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -156,6 +168,7 @@ class Engine:
         self._zero_speeds = np.zeros(model.nu)
         self._split: tuple[np.ndarray, ...] | None = None
         self._closures: tuple[np.ndarray, np.ndarray] | None = None
+        self._codes: dict[str, Callable] = {}  # machine code of the bound interface's calls
 
     @property
     def split_buffers(self) -> tuple[np.ndarray, ...]:
@@ -219,21 +232,33 @@ class Engine:
         return _checked(*self.forward_status(*self._inputs(q, u, tau, f_ext, "tau"), method))
 
     def forward_entry(self, method: str) -> tuple[Callable, tuple[np.ndarray, ...]]:
-        """``(entry, buffers)``: the compiled forward dynamics of ``method`` (of
-        ``_FORWARD``, or the rigid tree's) and the buffers it takes before
-        ``(q, u, tau, f_ext, udot)``; it returns the status of :meth:`forward_status`."""
-        return self._forward[method], tuple(self.split_buffers if method == SPLIT
-                                            else self.packed)
+        """``(code, buffers)``: the machine code of the compiled forward dynamics of
+        ``method`` (of ``_FORWARD``, or the rigid tree's; :func:`_machine_code`)
+        and the buffers it takes before ``(q, u, tau, f_ext, udot)``, writable C-contiguous
+        ``float64`` arrays of shapes (nq,), (nu,), (nu,), (n_bodies, 6), (nu,) that the caller
+        has checked (:func:`flexdyn.dynamics.is_entry_array`: the code does not); it
+        returns the status of :meth:`forward_status`."""
+        buffers = self._forward_buffers(method)
+        code = self._codes.get(method)
+        if code is None:
+            nq, nu = self.model.nq, self.model.nu
+            code = self._codes[method] = _machine_code(
+                self._forward[method], *buffers, np.empty(nq), np.empty(nu), np.empty(nu),
+                self._zero_wrenches, np.empty(nu))
+        return code, buffers
+
+    def _forward_buffers(self, method: str) -> tuple[np.ndarray, ...]:
+        """The buffers the forward dynamics of ``method`` takes before its state."""
+        return tuple(self.split_buffers if method == SPLIT else self.packed)
 
     def forward_status(self, q, u, tau, f_ext, method: str) -> tuple[int, np.ndarray]:
         """``(status, u̇)`` of :meth:`forward_dynamics` for arguments already of the kernels'
         type and shapes, ``f_ext`` may be None (unchecked), by the entry of
         :meth:`forward_entry`, without raising for :data:`~flexdyn.engine.layout.INVALID` and
         :data:`~flexdyn.engine.layout.OVERFLOW` (a singular inertia raises)."""
-        entry, buffers = self.forward_entry(method)
         udot = np.empty(self.model.nu)
-        status = entry(*buffers, q, u, tau, self._zero_wrenches if f_ext is None else f_ext,
-                       udot)
+        status = self._forward[method](*self._forward_buffers(method), q, u, tau,
+                                       self._zero_wrenches if f_ext is None else f_ext, udot)
         if status >= 0:
             raise self._singular(method, status)
         return status, udot
@@ -392,6 +417,23 @@ class Engine:
         if self.rigid_tree:
             return derivatives.derivatives_rigid_tree, ()
         return derivatives.derivatives, (q_dir,)
+
+    def derivatives_code(self) -> Callable:
+        """:meth:`derivatives_entry`'s entry for one state as machine code
+        (:func:`_machine_code`) with the packed model bound, taking ``(forward, t,
+        n_threads, q, u, udot, tau, f_ext, *directions, d, status)`` of shapes (1, nq),
+        (1, nu), (1, nu), (1, nu), (1, n_bodies, 6), (1, nq, nu), (3, 1, nu, nu) and (1,) (an
+        ``int64`` array), the others C-contiguous ``float64`` arrays, writable where
+        written, that the caller has checked (the code does not)."""
+        code = self._codes.get("derivatives")
+        if code is None:
+            nq, nu = self.model.nq, self.model.nu
+            kernel, directions = self.derivatives_entry(np.empty((1, nq, nu)))
+            code = self._codes["derivatives"] = functools.partial(_machine_code(
+                kernel, *self.packed, True, 0, 1, np.empty((1, nq)), np.empty((1, nu)),
+                np.empty((1, nu)), np.empty((1, nu)), self._zero_wrenches[None], *directions,
+                np.empty((3, 1, nu, nu)), np.empty(1, dtype=np.int64)), *self.packed)
+        return code
 
     def energy_momentum(self, q, u=None) -> np.ndarray:
         """``[T, V, h, p]`` (8,): kinetic and potential energy (J) and the spatial momentum

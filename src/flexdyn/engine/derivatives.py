@@ -51,7 +51,6 @@ from .algebra import (
     copy,
     cross_force,
     cross_motion,
-    motion_to_parent,
     mv6,
     pose_congruence,
 )
@@ -174,7 +173,6 @@ class RigidWork(NamedTuple):
     q_n: np.ndarray  # (nq,) the validated configuration
     c: np.ndarray  # (nu,) c = ID(q, u, 0)
     S_j: np.ndarray  # (6, 6) a joint's motion subspace in its frames
-    X: np.ndarray  # (6, 6) a twist transform
     R3: np.ndarray  # (4, 3, 3) a body's pose in its parent's frame, and scratch
     T: np.ndarray  # (3, 3, 3) scratch of pose_congruence
     p3: np.ndarray  # (3, 3) a body's position in its parent's frame, and scratch
@@ -185,15 +183,15 @@ class RigidWork(NamedTuple):
 def _rigid_work(n, nq, nu):
     """A :class:`RigidWork` carved from one buffer."""
     o = prefix_sums((n * 9, n * 3, n * 36, n * 36, n * 36, n * 6 * N_RIGID_VECTORS, nu * nu,
-                     nq, nu, 36, 36, 36, 27, 9, 24))
+                     nq, nu, 36, 36, 27, 9, 24))
     buf = np.empty(o[-1])
     return RigidWork(view(buf, o[0], (n, 3, 3)), view(buf, o[1], (n, 3)),
                      view(buf, o[2], (n, 6, 6)), view(buf, o[3], (n, 6, 6)),
                      view(buf, o[4], (n, 6, 6)), view(buf, o[5], (n, N_RIGID_VECTORS, 6)),
                      view(buf, o[6], (nu, nu)), view(buf, o[7], (nq,)), view(buf, o[8], (nu,)),
-                     view(buf, o[9], (6, 6)), view(buf, o[10], (6, 6)),
-                     view(buf, o[11], (4, 3, 3)), view(buf, o[12], (3, 3, 3)),
-                     view(buf, o[13], (3, 3)), view(buf, o[14], (4, 6)))
+                     view(buf, o[9], (6, 6)), view(buf, o[10], (4, 3, 3)),
+                     view(buf, o[11], (3, 3, 3)), view(buf, o[12], (3, 3)),
+                     view(buf, o[13], (4, 6)))
 
 
 @helper
@@ -402,6 +400,19 @@ def _coriolis_inertia(Y, V, hV, out, col):
 
 
 @helper
+def _twist_to_inertial(R, p, x, out):
+    """``out = [R x_ω; R x_v + p × R x_ω]``: the twist ``x`` (6,) of a frame at pose
+    ``(R, p)`` in inertial coordinates (``[[R, 0], [p̃ R, R]] x`` without forming the
+    matrix)."""
+    for r in range(3):
+        out[r] = R[r, 0] * x[0] + R[r, 1] * x[1] + R[r, 2] * x[2]
+    w0, w1, w2 = out[0], out[1], out[2]
+    out[3] = R[0, 0] * x[3] + R[0, 1] * x[4] + R[0, 2] * x[5] + p[1] * w2 - p[2] * w1
+    out[4] = R[1, 0] * x[3] + R[1, 1] * x[4] + R[1, 2] * x[5] + p[2] * w0 - p[0] * w2
+    out[5] = R[2, 0] * x[3] + R[2, 1] * x[4] + R[2, 2] * x[5] + p[0] * w1 - p[1] * w0
+
+
+@helper
 def _subtract_skew(out, r, c, a0, a1, a2):
     """``out[r:r+3, c:c+3] −= ã``, the cross-product matrix of ``a``."""
     out[r, c + 1] += a2
@@ -444,7 +455,7 @@ def rigid_tree_derivatives(pm, rw, u, udot, tau, fext, forward, d_q, d_u):
     n = ints.shape[0]
     R0, p0, Yb, Y, Bc, vec, Mass, q_n, c = rw.R0, rw.p0, rw.Yb, rw.Y, rw.Bc, rw.vec, rw.L, \
         rw.q_n, rw.c
-    a_g, h, e, col, X, T = rw.v6[0], rw.v6[1], rw.v6[2], rw.v6[3], rw.X, rw.T
+    a_g, h, e, col, T = rw.v6[0], rw.v6[1], rw.v6[2], rw.v6[3], rw.T
     Rl, Rj, R1, R2, pl, pj, p1 = rw.R3[0], rw.R3[1], rw.R3[2], rw.R3[3], rw.p3[0], rw.p3[1], \
         rw.p3[2]
     gravity_acceleration(pm, a_g)
@@ -461,8 +472,7 @@ def rigid_tree_derivatives(pm, rw, u, udot, tau, fext, forward, d_q, d_u):
             compose3(R0[pa], p0[pa], Rl, pl, R0[i], p0[i])
             copy(vec[pa, _V], V)
             copy(vec[pa, _A], A)
-        motion_to_parent(R0[i], p0[i], X)  # S in inertial coordinates
-        mv6(X, h, S, False)
+        _twist_to_inertial(R0[i], p0[i], h, S)  # S in inertial coordinates
         cross_motion(V, S, Sd, False)  # Ṡ = V_λ × S
         for r in range(6):
             A[r] += Sd[r] * u[us]
