@@ -233,7 +233,7 @@ class Engine:
 
     def forward_entry(self, method: str) -> tuple[Callable, tuple[np.ndarray, ...]]:
         """``(code, buffers)``: the machine code of the compiled forward dynamics of
-        ``method`` (of ``_FORWARD``, or the rigid tree's; :func:`_machine_code`)
+        ``method`` (of ``_FORWARD``, or the rigid tree's; ``_machine_code``)
         and the buffers it takes before ``(q, u, tau, f_ext, udot)``, writable C-contiguous
         ``float64`` arrays of shapes (nq,), (nu,), (nu,), (n_bodies, 6), (nu,) that the caller
         has checked (:func:`flexdyn.dynamics.is_entry_array`: the code does not); it
@@ -420,7 +420,7 @@ class Engine:
 
     def derivatives_code(self) -> Callable:
         """:meth:`derivatives_entry`'s entry for one state as machine code
-        (:func:`_machine_code`) with the packed model bound, taking ``(forward, t,
+        (``_machine_code``) with the packed model bound, taking ``(forward, t,
         n_threads, q, u, udot, tau, f_ext, *directions, d, status)`` of shapes (1, nq),
         (1, nu), (1, nu), (1, nu), (1, n_bodies, 6), (1, nq, nu), (3, 1, nu, nu) and (1,) (an
         ``int64`` array), the others C-contiguous ``float64`` arrays, writable where
