@@ -256,6 +256,28 @@ def test_any_input_type_gives_the_derivatives_of_the_compiled_type(rigid):
                             err_msg=f"{name} with argument {position} {kind}")
 
 
+def test_a_rigid_trees_batch_equals_its_states_one_by_one():
+    """A rigid tree's batch entry and its single-state entry share the state's arithmetic:
+    bit for bit, forward and inverse."""
+    rng = np.random.default_rng(11)
+    model = fd.Model.from_dict(random_model_dict(rng, [-1, 0, 0, 2], ["revolute", "screw",
+                                                                      "prismatic", "revolute"],
+                                                 [0] * 4, [0] * 4, gravity=True))
+    assert fd.dynamics.cached_engine(model).rigid_tree
+    states = [_state(model, s) for s in range(3)]
+    q, u, tau, f_ext = (np.stack(a) for a in zip(*states, strict=True))
+    dyn = fd.bind(model)
+    for forward in (True, False):
+        call = dyn.forward_dynamics_derivatives if forward else \
+            dyn.inverse_dynamics_derivatives
+        batch = call(q, u, tau, f_ext=f_ext)
+        for b in range(3):
+            for name, part, one in zip(batch._fields, batch, call(q[b], u[b], tau[b],
+                                                                   f_ext=f_ext[b]),
+                                       strict=True):
+                np.testing.assert_array_equal(part[b], one, err_msg=f"{name}, state {b}")
+
+
 def _variants(x: np.ndarray) -> dict[str, object]:
     """``x`` (n,) as a list, a strided view and a read-only array."""
     wide = np.zeros((len(x), 3))

@@ -1055,8 +1055,6 @@ class Dynamics:
         self._nq, self._nu, self._nb = model.nq, model.nu, model.n_bodies
         self._zero_tau = np.zeros(model.nu)
         self._zero_wrenches = np.zeros((model.n_bodies, 6))
-        # one state's zero loads for the batch entries (_derivatives)
-        self._zero_tau1, self._zero_wrenches1 = self._zero_tau[None], self._zero_wrenches[None]
         self._forward: dict[str, tuple] = {}  # the engine's entry of each method, on first use
         self._ill: bool | None = None  # ill_conditioned(), on first use
         self._constant_directions: np.ndarray | bool | None = None  # _directions, on first use
@@ -1232,8 +1230,8 @@ class Dynamics:
         """The three derivative blocks of :meth:`forward_dynamics_derivatives` (``forward``;
         ``u̇`` by :meth:`forward_dynamics`, which validates and names what is wrong, except on
         a rigid tree, whose entry solves for it) or of :meth:`inverse_dynamics_derivatives`:
-        one state of the engine's arrays straight into the engine's entry
-        (:meth:`flexdyn.engine.Engine.derivatives_entry`), anything else validated in full
+        one state of the engine's arrays straight into the engine's machine code
+        (:meth:`flexdyn.engine.Engine.derivatives_code`), anything else validated in full
         (:func:`_leading`) and run on the engine or the reference tier."""
         nq, nu = self._nq, self._nu
         x = tau if forward else udot
@@ -1242,24 +1240,27 @@ class Dynamics:
         if run and f_nodes is None and is_entry_array(q, nq) and is_entry_array(u, nu) \
                 and (x is None or is_entry_array(x, nu)) \
                 and (f_ext is None or is_entry_array(f_ext, self._nb, 6)):
-            if not forward:
-                tau, udot = None, udot[None]
-            elif run.rigid_tree:  # the entry solves for u̇ in place
-                udot = np.zeros((1, nu))
-            else:  # the code's type, whichever path solved for it
-                udot = np.ascontiguousarray(self.forward_dynamics(q, u, tau, f_ext=f_ext),
-                                            dtype=np.float64)[None]
-            out = np.empty((3, 1, nu, nu))
-            status = np.empty(1, dtype=np.int64)
-            directions = () if run.rigid_tree else (self._directions(q),)
-            run.derivatives_code()(forward, 0, 1, q[None], u[None], udot,
-                                   self._zero_tau1 if tau is None else tau[None],
-                                   self._zero_wrenches1 if f_ext is None else f_ext[None],
-                                   *directions, out, status)
-            if status[0] == -1:
-                return out[0, 0], out[1, 0], out[2, 0]
-            if forward and run.rigid_tree:  # names a singular inertia as for one state
-                self.forward_dynamics(q, u, tau, f_ext=f_ext)
+            code = run.derivatives_code()
+            zero_tau, zero_wrenches = self._zero_tau, self._zero_wrenches
+            if run.rigid_tree:  # one state; the forward derivatives solve for u̇ in place
+                d = np.empty((3, nu, nu))
+                if code(forward, q, u, np.zeros(nu) if forward else udot,
+                        zero_tau if tau is None else tau,
+                        zero_wrenches if f_ext is None else f_ext, d) == -1:
+                    return d[0], d[1], d[2]
+                if forward:  # names a singular inertia as for one state
+                    self.forward_dynamics(q, u, tau, f_ext=f_ext)
+            else:  # a batch of one
+                if forward:  # the code's type, whichever path solved for it
+                    udot = np.ascontiguousarray(self.forward_dynamics(q, u, tau, f_ext=f_ext),
+                                                dtype=np.float64)
+                d, status = np.empty((3, 1, nu, nu)), np.empty(1, dtype=np.int64)
+                code(forward, 0, 1, q[None], u[None], udot[None],
+                     (zero_tau if tau is None else tau)[None],
+                     (zero_wrenches if f_ext is None else f_ext)[None], self._directions(q), d,
+                     status)
+                if status[0] == -1:
+                    return d[0, 0], d[1, 0], d[2, 0]
             # an invalid input, a singular mass matrix or an overflow: the general path
             # reports it
         model = self.model

@@ -419,20 +419,30 @@ class Engine:
         return derivatives.derivatives, (q_dir,)
 
     def derivatives_code(self) -> Callable:
-        """:meth:`derivatives_entry`'s entry for one state as machine code
-        (``_machine_code``) with the packed model bound, taking ``(forward, t,
-        n_threads, q, u, udot, tau, f_ext, *directions, d, status)`` of shapes (1, nq),
-        (1, nu), (1, nu), (1, nu), (1, n_bodies, 6), (1, nq, nu), (3, 1, nu, nu) and (1,) (an
-        ``int64`` array), the others C-contiguous ``float64`` arrays, writable where
-        written, that the caller has checked (the code does not)."""
+        """The derivatives of one state as machine code (``_machine_code``) with the packed
+        model bound: for a rigid tree on one-dof joints its single-state entry
+        (:func:`flexdyn.engine.derivatives.derivatives_rigid_tree_one`) taking ``(forward, q,
+        u, udot, tau, f_ext, d)`` of shapes (nq,), (nu,), (nu,), (nu,), (n_bodies, 6),
+        (3, nu, nu) and returning the status; for any other model :meth:`derivatives_entry`'s
+        entry for a batch of one, taking ``(forward, t, n_threads, q, u, udot, tau, f_ext,
+        q_dir, d, status)`` of shapes (1, nq), (1, nu), (1, nu), (1, nu), (1, n_bodies, 6),
+        (1, nq, nu), (3, 1, nu, nu) and (1,) (``int64``).  The arrays are C-contiguous
+        ``float64`` (writable where written) that the caller has checked: the code does
+        not."""
         code = self._codes.get("derivatives")
         if code is None:
             nq, nu = self.model.nq, self.model.nu
-            kernel, directions = self.derivatives_entry(np.empty((1, nq, nu)))
-            code = self._codes["derivatives"] = functools.partial(_machine_code(
-                kernel, *self.packed, True, 0, 1, np.empty((1, nq)), np.empty((1, nu)),
-                np.empty((1, nu)), np.empty((1, nu)), self._zero_wrenches[None], *directions,
-                np.empty((3, 1, nu, nu)), np.empty(1, dtype=np.int64)), *self.packed)
+            if self.rigid_tree:
+                entry, args = derivatives.derivatives_rigid_tree_one, (
+                    True, np.empty(nq), np.empty(nu), np.empty(nu), np.empty(nu),
+                    self._zero_wrenches, np.empty((3, nu, nu)))
+            else:
+                entry, args = derivatives.derivatives, (
+                    True, 0, 1, np.empty((1, nq)), np.empty((1, nu)), np.empty((1, nu)),
+                    np.empty((1, nu)), self._zero_wrenches[None], np.empty((1, nq, nu)),
+                    np.empty((3, 1, nu, nu)), np.empty(1, dtype=np.int64))
+            code = self._codes["derivatives"] = functools.partial(
+                _machine_code(entry, *self.packed, *args), *self.packed)
         return code
 
     def energy_momentum(self, q, u=None) -> np.ndarray:

@@ -90,7 +90,7 @@ from .terms import (
 from .tip import node_wrench
 
 __all__ = ["ComplexWork", "RigidWork", "derivatives", "derivatives_rigid_tree",
-           "rigid_tree_derivatives"]
+           "derivatives_rigid_tree_one", "rigid_tree_derivatives"]
 
 #: rows of the per-body vectors of :func:`rigid_tree_derivatives` (inertial coordinates)
 _S, _V, _A, _SD, _SDD, _F, _FV, _Y, _B, _G, _H, _T = range(12)
@@ -131,12 +131,29 @@ def derivatives_rigid_tree(ib, fb, forward, t, n_threads, q, u, udot, tau, fext,
     rw = _rigid_work(pm.ints.shape[0], q.shape[1], u.shape[1])
     tc = np.empty(u.shape[1], dtype=np.complex128)
     for s in range(t, q.shape[0], n_threads):
-        if not (valid_state(pm, q[s], u[s], udot[s], fext[s], rw.q_n) and finite(tau[s])):
-            status[s] = INVALID
-            continue
-        factored = rigid_tree_derivatives(pm, rw, u[s], udot[s], tau[s], fext[s], forward,
-                                          d[0, s], d[1, s])
-        status[s] = _finish(pm, forward, factored, rw.L, tau[s], tc, d[0, s], d[1, s], d[2, s])
+        status[s] = _rigid_state(pm, rw, tc, forward, q[s], u[s], udot[s], tau[s], fext[s],
+                                 d[0, s], d[1, s], d[2, s])
+
+
+@entry_point
+def derivatives_rigid_tree_one(ib, fb, forward, q, u, udot, tau, fext, d):
+    """:func:`derivatives_rigid_tree` of one state: ``q`` (nq,), ``u``, ``udot``, ``tau``
+    (nu,), ``fext`` (n × 6) into ``d`` (3 × nu × nu); returns its status (the call of one
+    state from Python makes no batch of one)."""
+    pm = unpack(ib, fb)
+    rw = _rigid_work(pm.ints.shape[0], q.shape[0], u.shape[0])
+    tc = np.empty(u.shape[0], dtype=np.complex128)
+    return _rigid_state(pm, rw, tc, forward, q, u, udot, tau, fext, d[0], d[1], d[2])
+
+
+@helper
+def _rigid_state(pm, rw, tc, forward, q, u, udot, tau, fext, d_q, d_u, d_x):
+    """The status of the rigid tree's derivatives at one state, into ``d_q``, ``d_u``,
+    ``d_x`` (:func:`derivatives_rigid_tree`); ``rw``, ``tc`` the scratch."""
+    if not (valid_state(pm, q, u, udot, fext, rw.q_n) and finite(tau)):
+        return INVALID
+    factored = rigid_tree_derivatives(pm, rw, u, udot, tau, fext, forward, d_q, d_u)
+    return _finish(pm, forward, factored, rw.L, tau, tc, d_q, d_u, d_x)
 
 
 class ComplexWork(NamedTuple):
@@ -176,14 +193,14 @@ class RigidWork(NamedTuple):
     R3: np.ndarray  # (4, 3, 3) a body's pose in its parent's frame, and scratch
     T: np.ndarray  # (3, 3, 3) scratch of pose_congruence
     p3: np.ndarray  # (3, 3) a body's position in its parent's frame, and scratch
-    v6: np.ndarray  # (4, 6) a_g, h and scratch
+    v6: np.ndarray  # (3, 6) a_g, h and scratch
 
 
 @allocating_helper
 def _rigid_work(n, nq, nu):
     """A :class:`RigidWork` carved from one buffer."""
     o = prefix_sums((n * 9, n * 3, n * 36, n * 36, n * 36, n * 6 * N_RIGID_VECTORS, nu * nu,
-                     nq, nu, 36, 36, 27, 9, 24))
+                     nq, nu, 36, 36, 27, 9, 18))
     buf = np.empty(o[-1])
     return RigidWork(view(buf, o[0], (n, 3, 3)), view(buf, o[1], (n, 3)),
                      view(buf, o[2], (n, 6, 6)), view(buf, o[3], (n, 6, 6)),
@@ -191,7 +208,7 @@ def _rigid_work(n, nq, nu):
                      view(buf, o[6], (nu, nu)), view(buf, o[7], (nq,)), view(buf, o[8], (nu,)),
                      view(buf, o[9], (6, 6)), view(buf, o[10], (4, 3, 3)),
                      view(buf, o[11], (3, 3, 3)), view(buf, o[12], (3, 3)),
-                     view(buf, o[13], (4, 6)))
+                     view(buf, o[13], (3, 6)))
 
 
 @helper
@@ -380,16 +397,21 @@ def _dot6(a, b):
 
 
 @helper
-def _coriolis_inertia(Y, V, hV, out, col):
+def _coriolis_inertia(Y, V, hV, out):
     """``out = B`` (6 × 6) with ``B x = Y (x × V) + x ×* (Y V) + V ×* (Y x)``, the
     derivative of a body's wrench ``Y a + V ×* Y V`` under a change ``x`` of its twist that
-    also moves its frame (``hV = Y V``; ``col`` (6,) scratch).  With ``X = (V ×*) Y`` the
-    first and last terms are ``(X + Xᵀ) x`` (``Y`` symmetric, ``(V ×)ᵀ = −(V ×*)``), the
-    second ``[[−h̃_n, −h̃_f], [−h̃_f, 0]] x`` for ``Y V = [h_n; h_f]``."""
-    for c in range(6):
-        cross_force(V, Y[:, c], col, False)
-        for r in range(6):
-            out[r, c] = col[r]
+    also moves its frame (``hV = Y V``).  With ``X = (V ×*) Y`` the first and last terms are
+    ``(X + Xᵀ) x`` (``Y`` symmetric, ``(V ×)ᵀ = −(V ×*)``), the second
+    ``[[−h̃_n, −h̃_f], [−h̃_f, 0]] x`` for ``Y V = [h_n; h_f]``."""
+    w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
+    for c in range(6):  # column c of X: V ×* (column c of Y)
+        n0, n1, n2, f0, f1, f2 = Y[0, c], Y[1, c], Y[2, c], Y[3, c], Y[4, c], Y[5, c]
+        out[0, c] = w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1
+        out[1, c] = w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2
+        out[2, c] = w0 * n1 - w1 * n0 + v0 * f1 - v1 * f0
+        out[3, c] = w1 * f2 - w2 * f1
+        out[4, c] = w2 * f0 - w0 * f2
+        out[5, c] = w0 * f1 - w1 * f0
     for r in range(6):
         for c in range(r + 1):
             x = out[r, c] + out[c, r]
@@ -455,7 +477,7 @@ def rigid_tree_derivatives(pm, rw, u, udot, tau, fext, forward, d_q, d_u):
     n = ints.shape[0]
     R0, p0, Yb, Y, Bc, vec, Mass, q_n, c = rw.R0, rw.p0, rw.Yb, rw.Y, rw.Bc, rw.vec, rw.L, \
         rw.q_n, rw.c
-    a_g, h, e, col, T = rw.v6[0], rw.v6[1], rw.v6[2], rw.v6[3], rw.T
+    a_g, h, e, T = rw.v6[0], rw.v6[1], rw.v6[2], rw.T
     Rl, Rj, R1, R2, pl, pj, p1 = rw.R3[0], rw.R3[1], rw.R3[2], rw.R3[3], rw.p3[0], rw.p3[1], \
         rw.p3[2]
     gravity_acceleration(pm, a_g)
@@ -490,7 +512,7 @@ def rigid_tree_derivatives(pm, rw, u, udot, tau, fext, forward, d_q, d_u):
         mv6(Yb[i], A, F, False)
         for r in range(6):
             F[r] += fv[r]
-        _coriolis_inertia(Yb[i], V, hV, Bc[i], col)
+        _coriolis_inertia(Yb[i], V, hV, Bc[i])
     Mass[:] = 0.0
     d_q[:] = 0.0
     d_u[:] = 0.0

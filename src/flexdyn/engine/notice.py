@@ -53,6 +53,8 @@ ENTRIES = {
     "nodal.nodal_forward": "forward dynamics of nodal bodies",
     "derivatives.derivatives": "the derivatives of the dynamics",
     "derivatives.derivatives_rigid_tree": "the derivatives of the dynamics (rigid tree)",
+    "derivatives.derivatives_rigid_tree_one": ("the derivatives of the dynamics (rigid tree, "
+                                               "one state)"),
     "galpha.generalized_alpha": ("the implicit integrators (Radau IIA, Gauss–Legendre, "
                                  "generalized-α)"),
 }
