@@ -559,8 +559,11 @@ def closed_loop(t_spin: float, t_chain: float, t_crank: float) -> None:
     beside the same problem on DOP853 at the default tolerances (what ``"auto"`` chose for
     both before the compiled integrators took them), and the open-loop ``fd.of_time`` torque;
     the steel chain under a PD law holding every joint at its start (against gravity) beside
-    its constant torque run; the flexible slider-crank (:func:`slider_crank`) beside DOP853,
-    which ``"auto"`` chose for a loop closure before the compiled integrators solved them.
+    its constant torque run, and under a force at its tip node that follows the tip's frame
+    (``f_nodes``: a load of the state) beside DOP853, which ``"auto"`` chose for nodal loads
+    before the compiled integrators took them; the flexible slider-crank
+    (:func:`slider_crank`) beside DOP853, which ``"auto"`` chose for a loop closure before the
+    compiled integrators solved them.
     Each with its tip error (the slider's position) against DOP853 at rtol 1e-12."""
     print("\n## closed loop and prescribed motion with simulate's defaults")
     print("| problem | run | integrator | wall (s) | steps / nfev | error of the tip (m) |")
@@ -585,6 +588,7 @@ def closed_loop(t_spin: float, t_chain: float, t_crank: float) -> None:
         return out
 
     constant = np.zeros(chain.nu)
+    follower = {"f_nodes": {(chain.names[-1], -1): [0.0, 0.0, 0.0, 0.0, 5.0, 0.0]}}
     drive = {"prescribed": {"beam": fd.models.spinup_profile}}
     cases = (("spin-up beam", spin, t_spin, lambda r: r.deflection("beam")[-1],
               (("PD on the hub", {"tau": pd_hub}, fd.Auto()),
@@ -594,7 +598,9 @@ def closed_loop(t_spin: float, t_chain: float, t_crank: float) -> None:
                ("hub motion prescribed", drive, fd.ScipyIVP("DOP853")))),
              ("5-beam steel chain", chain, t_chain, lambda r: r.tip_position("link4")[-1],
               (("PD on every joint", {"tau": pd_chain}, fd.Auto()),
-               ("constant torque", {"tau": constant}, fd.Auto()))))
+               ("constant torque", {"tau": constant}, fd.Auto()),
+               ("tip force in the tip's frame (f_nodes)", follower, fd.Auto()),
+               ("tip force in the tip's frame (f_nodes)", follower, fd.ScipyIVP("DOP853")))))
     crank, q0, u0, motor = slider_crank()
     slider = crank.q_slice(crank.body_index("slider")).start
     crank_loads = {"q0": q0, "u0": u0, "tau": motor}

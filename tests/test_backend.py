@@ -4,6 +4,7 @@
   for ``forward_dynamics`` (every engine method), ``inverse_dynamics``, ``bias_forces`` and
   ``mass_matrix``.
 * Complex inputs (complex step) run the reference on the default backend, untruncated.
+* Wrenches at nodes (``f_nodes``) run the engine and equal the reference's.
 * Both backends raise the same errors with the same messages.
 * One engine per (model, fidelity), built once when several threads ask at the same time,
   released with the model; unusual input arrays compile no new specialisation.
@@ -25,7 +26,7 @@ from pathlib import Path
 import numba
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import flexdyn as fd
@@ -93,15 +94,43 @@ def test_batches_run_the_engine_state_by_state():
     assert_close(got, ref, "u̇", scale=1.0)
 
 
-def test_nodal_loads_run_the_reference(monkeypatch):
-    model = _arm()
-    q, u = model.neutral_configuration(), np.full(model.nu, 0.3)
-    monkeypatch.setattr(dynamics, "cached_engine", None)  # any engine call would fail
-    loads = {("link2", -1): [0.0, 0.0, 0.0, 0.0, 1.0, 0.0]}
-    for fn, args in ((fd.forward_dynamics, (u, None)), (fd.inverse_dynamics, (u, u)),
-                     (fd.bias_forces, (u,))):
-        got, ref = _both(fn, model, q, *args, f_nodes=loads)
-        np.testing.assert_array_equal(got, ref)
+@SETTINGS
+@given(sample=SAMPLES, fidelity=FIDELITY, seed=st.integers(0, 2**32 - 1))
+def test_nodal_loads_on_the_engine_equal_the_reference(sample, fidelity, seed):
+    """Wrenches at nodes of random flexible trees enter the engine's forward, inverse and
+    bias forces as the reference's (its node frames, Eq 21's node maps), the engine's
+    own path taken (asserted)."""
+    model, q, u, udot, f = sample.model, sample.q, sample.u, sample.udot, sample.f_ext
+    flexible = [i for i in range(model.n_bodies) if model.n_modes[i] > 0]
+    assume(flexible)
+    rng = np.random.default_rng(seed)
+    loads = {(model.names[int(i)], int(rng.integers(model.bodies[int(i)].n_nodes))):
+             rng.normal(size=6) for i in rng.choice(flexible, size=min(2, len(flexible)))}
+    tau = rng.normal(size=model.nu)
+    calls = []
+    engine = dynamics.cached_engine
+
+    def spy(*args):
+        calls.append(args)
+        return engine(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dynamics, "cached_engine", spy)
+        patch.setattr(dynamics, "COMPILED_FORWARD", {**dynamics.COMPILED_FORWARD,
+                                                     "articulated": spy})
+        got = [fd.forward_dynamics(model, q, u, tau, fidelity=fidelity, f_ext=f,
+                                   f_nodes=loads),
+               fd.inverse_dynamics(model, q, u, udot, fidelity, f_ext=f, f_nodes=loads),
+               fd.bias_forces(model, q, u, fidelity, f_ext=f, f_nodes=loads)]
+    assert len(calls) == 3, "the engine did not run all three"
+    ref = [fd.forward_dynamics(model, q, u, tau, fidelity=fidelity, f_ext=f, f_nodes=loads,
+                               backend="reference"),
+           fd.inverse_dynamics(model, q, u, udot, fidelity, f_ext=f, f_nodes=loads,
+                               backend="reference"),
+           fd.bias_forces(model, q, u, fidelity, f_ext=f, f_nodes=loads, backend="reference")]
+    scale = float(np.max(np.abs(fd.mass_matrix(model, q, fidelity, backend="reference"))))
+    for what, g, r, s in zip(("u̇", "τ", "C"), got, ref, (1.0, scale, scale), strict=True):
+        assert_close(g, r, f"{what} with nodal loads", scale=s)
 
 
 def test_unusual_arrays_compile_nothing_new():

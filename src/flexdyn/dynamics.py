@@ -31,8 +31,12 @@ Backends
 energies of :mod:`flexdyn.energy`) take ``backend`` (one of :data:`BACKENDS`): ``"engine"``
 (the default) runs the compiled engine (:class:`flexdyn.engine.Engine`, one per model and
 fidelity, built on first use and cached), ``"reference"`` the numpy algorithms below.  The
-engine takes real inputs only: complex inputs and nodal loads ``f_nodes`` always run the
-reference.  Both backends validate alike and raise the same errors.
+engine takes real inputs only: complex inputs always run the reference.  Nodal loads
+``f_nodes`` enter :func:`forward_dynamics`, :func:`inverse_dynamics` and :func:`bias_forces`
+on the engine as body wrenches and modal forces (:func:`nodal_loads_at`, the loaded bodies'
+node frames in numpy); :func:`hybrid_dynamics`, :func:`joint_wrenches` and the derivatives
+with nodal loads run the reference.  Both backends validate alike and raise the same
+errors.
 :func:`innovations_factors` (whose result is the reference's per-body factors) runs the
 reference only.
 
@@ -125,6 +129,7 @@ __all__ = [
     "mass_matrix",
     "mass_matrix_inverse",
     "nodal_loads",
+    "nodal_loads_at",
 ]
 
 #: Forward-dynamics algorithms by method name; each ``(model, pos, vel, tau, f_ext) -> u̇``.
@@ -338,6 +343,22 @@ def nodal_loads(model: Model, pos: PositionTerms, f_nodes) -> tuple[np.ndarray, 
 
     Returns ``(f_ext (n_bodies, 6), τ (nu,))``.
     """
+    return _nodal_loads(model, lambda i: pos.frames[i], f_nodes)
+
+
+def nodal_loads_at(model: Model, q: np.ndarray, f_nodes, fidelity: str = DEFAULT_FIDELITY
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`nodal_loads` at the configuration ``q`` (nq,) for the body model of
+    ``fidelity``, forming the node frames of the loaded bodies only: a node's frame in its
+    body's frame depends on the body's own ``η`` alone (its body model's ``node_frames``), so
+    the position terms of the whole model are not needed."""
+    models = body_models(model, fidelity)
+    return _nodal_loads(model, lambda i: models[i].node_frames(model.eta(q, i)), f_nodes)
+
+
+def _nodal_loads(model: Model, frames: Callable[[int], Any], f_nodes
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`nodal_loads` with ``frames(i)`` the node frames of body ``i``."""
     f = np.zeros((model.n_bodies, 6))
     g = np.zeros(model.nu)
     node_maps: dict[int, np.ndarray] = {}  # per body, B_j of all its nodes (computed once)
@@ -348,7 +369,7 @@ def nodal_loads(model: Model, pos: PositionTerms, f_nodes) -> tuple[np.ndarray, 
             raise ValueError(f"f_nodes[{key!r}] must be a finite wrench of shape (6,), got "
                              f"shape {w.shape}")
         if i not in node_maps:
-            node_maps[i] = model.bodies[i].node_maps(pos.frames[i])
+            node_maps[i] = model.bodies[i].node_maps(frames(i))
         B = node_maps[i][j]
         m = int(model.n_modes[i])
         load = B.T @ w
@@ -386,6 +407,15 @@ def _external(model: Model, pos: PositionTerms, f_ext, f_nodes):
     if not f_nodes:
         return f_ext, 0.0
     f, g = nodal_loads(model, pos, f_nodes)
+    return (f if f_ext is None else f_ext + f), g
+
+
+def _external_at(model: Model, q: np.ndarray, fidelity: str, f_ext, f_nodes):
+    """:func:`_external` at the configuration ``q`` (:func:`nodal_loads_at`), for the
+    engine."""
+    if not f_nodes:
+        return f_ext, 0.0
+    f, g = nodal_loads_at(model, q, f_nodes, fidelity)
     return (f if f_ext is None else f_ext + f), g
 
 
@@ -525,12 +555,13 @@ def tree_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.nd
                            method: str, fidelity: str, f_ext: np.ndarray | None, f_nodes,
                            backend: str) -> np.ndarray:
     """The tree's accelerations ``u̇_f`` (closures left out) for validated inputs."""
-    if on_engine(backend, q, u, tau, f_ext) and method in COMPILED_FORWARD and not f_nodes:
-        return COMPILED_FORWARD[method](model, fidelity).forward_dynamics(q, u, tau, f_ext,
-                                                                          method)
     if f_nodes and FORWARD_TERMS[method] is not state_terms:
         raise ValueError(f"method {method!r} takes no f_nodes; give the node loads as "
                          "generalized forces in tau's node slots, or use method 'articulated'")
+    if on_engine(backend, q, u, tau, f_ext) and method in COMPILED_FORWARD:
+        f_ext, g = _external_at(model, q, fidelity, f_ext, f_nodes)
+        return COMPILED_FORWARD[method](model, fidelity).forward_dynamics(
+            q, u, tau + g if f_nodes else tau, f_ext, method)  # g: modal, no torque limits
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = FORWARD_TERMS[method](model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
@@ -706,8 +737,10 @@ def _inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarr
     check_backend(backend)
     q, u, udot = model.check_state(q, u, udot=udot)
     f_ext = check_external_forces(model, f_ext)
-    if on_engine(backend, q, u, udot, f_ext) and not f_nodes:
-        return _finite(cached_engine(model, fidelity).inverse_dynamics(q, u, udot, f_ext), "τ")
+    if on_engine(backend, q, u, udot, f_ext):
+        f_ext, g = _external_at(model, q, fidelity, f_ext, f_nodes)
+        tau = cached_engine(model, fidelity).inverse_dynamics(q, u, udot, f_ext)
+        return _finite(tau - g if f_nodes else tau, "τ")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
@@ -957,8 +990,10 @@ def _bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = DEF
     check_backend(backend)
     q, u = model.check_state(q, u)
     f_ext = check_external_forces(model, f_ext)
-    if on_engine(backend, q, u, f_ext) and not f_nodes:
-        return _finite(cached_engine(model, fidelity).inverse_dynamics(q, u, None, f_ext), "C")
+    if on_engine(backend, q, u, f_ext):
+        f_ext, g = _external_at(model, q, fidelity, f_ext, f_nodes)
+        C = cached_engine(model, fidelity).inverse_dynamics(q, u, None, f_ext)
+        return _finite(C - g if f_nodes else C, "C")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)

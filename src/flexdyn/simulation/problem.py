@@ -24,7 +24,7 @@ from ..dynamics import (
     forward_dynamics,
     hybrid_dynamics,
     is_entry_array,
-    nodal_loads,
+    nodal_loads_at,
     on_engine,
     stabilized_forward_dynamics,
     tree_forward_dynamics,
@@ -499,8 +499,7 @@ class Problem:
         f_ext = None if self.fext_fn is None else self.fext_fn(t, q, u)
         g = None
         if self.nodes_fn is not None:
-            pos, _ = state_terms(model, q, None, self.fidelity)
-            f_nodes, g = nodal_loads(model, pos, self.nodes_fn(t, q, u))
+            f_nodes, g = nodal_loads_at(model, q, self.nodes_fn(t, q, u), self.fidelity)
             f_ext = f_nodes if f_ext is None else f_ext + f_nodes
         return Loads(q, u, tau, f_ext, g, udot_known)
 
