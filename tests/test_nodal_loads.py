@@ -92,24 +92,27 @@ def test_per_state_functions_agree_with_nodal_loads():
         fd.forward_dynamics(model, q, u, tau, f_nodes={("array_pos", 0): np.zeros(3)})
 
 
-def test_a_follower_load_on_the_compiled_integrators():
-    """A force at the tip node of the two-link arm, acting in the tip's frame (so that it
-    follows the tip's rotation: a load of the state), ramped in time by a callable: the
-    default integrator is the compiled Radau IIA (recorded), and at tight tolerances it
-    follows DOP853 at tighter ones to 1e-8 of the motion, the load's feedback inside its
-    error control."""
-    arm = fd.models.two_link_arm()
 
-    def loads(t, q, u):
-        return {("link2", -1): np.array([0.0, 0.0, 0.3, 0.0, 2.0 * min(t / 0.2, 1.0), 0.0])}
-
-    kw = dict(t_span=(0.0, 0.6), t_eval=np.linspace(0.0, 0.6, 13), f_nodes=loads,
-              fidelity="exact")
-    auto = fd.simulate(arm, **kw)
-    assert auto.settings["integrator"] == "radau-iia"
-    ref = fd.simulate(arm, integrator=fd.ScipyIVP("DOP853", rtol=1e-12, atol=1e-13), **kw)
-    tight = fd.simulate(arm, integrator=fd.RadauIIA(rtol=1e-10, atol=1e-12), **kw)
-    scale = float(np.max(np.abs(ref.q)))
-    assert scale > 0.1  # the load moves the arm
-    assert np.max(np.abs(tight.q - ref.q)) < 1e-8 * scale
-    assert np.max(np.abs(auto.q - ref.q)) < 1e-5 * scale
+def test_bad_nodal_loads_are_named_and_complex_ones_run_the_reference():
+    model = fd.models.two_link_arm()
+    q, u = model.neutral_configuration(), np.zeros(model.nu)
+    for loads, message in (({("link2", -1): [0, 0, np.nan, 0, 0, 0]},
+                            r"f_nodes\[\('link2', -1\)\] contains non-finite values"),
+                           ({("link2", 1.5): np.ones(6)}, "the node must be an integer index"),
+                           ({("link2", True): np.ones(6)}, "the node must be an integer index"),
+                           ({(True, 1): np.ones(6)}, "no body True")):
+        with pytest.raises(ValueError, match=message):
+            fd.forward_dynamics(model, q, u, f_nodes=loads)
+    craft = fd.models.spacecraft()
+    with pytest.raises(ValueError, match="body 'hub' is rigid"):
+        fd.bias_forces(craft, craft.neutral_configuration(), np.zeros(craft.nu),
+                       f_nodes={("hub", 0): np.ones(6)})
+    # a complex step along a nodal force: the reference's arithmetic, on either backend
+    h, force = 1e-20, np.array([0.0, 0.0, 0.3, 0.0, 1.0, 0.0])
+    step = {("link2", -1): force + 1j * h * np.eye(6)[4]}
+    slope = fd.forward_dynamics(model, q, u, f_nodes=step).imag / h
+    d = 1e-6
+    plus, minus = ({("link2", -1): force + s * d * np.eye(6)[4]} for s in (1, -1))
+    central = (fd.forward_dynamics(model, q, u, f_nodes=plus)
+               - fd.forward_dynamics(model, q, u, f_nodes=minus)) / (2 * d)
+    assert_close(slope, central, "∂u̇/∂f (complex step)", tol=1e-7, scale=1.0)

@@ -55,7 +55,7 @@ import inspect
 import math
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -362,12 +362,17 @@ def _nodal_loads(model: Model, frames: Callable[[int], Any], f_nodes
     f = np.zeros((model.n_bodies, 6))
     g = np.zeros(model.nu)
     node_maps: dict[int, np.ndarray] = {}  # per body, B_j of all its nodes (computed once)
-    for key, wrench in dict(f_nodes).items():
+    if not isinstance(f_nodes, Mapping):
+        raise ValueError("f_nodes must be a mapping {(body, node): wrench (6,)}, got "
+                         f"{type(f_nodes).__name__}")
+    for key, wrench in f_nodes.items():
         i, j = _node_key(model, key)
         w = numeric_array(wrench, f"f_nodes[{key!r}]")
-        if w.shape != (6,) or not np.all(np.isfinite(w)):
+        if w.shape != (6,):
             raise ValueError(f"f_nodes[{key!r}] must be a finite wrench of shape (6,), got "
                              f"shape {w.shape}")
+        if not np.all(np.isfinite(w)):
+            raise ValueError(f"f_nodes[{key!r}] contains non-finite values")
         if i not in node_maps:
             node_maps[i] = model.bodies[i].node_maps(frames(i))
         B = node_maps[i][j]
@@ -390,12 +395,18 @@ def _node_key(model: Model, key) -> tuple[int, int]:
     if isinstance(body, str):
         i = model.body_index(body) if body in model.names else None
     else:
-        i = int(body) if isinstance(body, (int, np.integer)) and 0 <= body < model.n_bodies \
-            else None
+        i = int(body) if isinstance(body, (int, np.integer)) and not isinstance(body, bool) \
+            and 0 <= body < model.n_bodies else None
     if i is None:
         raise ValueError(f"f_nodes[{key!r}]: no body {body!r}; bodies are {list(model.names)}")
     n = model.bodies[i].n_nodes
-    if not (isinstance(node, (int, np.integer)) and -n <= node < n):
+    if n == 0:
+        raise ValueError(f"f_nodes[{key!r}]: body {model.names[i]!r} is rigid (it has no "
+                         "nodes): give its loads as f_ext")
+    if isinstance(node, bool) or not isinstance(node, (int, np.integer)):
+        raise ValueError(f"f_nodes[{key!r}]: the node must be an integer index, got "
+                         f"{node!r}")
+    if not -n <= node < n:
         raise ValueError(f"f_nodes[{key!r}]: node {node!r} out of range for body "
                          f"{model.names[i]!r} with {n} nodes")
     return i, int(node) % n
@@ -410,12 +421,16 @@ def _external(model: Model, pos: PositionTerms, f_ext, f_nodes):
     return (f if f_ext is None else f_ext + f), g
 
 
-def _external_at(model: Model, q: np.ndarray, fidelity: str, f_ext, f_nodes):
-    """:func:`_external` at the configuration ``q`` (:func:`nodal_loads_at`), for the
-    engine."""
+def _external_at(model: Model, q: np.ndarray, fidelity: str, f_ext, f_nodes
+                 ) -> tuple[np.ndarray | None, np.ndarray | None] | None:
+    """:func:`_external` at the configuration ``q`` (:func:`nodal_loads_at`) for the engine:
+    ``(f_ext, g)``, ``g`` None without nodal loads; None for complex nodal loads, which the
+    reference runs (complex step)."""
     if not f_nodes:
-        return f_ext, 0.0
+        return f_ext, None
     f, g = nodal_loads_at(model, q, f_nodes, fidelity)
+    if g.dtype.kind == "c":
+        return None
     return (f if f_ext is None else f_ext + f), g
 
 
@@ -558,10 +573,12 @@ def tree_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.nd
     if f_nodes and FORWARD_TERMS[method] is not state_terms:
         raise ValueError(f"method {method!r} takes no f_nodes; give the node loads as "
                          "generalized forces in tau's node slots, or use method 'articulated'")
-    if on_engine(backend, q, u, tau, f_ext) and method in COMPILED_FORWARD:
-        f_ext, g = _external_at(model, q, fidelity, f_ext, f_nodes)
+    loads = (_external_at(model, q, fidelity, f_ext, f_nodes)
+             if on_engine(backend, q, u, tau, f_ext) and method in COMPILED_FORWARD else None)
+    if loads is not None:
+        f_e, g = loads  # g: modal entries only, where there are no torque limits
         return COMPILED_FORWARD[method](model, fidelity).forward_dynamics(
-            q, u, tau + g if f_nodes else tau, f_ext, method)  # g: modal, no torque limits
+            q, u, tau if g is None else tau + g, f_e, method)
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = FORWARD_TERMS[method](model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
@@ -737,10 +754,11 @@ def _inverse_dynamics(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarr
     check_backend(backend)
     q, u, udot = model.check_state(q, u, udot=udot)
     f_ext = check_external_forces(model, f_ext)
-    if on_engine(backend, q, u, udot, f_ext):
-        f_ext, g = _external_at(model, q, fidelity, f_ext, f_nodes)
-        tau = cached_engine(model, fidelity).inverse_dynamics(q, u, udot, f_ext)
-        return _finite(tau - g if f_nodes else tau, "τ")
+    loads = _external_at(model, q, fidelity, f_ext, f_nodes) if on_engine(
+        backend, q, u, udot, f_ext) else None
+    if loads is not None:
+        tau = cached_engine(model, fidelity).inverse_dynamics(q, u, udot, loads[0])
+        return _finite(tau if loads[1] is None else tau - loads[1], "τ")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
@@ -990,10 +1008,11 @@ def _bias_forces(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str = DEF
     check_backend(backend)
     q, u = model.check_state(q, u)
     f_ext = check_external_forces(model, f_ext)
-    if on_engine(backend, q, u, f_ext):
-        f_ext, g = _external_at(model, q, fidelity, f_ext, f_nodes)
-        C = cached_engine(model, fidelity).inverse_dynamics(q, u, None, f_ext)
-        return _finite(C - g if f_nodes else C, "C")
+    loads = _external_at(model, q, fidelity, f_ext, f_nodes) if on_engine(
+        backend, q, u, f_ext) else None
+    if loads is not None:
+        C = cached_engine(model, fidelity).inverse_dynamics(q, u, None, loads[0])
+        return _finite(C if loads[1] is None else C - loads[1], "C")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)

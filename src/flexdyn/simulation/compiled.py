@@ -15,7 +15,7 @@ import numpy as np
 import scipy.integrate
 
 from ..chain import Model
-from ..dynamics import cached_engine, constraint_forces, nodal_loads_at
+from ..dynamics import cached_engine, constraint_forces
 from ..engine import galpha, kernels
 from ..results import SimulationError, SimulationResult
 from ..spatial import quat_multiply, quat_to_rot
@@ -467,9 +467,7 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
       inside the Newton iteration, and the step is tried again about its stage states until
       the forces there would move it by less than a tenth of its tolerance
       (:meth:`CompiledLoop.feedback_try`), so that the feedback is inside the error
-      estimate.  Wrenches at nodes (``ode.nodes_fn``) act in the nodes' frames, which move
-      with the state: they are such a feedback, as body wrenches and modal forces
-      (:func:`~flexdyn.dynamics.nodal_loads_at`).
+      estimate.
     * **Prescribed motion** (``ode.drive``): its accelerations are evaluated in Python at the
       force times of each try, like the forces, and taken as the stage accelerations of the
       prescribed speeds, whose rows of the Newton iteration are decoupled; their generalized
@@ -484,21 +482,15 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
       (:class:`_CompiledSteps`), and the events are located on that interpolation as with
       the scipy integrators (``Events``)."""
     model, fidelity, tau_fn, fext_fn = ode.model, ode.fidelity, ode.tau_fn, ode.fext_fn
-    nodes_fn = ode.nodes_fn
     nq, nu = model.nq, model.nu
     drive = ode.drive
-    # evaluated per try; wrenches at nodes follow the nodes' frames: forces of the state
-    forced = callable(tau) or callable(f_ext) or drive is not None or nodes_fn is not None
-    feedback = "callable" in (load_kind(tau), load_kind(f_ext)) or nodes_fn is not None
+    forced = callable(tau) or callable(f_ext) or drive is not None  # evaluated per try
+    feedback = "callable" in (load_kind(tau), load_kind(f_ext))  # forces of the state
     zeros_tau, no_wrenches = np.zeros(nu), np.zeros((model.n_bodies, 6))
 
     def forces(t: float, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        tau_t = zeros_tau if tau_fn is None else np.array(tau_fn(t, q, u), dtype=float)
-        fe = no_wrenches if fext_fn is None else np.array(fext_fn(t, q, u), dtype=float)
-        if nodes_fn is None:
-            return tau_t, fe
-        f, g = nodal_loads_at(model, q, nodes_fn(t, q, u), fidelity)  # g: modal entries only
-        return tau_t + g, fe + f
+        return (zeros_tau if tau_fn is None else np.array(tau_fn(t, q, u), dtype=float),
+                no_wrenches if fext_fn is None else np.array(fext_fn(t, q, u), dtype=float))
 
     def failed(t: float, message: str, partial: SimulationResult | None = None,
                cause: BaseException | None = None) -> SimulationError:
