@@ -1289,11 +1289,8 @@ class Dynamics:
         (:func:`_leading`) and run on the engine or the reference tier."""
         nq, nu = self._nq, self._nu
         x = tau if forward else udot
-        # the checks of _short written out on this hot path (one Python call less)
-        run = self._run if self._run is not None else self._engine()
-        if run and f_nodes is None and is_entry_array(q, nq) and is_entry_array(u, nu) \
-                and (x is None or is_entry_array(x, nu)) \
-                and (f_ext is None or is_entry_array(f_ext, self._nb, 6)):
+        run = self._short(q, nq, u, x, f_ext, None, (nu,)) if f_nodes is None else None
+        if run is not None:
             code = run.derivatives_code()
             zero_tau, zero_wrenches = self._zero_tau, self._zero_wrenches
             if run.rigid_tree:  # one state; the forward derivatives solve for u̇ in place

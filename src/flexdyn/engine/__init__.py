@@ -58,9 +58,9 @@ STATES_PER_THREAD = 64
 def _machine_code(entry: Callable, *args) -> Callable:
     """The compiled code of the entry ``entry`` for the types of ``args`` (compiled, or
     loaded from the cache, on first use), called from Python without numba's dispatch, which
-    resolves the type of every argument on every call (about 0.3 µs for a dozen arrays).
-    The code does not check its arguments: its caller passes arrays of exactly these types
-    (dtype, dimensions, layout) and shapes."""
+    resolves the type of every argument on every call.  The code does not check its
+    arguments: its caller passes arrays of exactly these types (dtype, dimensions, layout)
+    and shapes."""
     return entry.compile(tuple(numba.typeof(a) for a in args))
 
 

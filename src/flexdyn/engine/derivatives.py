@@ -404,7 +404,9 @@ def _coriolis_inertia(Y, V, hV, out):
     ``(X + Xᵀ) x`` (``Y`` symmetric, ``(V ×)ᵀ = −(V ×*)``), the second
     ``[[−h̃_n, −h̃_f], [−h̃_f, 0]] x`` for ``Y V = [h_n; h_f]``."""
     w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
-    for c in range(6):  # column c of X: V ×* (column c of Y)
+    # column c of X: V ×* (column c of Y), cross_force written out so that each column is
+    # read whole before out is written (no zeroing and accumulating through views of out)
+    for c in range(6):
         n0, n1, n2, f0, f1, f2 = Y[0, c], Y[1, c], Y[2, c], Y[3, c], Y[4, c], Y[5, c]
         out[0, c] = w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1
         out[1, c] = w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2
