@@ -560,7 +560,8 @@ def closed_loop(t_spin: float, t_chain: float, t_crank: float) -> None:
     both before the compiled integrators took them), and the open-loop ``fd.of_time`` torque;
     the steel chain under a PD law holding every joint at its start (against gravity) beside
     its constant torque run, and under a force at its tip node that follows the tip's frame
-    (``f_nodes``, for which ``"auto"`` takes DOP853); the flexible slider-crank
+    (``f_nodes``) beside DOP853, which ``"auto"`` chose for nodal loads before the compiled
+    integrators took them; the flexible slider-crank
     (:func:`slider_crank`) beside DOP853, which ``"auto"`` chose for a loop closure before the
     compiled integrators solved them.
     Each with its tip error (the slider's position) against DOP853 at rtol 1e-12."""
@@ -598,7 +599,8 @@ def closed_loop(t_spin: float, t_chain: float, t_crank: float) -> None:
              ("5-beam steel chain", chain, t_chain, lambda r: r.tip_position("link4")[-1],
               (("PD on every joint", {"tau": pd_chain}, fd.Auto()),
                ("constant torque", {"tau": constant}, fd.Auto()),
-               ("tip force in the tip's frame (f_nodes)", follower, fd.Auto()))))
+               ("tip force in the tip's frame (f_nodes)", follower, fd.Auto()),
+               ("tip force in the tip's frame (f_nodes)", follower, fd.ScipyIVP("DOP853")))))
     crank, q0, u0, motor = slider_crank()
     slider = crank.q_slice(crank.body_index("slider")).start
     crank_loads = {"q0": q0, "u0": u0, "tau": motor}

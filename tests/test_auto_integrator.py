@@ -54,11 +54,10 @@ def test_the_choice_follows_the_problem(arm):
     assert auto_integrator(arm, tau=lambda t, q, u: np.zeros(arm.nu)) == RADAU
     assert auto_integrator(arm, f_ext=lambda t, q, u: np.zeros((2, 6))) == RADAU
     assert auto_integrator(arm, prescribed={arm.names[0]: lambda t: (0.0, 0.0, 0.0)}) == RADAU
-    # the reference tier, another forward-dynamics method and nodal loads keep the scipy
-    # integrator
+    assert auto_integrator(arm, f_nodes={("link2", -1): np.ones(6)}) == RADAU
+    # the reference tier and another forward-dynamics method keep the scipy integrator
     assert auto_integrator(arm, backend="reference") == DOP853
     assert auto_integrator(arm, method="composite") == DOP853
-    assert auto_integrator(arm, f_nodes={}) == DOP853
     with pytest.raises(TypeError, match="must be a flexdyn Model, got str"):
         auto_integrator("two_link_arm")
 

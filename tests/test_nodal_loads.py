@@ -103,6 +103,18 @@ def test_bad_nodal_loads_are_named_and_complex_ones_run_the_reference():
                            ({(True, 1): np.ones(6)}, "no body True")):
         with pytest.raises(ValueError, match=message):
             fd.forward_dynamics(model, q, u, f_nodes=loads)
+    # an array is not a mapping of nodes, whichever function and path it reaches
+    array = np.ones(6)
+    udot = np.zeros(model.nu)
+    for call in (lambda: fd.forward_dynamics(model, q, u, f_nodes=array),
+                 lambda: fd.forward_dynamics(model, q[None], u[None], f_nodes=array),
+                 lambda: fd.inverse_dynamics(model, q, u, udot, f_nodes=array),
+                 lambda: fd.bias_forces(model, q, u, f_nodes=array),
+                 lambda: fd.bind(model).forward_dynamics(q, u, f_nodes=array),
+                 lambda: fd.hybrid_dynamics(model, q, u, np.zeros(model.nu), udot,
+                                            np.zeros(model.nu, bool), f_nodes=array)):
+        with pytest.raises(ValueError, match="f_nodes must be a mapping .* got ndarray"):
+            call()
     craft = fd.models.spacecraft()
     with pytest.raises(ValueError, match="body 'hub' is rigid"):
         fd.bias_forces(craft, craft.neutral_configuration(), np.zeros(craft.nu),

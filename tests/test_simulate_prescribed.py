@@ -6,10 +6,13 @@ the composite-body and Newton–Euler sweeps); the work of the prescribed-joint 
 the change of total energy; the steady root tension of a damped spinning beam with an axial
 mode against the centripetal forces of its deformed lumped masses; a hanging pendulum's pin
 load against ``m g``; the nodal-load accelerations against the per-state functions' own
-nodal-load path.
+nodal-load path; a follower nodal load on the compiled integrators against DOP853 at rtol
+1e-12, with its work kept apart from that of ``τ`` and the energy balance closed.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import pytest
@@ -230,8 +233,42 @@ def test_nodal_loads_in_simulate():
     const = fd.simulate(model, t_span=(0.0, 0.2), f_nodes={("link2", -1): [0, 0, 0, 0, 1, 0]},
                         t_eval=[0.2], backend="reference")
     fn = fd.simulate(model, t_span=(0.0, 0.2), f_nodes=lambda t, q, u: {("link2", 6): [
-        0, 0, 0, 0, 1, 0]}, t_eval=[0.2])
+        0, 0, 0, 0, 1, 0]}, t_eval=[0.2], integrator=fd.ScipyIVP("DOP853"))
     np.testing.assert_allclose(const.q, fn.q, atol=1e-9)
+
+
+@functools.cache
+def _follower_run() -> tuple[fd.Model, dict, np.ndarray, np.ndarray, fd.SimulationResult]:
+    """An elbow torque and a force at link 2's tip that turns with the tip's node frame,
+    0.5 s on DOP853 at rtol 1e-12: the reference of the compiled integrators' runs."""
+    model = arm(damping_ratio=0.02)
+    tip = {("link2", -1): [0.0, 0.0, 0.3, 0.0, 2.0, 0.0]}
+    tau = np.zeros(model.nu)
+    tau[1] = 0.5
+    t_eval = np.linspace(0.0, 0.5, 11)
+    ref = fd.simulate(model, t_span=(0.0, 0.5), tau=tau, f_nodes=tip, t_eval=t_eval,
+                      integrator=fd.ScipyIVP("DOP853", rtol=1e-12, atol=1e-12))
+    return model, tip, tau, t_eval, ref
+
+
+@pytest.mark.parametrize("integrator, tol, balance", [
+    (fd.RadauIIA(rtol=1e-9, atol=1e-11), 1e-10, 1e-9),
+    (fd.GaussLegendre(h=2e-3), 2e-7, 1e-7),
+    (fd.GeneralizedAlpha(h=5e-4), 2e-5, 1e-3)])
+def test_nodal_loads_on_the_compiled_integrators(integrator, tol, balance):
+    """A follower force at a node on each compiled integrator: the states against DOP853 at
+    rtol 1e-12, the work of ``τ`` (the elbow torque's alone) and the nodal loads' work
+    (``external_work``, a hundred times ``τ``'s) each as the reference books them, and the
+    energy balance closed to the scheme's accuracy."""
+    model, tip, tau, t_eval, ref = _follower_run()
+    res = fd.simulate(model, t_span=(0.0, 0.5), tau=tau, f_nodes=tip, t_eval=t_eval,
+                      integrator=integrator)
+    assert res.settings["integrator"] == integrator.name
+    assert np.max(np.abs(res.q - ref.q)) < tol
+    assert np.max(np.abs(ref.external_work)) > 100 * np.max(np.abs(ref.work)) > 1e-4
+    assert np.max(np.abs(res.work - ref.work)) < tol
+    assert np.max(np.abs(res.external_work - ref.external_work)) < tol
+    assert res.energy_balance_rms < balance
 
 
 @pytest.mark.parametrize("prescribed, message", [

@@ -290,7 +290,8 @@ def _engine_batch(op: str, arguments: dict, per_state: dict[str, np.ndarray],
 def _batch_on_engine(arguments: dict) -> bool:
     """Whether a batch with these arguments is for the engine: the default backend, a known
     fidelity and no nodal loads."""
-    return (arguments.get("backend", "engine") == "engine" and not arguments.get("f_nodes")
+    return (arguments.get("backend", "engine") == "engine"
+            and not has_nodal_loads(arguments.get("f_nodes"))
             and arguments.get("fidelity", DEFAULT_FIDELITY) in FIDELITIES)
 
 
@@ -356,15 +357,25 @@ def nodal_loads_at(model: Model, q: np.ndarray, f_nodes, fidelity: str = DEFAULT
     return _nodal_loads(model, lambda i: models[i].node_frames(model.eta(q, i)), f_nodes)
 
 
+def has_nodal_loads(f_nodes) -> bool:
+    """Whether ``f_nodes`` (None or a mapping ``{(body, node): wrench (6,)}``) holds any
+    load; ``ValueError`` naming its type for anything else (an array has no nodes to name)."""
+    if f_nodes is None:
+        return False
+    if not isinstance(f_nodes, Mapping):
+        raise ValueError("f_nodes must be a mapping {(body, node): wrench (6,)}, got "
+                         f"{type(f_nodes).__name__}")
+    return len(f_nodes) > 0
+
+
 def _nodal_loads(model: Model, frames: Callable[[int], Any], f_nodes
                  ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`nodal_loads` with ``frames(i)`` the node frames of body ``i``."""
     f = np.zeros((model.n_bodies, 6))
     g = np.zeros(model.nu)
     node_maps: dict[int, np.ndarray] = {}  # per body, B_j of all its nodes (computed once)
-    if not isinstance(f_nodes, Mapping):
-        raise ValueError("f_nodes must be a mapping {(body, node): wrench (6,)}, got "
-                         f"{type(f_nodes).__name__}")
+    if not has_nodal_loads(f_nodes):
+        return f, g
     for key, wrench in f_nodes.items():
         i, j = _node_key(model, key)
         w = numeric_array(wrench, f"f_nodes[{key!r}]")
@@ -415,7 +426,7 @@ def _node_key(model: Model, key) -> tuple[int, int]:
 def _external(model: Model, pos: PositionTerms, f_ext, f_nodes):
     """``(f_ext, g)``: the body-origin wrenches with the nodal loads' rigid parts, and the
     nodal loads' modal generalized forces (None, 0 without nodal loads)."""
-    if not f_nodes:
+    if not has_nodal_loads(f_nodes):
         return f_ext, 0.0
     f, g = nodal_loads(model, pos, f_nodes)
     return (f if f_ext is None else f_ext + f), g
@@ -426,7 +437,7 @@ def _external_at(model: Model, q: np.ndarray, fidelity: str, f_ext, f_nodes
     """:func:`_external` at the configuration ``q`` (:func:`nodal_loads_at`) for the engine:
     ``(f_ext, g)``, ``g`` None without nodal loads; None for complex nodal loads, which the
     reference runs (complex step)."""
-    if not f_nodes:
+    if not has_nodal_loads(f_nodes):
         return f_ext, None
     f, g = nodal_loads_at(model, q, f_nodes, fidelity)
     if g.dtype.kind == "c":
@@ -541,8 +552,8 @@ def stabilized_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray,
         raise ValueError(f"unknown method {method!r}; expected one of {tuple(FORWARD_METHODS)}")
     q, u, tau = model.check_state(q, u, tau=np.zeros(model.nu) if tau is None else tau)
     f_ext = check_external_forces(model, f_ext)
-    if model.constraints and method == "articulated" and not f_nodes and closures_on_engine(
-            model, fidelity, backend, q, u, tau, f_ext):
+    if (model.constraints and method == "articulated" and not has_nodal_loads(f_nodes)
+            and closures_on_engine(model, fidelity, backend, q, u, tau, f_ext)):
         udot = _closed_on_engine(model, q, u, tau, fidelity, f_ext, rate)
         if udot is not None:
             return _finite(udot, "u̇")
@@ -570,7 +581,7 @@ def tree_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.nd
                            method: str, fidelity: str, f_ext: np.ndarray | None, f_nodes,
                            backend: str) -> np.ndarray:
     """The tree's accelerations ``u̇_f`` (closures left out) for validated inputs."""
-    if f_nodes and FORWARD_TERMS[method] is not state_terms:
+    if has_nodal_loads(f_nodes) and FORWARD_TERMS[method] is not state_terms:
         raise ValueError(f"method {method!r} takes no f_nodes; give the node loads as "
                          "generalized forces in tau's node slots, or use method 'articulated'")
     loads = (_external_at(model, q, fidelity, f_ext, f_nodes)
@@ -935,7 +946,7 @@ def _tree_hybrid(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
                  f_ext: np.ndarray | None, f_nodes, backend: str
                  ) -> tuple[np.ndarray, np.ndarray]:
     """The tree's hybrid dynamics ``(u̇, τ)`` (closures left out) for validated inputs."""
-    if on_engine(backend, q, u, tau, udot_known, f_ext) and not f_nodes:
+    if on_engine(backend, q, u, tau, udot_known, f_ext) and not has_nodal_loads(f_nodes):
         return cached_engine(model, fidelity).hybrid_dynamics(q, u, tau, udot_known, mask,
                                                                f_ext)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -989,7 +1000,7 @@ def _joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray
     check_backend(backend)
     q, u, udot = model.check_state(q, u, udot=udot)
     f_ext = check_external_forces(model, f_ext)
-    if on_engine(backend, q, u, udot, f_ext) and not f_nodes:
+    if on_engine(backend, q, u, udot, f_ext) and not has_nodal_loads(f_nodes):
         return _finite(cached_engine(model, fidelity).joint_wrenches(q, u, udot, f_ext),
                        "joint wrenches")
     with np.errstate(over="ignore", invalid="ignore"):
@@ -1322,7 +1333,7 @@ class Dynamics:
             udot = self.forward_dynamics(q, u, tau, f_ext=f_ext, f_nodes=f_nodes)
         else:
             tau, udot = np.zeros_like(x), x
-        if on_engine(self.backend, q, u, udot, tau, f_ext) and not f_nodes:
+        if on_engine(self.backend, q, u, udot, tau, f_ext) and not has_nodal_loads(f_nodes):
             d_q, d_u, d_x, status = self._engine().derivatives(
                 forward, q, u, udot, tau, f_ext, self._directions(q))
             if np.any(status == kernels.OVERFLOW):

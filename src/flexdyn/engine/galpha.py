@@ -456,6 +456,20 @@ def _linearized_forces(tau, fb, pred, q, v, out):
 
 
 @helper
+def _external_share(gn, V, p):
+    """Move the power ``gn · V`` of the nodal loads' modal generalized forces ``gn`` (nu,;
+    empty: none), which the iteration applies as part of ``τ``, from ``τ``'s integrand
+    ``p[0]`` to the external one ``p[1]`` (:func:`~flexdyn.engine.kernels.power_rates`)."""
+    if gn.shape[0] == 0:
+        return
+    pg = 0.0
+    for k in range(gn.shape[0]):
+        pg += gn[k] * V[k]
+    p[0] -= pg
+    p[1] += pg
+
+
+@helper
 def _prescribed_residual(pm_mask, r, tf):
     """The rows of the prescribed speeds (``pm_mask`` (nu,) nonzero; empty: none) of the
     residual ``r``: their generalized force is the load that realises the motion, the
@@ -913,15 +927,17 @@ def _solve_blocks(eig, S, Jc, piv, cl, wh, r, zr, zc, dx):
 
 
 @helper
-def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, tf, pmask,
-                      pacc, Kc, Ku, Cu, Mk, tab, eig, scaled, displacement, S, Jc, piv, cl, s,
-                      stages, r, dx, zr, zc, p, new, cnt):
+def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb, pred, tf,
+                      pmask, pacc, Kc, Ku, Cu, Mk, tab, eig, scaled, displacement, S, Jc, piv,
+                      cl, s, stages, r, dx, zr, zc, p, new, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈, q⁗`` at ``t_n``) into ``new`` by
     the s-stage collocation method of ``tab`` (:func:`tableau`; Hairer & Wanner, Sec IV.5):
     the stage accelerations ``A_i`` (``stages[0:s]``, (s, nu)) solve
     ``ID(Q_i, V_i, A_i) − τ = 0`` with ``V_i = q̇ + h Σ_j a_ij A_j`` (``stages[s:2s]``),
     ``Q_i = q + c_i h q̇ + h² Σ_j (a²)_ij A_j`` (``stages[2s:3s]``), ``τ`` and ``f_ext`` at
-    stage ``i`` the rows ``i`` of ``tau`` (s nu,) and ``fext`` (s n, 6) (``τ`` of a state
+    stage ``i`` the rows ``i`` of ``tau`` (s nu,) and ``fext`` (s n, 6) (the nodal loads'
+    modal forces, row ``i`` of ``gn`` (s nu,; empty: none), included in ``tau``, their power
+    booked as external work: :func:`_external_share`) (``τ`` of a state
     feedback linearized about ``pred[i]``: ``fb``, ``_linearized_forces``, into ``tf``;
     the speeds ``pmask`` marks at the prescribed accelerations, row ``i`` of ``pacc``
     (s nu,): :func:`_prescribed_residual`), by a simplified Newton
@@ -999,6 +1015,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, fext, fb, pred, 
                 _closure_residual(pm, w, cl, omega, i, Vs[i], A[i], ri)
             _prescribed_residual(pmask, ri, tf)
             power_rates(pm, w, qx, Vs[i], tf, fi, p[i])
+            _external_share(gn[i * nu:(i + 1) * nu], Vs[i], p[i])
             if not factored:  # M(Q_1) after the position terms of the first residual
                 crba(pm, w, Mk)
                 _decouple(pmask, Mk, 1.0)
@@ -1198,11 +1215,13 @@ def _predict(pm, c, ctl, s, cnt, y, nodes, pred):
 # the entry
 # ----------------------------------------------------------------------------------------------
 @entry_point
-def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, qg, s, Mk, S,
-                      Jc, piv, cl, out_t, out_x, pred, cnt):
-    """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,)
-    and the wrenches ``fext`` (n_bodies, 6) held (the collocation schemes: one of each per
-    stage, stacked, (s nu,) and (s n_bodies, 6)), in one call: until the end, until
+def generalized_alpha(ib, fb, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc, y, qg, s, Mk,
+                      S, Jc, piv, cl, out_t, out_x, pred, cnt):
+    """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,),
+    the nodal loads' modal generalized forces ``gn`` (nu,; empty (0,): none; applied with
+    ``tau``, their power counted as external work) and the wrenches ``fext`` (n_bodies, 6)
+    held (the collocation schemes: one of each per stage, stacked, (s nu,) and
+    (s n_bodies, 6)), in one call: until the end, until
     ``out_t`` is full (recording every step) or after ``ctl[MAX_TRIES]`` tries (a caller
     with forces that depend on the state evaluates them at ``pred`` between calls).
     ``jf`` (2, nu, nu): the Jacobians ``∂τ/∂q``, ``∂τ/∂q̇`` of such a feedback, with which
@@ -1270,6 +1289,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, qg,
     tau_m = np.empty(tau.shape[0])  # collocation: one force per stage, stacked
     for i in range(tau.shape[0] // nu):
         motor_torques(pm, tau[i * nu:(i + 1) * nu], tau_m[i * nu:(i + 1) * nu])
+    for k in range(gn.shape[0]):
+        tau_m[k] += gn[k]
     stages, rs, dxs, ps, W = (np.empty((3 * ns, nu)), np.empty(ns * nu), np.empty(ns * nu),
                               np.empty((ns, 3)), np.zeros((ns, nu)))
     new, base = np.zeros((5, nu)), np.empty((3, nu))
@@ -1293,8 +1314,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, qg,
         t1, h = _next_step(c, ctl, s, cnt)
         iterations = cnt[ITERATIONS]
         if collocation:
-            st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, W, tau_m, fext, jf,
-                                   pred, tf, pmask, pacc, Kc, Ku, Cu, Mk, tab, eig, radau,
+            st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, W, tau_m, gn, fext,
+                                   jf, pred, tf, pmask, pacc, Kc, Ku, Cu, Mk, tab, eig, radau,
                                    displacement, S, Jc, piv, cl, s, stages, rs, dxs, zr, zc, ps,
                                    new, cnt)
         else:
@@ -1357,6 +1378,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, fext, jf, pmask, pacc, y, qg,
                     tf[k] = e[k]
             _engine_q(pm, qg, new[0], qx)
             power_rates(pm, w, qx, new[1], tf, fext, power)
+            _external_share(gn, new[1], power)
             for k in range(3):
                 wq[0, k] = s[W_TAU + k]
                 wq[1, k] = s[W_TAU + k] + 0.5 * h * (s[P_TAU + k] + power[k])

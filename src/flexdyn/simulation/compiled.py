@@ -15,7 +15,7 @@ import numpy as np
 import scipy.integrate
 
 from ..chain import Model
-from ..dynamics import cached_engine, constraint_forces
+from ..dynamics import cached_engine, constraint_forces, nodal_loads_at
 from ..engine import galpha, kernels
 from ..results import SimulationError, SimulationResult
 from ..spatial import quat_multiply, quat_to_rot
@@ -31,8 +31,8 @@ from .problem import (
     load_kind,
 )
 
-__all__ = ["LOOP_FAILURES", "CompiledLoop", "engine_coordinates", "integrate_compiled",
-           "integrator_coordinates", "local_entries"]
+__all__ = ["LOOP_FAILURES", "CompiledLoop", "compiled_forces", "engine_coordinates",
+           "integrate_compiled", "integrator_coordinates", "local_entries"]
 
 #: the most Newton iterations of one try of the generalized-α step
 _MAX_NEWTON = 8
@@ -109,6 +109,12 @@ def engine_coordinates(model: Model, qg: np.ndarray, x: np.ndarray) -> np.ndarra
     return q
 
 
+def _applied(tau: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """The generalized force that acts: ``tau`` plus the nodal loads' modal forces ``g``
+    (same shape, or empty: none)."""
+    return tau if g.size == 0 else tau + g
+
+
 def _newton_tol(scheme: int, rtol: float, newton_tol: float | None) -> float:
     """The ``newton_tol`` of a compiled scheme: the one given, else 1e-6 (of the
     accelerations); for Radau IIA, whose iteration stops on the stage states scaled by
@@ -135,8 +141,9 @@ LOOP_FAILURES = {
 class CompiledLoop:
     """The arrays that carry a compiled integrator
     (:func:`flexdyn.engine.galpha.generalized_alpha`) from call to call, set up at ``(q0, u0)``
-    at ``t0`` for a run to ``t1`` with the forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) at
-    ``t0`` (the initial acceleration and energy-balance integrands come from the compiled state
+    at ``t0`` for a run to ``t1`` with the forces ``tau`` (nu,), ``f_ext`` (n_bodies, 6) and
+    ``g_n`` (nu,; empty: none), the nodal loads' modal generalized forces, at ``t0`` (the
+    initial acceleration and energy-balance integrands come from the compiled state
     derivative; ``RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈,
     0``; ``a`` and the last row are ``q⃛`` and ``q⁗`` for the collocation schemes; ``q`` the
     integrator's coordinates, local at the quaternion joints), ``qg`` (their reference;
@@ -149,7 +156,8 @@ class CompiledLoop:
     start with it (hybrid dynamics), is given."""
 
     def __init__(self, model: Model, fidelity: str, q0: np.ndarray, u0: np.ndarray, t0: float,
-                 t1: float, tau: np.ndarray, f_ext: np.ndarray, *, scheme: int,
+                 t1: float, tau: np.ndarray, f_ext: np.ndarray, g_n: np.ndarray, *,
+                 scheme: int,
                  h: float | None, rho_inf: float, newton_tol: float | None,
                  error_norm: int, rtol: float, atol: float, max_step: float,
                  record_steps: bool, linearize: bool = False,
@@ -164,7 +172,10 @@ class CompiledLoop:
         self.derivative = compiled_derivative(model, fidelity, "articulated", "engine",
                                               N_EXTRA, closure_rate)
         if xdot0 is None:
-            xdot0 = failing(self.derivative, t0, np.concatenate([q0, u0]), tau, f_ext)
+            xdot0 = failing(self.derivative, t0, np.concatenate([q0, u0]), _applied(tau, g_n),
+                            f_ext)
+            if g_n.size:  # the nodal loads' power is external work (Problem.__call__)
+                xdot0[nq + nu:nq + nu + 2] += np.array([-1.0, 1.0]) * (g_n @ u0)
         self.qg = np.array(q0, dtype=float)
         self.y = np.zeros((5, nu))
         self.y[0], self.y[1] = integrator_coordinates(model, q0), u0
@@ -206,8 +217,8 @@ class CompiledLoop:
         self.closures = None
         if model.constraints:  # the first step's multipliers start from those at t0
             self.closures = g.closures(*self.engine.closure_buffers, self.nodes.size, nu)
-            self.closures.lam_n[:] = constraint_forces(model, q0, u0, tau, fidelity=fidelity,
-                                                       f_ext=f_ext)
+            self.closures.lam_n[:] = constraint_forces(model, q0, u0, _applied(tau, g_n),
+                                                       fidelity=fidelity, f_ext=f_ext)
         self.pred = np.empty((self.nodes.size, 1 + 2 * nu))
         self.cnt = np.zeros(g.N_COUNTERS, dtype=np.int64)
         #: tries repeated with the forces of the step's own stage states (feedback_try)
@@ -248,15 +259,16 @@ class CompiledLoop:
             return x[:nu], x[nu:]
         return engine_coordinates(self.model, reference, x[:nu]), x[nu:]
 
-    def held(self, tau: np.ndarray, f_ext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Forces ``tau`` (nu,) and ``f_ext`` (n_bodies, 6) held over a step, in the layout
-        :meth:`run` takes: once per stage (:attr:`nodes`)."""
+    def held(self, tau: np.ndarray, f_ext: np.ndarray, g: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Forces ``tau`` (nu,), ``f_ext`` (n_bodies, 6) and ``g`` (nu,; empty: none) held over
+        a step, in the layout :meth:`run` takes: once per stage (:attr:`nodes`)."""
         k = self.nodes.size
-        return np.tile(tau, k), np.tile(f_ext, (k, 1))
+        return np.tile(tau, k), np.tile(f_ext, (k, 1)), np.tile(g, k)
 
-    def next_forces(self, forces: Callable) -> tuple[np.ndarray, np.ndarray]:
+    def next_forces(self, forces: Callable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The forces of the next try, in the layout :meth:`run` takes:
-        ``forces(t, q, u) -> (tau, f_ext)`` at the rows of :attr:`pred` (the compiled
+        ``forces(t, q, u) -> (tau, f_ext, g)`` at the rows of :attr:`pred` (the compiled
         entry's): the scheme's stage times ``t + c_i h`` (:attr:`nodes`; generalized-α: the
         step's end) and the states predicted there, ``q + c_i h u + ½ (c_i h)² u̇``,
         ``u + c_i h u̇``; with prescribed motion its accelerations at those times too, into
@@ -267,7 +279,7 @@ class CompiledLoop:
         at = [forces(*state) for state in states]
         if self.drive is not None:
             self.pacc[:] = np.concatenate([self.drive.impose(*state)[2] for state in states])
-        return np.concatenate([a[0] for a in at]), np.concatenate([a[1] for a in at])
+        return tuple(np.concatenate([a[k] for a in at]) for k in range(3))
 
     def stage_states(self, y0: np.ndarray, t0: float) -> tuple[np.ndarray, np.ndarray]:
         """The stage times (k,) and states ``[q; u]`` (k, 2 nu) of the step just taken from
@@ -296,7 +308,7 @@ class CompiledLoop:
 
     def feedback_jacobian(self, forces: Callable, t: float, x: np.ndarray,
                           reference: np.ndarray) -> np.ndarray:
-        """``[∂τ/∂q, ∂τ/∂u]`` (2, nu, nu) of ``forces(t, q, u) -> (tau, f_ext)`` at ``t`` and
+        """``[∂τ/∂q, ∂τ/∂u]`` (2, nu, nu) of ``forces(t, q, u) -> (tau, f_ext, g)`` at ``t`` and
         ``x = [q; u]`` (the integrator's coordinates about ``reference``, :meth:`engine_state`)
         by forward differences (2 nu evaluations): the iteration matrix's share of a state
         feedback, which only needs to be near (:meth:`feedback_try` checks the forces
@@ -354,7 +366,7 @@ class CompiledLoop:
     def feedback_try(self, forces: Callable, times: np.ndarray, out_t: np.ndarray,
                      out_x: np.ndarray) -> int:
         """One step try (:meth:`run` with ``ctl[MAX_TRIES] = 1``; its status) with forces
-        ``forces(t, q, u) -> (tau, f_ext)`` that depend on the state.  They are evaluated at
+        ``forces(t, q, u) -> (tau, f_ext, g)`` that depend on the state.  They are evaluated at
         the predicted stage states (:meth:`next_forces`); with :attr:`linearize`, ``tau`` is
         linearized about them inside the Newton iteration (:attr:`jf`, by
         :meth:`feedback_jacobian`), which makes a linear feedback exact at every stage.  Once
@@ -367,7 +379,7 @@ class CompiledLoop:
         adaptive step to a quarter, as a failed Newton iteration does; with fixed steps the
         last try stands."""
         g = galpha
-        tau, f_ext = self.next_forces(forces)
+        tau, f_ext, g_n = self.next_forces(forces)
         points = self.pred[:, 1:].copy()
         if self.linearize and self.jf.shape[1] == 0:
             self.jf = self.feedback_jacobian(forces, self.pred[-1, 0], points[-1], self.q)
@@ -375,16 +387,16 @@ class CompiledLoop:
         y0, t0 = self.y.copy(), float(self.s[g.T])
         for retry in range(_MAX_FEEDBACK):
             steps = self.cnt[g.STEPS]
-            status = self.run(times, tau, f_ext, out_t, out_x)
+            status = self.run(times, tau, f_ext, g_n, out_t, out_x)
             if self.cnt[g.STEPS] == steps or status < 0:  # rejected by the error estimate
                 return status
             times_s, states = self.stage_states(y0, t0)
             reference = self.qg.copy()  # the step's
             pairs = [forces(t, *self.engine_state(x, reference))
                      for t, x in zip(times_s, states, strict=True)]
-            tau_s = np.concatenate([p[0] for p in pairs])
-            f_ext_s = np.concatenate([p[1] for p in pairs])
-            error = self.force_error(tau_s, f_ext_s, self.linearized(tau, points, states), f_ext,
+            tau_s, f_ext_s, g_s = (np.concatenate([p[k] for p in pairs]) for k in range(3))
+            error = self.force_error(_applied(tau_s, g_s), f_ext_s,
+                                     _applied(self.linearized(tau, points, states), g_n), f_ext,
                                      t0)
             if error <= _FEEDBACK_TOL or (retry == _MAX_FEEDBACK - 1
                                           and not self.ctl[g.ADAPTIVE]):
@@ -393,7 +405,7 @@ class CompiledLoop:
                 a[...] = b
             self.pred[:, 1:] = points = states  # the next try's linearization points
             saved = [a.copy() for a in self._carried()]
-            tau, f_ext = tau_s, f_ext_s
+            tau, f_ext, g_n = tau_s, f_ext_s, g_s
             if self.linearize:
                 self.jf = self.feedback_jacobian(forces, times_s[-1], states[-1], reference)
             self.feedback_retries += 1
@@ -403,7 +415,7 @@ class CompiledLoop:
         if self.s[g.H] < self.c[g.H_MIN]:
             return g.STEP_TOO_SMALL
         self.ctl[g.MAX_TRIES] = 0  # no try: the predicted states of the shorter step
-        self.run(times, tau, f_ext, out_t, out_x)
+        self.run(times, tau, f_ext, g_n, out_t, out_x)
         self.ctl[g.MAX_TRIES] = 1
         return g.PAUSED
 
@@ -417,14 +429,35 @@ class CompiledLoop:
                 f"{cnt[g.ITERATIONS]} Newton iterations, {cnt[g.FACTORIZATIONS]} "
                 f"factorizations{retries}")
 
-    def run(self, times: np.ndarray, tau: np.ndarray, f_ext: np.ndarray, out_t: np.ndarray,
-            out_x: np.ndarray) -> int:
+    def run(self, times: np.ndarray, tau: np.ndarray, f_ext: np.ndarray, g: np.ndarray,
+            out_t: np.ndarray, out_x: np.ndarray) -> int:
         """One call of the compiled entry (its status); the collocation schemes take
-        ``tau`` and ``f_ext`` stacked per stage."""
+        ``tau``, ``f_ext`` and ``g`` (empty: no nodal loads) stacked per stage."""
         return galpha.generalized_alpha(*self.engine.packed, self.c, self.ctl, times, tau,
-                                        f_ext, self.jf, self.pmask, self.pacc, self.y,
+                                        g, f_ext, self.jf, self.pmask, self.pacc, self.y,
                                         self.qg, self.s, self.Mk, self.S, self.Jc, self.piv,
                                         self.closures, out_t, out_x, self.pred, self.cnt)
+
+
+def compiled_forces(ode: Problem) -> Callable:
+    """``forces(t, q, u) -> (tau (nu,), f_ext (n_bodies, 6), g)``: the loads of ``ode`` in
+    the form :class:`CompiledLoop` takes them, the nodal loads (``ode.nodes_fn``) as their
+    rigid parts in ``f_ext`` and their modal generalized forces ``g`` (nu,; empty without
+    nodal loads) (:func:`flexdyn.dynamics.nodal_loads_at`)."""
+    model, tau_fn, fext_fn, nodes_fn = ode.model, ode.tau_fn, ode.fext_fn, ode.nodes_fn
+    zeros_tau, no_wrenches, no_nodes = (np.zeros(model.nu), np.zeros((model.n_bodies, 6)),
+                                        np.zeros(0))
+
+    def forces(t: float, q: np.ndarray, u: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        tau = zeros_tau if tau_fn is None else np.array(tau_fn(t, q, u), dtype=float)
+        f_ext = no_wrenches if fext_fn is None else np.array(fext_fn(t, q, u), dtype=float)
+        if nodes_fn is None:
+            return tau, f_ext, no_nodes
+        f, g = nodal_loads_at(model, q, nodes_fn(t, q, u), ode.fidelity)
+        return tau, f_ext + f, g
+
+    return forces
 
 
 def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, t1: float,
@@ -481,16 +514,12 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
     * **Events.** With ``events`` the compiled entry is called once per accepted step
       (:class:`_CompiledSteps`), and the events are located on that interpolation as with
       the scipy integrators (``Events``)."""
-    model, fidelity, tau_fn, fext_fn = ode.model, ode.fidelity, ode.tau_fn, ode.fext_fn
-    nq, nu = model.nq, model.nu
-    drive = ode.drive
-    forced = callable(tau) or callable(f_ext) or drive is not None  # evaluated per try
-    feedback = "callable" in (load_kind(tau), load_kind(f_ext))  # forces of the state
-    zeros_tau, no_wrenches = np.zeros(nu), np.zeros((model.n_bodies, 6))
-
-    def forces(t: float, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return (zeros_tau if tau_fn is None else np.array(tau_fn(t, q, u), dtype=float),
-                no_wrenches if fext_fn is None else np.array(fext_fn(t, q, u), dtype=float))
+    model, nq, nu, drive = ode.model, ode.model.nq, ode.model.nu, ode.drive
+    # nodal loads act in their nodes' frames, which move with the state: a feedback
+    nodal = ode.nodes_fn is not None
+    forced = callable(tau) or callable(f_ext) or drive is not None or nodal  # per try
+    feedback = "callable" in (load_kind(tau), load_kind(f_ext)) or nodal  # of the state
+    forces = compiled_forces(ode)
 
     def failed(t: float, message: str, partial: SimulationResult | None = None,
                cause: BaseException | None = None) -> SimulationError:
@@ -499,11 +528,11 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
         error.__cause__ = cause
         return error
 
-    tau_t, fe = forces(t0, q0, u0)
+    tau_t, fe, g_t = forces(t0, q0, u0)
     try:
         xdot0 = None if drive is None else ode(t0, np.concatenate([q0, u0, np.zeros(N_EXTRA)]))
-        loop = CompiledLoop(model, fidelity, q0, u0, t0, t1, tau_t, fe, scheme=scheme, h=h,
-                            rho_inf=rho_inf, newton_tol=newton_tol, error_norm=error_norm,
+        loop = CompiledLoop(model, ode.fidelity, q0, u0, t0, t1, tau_t, fe, g_t, scheme=scheme,
+                            h=h, rho_inf=rho_inf, newton_tol=newton_tol, error_norm=error_norm,
                             rtol=rtol, atol=atol, max_step=max_step,
                             record_steps=t_eval is None,
                             linearize=load_kind(tau) == "callable", drive=drive, xdot0=xdot0,
@@ -512,9 +541,9 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
         raise failed(t0, exc.message, cause=exc.__cause__) from exc.__cause__
     g = galpha
     ctl, s, cnt = loop.ctl, loop.s, loop.cnt
-    tau_t, fe = loop.held(tau_t, fe)  # forces that vary are evaluated once paused
+    held = loop.held(tau_t, fe, g_t)  # forces that vary are evaluated once paused
     if events is not None:
-        return _compiled_with_events(ode, loop, events, t_eval, tau_t, fe,
+        return _compiled_with_events(ode, loop, events, t_eval, held,
                                      forces if forced else None, feedback, failed, progress)
     times = np.zeros(0) if t_eval is None else np.ascontiguousarray(t_eval)
     n_out = times.size if t_eval is not None else (
@@ -539,7 +568,7 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
             while True:
                 status = (loop.feedback_try(forces, times, out_t, out_x)
                           if feedback and ctl[g.MAX_TRIES] == 1
-                          else loop.run(times, tau_t, fe, out_t, out_x))
+                          else loop.run(times, *held, out_t, out_x))
                 if bar is not None:
                     bar.update(s[g.T] - t0 - bar.n)
                 if status == g.FULL:
@@ -549,7 +578,7 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
                     if forced:
                         ctl[g.MAX_TRIES] = 1
                         if not feedback:
-                            tau_t, fe = loop.next_forces(forces)
+                            held = loop.next_forces(forces)
                 else:
                     break
     except BaseException as exc:  # a user's callable failed, or KeyboardInterrupt
@@ -590,23 +619,24 @@ class _CompiledSteps(scipy.integrate.OdeSolver):
     :func:`simulate`'s samples and events (``Samples``, ``Events``) apply to it.  The state
     is ``x = [q; u; W_τ, W_ext, D]`` (the loop's ``q, q̇`` and work integrals), the dense
     output is the loop's interpolation on the step
-    (:func:`flexdyn.engine.galpha.sample`).  ``forces(t, q, u) -> (tau, f_ext)``: forces
+    (:func:`flexdyn.engine.galpha.sample`).  ``held``: the forces ``(tau, f_ext, g)`` in the
+    layout of :meth:`CompiledLoop.run`; ``forces(t, q, u) -> (tau, f_ext, g)``: forces
     evaluated before each try (:meth:`CompiledLoop.next_forces`), or None when the loop's
     are held; ``feedback``: they depend on the state (each try by
     :meth:`CompiledLoop.feedback_try`); ``bar``: a progress bar or None."""
 
     def __init__(self, loop: CompiledLoop, x0: np.ndarray, t0: float, t1: float,
-                 tau: np.ndarray, f_ext: np.ndarray, forces: Callable | None, feedback: bool,
+                 held: tuple[np.ndarray, ...], forces: Callable | None, feedback: bool,
                  bar: Any):
         super().__init__(_no_derivative, t0, x0, t1, vectorized=False)
         g = galpha
         self.loop, self.forces, self.feedback, self.bar = loop, forces, feedback, bar
-        self.tau, self.f_ext = tau, f_ext
+        self.held = held
         self.out_t, self.out_x = np.empty(1), np.empty((1, x0.size))
         self.times = np.zeros(0)
         loop.ctl[g.RECORD_STEPS] = 1
         loop.ctl[g.MAX_TRIES] = 0
-        loop.run(self.times, tau, f_ext, self.out_t, self.out_x)  # the first predictor
+        loop.run(self.times, *held, self.out_t, self.out_x)  # the first predictor
         loop.ctl[g.MAX_TRIES] = 1 if forces is not None else -1
         self.ends: tuple[np.ndarray, ...] = ()  # the last step's (y, s) at both ends
 
@@ -621,8 +651,8 @@ class _CompiledSteps(scipy.integrate.OdeSolver):
                 status = loop.feedback_try(self.forces, self.times, self.out_t, self.out_x)
             else:
                 if self.forces is not None:
-                    self.tau, self.f_ext = loop.next_forces(self.forces)
-                status = loop.run(self.times, self.tau, self.f_ext, self.out_t, self.out_x)
+                    self.held = loop.next_forces(self.forces)
+                status = loop.run(self.times, *self.held, self.out_t, self.out_x)
             if status not in (g.FULL, g.PAUSED, g.FINISHED):
                 return False, LOOP_FAILURES[status]
         self.t, self.y = float(loop.s[g.T]), self.out_x[0].copy()
@@ -669,12 +699,12 @@ def _no_derivative(t: float, x: np.ndarray) -> np.ndarray:
 
 
 def _compiled_with_events(ode: Problem, loop: CompiledLoop, events: Events,
-                          t_eval: np.ndarray | None, tau: np.ndarray, f_ext: np.ndarray,
+                          t_eval: np.ndarray | None, held: tuple[np.ndarray, ...],
                           forces: Callable | None, feedback: bool, failed: Callable,
                           progress: bool) -> SimulationResult:
     """:func:`integrate_compiled` with ``events``: the loop stepped by
     :class:`_CompiledSteps` through ``Samples``, which records the samples and locates the
-    events as for the scipy integrators; ``tau``, ``f_ext`` and ``forces`` as
+    events as for the scipy integrators; ``held`` and ``forces`` as
     :class:`_CompiledSteps` takes them (and ``feedback``), ``failed(t, message, partial,
     cause)`` the error to raise."""
     g = galpha
@@ -692,7 +722,7 @@ def _compiled_with_events(ode: Problem, loop: CompiledLoop, events: Events,
 
     try:
         with _Attempt(bar) as attempt:
-            solver = _CompiledSteps(loop, x0, t0, t1, tau, f_ext, forces, feedback, bar)
+            solver = _CompiledSteps(loop, x0, t0, t1, held, forces, feedback, bar)
             message = samples.run(solver)
             if solver.status == "failed":
                 attempt.failure = (float(solver.t), message, None)

@@ -216,15 +216,14 @@ class RK4(SolverIntegrator):
 class CompiledIntegrator(Integrator):
     """A compiled integrator of :mod:`flexdyn.engine.galpha` (``scheme`` its code): the
     time loop of :func:`flexdyn.simulation.compiled.integrate_compiled`, for models whose
-    coordinates are their own rates, on the engine, without loop closures or node wrenches."""
+    coordinates are their own rates, on the engine, with loop closures where they run
+    there."""
 
     #: the scheme's code in :data:`flexdyn.engine.galpha.SCHEMES`
     scheme: ClassVar[int]
 
     def check(self, model: Model, *, backend: str, prescribed: Any, f_nodes: Any,
               fidelity: str = DEFAULT_FIDELITY) -> None:
-        if f_nodes is not None:
-            raise ValueError(f"f_nodes: not supported by integrator={self.name!r}")
         if backend != "engine":
             raise ValueError(f"integrator={self.name!r} runs on backend='engine' only")
         if model.constraints and not closures_on_engine(model, fidelity, backend):
@@ -429,14 +428,14 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
       their forces and acceleration rows are then solved in the Newton iteration
       (:class:`flexdyn.engine.galpha.Closures`);
     * ``backend="engine"`` and ``method="articulated"`` (the compiled integrators' forward
-      dynamics);
-    * no ``f_nodes``.
+      dynamics).
 
-    ``tau`` and ``f_ext`` do not change the choice: the compiled integrators take every kind
-    of load :func:`~flexdyn.simulation.simulate` takes (a state feedback ``tau(t, q, u)`` is
-    linearized inside the Newton iteration and checked at each step's stage states,
-    ``CompiledLoop.feedback_try``) and prescribed motion; the arguments are accepted so
-    that existing calls keep working.
+    ``tau``, ``f_ext`` and ``f_nodes`` do not change the choice: the compiled integrators
+    take every kind of load :func:`~flexdyn.simulation.simulate` takes (a state feedback
+    ``tau(t, q, u)`` is linearized inside the Newton iteration and checked at each step's
+    stage states, ``CompiledLoop.feedback_try``; so are node wrenches, which act in the
+    moving node frames) and prescribed motion; the arguments are accepted so that existing
+    calls keep working.
 
     DOP853 otherwise.  At :data:`DEFAULT_TOLERANCES` the choice puts the tip of the 5-beam
     chain of ``docs/simulation-performance.md`` within 1e-6 m in a fraction of DOP853's
@@ -447,6 +446,5 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
     closures = not model.constraints or closures_on_engine(model, fidelity, backend)
     radau = (int(np.sum(model.n_modes)) > 0
              and all(j.rates or j.quaternion for j in model.joints)
-             and closures and backend == "engine" and method == "articulated"
-             and f_nodes is None)
+             and closures and backend == "engine" and method == "articulated")
     return (RadauIIA.name, "displacement") if radau else ("DOP853", None)

@@ -89,7 +89,7 @@ def simulate(
         ``RadauIIA(error_norm="displacement")`` where it integrates exactly the problem
         given — a model with elastic coordinates whose coordinates are their own rates or a
         quaternion joint's, the engine backend,
-        ``method="articulated"``, no nodal loads, and loop closures only with a fidelity
+        ``method="articulated"``, and loop closures only with a fidelity
         whose closures run on the engine — and
         ``ScipyIVP("DOP853")`` otherwise; the result's
         ``settings["integrator"]`` names the choice), :class:`~flexdyn.RadauIIA`

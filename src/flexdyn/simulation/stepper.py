@@ -21,7 +21,7 @@ from ..engine import galpha
 from ..outputs import Outputs
 from ..results import SimulationError
 from ..terms import DEFAULT_FIDELITY, check_fidelity, state_terms
-from .compiled import LOOP_FAILURES, CompiledLoop
+from .compiled import LOOP_FAILURES, CompiledLoop, compiled_forces
 from .options import RK4, SCIPY_METHODS, CompiledIntegrator, GaussLegendre, RadauIIA, ScipyIVP
 from .problem import (
     CLOSURE_RATE,
@@ -58,7 +58,7 @@ class Stepper:
     the compiled ``"gauss-legendre"`` in ``substeps`` fixed steps (fourth order and A-stable:
     for stiff models, at any macro step; models whose coordinates are their own rates or
     quaternions,
-    without prescribed motion or node wrenches, and with loop closures where they run on the
+    without prescribed motion, and with loop closures where they run on the
     engine, as in :func:`~flexdyn.simulate`; its Newton iteration stops at
     ``newton_tol`` = 1e-6 relative to the accelerations), with the compiled ``"radau-iia"``
     (the same models; L-stable, adaptive steps at ``rtol``, ``atol`` restarted every macro
@@ -271,23 +271,26 @@ class Stepper:
         """:meth:`_advance` by the compiled loop, started afresh at the current state and
         inputs (the accelerations from the compiled state derivative) and run to ``t1`` in
         ``ceil((t1 − t)/h)`` equal steps (Radau IIA: adaptive ones); the work integrals go
-        on."""
-        if self._f_nodes is not None:
-            raise ValueError("f_nodes: not supported by the compiled integrators in a Stepper "
-                             "(use f_ext, or an adaptive integrator)")
+        on.  Node wrenches, which act in the moving node frames, are evaluated at each step's
+        stage states (``CompiledLoop.feedback_try``)."""
         model, nq, nu = self.model, self.model.nq, self.model.nu
-        tau = self._tau
-        fe = np.zeros((model.n_bodies, 6)) if self._f_ext is None else self._f_ext
+        q0, u0 = self._x[:nq], self._x[nq:nq + nu]
+        forces = compiled_forces(self._ode())
+        nodal = self._f_nodes is not None
+        out_t, out_x, times = np.empty(1), np.empty((1, nq + nu + N_EXTRA)), np.array([t1])
         try:
-            loop = CompiledLoop(model, self.fidelity, self._x[:nq], self._x[nq:nq + nu],
-                                self.t, t1, tau, fe, **self._compiled, **self._tolerances,
-                                max_step=math.inf, record_steps=False,
-                                closure_rate=self._rate)
+            loads = forces(self.t, normalized(model, q0), u0)
+            loop = CompiledLoop(model, self.fidelity, q0, u0, self.t, t1, *loads,
+                                **self._compiled, **self._tolerances, max_step=math.inf,
+                                record_steps=False, closure_rate=self._rate)
+            loop.ctl[galpha.MAX_TRIES] = 0 if nodal else -1  # with node wrenches: a predictor
+            status = loop.run(times, *loop.held(*loads), out_t, out_x)
+            loop.ctl[galpha.MAX_TRIES] = 1
+            while nodal and status == galpha.PAUSED:
+                status = loop.feedback_try(forces, times, out_t, out_x)
         except RhsFailure as exc:
-            raise SimulationError(f"step from t = {self.t:.6g} s failed: {exc.message}",
-                                  exc.t, exc.message) from exc.__cause__
-        out_t, out_x = np.empty(1), np.empty((1, nq + nu + N_EXTRA))
-        status = loop.run(np.array([t1]), *loop.held(tau, fe), out_t, out_x)
+            raise SimulationError(f"step from t = {self.t:.6g} s failed at t = {exc.t:.6g} s: "
+                                  f"{exc.message}", exc.t, exc.message) from exc.__cause__
         if status != galpha.FINISHED:
             t = float(loop.s[galpha.T])
             raise SimulationError(f"step from t = {self.t:.6g} s failed at t = {t:.6g} s: "
