@@ -98,8 +98,8 @@ def test_batches_run_the_engine_state_by_state():
 @given(sample=SAMPLES, fidelity=FIDELITY, seed=st.integers(0, 2**32 - 1))
 def test_nodal_loads_on_the_engine_equal_the_reference(sample, fidelity, seed):
     """Wrenches at nodes of random flexible trees enter the engine's forward, inverse and
-    bias forces as the reference's (its node frames, Eq 21's node maps), the engine's
-    own path taken (asserted)."""
+    bias forces, hybrid dynamics and joint wrenches as the reference's (its node frames,
+    Eq 21's node maps), the engine's own path taken (asserted)."""
     model, q, u, udot, f = sample.model, sample.q, sample.u, sample.udot, sample.f_ext
     flexible = [i for i in range(model.n_bodies) if model.n_modes[i] > 0]
     assume(flexible)
@@ -107,6 +107,7 @@ def test_nodal_loads_on_the_engine_equal_the_reference(sample, fidelity, seed):
     loads = {(model.names[int(i)], int(rng.integers(model.bodies[int(i)].n_nodes))):
              rng.normal(size=6) for i in rng.choice(flexible, size=min(2, len(flexible)))}
     tau = rng.normal(size=model.nu)
+    mask = rng.random(model.nu) < 0.5  # a random half of the accelerations prescribed
     calls = []
     engine = dynamics.cached_engine
 
@@ -121,15 +122,23 @@ def test_nodal_loads_on_the_engine_equal_the_reference(sample, fidelity, seed):
         got = [fd.forward_dynamics(model, q, u, tau, fidelity=fidelity, f_ext=f,
                                    f_nodes=loads),
                fd.inverse_dynamics(model, q, u, udot, fidelity, f_ext=f, f_nodes=loads),
-               fd.bias_forces(model, q, u, fidelity, f_ext=f, f_nodes=loads)]
-    assert len(calls) == 3, "the engine did not run all three"
+               fd.bias_forces(model, q, u, fidelity, f_ext=f, f_nodes=loads),
+               *fd.hybrid_dynamics(model, q, u, tau, udot, mask, fidelity=fidelity, f_ext=f,
+                                   f_nodes=loads),
+               fd.joint_wrenches(model, q, u, udot, fidelity, f_ext=f, f_nodes=loads)]
+    assert len(calls) == 5, "the engine did not run all five"
     ref = [fd.forward_dynamics(model, q, u, tau, fidelity=fidelity, f_ext=f, f_nodes=loads,
                                backend="reference"),
            fd.inverse_dynamics(model, q, u, udot, fidelity, f_ext=f, f_nodes=loads,
                                backend="reference"),
-           fd.bias_forces(model, q, u, fidelity, f_ext=f, f_nodes=loads, backend="reference")]
+           fd.bias_forces(model, q, u, fidelity, f_ext=f, f_nodes=loads, backend="reference"),
+           *fd.hybrid_dynamics(model, q, u, tau, udot, mask, fidelity=fidelity, f_ext=f,
+                               f_nodes=loads, backend="reference"),
+           fd.joint_wrenches(model, q, u, udot, fidelity, f_ext=f, f_nodes=loads,
+                             backend="reference")]
     scale = float(np.max(np.abs(fd.mass_matrix(model, q, fidelity, backend="reference"))))
-    for what, g, r, s in zip(("u̇", "τ", "C"), got, ref, (1.0, scale, scale), strict=True):
+    for what, g, r, s in zip(("u̇", "τ", "C", "hybrid u̇", "hybrid τ", "joint wrenches"), got,
+                             ref, (1.0, scale, scale, 1.0, scale, 1.0), strict=True):
         assert_close(g, r, f"{what} with nodal loads", scale=s)
 
 

@@ -32,9 +32,9 @@ energies of :mod:`flexdyn.energy`) take ``backend`` (one of :data:`BACKENDS`): `
 (the default) runs the compiled engine (:class:`flexdyn.engine.Engine`, one per model and
 fidelity, built on first use and cached), ``"reference"`` the numpy algorithms below.  The
 engine takes real inputs only: complex inputs always run the reference.  Nodal loads
-``f_nodes`` enter :func:`forward_dynamics`, :func:`inverse_dynamics` and :func:`bias_forces`
-on the engine as body wrenches and modal forces (:func:`nodal_loads_at`, the loaded bodies'
-node frames in numpy); :func:`hybrid_dynamics`, :func:`joint_wrenches` and the derivatives
+``f_nodes`` enter :func:`forward_dynamics`, :func:`inverse_dynamics`, :func:`bias_forces`,
+:func:`hybrid_dynamics` and :func:`joint_wrenches` on the engine as body wrenches and modal
+forces (:func:`nodal_loads_at`, the loaded bodies' node frames in numpy); the derivatives
 with nodal loads run the reference.  Both backends validate alike and raise the same
 errors.
 :func:`innovations_factors` (whose result is the reference's per-body factors) runs the
@@ -945,10 +945,16 @@ def _tree_hybrid(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray,
                  udot_known: np.ndarray, mask: np.ndarray, fidelity: str,
                  f_ext: np.ndarray | None, f_nodes, backend: str
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """The tree's hybrid dynamics ``(u̇, τ)`` (closures left out) for validated inputs."""
-    if on_engine(backend, q, u, tau, udot_known, f_ext) and not has_nodal_loads(f_nodes):
-        return cached_engine(model, fidelity).hybrid_dynamics(q, u, tau, udot_known, mask,
-                                                               f_ext)
+    """The tree's hybrid dynamics ``(u̇, τ)`` (closures left out) for validated inputs.  On
+    the engine the nodal loads' modal forces ``g`` act as part of ``τ`` (no joint entry, so
+    no saturation) and come out of the loads it returns."""
+    loads = _external_at(model, q, fidelity, f_ext, f_nodes) if on_engine(
+        backend, q, u, tau, udot_known, f_ext) else None
+    if loads is not None:
+        f, g = loads
+        udot, T = cached_engine(model, fidelity).hybrid_dynamics(
+            q, u, tau if g is None else tau + g, udot_known, mask, f)
+        return udot, T if g is None else T - g
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
         f_ext, g = _external(model, pos, f_ext, f_nodes)
@@ -1000,8 +1006,10 @@ def _joint_wrenches(model: Model, q: np.ndarray, u: np.ndarray, udot: np.ndarray
     check_backend(backend)
     q, u, udot = model.check_state(q, u, udot=udot)
     f_ext = check_external_forces(model, f_ext)
-    if on_engine(backend, q, u, udot, f_ext) and not has_nodal_loads(f_nodes):
-        return _finite(cached_engine(model, fidelity).joint_wrenches(q, u, udot, f_ext),
+    loads = _external_at(model, q, fidelity, f_ext, f_nodes) if on_engine(
+        backend, q, u, udot, f_ext) else None
+    if loads is not None:  # the nodal loads' rigid parts alone load the joints
+        return _finite(cached_engine(model, fidelity).joint_wrenches(q, u, udot, loads[0]),
                        "joint wrenches")
     with np.errstate(over="ignore", invalid="ignore"):
         pos, vel = state_terms(model, q, u, fidelity)
@@ -1635,8 +1643,8 @@ def hybrid_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.ndarray 
         a joint, all joints with the modes free, …; the same for every state of a batch.
     fidelity, f_ext, f_nodes : as for :func:`forward_dynamics`.
     backend : ``"engine"`` (compiled, default: :meth:`flexdyn.engine.Engine.hybrid_dynamics`)
-        or ``"reference"`` (numpy, :func:`flexdyn.hybrid.hybrid_dynamics`); nodal loads and
-        complex inputs run the reference.
+        or ``"reference"`` (numpy, :func:`flexdyn.hybrid.hybrid_dynamics`); complex inputs
+        run the reference.
 
     Returns
     -------
