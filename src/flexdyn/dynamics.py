@@ -95,6 +95,7 @@ __all__ = [
     "BACKENDS",
     "REFINED_METHODS",
     "REFINE_CONDITION",
+    "REFINE_LOSS",
     "Dynamics",
     "ForwardDynamicsDerivatives",
     "InverseDynamicsDerivatives",
@@ -151,13 +152,16 @@ FORWARD_TERMS: dict[str, Callable[..., tuple]] = {
 BACKENDS: tuple[str, ...] = ("engine", "reference")
 #: Forward-dynamics methods the compiled engine runs (the others run the reference).
 ENGINE_METHODS = frozenset({"articulated", "articulated-split", "composite"})
-#: the O(N) forward-dynamics methods that :class:`Dynamics` refines for an ill-conditioned
-#: model (``"composite"`` solves the mass matrix by Cholesky: no refinement needed)
+#: the O(N) forward-dynamics methods that :class:`Dynamics` refines where the model calls for
+#: it (:meth:`Dynamics.refines`; ``"composite"`` solves the mass matrix by Cholesky)
 REFINED_METHODS = frozenset({"articulated", "articulated-split"})
-#: the condition number of the mass matrix above which :class:`Dynamics` refines the O(N)
-#: solves (:meth:`Dynamics.ill_conditioned`): there their relative error grows past about
-#: 1e-8 while a dense Cholesky solve's stays near ``ε κ``
+#: the condition number of the mass matrix above which :class:`Dynamics` measures whether
+#: the O(N) solves need refining (:meth:`Dynamics.ill_conditioned`): there their relative
+#: error may grow past about 1e-8 while a dense Cholesky solve's stays near ``ε κ``
 REFINE_CONDITION = 1e7
+#: how many times a dense Cholesky solve's error the articulated solve of an ill-conditioned
+#: model may make before :class:`Dynamics` refines the O(N) solves (:meth:`Dynamics.refines`)
+REFINE_LOSS = 10.0
 
 
 def condition_estimate(M: np.ndarray) -> float:
@@ -1126,10 +1130,13 @@ class Dynamics:
         self.backend = check_backend(backend)
         self._run: Engine | bool | None = None if backend == "engine" else False
         self._nq, self._nu, self._nb = model.nq, model.nu, model.n_bodies
+        self._q_shape, self._vector = (model.nq,), (model.nu,)
         self._zero_tau = np.zeros(model.nu)
         self._zero_wrenches = np.zeros((model.n_bodies, 6))
-        self._forward: dict[str, tuple] = {}  # the engine's entry of each method, on first use
+        #: the engine's entry of each method (False: none), on first use
+        self._forward: dict[str, Callable | bool] = {}
         self._ill: bool | None = None  # ill_conditioned(), on first use
+        self._refine: bool | None = None  # refines(), on first use
         self._constant_directions: np.ndarray | bool | None = None  # _directions, on first use
 
     def __repr__(self) -> str:
@@ -1158,44 +1165,53 @@ class Dynamics:
             return None
         return run
 
-    def _forward_entry(self, method: str) -> tuple | None:
-        """``(entry, buffers)``: the engine's forward dynamics of ``method`` and the buffers
-        it takes first (:meth:`flexdyn.engine.Engine.forward_entry`), or None where the
-        general path runs it."""
+    def _forward_entry(self, method: str) -> Callable | None:
+        """``entry(q, u, tau, f_ext, udot) -> status``: the machine code of the engine's
+        forward dynamics of ``method`` with the buffers it takes first
+        (:meth:`flexdyn.engine.Engine.forward_entry`), or None where the general path runs
+        it."""
         entry = self._forward.get(method)
         if entry is None and method in ENGINE_METHODS:
             run = self._engine()
-            entry = self._forward[method] = (run.forward_entry(method) if run
-                                             else (None, None))
-        return entry
+            if run:
+                code, buffers = run.forward_entry(method)
+                entry = self._forward[method] = functools.partial(code, *buffers)
+            else:
+                entry = self._forward[method] = False
+        return entry or None
 
     def forward_dynamics(self, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None = None, *,
                          method: str = "articulated", f_ext: np.ndarray | None = None,
                          f_nodes=None, out: np.ndarray | None = None) -> np.ndarray:
         """``u̇`` (nu,) with ``M(q) u̇ + C(q, u) = τ``: :func:`forward_dynamics` (arguments
-        and errors as there).  For an ill-conditioned model (:meth:`ill_conditioned`) the
-        O(N) methods' result takes one step of iterative refinement."""
-        entry = self._forward_entry(method) if type(method) is str and f_nodes is None \
-            else None
-        nu = self._nu
-        # the checks of _short written out on this hot path (one Python call less)
-        if entry is not None and entry[0] is not None and is_entry_array(q, self._nq) \
-                and is_entry_array(u, nu) and (tau is None or is_entry_array(tau, nu)) \
+        and errors as there).  Where the model calls for it (:meth:`refines`) the O(N)
+        methods' result takes one step of iterative refinement."""
+        entry = (self._forward.get(method) or self._forward_entry(method)) \
+            if type(method) is str and f_nodes is None else None
+        nu, vector = self._nu, self._vector
+        # is_entry_array written out for q, u and τ on this hot path (a Python call each
+        # less; a float64 dtype that is not numpy's own object takes the general path)
+        if entry is not None \
+                and type(q) is np.ndarray and q.dtype is _FLOAT64 and q.shape == self._q_shape \
+                and q.flags.carray and type(u) is np.ndarray and u.dtype is _FLOAT64 \
+                and u.shape == vector and u.flags.carray \
+                and (tau is None or (type(tau) is np.ndarray and tau.dtype is _FLOAT64
+                                     and tau.shape == vector and tau.flags.carray)) \
                 and (out is None or is_entry_array(out, nu)) \
                 and (f_ext is None or is_entry_array(f_ext, self._nb, 6)):
             udot = np.empty(nu) if out is None else out
-            status = entry[0](*entry[1], q, u, self._zero_tau if tau is None else tau,
-                              self._zero_wrenches if f_ext is None else f_ext, udot)
+            status = entry(q, u, self._zero_tau if tau is None else tau,
+                           self._zero_wrenches if f_ext is None else f_ext, udot)
             if status == -1:
-                return udot if self._ill is False else self._refined(q, u, tau, method, f_ext,
-                                                                     f_nodes, udot)
+                return udot if self._refine is False else self._refined(q, u, tau, method,
+                                                                        f_ext, f_nodes, udot)
             if status == kernels.OVERFLOW:
                 return _finite(udot, "u̇")
             # an invalid input or a singular inertia: the general path names it
         udot = _into(out, _forward_dynamics(self.model, q, u, tau, method, self.fidelity, f_ext,
                                             f_nodes, self.backend))
-        return udot if self._ill is False else self._refined(q, u, tau, method, f_ext, f_nodes,
-                                                             udot)
+        return udot if self._refine is False else self._refined(q, u, tau, method, f_ext,
+                                                                f_nodes, udot)
 
     def ill_conditioned(self) -> bool:
         """Whether the mass matrix at the neutral configuration has a condition number above
@@ -1211,16 +1227,50 @@ class Dynamics:
             self._ill = REFINE_CONDITION < kappa < math.inf
         return self._ill
 
+    def refines(self) -> bool:
+        """Whether the O(N) solves (the articulated and split methods,
+        :meth:`mass_matrix_inverse`) take one step of iterative refinement: where the model
+        is :meth:`ill_conditioned` and, measured once at the neutral configuration for three
+        seeded accelerations ``u̇`` (``τ = M u̇ + C``), the articulated solve's error exceeds
+        :data:`REFINE_LOSS` times a dense Cholesky solve's of the same ``M`` and ``C``.  The
+        condition number alone does not decide: a heavy payload on the Shuttle arm's flexible
+        booms costs the articulated solve three digits more than Cholesky, long rigid or
+        flexible chains as ill-conditioned cost it none (``tests/test_conditioning.py``),
+        and the step doubles the cost of a call."""
+        if self._refine is None:
+            self._refine = self.ill_conditioned() and self._articulated_loss() > REFINE_LOSS
+        return self._refine
+
+    def _articulated_loss(self) -> float:
+        """The largest relative error of the articulated solve over that of a dense Cholesky
+        solve (at least ``ε κ / 1000``, its attainable accuracy) for three seeded ``u̇`` at the
+        neutral configuration at rest (:meth:`refines`)."""
+        model, q0 = self.model, self.model.neutral_configuration()
+        M = _mass_matrix(model, q0, self.fidelity, "reference")
+        zero = np.zeros(model.nu)
+        C = _bias_forces(model, q0, zero, self.fidelity, None, None, self.backend)
+        udot = np.random.default_rng(0).normal(size=(3, model.nu))
+        tau = udot @ M.T + C
+        dense = scipy.linalg.cho_solve(scipy.linalg.cho_factor(M), (tau - C).T).T
+        fast = np.array([tree_forward_dynamics(model, q0, zero, t, "articulated", self.fidelity,
+                                               None, None, self.backend) for t in tau])
+
+        def error(x: np.ndarray) -> float:
+            return float(np.max(np.linalg.norm(x - udot, axis=1) / np.linalg.norm(udot, axis=1)))
+
+        floor = 1e-3 * np.finfo(float).eps * np.linalg.cond(M)
+        return error(fast) / max(error(dense), floor)
+
     def _refined(self, q, u, tau, method: str, f_ext, f_nodes, udot: np.ndarray) -> np.ndarray:
         """``u̇`` of an O(N) method (:data:`REFINED_METHODS`) after one step of iterative
-        refinement where the model is ill-conditioned (:meth:`ill_conditioned`; else ``u̇``
-        as it is), written into ``udot`` (Wilkinson; Higham, *Accuracy and Stability of
-        Numerical Algorithms*, Ch 12): with the residual ``r = τ − (M u̇ + C)`` by
+        refinement where the model calls for it (:meth:`refines`; else ``u̇`` as it is),
+        written into ``udot`` (Wilkinson; Higham, *Accuracy and Stability of Numerical
+        Algorithms*, Ch 12): with the residual ``r = τ − (M u̇ + C)`` by
         Newton–Euler inverse dynamics (backward stable), the same O(N) solve of ``τ + r``,
         ``M̃⁻¹ (τ + r − C) = u̇ + M̃⁻¹ r`` (``M̃`` the matrix the solve inverts exactly; its
         error ``M̃ − M`` depends on ``q`` alone), is the refined ``u̇``: its error is that of
         ``u̇`` times ``‖M⁻¹ (M̃ − M)‖``."""
-        if method not in REFINED_METHODS or not self.ill_conditioned():
+        if method not in REFINED_METHODS or not self.refines():
             return udot
         tau = np.zeros_like(np.asarray(u, dtype=float)) if tau is None else tau
         r = tau - self.inverse_dynamics(q, u, udot, f_ext=f_ext, f_nodes=f_nodes)
@@ -1272,11 +1322,11 @@ class Dynamics:
 
     def mass_matrix_inverse(self, q: np.ndarray, *, out: np.ndarray | None = None
                             ) -> np.ndarray:
-        """``M⁻¹(q)`` (nu × nu), Lemma 4: :func:`mass_matrix_inverse`; for an ill-conditioned
-        model (:meth:`ill_conditioned`) after one step of iterative refinement,
+        """``M⁻¹(q)`` (nu × nu), Lemma 4: :func:`mass_matrix_inverse`; where the model calls
+        for it (:meth:`refines`) after one step of iterative refinement,
         ``X + X (I − M X)``."""
         X = _mass_matrix_inverse(self.model, q, self.fidelity, self.backend)
-        if self._ill is not False and self.ill_conditioned():
+        if self._refine is not False and self.refines():
             X = X + X @ (np.eye(self._nu) - self.mass_matrix(q) @ X)
         return _into(out, X)
 

@@ -67,8 +67,10 @@ from .layout import (
     QS,
     SPHERICAL,
     US,
+    carve,
     unpack,
     workspace,
+    workspace_length,
 )
 from .newton_euler import rnea
 from .rigid_tree import rigid_tree_forward_dynamics
@@ -213,8 +215,18 @@ def validated_forward(pm, w, q, u, tau, fext, udot):
 def forward_rigid_tree(ib, fb, q, u, tau, fext, udot):
     """:func:`forward_articulated` of a rigid tree on one-dof joints
     (:func:`~flexdyn.engine.rigid_tree.is_rigid_tree`, whose coordinates hold no quaternion):
-    ``rigid_tree_forward_dynamics`` of one state, validated."""
-    pm, w = unpack(ib, fb), workspace(ib)
+    ``rigid_tree_forward_dynamics`` of one state, validated, on a workspace it holds
+    (:func:`_rigid_tree_forward`)."""
+    return _rigid_tree_forward(ib, fb, np.empty(workspace_length(ib)), q, u, tau, fext, udot)
+
+
+@helper
+def _rigid_tree_forward(ib, fb, buf, q, u, tau, fext, udot):
+    """:func:`forward_rigid_tree` on the workspace carved from ``buf``, which its caller
+    holds, so that neither the views nor the sweeps count references
+    (:data:`~flexdyn.engine.jit.helper`; :func:`workspace`'s views count two atomic
+    operations each per call, a fixed cost of the order of a short chain's sweeps)."""
+    pm, w = unpack(ib, fb), carve(ib, buf)
     if not (finite(q) and finite(u) and finite(tau) and finite(fext)):
         return INVALID
     status = rigid_tree_forward_dynamics(pm, w, q, u, tau, fext, udot)
@@ -317,8 +329,17 @@ def batch(ib, fb, op, t, n_threads, q, u, x, fext, out, status):
 @entry_point
 def batch_rigid_tree(ib, fb, t, n_threads, q, u, x, fext, out, status):
     """:func:`batch`'s :data:`ARTICULATED` of a rigid tree on one-dof joints
-    (:func:`~flexdyn.engine.rigid_tree.is_rigid_tree`) by ``rigid_tree_forward_dynamics``."""
-    pm, w = unpack(ib, fb), workspace(ib)
+    (:func:`~flexdyn.engine.rigid_tree.is_rigid_tree`) by ``rigid_tree_forward_dynamics``,
+    on a workspace it holds (:func:`_rigid_tree_batch`)."""
+    _rigid_tree_batch(ib, fb, np.empty(workspace_length(ib)), t, n_threads, q, u, x, fext,
+                      out, status)
+
+
+@helper
+def _rigid_tree_batch(ib, fb, buf, t, n_threads, q, u, x, fext, out, status):
+    """:func:`batch_rigid_tree` on the workspace carved from ``buf`` (as
+    :func:`_rigid_tree_forward`)."""
+    pm, w = unpack(ib, fb), carve(ib, buf)
     for b in range(t, q.shape[0], n_threads):
         status[b] = rigid_tree_forward_dynamics(pm, w, q[b], u[b], x[b], fext[b], out[b])
 
@@ -460,8 +481,16 @@ def validated_derivative(pm, w, x, tau, fext, xdot):
 @entry_point
 def derivative_rigid_tree(ib, fb, x, tau, fext, xdot):
     """:func:`derivative_articulated` of a rigid tree on one-dof joints
-    (:func:`~flexdyn.engine.rigid_tree.is_rigid_tree`), u̇ by ``rigid_tree_forward_dynamics``."""
-    pm, w, nq, nu = unpack(ib, fb), workspace(ib), ib[4], ib[3]
+    (:func:`~flexdyn.engine.rigid_tree.is_rigid_tree`), u̇ by ``rigid_tree_forward_dynamics``,
+    on a workspace it holds (:func:`_rigid_tree_derivative`)."""
+    return _rigid_tree_derivative(ib, fb, np.empty(workspace_length(ib)), x, tau, fext, xdot)
+
+
+@helper
+def _rigid_tree_derivative(ib, fb, buf, x, tau, fext, xdot):
+    """:func:`derivative_rigid_tree` on the workspace carved from ``buf`` (as
+    :func:`_rigid_tree_forward`)."""
+    pm, w, nq, nu = unpack(ib, fb), carve(ib, buf), ib[4], ib[3]
     if not derivative_inputs(pm, w, x, tau, fext):
         return INVALID
     status = rigid_tree_forward_dynamics(pm, w, w.q_n, x[nq:nq + nu], tau, fext, xdot[nq:nq + nu])

@@ -18,7 +18,7 @@ from numba.np.arrayobj import make_array, populate_array
 
 from ..joint_forces import N_FORCE_PARAMS
 from ..joints import JOINT_KINDS, JOINT_PARAMS, ProductJoint
-from .jit import allocating_helper, entry_point, helper, inlined
+from .jit import entry_point, helper, inlined
 from .pack import HEAD_OFFSETS, HEADER, INT_FIELDS, PackedModel
 
 __all__ = ["AT", "CN", "CYLINDRICAL", "FIXED", "FREE", "GS", "INVALID", "JCODE", "JF", "KIND",
@@ -96,11 +96,12 @@ def borrowed_view(typingctx, buf, start, shape):
     return _view(buf, start, shape, owned=False)
 
 
-@allocating_helper
+@inlined
 def unpack(ib, fb):
     """Named views of the flat buffers (the shapes of :data:`flexdyn.engine.pack.FIELDS`, in
     its order), borrowed (``borrowed_view``): the entries receive ``ib`` and ``fb`` from
-    their caller, who holds them for the whole call."""
+    their caller, who holds them for the whole call.  Inlined: returned from a call, its
+    dozens of array headers would be copied."""
     n, M, N, G, I = ib[0], ib[1], ib[2], ib[5], ib[6]  # noqa: E741 (the field table's letter)
     o = ib[N_HEADER:N_HEADER + HEAD_OFFSETS]
     return PackedModel(
@@ -229,11 +230,14 @@ def workspace_length(ib):
     return ib[4] + _offsets(ib)[-1]
 
 
-@allocating_helper
+@inlined
 def carve(ib, buf):
     """The fields of :class:`Work` as views of ``buf`` (at least :func:`workspace_length`
     long): ``q_n`` first, then the others in order.  Allocates nothing, so an entry may take
-    its workspace from its caller (:mod:`flexdyn.engine.export`)."""
+    its workspace from its caller (:mod:`flexdyn.engine.export`).  Inlined, so that in a
+    :data:`~flexdyn.engine.jit.helper` that receives ``buf`` from its caller (who holds it)
+    the views count no references: an entry that makes its workspace by
+    :func:`workspace` counts two atomic operations per view and call."""
     n, M, N, nq = ib[0], ib[1], ib[2], ib[4]
     s, o = M + 6, _offsets(ib)
     q_n, w = buf[:nq], buf[nq:]  # w is zeroed by each state's computation

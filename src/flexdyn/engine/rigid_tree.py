@@ -1,5 +1,7 @@
 """Rigid trees on one-dof joints: the same terms, filter and smoother with ``ℋ(i) = h``
-(one row) in three fused sweeps of fixed-size loops (:func:`is_rigid_tree`)."""
+(one row) in three fused sweeps of fixed-size loops (:func:`is_rigid_tree`), inlined into
+the helpers of their entries (:mod:`flexdyn.engine.kernels`), which count no references:
+called, each sweep would copy the headers of the packed model's and the workspace's views."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from .articulated_body import (
     rigid_one_dof_step,
 )
 from .forces import applied_forces
-from .jit import helper, inlined
+from .jit import inlined
 from .joint_kernels import joint_kernel
 from .layout import (
     AT,
@@ -70,7 +72,7 @@ def rigid_tree_pose(pm, i, q, R, p, S, h, Rj, pj, R1, p1, R2):
                 + X[r, 3] * S[3, 0] + X[r, 4] * S[4, 0] + X[r, 5] * S[5, 0])
 
 
-@helper
+@inlined
 def rigid_tree_terms(pm, w, q, u, fext):
     """The position and velocity terms of a rigid tree on one-dof joints in one sweep, base
     to tip, into the fields of the general sweeps (:func:`~flexdyn.engine.terms.position_terms`,
@@ -107,7 +109,7 @@ def rigid_tree_terms(pm, w, q, u, fext):
         w.z[i] = 0.0
 
 
-@helper
+@inlined
 def rigid_tree_inertias(pm, w, tau):
     """Eq 51 and the filter of a rigid tree on one-dof joints, tip to base, after
     :func:`rigid_tree_terms` (:func:`~flexdyn.engine.articulated_body.articulated_inertias` with
@@ -128,7 +130,7 @@ def rigid_tree_inertias(pm, w, tau):
     return -1
 
 
-@helper
+@inlined
 def rigid_tree_accelerations(pm, w, udot):
     """Eq 58 of a rigid tree on one-dof joints, base to tip
     (:func:`~flexdyn.engine.articulated_body.articulated_accelerations` with every body taking
