@@ -216,7 +216,7 @@ def forward_rigid_tree(ib, fb, q, u, tau, fext, udot):
     """:func:`forward_articulated` of a rigid tree on one-dof joints
     (:func:`~flexdyn.engine.rigid_tree.is_rigid_tree`, whose coordinates hold no quaternion):
     ``rigid_tree_forward_dynamics`` of one state, validated, on a workspace it holds
-    (:func:`_rigid_tree_forward`)."""
+    (``_rigid_tree_forward``)."""
     return _rigid_tree_forward(ib, fb, np.empty(workspace_length(ib)), q, u, tau, fext, udot)
 
 
@@ -330,7 +330,7 @@ def batch(ib, fb, op, t, n_threads, q, u, x, fext, out, status):
 def batch_rigid_tree(ib, fb, t, n_threads, q, u, x, fext, out, status):
     """:func:`batch`'s :data:`ARTICULATED` of a rigid tree on one-dof joints
     (:func:`~flexdyn.engine.rigid_tree.is_rigid_tree`) by ``rigid_tree_forward_dynamics``,
-    on a workspace it holds (:func:`_rigid_tree_batch`)."""
+    on a workspace it holds (``_rigid_tree_batch``)."""
     _rigid_tree_batch(ib, fb, np.empty(workspace_length(ib)), t, n_threads, q, u, x, fext,
                       out, status)
 
@@ -338,7 +338,7 @@ def batch_rigid_tree(ib, fb, t, n_threads, q, u, x, fext, out, status):
 @helper
 def _rigid_tree_batch(ib, fb, buf, t, n_threads, q, u, x, fext, out, status):
     """:func:`batch_rigid_tree` on the workspace carved from ``buf`` (as
-    :func:`_rigid_tree_forward`)."""
+    ``_rigid_tree_forward``)."""
     pm, w = unpack(ib, fb), carve(ib, buf)
     for b in range(t, q.shape[0], n_threads):
         status[b] = rigid_tree_forward_dynamics(pm, w, q[b], u[b], x[b], fext[b], out[b])
@@ -482,14 +482,14 @@ def validated_derivative(pm, w, x, tau, fext, xdot):
 def derivative_rigid_tree(ib, fb, x, tau, fext, xdot):
     """:func:`derivative_articulated` of a rigid tree on one-dof joints
     (:func:`~flexdyn.engine.rigid_tree.is_rigid_tree`), u̇ by ``rigid_tree_forward_dynamics``,
-    on a workspace it holds (:func:`_rigid_tree_derivative`)."""
+    on a workspace it holds (``_rigid_tree_derivative``)."""
     return _rigid_tree_derivative(ib, fb, np.empty(workspace_length(ib)), x, tau, fext, xdot)
 
 
 @helper
 def _rigid_tree_derivative(ib, fb, buf, x, tau, fext, xdot):
     """:func:`derivative_rigid_tree` on the workspace carved from ``buf`` (as
-    :func:`_rigid_tree_forward`)."""
+    ``_rigid_tree_forward``)."""
     pm, w, nq, nu = unpack(ib, fb), carve(ib, buf), ib[4], ib[3]
     if not derivative_inputs(pm, w, x, tau, fext):
         return INVALID
