@@ -513,3 +513,20 @@ def test_simulate_runs_blas_on_one_thread_and_restores_the_users_setting():
     assert len(seen) == 1 + res.nfev + res.t.size
     assert all(s == {1} for s in seen[1:1 + res.nfev])
     assert seen[0] == seen[-1] == after == users == {3}
+
+
+def test_energy_balance_counts_from_the_first_sample():
+    """A spinning spacecraft pushed by a body wrench on its hub, sampled from t = 1 s: the
+    balance counts energy and works from the first sample, where the works are not zero, and
+    closes as the run sampled from t0 does (``E − E₀ = W_ext``: no τ, no damping)."""
+    craft = models.spacecraft()
+    u0 = np.zeros(craft.nu)
+    u0[2] = 0.05
+    f_ext = np.zeros((craft.n_bodies, 6))
+    f_ext[0] = [0.0, 0.0, 0.2, 0.2, 0.0, 0.0]
+    runs = [fd.simulate(craft, craft.neutral_configuration(), u0, (0.0, 2.0), f_ext=f_ext,
+                        t_eval=t_eval, integrator=fd.ScipyIVP("DOP853", rtol=1e-11, atol=1e-12))
+            for t_eval in ([0.0, 1.0, 2.0], [1.0, 2.0])]
+    assert runs[1].external_work[0] > 1e-3  # the works at the first sample
+    for res in runs:
+        assert res.energy_balance_rms < 1e-6

@@ -238,12 +238,17 @@ class SimulationResult:
     def energy_balance_error(self) -> np.ndarray:
         """(nt,) percentage energy-balance error ``e_E`` (Damaren & Sharf Eq 30).
 
-        ``e_E = 100 (E − E(t0) − W_τ − W_ext + D) / max|E|``; with no initial energy, no
-        external wrenches and no damping this is the paper's ``(E − W)/|E_peak| × 100 %``.
+        ``e_E = 100 (ΔE − ΔW_τ − ΔW_ext + ΔD) / max|E|``, each change counted from the first
+        sample (``t0``, or the first of ``t_eval``, where the works need not be zero); with no
+        initial energy, no external wrenches and no damping this is the paper's
+        ``(E − W)/|E_peak| × 100 %``.
         """
         E = self.total_energy
-        peak = float(np.max(np.abs(E))) if E.size else 0.0
-        num = E - E[0] - self.work - self.external_work + self.dissipation
+        if not E.size:
+            return E
+        peak = float(np.max(np.abs(E)))
+        W_tau, W_ext, D = self.work, self.external_work, self.dissipation
+        num = (E - E[0]) - (W_tau - W_tau[0]) - (W_ext - W_ext[0]) + (D - D[0])
         return 100.0 * num / max(peak, np.finfo(float).tiny)
 
     @property
