@@ -295,7 +295,7 @@ def _batch_on_engine(arguments: dict) -> bool:
     """Whether a batch with these arguments is for the engine: the default backend, a known
     fidelity and no nodal loads."""
     return (arguments.get("backend", "engine") == "engine"
-            and not has_nodal_loads(arguments.get("f_nodes"))
+            and not _has_nodal_loads(arguments.get("f_nodes"))
             and arguments.get("fidelity", DEFAULT_FIDELITY) in FIDELITIES)
 
 
@@ -361,7 +361,7 @@ def nodal_loads_at(model: Model, q: np.ndarray, f_nodes, fidelity: str = DEFAULT
     return _nodal_loads(model, lambda i: models[i].node_frames(model.eta(q, i)), f_nodes)
 
 
-def has_nodal_loads(f_nodes) -> bool:
+def _has_nodal_loads(f_nodes) -> bool:
     """Whether ``f_nodes`` (None or a mapping ``{(body, node): wrench (6,)}``) holds any
     load; ``ValueError`` naming its type for anything else (an array has no nodes to name)."""
     if f_nodes is None:
@@ -378,7 +378,7 @@ def _nodal_loads(model: Model, frames: Callable[[int], Any], f_nodes
     f = np.zeros((model.n_bodies, 6))
     g = np.zeros(model.nu)
     node_maps: dict[int, np.ndarray] = {}  # per body, B_j of all its nodes (computed once)
-    if not has_nodal_loads(f_nodes):
+    if not _has_nodal_loads(f_nodes):
         return f, g
     for key, wrench in f_nodes.items():
         i, j = _node_key(model, key)
@@ -430,7 +430,7 @@ def _node_key(model: Model, key) -> tuple[int, int]:
 def _external(model: Model, pos: PositionTerms, f_ext, f_nodes):
     """``(f_ext, g)``: the body-origin wrenches with the nodal loads' rigid parts, and the
     nodal loads' modal generalized forces (None, 0 without nodal loads)."""
-    if not has_nodal_loads(f_nodes):
+    if not _has_nodal_loads(f_nodes):
         return f_ext, 0.0
     f, g = nodal_loads(model, pos, f_nodes)
     return (f if f_ext is None else f_ext + f), g
@@ -441,7 +441,7 @@ def _external_at(model: Model, q: np.ndarray, fidelity: str, f_ext, f_nodes
     """:func:`_external` at the configuration ``q`` (:func:`nodal_loads_at`) for the engine:
     ``(f_ext, g)``, ``g`` None without nodal loads; None for complex nodal loads, which the
     reference runs (complex step)."""
-    if not has_nodal_loads(f_nodes):
+    if not _has_nodal_loads(f_nodes):
         return f_ext, None
     f, g = nodal_loads_at(model, q, f_nodes, fidelity)
     if g.dtype.kind == "c":
@@ -556,7 +556,7 @@ def stabilized_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray,
         raise ValueError(f"unknown method {method!r}; expected one of {tuple(FORWARD_METHODS)}")
     q, u, tau = model.check_state(q, u, tau=np.zeros(model.nu) if tau is None else tau)
     f_ext = check_external_forces(model, f_ext)
-    if (model.constraints and method == "articulated" and not has_nodal_loads(f_nodes)
+    if (model.constraints and method == "articulated" and not _has_nodal_loads(f_nodes)
             and closures_on_engine(model, fidelity, backend, q, u, tau, f_ext)):
         udot = _closed_on_engine(model, q, u, tau, fidelity, f_ext, rate)
         if udot is not None:
@@ -585,7 +585,7 @@ def tree_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray, tau: np.nd
                            method: str, fidelity: str, f_ext: np.ndarray | None, f_nodes,
                            backend: str) -> np.ndarray:
     """The tree's accelerations ``u̇_f`` (closures left out) for validated inputs."""
-    if has_nodal_loads(f_nodes) and FORWARD_TERMS[method] is not state_terms:
+    if _has_nodal_loads(f_nodes) and FORWARD_TERMS[method] is not state_terms:
         raise ValueError(f"method {method!r} takes no f_nodes; give the node loads as "
                          "generalized forces in tau's node slots, or use method 'articulated'")
     loads = (_external_at(model, q, fidelity, f_ext, f_nodes)
@@ -1137,6 +1137,7 @@ class Dynamics:
         self._forward: dict[str, Callable | bool] = {}
         self._ill: bool | None = None  # ill_conditioned(), on first use
         self._refine: bool | None = None  # refines(), on first use
+        self._M0: np.ndarray | None = None  # _neutral_mass_matrix(), on first use
         self._constant_directions: np.ndarray | bool | None = None  # _directions, on first use
 
     def __repr__(self) -> str:
@@ -1221,11 +1222,18 @@ class Dynamics:
         refinement restores: their error grows faster with ``κ(M)`` than a dense Cholesky
         solve's (a heavy payload on light links, Jain & Rodriguez's Shuttle arm)."""
         if self._ill is None:
-            q0 = self.model.neutral_configuration()
-            kappa = condition_estimate(_mass_matrix(self.model, q0, self.fidelity, "reference"))
+            kappa = condition_estimate(self._neutral_mass_matrix())
             # a singular M (a degree of freedom without inertia): the solves name it
             self._ill = REFINE_CONDITION < kappa < math.inf
         return self._ill
+
+    def _neutral_mass_matrix(self) -> np.ndarray:
+        """``M`` (nu × nu) at the neutral configuration by the reference tier, computed once
+        for :meth:`ill_conditioned` and :meth:`refines`."""
+        if self._M0 is None:
+            self._M0 = _mass_matrix(self.model, self.model.neutral_configuration(),
+                                    self.fidelity, "reference")
+        return self._M0
 
     def refines(self) -> bool:
         """Whether the O(N) solves (the articulated and split methods,
@@ -1245,8 +1253,7 @@ class Dynamics:
         """The largest relative error of the articulated solve over that of a dense Cholesky
         solve (at least ``ε κ / 1000``, its attainable accuracy) for three seeded ``u̇`` at the
         neutral configuration at rest (:meth:`refines`)."""
-        model, q0 = self.model, self.model.neutral_configuration()
-        M = _mass_matrix(model, q0, self.fidelity, "reference")
+        model, q0, M = self.model, self.model.neutral_configuration(), self._neutral_mass_matrix()
         zero = np.zeros(model.nu)
         C = _bias_forces(model, q0, zero, self.fidelity, None, None, self.backend)
         udot = np.random.default_rng(0).normal(size=(3, model.nu))
@@ -1391,7 +1398,7 @@ class Dynamics:
             udot = self.forward_dynamics(q, u, tau, f_ext=f_ext, f_nodes=f_nodes)
         else:
             tau, udot = np.zeros_like(x), x
-        if on_engine(self.backend, q, u, udot, tau, f_ext) and not has_nodal_loads(f_nodes):
+        if on_engine(self.backend, q, u, udot, tau, f_ext) and not _has_nodal_loads(f_nodes):
             d_q, d_u, d_x, status = self._engine().derivatives(
                 forward, q, u, udot, tau, f_ext, self._directions(q))
             if np.any(status == kernels.OVERFLOW):

@@ -152,8 +152,10 @@ class CompiledLoop:
     ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps.  ``linearize``:
     ``tau`` is a state feedback whose Jacobians the Newton iteration takes
     (:meth:`feedback_try`).  ``drive``: prescribed motion, whose accelerations the loop takes
-    at the force times (:meth:`next_forces`); then ``xdot0``, the state derivative at the
-    start with it (hybrid dynamics), is given."""
+    at the force times (:meth:`next_forces`).  ``xdot0``: the state derivative at the start
+    with its work integrands (``Problem.__call__``), given where the compiled state derivative
+    of ``tau`` and ``f_ext`` is not it: with prescribed motion (hybrid dynamics) and with
+    nodal loads (``g_n`` applied, its power external work)."""
 
     def __init__(self, model: Model, fidelity: str, q0: np.ndarray, u0: np.ndarray, t0: float,
                  t1: float, tau: np.ndarray, f_ext: np.ndarray, g_n: np.ndarray, *,
@@ -172,10 +174,7 @@ class CompiledLoop:
         self.derivative = compiled_derivative(model, fidelity, "articulated", "engine",
                                               N_EXTRA, closure_rate)
         if xdot0 is None:
-            xdot0 = failing(self.derivative, t0, np.concatenate([q0, u0]), _applied(tau, g_n),
-                            f_ext)
-            if g_n.size:  # the nodal loads' power is external work (Problem.__call__)
-                xdot0[nq + nu:nq + nu + 2] += np.array([-1.0, 1.0]) * (g_n @ u0)
+            xdot0 = failing(self.derivative, t0, np.concatenate([q0, u0]), tau, f_ext)
         self.qg = np.array(q0, dtype=float)
         self.y = np.zeros((5, nu))
         self.y[0], self.y[1] = integrator_coordinates(model, q0), u0
@@ -530,7 +529,8 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
 
     tau_t, fe, g_t = forces(t0, q0, u0)
     try:
-        xdot0 = None if drive is None else ode(t0, np.concatenate([q0, u0, np.zeros(N_EXTRA)]))
+        xdot0 = (None if drive is None and not nodal
+                 else ode(t0, np.concatenate([q0, u0, np.zeros(N_EXTRA)])))
         loop = CompiledLoop(model, ode.fidelity, q0, u0, t0, t1, tau_t, fe, g_t, scheme=scheme,
                             h=h, rho_inf=rho_inf, newton_tol=newton_tol, error_norm=error_norm,
                             rtol=rtol, atol=atol, max_step=max_step,

@@ -15,12 +15,12 @@ from ..dynamics import (
     FORWARD_METHODS,
     check_external_forces,
     closures_on_engine,
-    nodal_loads,
+    nodal_loads_at,
 )
 from ..engine import galpha
 from ..outputs import Outputs
 from ..results import SimulationError
-from ..terms import DEFAULT_FIDELITY, check_fidelity, state_terms
+from ..terms import DEFAULT_FIDELITY, check_fidelity
 from .compiled import LOOP_FAILURES, CompiledLoop, compiled_forces
 from .options import RK4, SCIPY_METHODS, CompiledIntegrator, GaussLegendre, RadauIIA, ScipyIVP
 from .problem import (
@@ -173,8 +173,7 @@ class Stepper:
     def f_nodes(self, value: Mapping | None) -> None:
         if value is not None:
             nodal_forcing(value)  # the form
-            pos, _ = state_terms(self.model, self.q, None, self.fidelity)
-            nodal_loads(self.model, pos, value)  # the keys and wrenches, named
+            nodal_loads_at(self.model, self.q, value, self.fidelity)  # the keys and wrenches
             value = dict(value)
         self._f_nodes = value
 
@@ -275,14 +274,16 @@ class Stepper:
         stage states (``CompiledLoop.feedback_try``)."""
         model, nq, nu = self.model, self.model.nq, self.model.nu
         q0, u0 = self._x[:nq], self._x[nq:nq + nu]
-        forces = compiled_forces(self._ode())
+        ode = self._ode()
+        forces = compiled_forces(ode)
         nodal = self._f_nodes is not None
         out_t, out_x, times = np.empty(1), np.empty((1, nq + nu + N_EXTRA)), np.array([t1])
         try:
             loads = forces(self.t, normalized(model, q0), u0)
             loop = CompiledLoop(model, self.fidelity, q0, u0, self.t, t1, *loads,
                                 **self._compiled, **self._tolerances, max_step=math.inf,
-                                record_steps=False, closure_rate=self._rate)
+                                record_steps=False, closure_rate=self._rate,
+                                xdot0=ode(self.t, self._x) if nodal else None)
             loop.ctl[galpha.MAX_TRIES] = 0 if nodal else -1  # with node wrenches: a predictor
             status = loop.run(times, *loop.held(*loads), out_t, out_x)
             loop.ctl[galpha.MAX_TRIES] = 1
