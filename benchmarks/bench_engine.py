@@ -43,7 +43,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_forward_dynamics import flexible_chain, random_state  # noqa: E402
 from bench_pinocchio import revolute_chain, to_pinocchio  # noqa: E402
-from flexdyn_bench.timing import per_call  # noqa: E402
+from flexdyn_bench.timing import per_call, user_environment  # noqa: E402
 
 import flexdyn as fd  # noqa: E402
 from flexdyn.beam import beam_modes  # noqa: E402
@@ -59,7 +59,7 @@ STEEL = {"E": 210e9, "rho": 7850.0, "side": 0.05}
 
 def first_call(cache_dir: str) -> float:
     """Seconds from import to the first forward dynamics in a fresh process."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    env = user_environment(NUMBA_CACHE_DIR=cache_dir)
     out = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, capture_output=True,
                          text=True, check=True)
     return float(out.stdout.split()[-1])

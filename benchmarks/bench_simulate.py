@@ -65,7 +65,9 @@ import importlib.util
 import os
 import platform
 import re
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -80,7 +82,7 @@ import scipy.integrate  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import STEEL, steel_chain  # noqa: E402
-from flexdyn_bench.timing import per_call  # noqa: E402
+from flexdyn_bench.timing import per_call, user_environment  # noqa: E402
 
 import flexdyn as fd  # noqa: E402
 from flexdyn.beam import beam_modes  # noqa: E402
@@ -437,6 +439,36 @@ def planar_steel_chain() -> fd.Model:
     return fd.Model.from_dict(d)
 
 
+_FRESH_FLEXDYN = """
+import time
+start = time.perf_counter()
+import flexdyn as fd
+fd.simulate(fd.load_model({model!r}), t_span=(0.0, {t1!r}), t_eval=[{t1!r}])
+print(time.perf_counter() - start)
+"""
+_FRESH_EXUDYN = """
+import importlib.util, sys, time
+start = time.perf_counter()
+spec = importlib.util.spec_from_file_location("exudyn_bench", {anchor!r})
+anchor = importlib.util.module_from_spec(spec)
+sys.argv = [{anchor!r}, "--quick"]
+spec.loader.exec_module(anchor)
+anchor.T_END = {t1!r}
+fem, cms, root, tip = anchor.beam_cms(4, anchor.beam_fem())
+anchor.time_solve(lambda m: anchor.build_flexible_chain(m, cms, root, tip, 5),
+                  anchor.exu.DynamicSolverType.GeneralizedAlpha)
+print(time.perf_counter() - start)
+"""
+
+
+def fresh_process_seconds(code: str, repeat: int = 3) -> float:
+    """Seconds from a new process's start to the end of ``code``, which prints them (best
+    of ``repeat``), in a user's environment (:func:`flexdyn_bench.timing.user_environment`)."""
+    return min(float(subprocess.run([sys.executable, "-c", code], env=user_environment(),
+                                    check=True, capture_output=True, text=True).stdout)
+               for _ in range(repeat))
+
+
 def exudyn_side_by_side(path: Path, quick: bool, chain_ref: Run, chain_runs: list[Run],
                         chain_default: fd.SimulationResult, t1: float) -> None:
     """Exudyn's 5-body chain (anchor script), timed as the anchor times it (fixed h = 1 ms,
@@ -506,6 +538,18 @@ def exudyn_side_by_side(path: Path, quick: bool, chain_ref: Run, chain_runs: lis
         print(f"  flexdyn, spatial chain of problem 1, {label}: {per_second:.3f} s per "
               f"simulated second, {per_second / (wall / anchor.T_END):.3f} of Exudyn's; tip "
               f"error {error:.1e} m", flush=True)
+
+    with tempfile.TemporaryDirectory() as where:
+        model = str(Path(where) / "steel_chain.json")
+        fd.save_model(chain_default.model, model)
+        fresh = fresh_process_seconds(_FRESH_FLEXDYN.format(model=model, t1=t1))
+    fresh_exu = fresh_process_seconds(_FRESH_EXUDYN.format(anchor=str(path), t1=anchor.T_END))
+    print(f"  in a fresh process, from its start (best of 3): Exudyn (import, mesh, "
+          f"Craig-Bampton modes, chain, SolveDynamic) {fresh_exu / anchor.T_END:.3f} s per "
+          f"simulated second; flexdyn (import, model file, the engine's cached machine code, "
+          f"simulate's defaults on the spatial chain) {fresh / t1:.3f} s, "
+          f"{(fresh / t1) / (fresh_exu / anchor.T_END):.3f} of Exudyn's fresh process, "
+          f"{(fresh / t1) / (wall / anchor.T_END):.3f} of its SolveDynamic alone", flush=True)
 
     a, E, rho = STEEL["side"], STEEL["E"], STEEL["rho"]
     f_eb = [(bl**2 / (2.0 * np.pi)) * np.sqrt(E * a**4 / 12.0 / (rho * a * a)) for bl in BETA_L]

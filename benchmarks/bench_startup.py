@@ -30,6 +30,9 @@ import time
 import venv
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from flexdyn_bench.timing import user_environment  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 
 _FIRST_HOUR = """
@@ -59,7 +62,7 @@ print(imported - start, time.perf_counter() - start)
 def _run(args: list[str], cache: str, python: str = sys.executable) -> tuple[float, float, str]:
     """Wall and CPU seconds (the child's user + system) of ``python args`` with
     ``NUMBA_CACHE_DIR=cache``, and its standard output."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache, FLEXDYN_COMPILE_NOTICE="0")
+    env = user_environment(NUMBA_CACHE_DIR=cache, FLEXDYN_COMPILE_NOTICE="0")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter()
     done = subprocess.run([python, *args], env=env, capture_output=True, text=True, check=True)

@@ -52,3 +52,14 @@ def test_modules_and_former_names_still_resolve():
     assert callable(fd.simulate) and fd.simulation.simulate is fd.simulate
     with pytest.raises(AttributeError, match="no_such_name"):
         _ = fd.no_such_name
+
+
+def test_a_compiled_simulation_without_events_does_not_import_scipy_integrate():
+    # scipy.integrate (and scipy.optimize under it) is a seventh of a fresh process's first
+    # simulation; it loads only for the OdeSolver integrators and the stiffness advice
+    code = ("import sys, flexdyn as fd; m = fd.models.two_link_arm(); "
+            "r = fd.simulate(m, t_span=(0.0, 0.01)); assert 'radau' in r.message, r.message; "
+            "print([k for k in ('scipy.integrate', 'scipy.optimize') if k in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"

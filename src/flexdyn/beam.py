@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.linalg
+import scipy
 
 __all__ = ["ALUMINIUM", "BeamModes", "MEMBRANE_FORMS", "MODE_FAMILIES", "Material",
            "PLANE_FAMILIES", "STEEL", "Section", "beam_modes", "circle",

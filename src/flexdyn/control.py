@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-import scipy.linalg
+import scipy
 
 from .chain import Model, state_layout
 from .dynamics import (

@@ -59,7 +59,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
-import scipy.linalg
+import scipy
 
 from .articulated_body import (
     ArticulatedFactors,

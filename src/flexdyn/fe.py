@@ -29,9 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.io
-import scipy.linalg
-import scipy.sparse
+import scipy
 
 from .body import InertiaInvariants
 from .files import write_atomically

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
-import scipy.linalg
+import scipy
 
 __all__ = [
     "COMPLEX_STEP",

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-import scipy.linalg
+import scipy
 
 from .chain import Model, state_layout
 from .dynamics import inverse_dynamics, mass_matrix

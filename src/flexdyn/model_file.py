@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.linalg
+import scipy
 
 from .beam import (
     ALUMINIUM,

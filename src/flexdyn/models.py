@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 
 import numpy as np
-import scipy.linalg
+import scipy
 
 from .beam import beam_modes
 from .chain import Model, ModelBuilder, load_model

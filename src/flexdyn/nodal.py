@@ -63,7 +63,7 @@ import weakref
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
-import scipy.sparse
+import scipy
 
 from .body import Body
 from .chain import Model

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.integrate
+import scipy
 
 __all__ = ["IMPLICIT", "STABILITY_TABLEAUX", "stability_polynomial", "step_limit"]
 

@@ -18,7 +18,7 @@ import weakref
 from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse
+import scipy
 
 from ..chain import Model
 from ..joint_forces import applied_forces

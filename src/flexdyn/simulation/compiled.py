@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import scipy.integrate
 
 from ..chain import Model
 from ..dynamics import cached_engine, constraint_forces, nodal_loads_at
@@ -511,8 +510,8 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
       the inverse-dynamics evaluations; the message gives the steps, rejected tries, Newton
       iterations and factorizations of the iteration matrix.
     * **Events.** With ``events`` the compiled entry is called once per accepted step
-      (:class:`_CompiledSteps`), and the events are located on that interpolation as with
-      the scipy integrators (``Events``)."""
+      (:class:`_CompiledSteps`), and the events are located on that interpolation as
+      with the scipy integrators (``Events``)."""
     model, nq, nu, drive = ode.model, ode.model.nq, ode.model.nu, ode.drive
     # nodal loads act in their nodes' frames, which move with the state: a feedback
     nodal = ode.nodes_fn is not None
@@ -613,10 +612,12 @@ class _Attempt:
         return False
 
 
-class _CompiledSteps(scipy.integrate.OdeSolver):
-    """A compiled integrator (:class:`CompiledLoop`) behind scipy's ``OdeSolver``
-    interface, one accepted step per :meth:`step` (its tries inside), so that
-    :func:`simulate`'s samples and events (``Samples``, ``Events``) apply to it.  The state
+class _CompiledSteps:
+    """A compiled integrator (:class:`CompiledLoop`) behind the part of scipy's
+    ``OdeSolver`` interface that :func:`simulate`'s samples and events (``Samples``,
+    ``Events``) use (``status``, ``t_old``, ``t``, ``y``, :meth:`step`,
+    :meth:`dense_output`), one accepted step per :meth:`step` (its tries inside); without
+    ``OdeSolver`` itself, so that a compiled run does not import :mod:`scipy.integrate`.  The state
     is ``x = [q; u; W_τ, W_ext, D]`` (the loop's ``q, q̇`` and work integrals), the dense
     output is the loop's interpolation on the step
     (:func:`flexdyn.engine.galpha.sample`).  ``held``: the forces ``(tau, f_ext, g)`` in the
@@ -628,8 +629,8 @@ class _CompiledSteps(scipy.integrate.OdeSolver):
     def __init__(self, loop: CompiledLoop, x0: np.ndarray, t0: float, t1: float,
                  held: tuple[np.ndarray, ...], forces: Callable | None, feedback: bool,
                  bar: Any):
-        super().__init__(_no_derivative, t0, x0, t1, vectorized=False)
         g = galpha
+        self.status, self.t_old, self.t, self.t1, self.y = "running", None, t0, t1, x0
         self.loop, self.forces, self.feedback, self.bar = loop, forces, feedback, bar
         self.held = held
         self.out_t, self.out_x = np.empty(1), np.empty((1, x0.size))
@@ -640,8 +641,21 @@ class _CompiledSteps(scipy.integrate.OdeSolver):
         loop.ctl[g.MAX_TRIES] = 1 if forces is not None else -1
         self.ends: tuple[np.ndarray, ...] = ()  # the last step's (y, s) at both ends
 
-    def _step_impl(self) -> tuple[bool, str | None]:
-        g, loop = galpha, self.loop
+    def step(self) -> str | None:
+        """One accepted step (``status`` "failed" and the message if it fails, "finished"
+        when it reaches ``t1``)."""
+        t = self.t
+        message = self._step()
+        if message is not None:
+            self.status = "failed"
+            return message
+        self.t_old = t
+        if self.t >= self.t1:
+            self.status = "finished"
+        return None
+
+    def _step(self) -> str | None:
+        g, loop, t0 = galpha, self.loop, self.t
         y0, s0 = loop.y.copy(), loop.s.copy()
         y0[0, loop.local] = 0.0  # the step starts its local coordinates at 0
         steps = loop.cnt[g.STEPS]
@@ -654,15 +668,16 @@ class _CompiledSteps(scipy.integrate.OdeSolver):
                     self.held = loop.next_forces(self.forces)
                 status = loop.run(self.times, *self.held, self.out_t, self.out_x)
             if status not in (g.FULL, g.PAUSED, g.FINISHED):
-                return False, LOOP_FAILURES[status]
+                return LOOP_FAILURES[status]
         self.t, self.y = float(loop.s[g.T]), self.out_x[0].copy()
         self.nfev = int(loop.cnt[g.RESIDUALS])
         self.ends = (y0, s0, loop.y.copy(), loop.s.copy(), loop.qg.copy())
         if self.bar is not None:
-            self.bar.update(self.t - self.t_old)
-        return True, None
+            self.bar.update(self.t - t0)
+        return None
 
-    def _dense_output_impl(self) -> scipy.integrate.DenseOutput:
+    def dense_output(self) -> _StepOutput:
+        """The interpolation on the last step."""
         g = galpha
         y0, s0, y1, s1, qg = self.ends
         w = slice(g.W_TAU, g.W_TAU + 3)
@@ -674,28 +689,23 @@ class _CompiledSteps(scipy.integrate.OdeSolver):
         return _StepOutput(self.t_old, self.t, y0, y1, wq, pw, self.loop.engine.packed, qg)
 
 
-class _StepOutput(scipy.integrate.DenseOutput):
-    """The dense output of one step of :class:`_CompiledSteps` (``packed`` the engine's
-    buffers, ``qg`` the reference of the step's local coordinates)."""
+class _StepOutput:
+    """The dense output of one step of :class:`_CompiledSteps`, called as scipy's
+    ``DenseOutput`` is, at a time or an array of times (``packed`` the engine's buffers,
+    ``qg`` the reference of the step's local coordinates)."""
 
     def __init__(self, t_old: float, t: float, y0: np.ndarray, y1: np.ndarray,
                  wq: np.ndarray, pw: np.ndarray, packed: tuple, qg: np.ndarray):
-        super().__init__(t_old, t)
+        self.t_old, self.t = t_old, t
         self.y0, self.y1, self.wq, self.pw = y0, y1, wq, pw
         self.packed, self.qg = packed, qg
 
-    def _call_impl(self, t: np.ndarray) -> np.ndarray:
+    def __call__(self, t: float | np.ndarray) -> np.ndarray:
         h = self.t - self.t_old
         theta = np.atleast_1d((t - self.t_old) / h).astype(float)
         out = np.empty((theta.size, self.qg.size + self.y0.shape[1] + N_EXTRA))
         galpha.sample(*self.packed, self.qg, self.y0, self.y1, self.wq, self.pw, h, theta, out)
         return out[0] if np.ndim(t) == 0 else out.T
-
-
-def _no_derivative(t: float, x: np.ndarray) -> np.ndarray:
-    """The right-hand side :class:`_CompiledSteps` hands scipy's ``OdeSolver``, which never
-    calls it (the compiled loop evaluates its own)."""
-    raise NotImplementedError("the compiled integrators evaluate their own residuals")
 
 
 def _compiled_with_events(ode: Problem, loop: CompiledLoop, events: Events,

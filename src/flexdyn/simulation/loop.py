@@ -14,14 +14,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import scipy.integrate
-import scipy.optimize
+import scipy
 import threadpoolctl
 
 from ..chain import Model
 from ..modal import highest_frequency
 from ..results import SimulationError, SimulationResult
-from ..stability import STABILITY_TABLEAUX, step_limit
 from .problem import N_EXTRA, Problem, RhsFailure, normalized
 
 __all__ = ["STIFF_FRACTION", "STIFF_MIN_STEPS", "Events", "Samples", "StiffnessWarning",
@@ -67,6 +65,8 @@ def stiffness_limit(model: Model, integrator: str, q0: np.ndarray, fidelity: str
     the largest step of the explicit ``integrator`` (a key of
     :data:`flexdyn.stability.STABILITY_TABLEAUX`) stable for it (s); None for another
     integrator or where there is no modal analysis (a degree of freedom without inertia)."""
+    from ..stability import STABILITY_TABLEAUX, step_limit  # scipy.integrate's tableaux
+
     if integrator not in STABILITY_TABLEAUX:
         return None
     try:
@@ -160,7 +160,7 @@ def integrate_scipy(ode: Problem, solver_cls: type, options: dict[str, Any], q0:
     blas = single_blas_thread()
     try:
         options = dict(options)
-        if issubclass(solver_cls, _IMPLICIT):
+        if issubclass(solver_cls, _implicit()):
             options["jac"] = implicit_jacobian(ode)
         solver = solver_cls(f, t0, x0, t1, rtol=rtol, atol=atol, max_step=max_step, **options)
         message = samples.run(solver)
@@ -229,8 +229,10 @@ def single_blas_thread() -> Any:
     return _blas_controller().limit(limits=1, user_api="blas")
 
 
-#: integrators of :func:`scipy.integrate.solve_ivp` that take a Jacobian ``jac(t, x)``
-_IMPLICIT = (scipy.integrate.Radau, scipy.integrate.BDF, scipy.integrate.LSODA)
+def _implicit() -> tuple[type, ...]:
+    """The integrators of :func:`scipy.integrate.solve_ivp` that take a Jacobian
+    ``jac(t, x)`` (:mod:`scipy.integrate` imported on first use)."""
+    return scipy.integrate.Radau, scipy.integrate.BDF, scipy.integrate.LSODA
 
 
 def implicit_jacobian(ode: Problem) -> Callable:

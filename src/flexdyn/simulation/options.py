@@ -19,12 +19,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
-import scipy.integrate
+import scipy
 
 from ..chain import Model
 from ..dynamics import closures_on_engine
 from ..engine import galpha
-from ..integrators import ClassicalRungeKutta
 from ..results import SimulationResult
 from ..terms import DEFAULT_FIDELITY
 from .compiled import integrate_compiled
@@ -209,6 +208,8 @@ class RK4(SolverIntegrator):
         _checked(self, h=_POSITIVE)
 
     def solver(self) -> tuple[type, dict[str, Any]]:
+        from ..integrators import ClassicalRungeKutta  # an OdeSolver: scipy.integrate
+
         return ClassicalRungeKutta, {"h": self.h}
 
 
