@@ -182,7 +182,7 @@ def test_rigid_trees_on_one_dof_joints(seed, n):
 
 
 def test_nodal_bodies_and_nodal_loads():
-    """Rodriguez's nodal bodies on the engine, and nodal loads (the reference tier's path)."""
+    """Rodriguez's nodal bodies on the engine, and nodal loads on the spin-up beam's tip."""
     rng = np.random.default_rng(4)
     model = fd.Model.from_dict(random_nodal_dict(rng, [-1, 0, 1], ["revolute", "universal",
                                                                    "revolute"],
@@ -194,6 +194,42 @@ def test_nodal_bodies_and_nodal_loads():
     tip = spin.bodies[0].n_nodes - 1
     f_nodes = {(spin.names[0], tip): np.array([0.1, -0.2, 0.3, 1.0, 2.0, -0.5])}
     assert_forward_matches(spin, q, u, tau, "exact", f_nodes=f_nodes)
+
+
+@pytest.mark.parametrize("fidelity", FIDELITIES)
+@settings(HYP)
+@given(sample=models_and_states(max_bodies=4, max_nodes=4, max_modes=3, eta_scale=0.1),
+       seed=st.integers(0, 2**32 - 1))
+def test_nodal_loads_on_random_trees(fidelity, sample, seed):
+    """Nodal loads on one or two nodes of random trees, with body wrenches: the engine holds
+    them as body wrenches and modal forces and adds their slopes in the loaded bodies' ``η``;
+    the oracle takes complex steps of the reference tier, whose node frames turn inside each
+    step.  Forward derivatives, inverse derivatives, and a batch of two states."""
+    model, q, u = sample.model, sample.q, sample.u
+    loaded = [i for i, body in enumerate(model.bodies) if body.n_nodes > 0]
+    assume(loaded)
+    rng = np.random.default_rng(seed)
+    f_nodes = {(model.names[i], int(rng.integers(model.bodies[i].n_nodes))): rng.normal(size=6)
+               for i in rng.choice(loaded, size=min(2, len(loaded)), replace=False)}
+    tau = np.sin(np.arange(model.nu) + 1.0)
+    got = assert_forward_matches(model, q, u, tau, fidelity, sample.f_ext, f_nodes)
+    inverse = [fd.inverse_dynamics_derivatives(model, q, u, sample.udot, fidelity=fidelity,
+                                               f_ext=sample.f_ext, f_nodes=f_nodes,
+                                               backend=backend)
+               for backend in ("engine", "reference")]
+    for name, g, r in zip(inverse[0]._fields, *inverse, strict=True):
+        assert_blocks(g, r, model, f"inverse {fidelity} {name}")
+    q2 = model.neutral_configuration()
+    batch = fd.forward_dynamics_derivatives(model, np.stack([q, q2]), np.stack([u, 0 * u]),
+                                            np.stack([tau, tau]), fidelity=fidelity,
+                                            f_ext=sample.f_ext, f_nodes=f_nodes)
+    for name, b, g in zip(got._fields, batch, got, strict=True):
+        np.testing.assert_allclose(b[0], g, rtol=1e-12, atol=1e-12 * np.abs(g).max(),
+                                   err_msg=name)
+    second = assert_forward_matches(model, q2, 0 * u, tau, fidelity, sample.f_ext, f_nodes)
+    for name, b, g in zip(got._fields, batch, second, strict=True):
+        np.testing.assert_allclose(b[1], g, rtol=1e-12, atol=1e-12 * np.abs(g).max(),
+                                   err_msg=name)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -141,7 +141,7 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
     q : (nq,) operating configuration; u : (nu,) or None (zero) speeds; tau : (nu,) or None
         (zero) generalized forces at the operating point.
     fidelity, method, f_ext, f_nodes : as for :func:`flexdyn.forward_dynamics` (constant
-        loads; nodal loads run the reference tier).
+        loads: ``f_ext`` in body coordinates, ``f_nodes`` in the node frames).
     prescribed : ``{body: f(t) -> (q_j, u_j, u̇_j)}``, :func:`flexdyn.simulate`'s form: those
         joints move as prescribed (their entries imposed on ``q``, ``u`` at time ``t``) and
         their entries leave the state — a body spinning at a prescribed rate linearizes

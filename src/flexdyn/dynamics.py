@@ -34,9 +34,10 @@ fidelity, built on first use and cached), ``"reference"`` the numpy algorithms b
 engine takes real inputs only: complex inputs always run the reference.  Nodal loads
 ``f_nodes`` enter :func:`forward_dynamics`, :func:`inverse_dynamics`, :func:`bias_forces`,
 :func:`hybrid_dynamics` and :func:`joint_wrenches` on the engine as body wrenches and modal
-forces (:func:`nodal_loads_at`, the loaded bodies' node frames in numpy); the derivatives
-with nodal loads run the reference.  Both backends validate alike and raise the same
-errors.
+forces (:func:`nodal_loads_at`, the loaded bodies' node frames in numpy), and so do the
+derivatives, with the slopes of those wrenches and forces in the loaded bodies' modal
+coordinates added by complex steps of :func:`nodal_loads_at`.  Both backends validate alike
+and raise the same errors.
 :func:`innovations_factors` (whose result is the reference's per-body factors) runs the
 reference only.
 
@@ -88,6 +89,8 @@ from .terms import (
     body_models,
     check_fidelity,
     deformed_geometry,
+    modal_velocities,
+    position_terms,
     state_terms,
 )
 
@@ -359,6 +362,30 @@ def nodal_loads_at(model: Model, q: np.ndarray, f_nodes, fidelity: str = DEFAULT
     the position terms of the whole model are not needed."""
     models = body_models(model, fidelity)
     return _nodal_loads(model, lambda i: models[i].node_frames(model.eta(q, i)), f_nodes)
+
+
+def _nodal_load_slopes(model: Model, q: np.ndarray, f_nodes, fidelity: str) -> np.ndarray:
+    """``∂G/∂δ`` (nu × nu) at ``q`` (nq,) of the generalized forces ``G = Σ_i J_iᵀ f_i + g``
+    of the nodal loads ``f_nodes`` (:func:`nodal_loads_at`: ``f_i`` their wrench on body
+    ``i``'s frame, ``g`` their modal forces), but for ``∂J_iᵀ/∂δ f_i``, which the engine's
+    derivatives take with ``f_i`` among the body wrenches: ``J_iᵀ ∂f_i/∂δ + ∂g/∂δ``.  A
+    node's frame moves in its body's frame with the body's own ``η`` alone, so only the
+    columns of the loaded bodies' modal coordinates are nonzero (complex steps of
+    :func:`nodal_loads_at`; ``J_i`` the rows of body ``i``'s frame in
+    :func:`~flexdyn.terms.modal_velocities`)."""
+    G = np.zeros((model.nu, model.nu))
+    loaded = sorted({_node_key(model, key)[0] for key in f_nodes})
+    J_m = modal_velocities(model, position_terms(model, q, body_models(model, fidelity),
+                                                 fidelity), np.eye(model.nu))
+    for i in loaded:
+        m, q0 = int(model.n_modes[i]), int(model.q_start[i] + model.nq_joint[i])
+        u0 = int(model.u_start[i] + model.nu_joint[i])
+        for k in range(m):
+            qc = q.astype(complex)
+            qc[q0 + k] += 1j * COMPLEX_STEP
+            f, g = nodal_loads_at(model, qc, f_nodes, fidelity)
+            G[:, u0 + k] = J_m[i][m:].T @ (f[i].imag / COMPLEX_STEP) + g.imag / COMPLEX_STEP
+    return G
 
 
 def _has_nodal_loads(f_nodes) -> bool:
@@ -1398,12 +1425,22 @@ class Dynamics:
             udot = self.forward_dynamics(q, u, tau, f_ext=f_ext, f_nodes=f_nodes)
         else:
             tau, udot = np.zeros_like(x), x
-        if on_engine(self.backend, q, u, udot, tau, f_ext) and not _has_nodal_loads(f_nodes):
+        loads = [_external_at(model, q_b, self.fidelity, None, f_nodes) for q_b in q]
+        if on_engine(self.backend, q, u, udot, tau, f_ext) and None not in loads:
+            nodal = _has_nodal_loads(f_nodes)
+            if nodal:  # held in the body frames, as f_ext; their slopes in η added below
+                f_ext = np.array([f for f, _ in loads]) + (0.0 if f_ext is None else f_ext)
+                tau = tau + np.array([g for _, g in loads])
             d_q, d_u, d_x, status = self._engine().derivatives(
                 forward, q, u, udot, tau, f_ext, self._directions(q))
             if np.any(status == kernels.OVERFLOW):
                 raise FloatingPointError("the derivatives are not finite: the arithmetic "
                                          "overflowed (inputs too large?)")
+            if nodal:
+                G = np.array([_nodal_load_slopes(model, q_b, f_nodes, self.fidelity)
+                              for q_b in q])
+                d_q = d_q + (np.linalg.solve(self.mass_matrix(q), G) if forward
+                             else -G)
         else:
             d_q, d_u, d_x = _reference_derivatives(model, q, u, udot, tau, self.fidelity, f_ext,
                                                    f_nodes, forward)
@@ -1640,7 +1677,7 @@ def forward_dynamics_derivatives(model: Model, q: np.ndarray, u: np.ndarray,
         (B, n_bodies, 6).
     fidelity : the body model (None: ``"exact"``); f_ext, f_nodes, backend : as for
         :func:`forward_dynamics` (constant loads: ``f_ext`` in body coordinates, ``f_nodes``
-        in the node frames; nodal loads run the reference tier).
+        in the node frames, turning with them).
 
     Returns
     -------
