@@ -412,6 +412,27 @@ def test_energy_fidelity_can_be_changed_after_reading_energies():
         _ = res.total_energy
 
 
+def test_energies_on_the_reference_tier():
+    """``energy_backend="reference"``: the numpy tier's energies and momentum, those of the
+    per-state reference functions; an unknown tier is named when the energies are read."""
+    model = fd.models.spacecraft()
+    u0 = 0.05 * np.ones(model.nu)
+    res = fd.simulate(model, model.neutral_configuration(), u0, (0.0, 0.5),
+                      t_eval=np.linspace(0.0, 0.5, 4), integrator=fd.ScipyIVP("DOP853"))
+    res.energy_backend = "reference"
+    expected = [fd.total_energy(model, q, u, backend="reference")
+                for q, u in zip(res.q, res.u, strict=True)]
+    np.testing.assert_allclose(res.total_energy, expected, rtol=1e-14)
+    assert res.energy_balance_rms < 1e-5  # no load, no damping: E stays E₀
+    np.testing.assert_allclose(res.momentum()[-1], fd.energy.momentum(
+        model, res.q[-1], res.u[-1], backend="reference"), rtol=1e-14)
+    with pytest.raises(ValueError, match="unknown backend 'gpu'"):
+        fd.SimulationResult(res.t, res.q, res.u, model, energy_backend="gpu")
+    res.energy_backend = "gpu"
+    with pytest.raises(ValueError, match="unknown backend 'gpu'"):
+        res.momentum()
+
+
 # ---------------------------------------------------------------------------------------------
 # events
 # ---------------------------------------------------------------------------------------------

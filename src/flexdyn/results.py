@@ -19,7 +19,7 @@ import numpy as np
 
 from .animation import animate
 from .chain import Model, state_layout
-from .dynamics import joint_wrenches
+from .dynamics import check_backend, joint_wrenches
 from .energy import energies, momentum
 from .files import write_atomically
 from .spatial import Transform
@@ -136,6 +136,11 @@ class SimulationResult:
     energy_fidelity : body model used to evaluate energies and momentum; default: the
         simulated ``fidelity`` (each model is checked against its own energy, as Damaren &
         Sharf do).  Set ``"full"`` to measure a ruthless run against the exact energy.
+    energy_backend : the tier that evaluates the energies and momentum (one of
+        :data:`flexdyn.dynamics.BACKENDS`): ``"engine"`` (default), or ``"reference"``, whose
+        numpy evaluation of a few hundred samples takes about as long as loading the engine's
+        entry from its cache and compiles nothing (``python -m flexdyn demo``'s summary).
+        Not stored by :meth:`to_npz`.
     nfev, wall_time, message : solver statistics (right-hand-side evaluations, seconds,
         solver message).
     settings : the settings of the run (integrator, tolerances, steps, method, fidelity, …;
@@ -161,6 +166,7 @@ class SimulationResult:
     constraint_forces: np.ndarray | None = None
     closure_drift: np.ndarray | None = None
     energy_fidelity: str | None = None
+    energy_backend: str = "engine"
     nfev: int = 0
     wall_time: float = 0.0
     message: str = ""
@@ -175,6 +181,7 @@ class SimulationResult:
             self.energy_fidelity = self.fidelity
         check_fidelity(self.fidelity)
         check_fidelity(self.energy_fidelity, "energy_fidelity")
+        check_backend(self.energy_backend)
         self.t = np.asarray(self.t, dtype=float)
         nt = self.t.size
         self.q = np.asarray(self.q, dtype=float).reshape(nt, self.model.nq)
@@ -210,13 +217,15 @@ class SimulationResult:
 
     # -- energy ------------------------------------------------------------------------------
     def _energies(self) -> np.ndarray:
-        """(nt, 2) kinetic and potential energy for the current ``energy_fidelity``
-        (computed once per fidelity)."""
+        """(nt, 2) kinetic and potential energy for the current ``energy_fidelity`` (computed
+        once per fidelity, by ``energy_backend``)."""
         fid = self.energy_fidelity
         check_fidelity(fid, "energy_fidelity")
         if fid not in self._energy_cache:
-            self._energy_cache[fid] = (np.column_stack(energies(self.model, self.q, self.u, fid))
-                                       if len(self) else np.empty((0, 2)))
+            self._energy_cache[fid] = (
+                np.column_stack(energies(self.model, self.q, self.u, fid,
+                                         check_backend(self.energy_backend)))
+                if len(self) else np.empty((0, 2)))
         return self._energy_cache[fid]
 
     @property
@@ -262,7 +271,8 @@ class SimulationResult:
         coordinates (see :func:`flexdyn.energy.momentum`)."""
         if not len(self):
             return np.empty((0, 6))
-        return momentum(self.model, self.q, self.u, self.energy_fidelity)
+        return momentum(self.model, self.q, self.u, self.energy_fidelity,
+                        check_backend(self.energy_backend))
 
     def joint_wrenches(self) -> np.ndarray:
         """(nt, n_bodies, 6) the spatial force ``[moment; force]`` each joint transmits from
