@@ -219,7 +219,9 @@ f_ext_c, xdot_c = np.zeros((model.n_bodies, 6)), np.empty(model.nq + model.nu)
 status = entry.function(c_pointer(entry.ib, ctypes.c_int64), c_pointer(entry.fb), 0,
                         c_pointer(x_c), c_pointer(tau_c), c_pointer(f_ext_c), c_pointer(xdot_c))
 d_c = np.max(np.abs(xdot_c - fd.rhs(model)(0.0, x_c, tau_c)))
-print(f"C entry at address {entry.address:#x}: status {status}, max |ẋ_C − rhs| = {d_c:.1e}")
+assert status == -1, f"the C entry failed: status {status} (flexdyn.engine.ccall)"
+print(f"C entry at address {entry.address:#x}: status -1 (success: its failures are -2, -3 or "
+      f"a body's index), max |ẋ_C − rhs| = {d_c:.1e}")
 
 # %% [markdown]
 # ## The model as a C library without Python
@@ -246,7 +248,7 @@ else:
         code = library.arm_state_derivative(ctypes.c_double(0.0), c_pointer(x_c),
                                             c_pointer(tau_c), c_pointer(xdot_lib))
         d_lib = np.max(np.abs(xdot_lib - fd.rhs(model)(0.0, x_c, tau_c)))
-        print(f"{exported.library.name}: return code {code}, "
+        print(f"{exported.library.name}: return code {code} (0: success), "
               f"max |ẋ_lib − rhs| = {d_lib:.1e}")
 
 # %%

@@ -265,6 +265,76 @@ def test_a_long_compile_of_an_engine_entry_is_announced_once(capsys, monkeypatch
     assert capsys.readouterr().err == ""
 
 
+def test_the_notice_estimates_a_first_compile_and_a_later_one(capsys, monkeypatch):
+    """An entry with an estimate is quoted at its first-entry figure when the thread has
+    compiled no engine entry yet, at its later figure after one."""
+    import time
+
+    from numba.core import event
+
+    from flexdyn.engine import notice
+
+    class Slow(event.Listener):
+        def on_start(self, ev):
+            time.sleep(0.3)
+
+        def on_end(self, ev):
+            pass
+
+    notice.install()
+    monkeypatch.setattr(notice, "NOTICE_AFTER", 0.05)
+    monkeypatch.setattr(notice, "ESTIMATES", {"kernels.first": (80, 15),
+                                              "kernels.later": (80, 15)})
+    monkeypatch.setattr(notice._listener._compile(), "total", 0.0)
+    with event.install_listener("numba:compile", Slow()):
+        assert _engine_function("first")(1.0) == 2.0
+        assert _engine_function("later")(1.0) == 2.0
+    said = [line for line in capsys.readouterr().err.splitlines() if "compiling" in line]
+    assert len(said) == 2, said
+    assert "(up to about 80 s on 2 cores;" in said[0] and "kernels.first" in said[0]
+    assert "(up to about 15 s on 2 cores;" in said[1] and "kernels.later" in said[1]
+
+
+def test_a_runs_wall_time_leaves_the_compile_out(capsys):
+    """The seconds a thread spends compiling engine entries are counted (not those of a
+    function outside the engine), and a run's stopwatch
+    (:class:`flexdyn.simulation.loop.Stopwatch`) gives them apart from its wall time; a
+    simulation of warm entries reports no compile time."""
+    import time
+
+    import numba
+    from numba.core import event
+
+    import flexdyn as fd
+    from flexdyn.engine import notice
+    from flexdyn.simulation.loop import Stopwatch
+
+    class Slow(event.Listener):
+        def on_start(self, ev):
+            time.sleep(0.3)
+
+        def on_end(self, ev):
+            pass
+
+    notice.install()
+    start, clock, before = time.perf_counter(), Stopwatch(), notice.compile_seconds()
+    with notice.silenced(), event.install_listener("numba:compile", Slow()):
+        engine = _engine_function("energy")
+        assert engine(1.0) == 2.0
+        compiled = time.perf_counter()
+        assert numba.njit(lambda x: x - 1.0)(1.0) == 0.0  # not the engine's: not counted
+    stats, end = clock.stats(), time.perf_counter()
+    assert stats["compile_time"] == notice.compile_seconds() - before
+    assert 0.3 <= stats["compile_time"] <= compiled - start
+    assert stats["wall_time"] >= 0.3  # the outside function's compile, slept 0.3 s
+    assert abs(stats["wall_time"] + stats["compile_time"] - (end - start)) < 0.01
+    model = fd.models.two_link_arm()
+    fd.simulate(model, t_span=(0.0, 0.01))
+    res = fd.simulate(model, t_span=(0.0, 0.01))
+    assert res.settings["compile_time"] == 0.0 and res.wall_time > 0.0
+    capsys.readouterr()
+
+
 def test_compile_reports_progress(capsys, monkeypatch):
     """``flexdyn compile`` makes the first calls of :func:`flexdyn.precompile.tasks`
     (``--all``: every one) with a progress line per task and a total."""

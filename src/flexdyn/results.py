@@ -141,8 +141,9 @@ class SimulationResult:
         numpy evaluation of a few hundred samples takes about as long as loading the engine's
         entry from its cache and compiles nothing (``python -m flexdyn demo``'s summary).
         Not stored by :meth:`to_npz`.
-    nfev, wall_time, message : solver statistics (right-hand-side evaluations, seconds,
-        solver message).
+    nfev, wall_time, message : solver statistics (right-hand-side evaluations, seconds of
+        the integration, solver message); ``wall_time`` leaves out the engine's compiling on
+        first use, which :func:`flexdyn.simulate` reports as ``settings["compile_time"]``.
     settings : the settings of the run (integrator, tolerances, steps, method, fidelity, …;
         :func:`flexdyn.simulate` fills it), stored by :meth:`to_npz` with the versions of
         flexdyn, Python, numpy, scipy and numba (``settings["versions"]`` when read back).

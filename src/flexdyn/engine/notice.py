@@ -8,7 +8,9 @@ cache sends none): when the compile of an engine entry, called from Python, is s
 after :data:`NOTICE_AFTER` seconds, the listener prints which entry compiles and about how
 long that takes, and when it ends, how long it took.  Calls that find their entry compiled
 or cached print nothing.  ``FLEXDYN_COMPILE_NOTICE=0`` in the environment silences it;
-``python -m flexdyn compile`` compiles ahead of time.
+``python -m flexdyn compile`` compiles ahead of time.  The same listener adds up each
+thread's compile time (:func:`compile_seconds`), which a simulation leaves out of its
+``wall_time``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from contextlib import contextmanager
 
 from numba.core import event
 
-__all__ = ["ENTRIES", "ESTIMATES", "NOTICE_AFTER", "describe", "install", "silenced"]
+__all__ = ["ENTRIES", "ESTIMATES", "NOTICE_AFTER", "compile_seconds", "describe", "install",
+           "silenced"]
 
 
 #: seconds a compile runs before the notice is printed
@@ -59,17 +62,16 @@ ENTRIES = {
                                  "generalized-α)"),
 }
 #: seconds the largest entries take to compile on a 2-core machine with an empty cache
-#: (``benchmarks/bench_startup.py``), rounded up: the state derivative and forward dynamics as
-#: the first entry of an installation (the stages every entry shares come with them), the
-#: implicit integrators after the state derivative, which ``simulate`` compiles first.  An
-#: entry compiled after another reuses its stages and takes 5–15 s.  The notice quotes them
-#: as an upper estimate.
+#: (``benchmarks/bench_startup.py``, ``python -m flexdyn compile``), rounded up: as the
+#: first entry compiled in the process (the stages every entry shares come with it), and
+#: after another (which left those stages in memory).  The notice quotes them as an upper
+#: estimate; the other entries take 5–15 s after another, up to a minute as the first.
 ESTIMATES = {
-    "kernels.derivative_articulated": 80,
-    "kernels.forward_articulated": 80,
-    "kernels.state_derivative": 80,
-    "galpha.generalized_alpha": 60,
-    "derivatives.derivatives": 80,
+    "kernels.derivative_articulated": (80, 40),
+    "kernels.forward_articulated": (80, 15),
+    "kernels.state_derivative": (80, 20),
+    "galpha.generalized_alpha": (80, 60),
+    "derivatives.derivatives": (80, 60),
 }
 _PREFIX = __name__.rpartition(".")[0] + "."  # "flexdyn.engine."
 
@@ -84,11 +86,13 @@ def describe(qualified: str) -> str:
 class _Compile:
     """The outermost compile under way on one thread: its depth of nested compiles, the
     engine entry it compiles (None: not an engine entry), when it started, whether the
-    notice was printed, and the timer that prints it."""
+    notice was printed, and the timer that prints it; and the seconds the thread's
+    compiles of engine entries have taken in all."""
 
     def __init__(self) -> None:
         self.depth, self.entry, self.start, self.said = 0, None, 0.0, False
         self.timer: threading.Timer | None = None
+        self.total = 0.0
 
 
 class _Notice(event.Listener):
@@ -124,19 +128,22 @@ class _Notice(event.Listener):
         if c.depth != 0 or c.entry is None:
             return
         c.timer.cancel()
+        seconds = time.perf_counter() - c.start
+        c.total += seconds
         if c.said:
-            _print(f"flexdyn: compiled {describe(c.entry)} in "
-                   f"{time.perf_counter() - c.start:.0f} s; later calls and runs load it "
-                   "from the cache")
+            _print(f"flexdyn: compiled {describe(c.entry)} in {seconds:.0f} s; later calls "
+                   "and runs load it from the cache")
         c.entry, c.timer = None, None
 
     @staticmethod
     def _say(c: _Compile) -> None:
         entry = c.entry
-        if entry is None or _silenced:
+        if entry is None or _silenced or _QUIET:
             return
         c.said = True
         seconds = ESTIMATES.get(entry)
+        if seconds is not None:
+            seconds = seconds[1] if c.total > 0.0 else seconds[0]
         how_long = f"up to about {seconds} s on 2 cores" if seconds else "seconds to a minute"
         _print(f"flexdyn: compiling {describe(entry)} for its first use in this installation "
                f"({how_long}; once: later runs load it from the cache; "
@@ -149,6 +156,14 @@ def _print(line: str) -> None:
 
 _listener: _Notice | None = None
 _silenced = 0
+#: ``FLEXDYN_COMPILE_NOTICE=0``: no notice (the compile time is still counted)
+_QUIET = os.environ.get("FLEXDYN_COMPILE_NOTICE", "1") == "0"
+
+
+def compile_seconds() -> float:
+    """Seconds this thread has spent compiling the engine's entries (loads from the cache
+    count nothing): the difference of two readings is the compile time between them."""
+    return 0.0 if _listener is None else _listener._compile().total
 
 
 @contextmanager
@@ -164,9 +179,9 @@ def silenced() -> Iterator[None]:
 
 
 def install() -> None:
-    """Register the notice with numba (idempotent); ``FLEXDYN_COMPILE_NOTICE=0`` in the
-    environment leaves it out."""
+    """Register the notice with numba (idempotent; ``FLEXDYN_COMPILE_NOTICE=0`` in the
+    environment silences its lines)."""
     global _listener
-    if _listener is None and os.environ.get("FLEXDYN_COMPILE_NOTICE", "1") != "0":
+    if _listener is None:
         _listener = _Notice()
         event.register("numba:compile", _listener)

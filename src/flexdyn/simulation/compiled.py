@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +17,7 @@ from ..dynamics import cached_engine, constraint_forces, nodal_loads_at
 from ..engine import galpha, kernels
 from ..results import SimulationError, SimulationResult
 from ..spatial import quat_multiply, quat_to_rot
-from .loop import Events, Samples, keep_partial, progress_bar, result_of
+from .loop import Events, Samples, Stopwatch, keep_partial, progress_bar, result_of
 from .problem import (
     CLOSURE_RATE,
     N_EXTRA,
@@ -552,15 +551,14 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
                                              np.concatenate([q0, u0, np.zeros(N_EXTRA)])[None])]
     bar = progress_bar(t0, t1) if progress else None
     ctl[g.MAX_TRIES] = 0 if forced else _TRIES_PER_UPDATE if bar is not None else -1
-    start = time.perf_counter()
+    clock = Stopwatch()
 
     def result(message: str) -> SimulationResult:
         done = [*chunks, (out_t[:cnt[g.N_OUT]], out_x[:cnt[g.N_OUT]])]
         t_out = np.concatenate([t for t, _ in done])
         y_out = np.concatenate([x for _, x in done]).reshape(-1, nq + nu + N_EXTRA)
         return result_of(ode, t_out, y_out, message == "failed", nfev=int(cnt[g.RESIDUALS]),
-                         wall_time=time.perf_counter() - start,
-                         message=f"{message} ({loop.summary()})")
+                         message=f"{message} ({loop.summary()})", **clock.stats())
 
     try:
         with _Attempt(bar) as attempt:
@@ -722,13 +720,13 @@ def _compiled_with_events(ode: Problem, loop: CompiledLoop, events: Events,
     x0 = np.concatenate([loop.q, loop.y[1], np.zeros(N_EXTRA)])
     bar = progress_bar(t0, t1) if progress else None
     samples = Samples(t0, x0, t_eval, events)
-    start = time.perf_counter()
+    clock = Stopwatch()
 
     def result(outcome: str) -> SimulationResult:
         t_out, y_out = samples.arrays(x0.size)
         return result_of(ode, t_out, y_out, outcome == "failed",
-                         nfev=int(loop.cnt[g.RESIDUALS]), wall_time=time.perf_counter() - start,
-                         message=f"{outcome} ({loop.summary()})", **events.results(ode.model))
+                         nfev=int(loop.cnt[g.RESIDUALS]), message=f"{outcome} ({loop.summary()})",
+                         **clock.stats(), **events.results(ode.model))
 
     try:
         with _Attempt(bar) as attempt:

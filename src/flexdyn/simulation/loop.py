@@ -18,6 +18,7 @@ import scipy
 import threadpoolctl
 
 from ..chain import Model
+from ..engine.notice import compile_seconds
 from ..modal import highest_frequency
 from ..results import SimulationError, SimulationResult
 from .problem import N_EXTRA, Problem, RhsFailure, normalized
@@ -27,11 +28,28 @@ __all__ = ["STIFF_FRACTION", "STIFF_MIN_STEPS", "Events", "Samples", "StiffnessW
            "progress_bar", "result_of", "single_blas_thread", "warn_if_stiff"]
 
 
+class Stopwatch:
+    """The seconds of a run since the stopwatch was made: :meth:`stats` gives its
+    ``wall_time`` less the time the engine spent compiling meanwhile (a first run's compile
+    would swell it a hundredfold; :func:`flexdyn.engine.notice.compile_seconds`) and that
+    compile time."""
+
+    def __init__(self) -> None:
+        self.start, self.compiled = time.perf_counter(), compile_seconds()
+
+    def stats(self) -> dict[str, float]:
+        """``{"wall_time": …, "compile_time": …}`` (s) up to now."""
+        compiling = compile_seconds() - self.compiled
+        return {"wall_time": time.perf_counter() - self.start - compiling,
+                "compile_time": compiling}
+
+
 def result_of(ode: Problem, t: np.ndarray, y: np.ndarray, partial: bool = False,
-              **stats: Any) -> SimulationResult:
+              compile_time: float = 0.0, **stats: Any) -> SimulationResult:
     """The :class:`SimulationResult` of the samples ``y`` (nt × (nq + nu + 3): ``[q; u]`` and
     the work integrals) at the times ``t``, with the histories of :meth:`Problem.histories`;
-    ``stats`` (``nfev``, ``wall_time``, ``message``, the events) passed on."""
+    ``stats`` (``nfev``, ``wall_time``, ``message``, the events) passed on, and the seconds
+    of compiling during the run (``compile_time``, :class:`Stopwatch`) in its settings."""
     n = ode.model.nq + ode.model.nu
     try:
         histories = ode.histories(t, y, partial)
@@ -41,7 +59,7 @@ def result_of(ode: Problem, t: np.ndarray, y: np.ndarray, partial: bool = False,
     return SimulationResult(
         t=t, model=ode.model, fidelity=ode.fidelity, method=ode.method,
         work=y[:, n].copy(), external_work=y[:, n + 1].copy(), dissipation=y[:, n + 2].copy(),
-        settings=ode.settings, **histories, **stats)
+        settings={**ode.settings, "compile_time": compile_time}, **histories, **stats)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -145,7 +163,7 @@ def integrate_scipy(ode: Problem, solver_cls: type, options: dict[str, Any], q0:
         return out
 
     x0 = np.concatenate([q0, u0, np.zeros(N_EXTRA)])
-    start = time.perf_counter()
+    clock = Stopwatch()
     samples = Samples(t0, x0, t_eval, watch)
     failure: tuple[float, str, BaseException | None] | None = None
     solver = None
@@ -154,7 +172,7 @@ def integrate_scipy(ode: Problem, solver_cls: type, options: dict[str, Any], q0:
         t_out, y_out = samples.arrays(nq + nu + N_EXTRA)
         return result_of(ode, t_out, y_out, partial=message == "failed",
                          nfev=0 if solver is None else int(solver.nfev),
-                         wall_time=time.perf_counter() - start, message=message,
+                         message=message, **clock.stats(),
                          **({} if watch is None else watch.results(model)))
 
     blas = single_blas_thread()
