@@ -217,6 +217,23 @@ def _engine_function(name: str):
     return numba.njit(namespace[name])
 
 
+def _slow_compiles():
+    """A context in which every numba compile lasts 0.3 s at least (a listener of
+    ``"numba:compile"`` that sleeps as a compile starts)."""
+    import time
+
+    from numba.core import event
+
+    class Slow(event.Listener):
+        def on_start(self, ev):
+            time.sleep(0.3)
+
+        def on_end(self, ev):
+            pass
+
+    return event.install_listener("numba:compile", Slow())
+
+
 def test_a_long_compile_of_an_engine_entry_is_announced_once(capsys, monkeypatch):
     """A compile of an engine entry that lasts longer than the notice delay prints one line
     naming the entry and one with the time it took; a call that finds the entry compiled, a
@@ -225,23 +242,13 @@ def test_a_long_compile_of_an_engine_entry_is_announced_once(capsys, monkeypatch
     import time
 
     import numba
-    from numba.core import event
 
     from flexdyn.engine import notice
-
-    class Slow(event.Listener):
-        """Makes a compile last 0.3 s at least."""
-
-        def on_start(self, ev):
-            time.sleep(0.3)
-
-        def on_end(self, ev):
-            pass
 
     notice.install()
     monkeypatch.setattr(notice, "NOTICE_AFTER", 0.05)
     mass = _engine_function("mass")
-    with event.install_listener("numba:compile", Slow()):
+    with _slow_compiles():
         assert mass(1.0) == 2.0
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2, err
@@ -258,9 +265,9 @@ def test_a_long_compile_of_an_engine_entry_is_announced_once(capsys, monkeypatch
 
     monkeypatch.setattr(notice, "NOTICE_AFTER", 0.05)
     outside = numba.njit(lambda x: x - 1.0)  # this test module's, not the engine's
-    with event.install_listener("numba:compile", Slow()):
+    with _slow_compiles():
         assert outside(1.0) == 0.0
-    with notice.silenced(), event.install_listener("numba:compile", Slow()):
+    with notice.silenced(), _slow_compiles():
         assert _engine_function("hybrid")(1.0) == 2.0
     assert capsys.readouterr().err == ""
 
@@ -268,25 +275,14 @@ def test_a_long_compile_of_an_engine_entry_is_announced_once(capsys, monkeypatch
 def test_the_notice_estimates_a_first_compile_and_a_later_one(capsys, monkeypatch):
     """An entry with an estimate is quoted at its first-entry figure when the thread has
     compiled no engine entry yet, at its later figure after one."""
-    import time
-
-    from numba.core import event
-
     from flexdyn.engine import notice
-
-    class Slow(event.Listener):
-        def on_start(self, ev):
-            time.sleep(0.3)
-
-        def on_end(self, ev):
-            pass
 
     notice.install()
     monkeypatch.setattr(notice, "NOTICE_AFTER", 0.05)
     monkeypatch.setattr(notice, "ESTIMATES", {"kernels.first": (80, 15),
                                               "kernels.later": (80, 15)})
     monkeypatch.setattr(notice._listener._compile(), "total", 0.0)
-    with event.install_listener("numba:compile", Slow()):
+    with _slow_compiles():
         assert _engine_function("first")(1.0) == 2.0
         assert _engine_function("later")(1.0) == 2.0
     said = [line for line in capsys.readouterr().err.splitlines() if "compiling" in line]
@@ -303,22 +299,14 @@ def test_a_runs_wall_time_leaves_the_compile_out(capsys):
     import time
 
     import numba
-    from numba.core import event
 
     import flexdyn as fd
     from flexdyn.engine import notice
     from flexdyn.simulation.loop import Stopwatch
 
-    class Slow(event.Listener):
-        def on_start(self, ev):
-            time.sleep(0.3)
-
-        def on_end(self, ev):
-            pass
-
     notice.install()
     start, clock, before = time.perf_counter(), Stopwatch(), notice.compile_seconds()
-    with notice.silenced(), event.install_listener("numba:compile", Slow()):
+    with notice.silenced(), _slow_compiles():
         engine = _engine_function("energy")
         assert engine(1.0) == 2.0
         compiled = time.perf_counter()
