@@ -1439,8 +1439,9 @@ class Dynamics:
             if nodal:
                 G = np.array([_nodal_load_slopes(model, q_b, f_nodes, self.fidelity)
                               for q_b in q])
-                d_q = d_q + (np.linalg.solve(self.mass_matrix(q), G) if forward
-                             else -G)
+                if forward:  # M state by state: the one-state entry, not the batched one
+                    G = np.linalg.solve(np.array([self.mass_matrix(q_b) for q_b in q]), G)
+                d_q = d_q + (G if forward else -G)
         else:
             d_q, d_u, d_x = _reference_derivatives(model, q, u, udot, tau, self.fidelity, f_ext,
                                                    f_nodes, forward)
