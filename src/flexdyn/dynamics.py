@@ -1425,9 +1425,10 @@ class Dynamics:
             udot = self.forward_dynamics(q, u, tau, f_ext=f_ext, f_nodes=f_nodes)
         else:
             tau, udot = np.zeros_like(x), x
-        loads = [_external_at(model, q_b, self.fidelity, None, f_nodes) for q_b in q]
-        if on_engine(self.backend, q, u, udot, tau, f_ext) and None not in loads:
-            nodal = _has_nodal_loads(f_nodes)
+        engine, nodal = on_engine(self.backend, q, u, udot, tau, f_ext), _has_nodal_loads(f_nodes)
+        loads = ([nodal_loads_at(model, q_b, f_nodes, self.fidelity) for q_b in q]
+                 if engine and nodal else [])
+        if engine and all(g.dtype.kind != "c" for _, g in loads):  # complex loads: reference
             if nodal:  # held in the body frames, as f_ext; their slopes in η added below
                 f_ext = np.array([f for f, _ in loads]) + (0.0 if f_ext is None else f_ext)
                 tau = tau + np.array([g for _, g in loads])
