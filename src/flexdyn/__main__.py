@@ -129,7 +129,7 @@ def _summary(res: SimulationResult, title: str) -> str:
     lines.append(f"  integrator    {res.settings['integrator']}, rtol {res.settings['rtol']:g}, "
                  f"atol {res.settings['atol']:g}"
                  + (f", {res.settings['error_norm']} norm" if res.settings["error_norm"] else ""))
-    compiling = (res.settings or {}).get("compile_time", 0.0)
+    compiling = res.settings["compile_time"]
     lines.append(f"  wall time     {res.wall_time:.2f} s (integration)"
                  + (f"; the engine compiled for {compiling:.0f} s first (once)"
                     if compiling >= 0.5 else ""))
