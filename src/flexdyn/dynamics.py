@@ -88,7 +88,6 @@ from .terms import (
     PositionTerms,
     body_models,
     check_fidelity,
-    deformed_geometry,
     modal_velocities,
     position_terms,
     state_terms,
@@ -108,7 +107,6 @@ __all__ = [
     "batch_op",
     "cached_engine",
     "check_backend",
-    "closures_on_engine",
     "is_entry_array",
     "on_engine",
     "tree_forward_dynamics",
@@ -584,7 +582,7 @@ def stabilized_forward_dynamics(model: Model, q: np.ndarray, u: np.ndarray,
     q, u, tau = model.check_state(q, u, tau=np.zeros(model.nu) if tau is None else tau)
     f_ext = check_external_forces(model, f_ext)
     if (model.constraints and method == "articulated" and not _has_nodal_loads(f_nodes)
-            and closures_on_engine(model, fidelity, backend, q, u, tau, f_ext)):
+            and on_engine(backend, q, u, tau, f_ext)):
         udot = _closed_on_engine(model, q, u, tau, fidelity, f_ext, rate)
         if udot is not None:
             return _finite(udot, "u̇")
@@ -633,9 +631,8 @@ def closed_chain(model: Model, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarr
                  ) -> tuple[np.ndarray, np.ndarray, ClosureTerms]:
     """``(u̇, λ, terms)``: the closed chain's accelerations (nu,), closure forces (n_c,) and
     closure terms at a validated state, from the tree's accelerations ``u̇_f``
-    (:func:`flexdyn.closure.closed_chain_accelerations`).  On the engine (real inputs, and a
-    fidelity whose kernels have the deformed node frames,
-    :func:`~flexdyn.terms.deformed_geometry`) the closure terms are one compiled call
+    (:func:`flexdyn.closure.closed_chain_accelerations`).  On the engine (real inputs) the
+    closure terms are one compiled call
     (:meth:`flexdyn.engine.Engine.closure_terms`) and ``Y = M⁻¹ Jᵀ`` the engine's block
     sweeps; else the reference's (Lemma 4).  ``rate``: Baumgarte's ``ω`` (1/s)."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -645,19 +642,12 @@ def closed_chain(model: Model, q: np.ndarray, u: np.ndarray, udot_tree: np.ndarr
     return udot, lam, terms
 
 
-def closures_on_engine(model: Model, fidelity: str, backend: str, *arrays: np.ndarray) -> bool:
-    """Whether the closure terms run on the engine: real inputs and a fidelity whose kernels
-    have the deformed node frames (:func:`~flexdyn.terms.deformed_geometry`)."""
-    return (on_engine(backend, *arrays)
-            and deformed_geometry(body_models(model, fidelity), model))
-
-
 def _closure_terms(model: Model, q: np.ndarray, u: np.ndarray, fidelity: str, backend: str
                    ) -> tuple[ClosureTerms, Callable[[np.ndarray], np.ndarray]]:
     """The closure terms at a validated state and ``B ↦ M⁻¹ B`` (B (nu, k)) at it (Lemma 4):
     the engine's (:meth:`flexdyn.engine.Engine.closure_terms`, its block sweeps) where it
     runs them, else the reference's from one set of per-state terms."""
-    if closures_on_engine(model, fidelity, backend, q, u):
+    if on_engine(backend, q, u):
         run = cached_engine(model, fidelity)
         return (ClosureTerms(*run.closure_terms(q, u), owner=_owners(model)),
                 lambda B: run.apply_mass_matrix_inverse(q, B))

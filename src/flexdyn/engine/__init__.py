@@ -20,7 +20,7 @@ from ..articulated_body import SplitFactors
 from ..chain import Model
 from ..linalg import SingularInertiaError
 from ..ruthless import RuthlessBodyModel
-from ..terms import DEFAULT_FIDELITY, body_models
+from ..terms import DEFAULT_FIDELITY, body_models, deformed_geometry
 from . import closure, derivatives, extras, kernels, layout, rigid_tree, split
 from .pack import Packed, pack, pack_split
 
@@ -168,6 +168,7 @@ class Engine:
         self._zero_speeds = np.zeros(model.nu)
         self._split: tuple[np.ndarray, ...] | None = None
         self._closures: tuple[np.ndarray, np.ndarray] | None = None
+        self._geometry: tuple[tuple[np.ndarray, np.ndarray] | None] | None = None
         self._codes: dict[str, Callable] = {}  # machine code of the bound interface's calls
 
     @property
@@ -297,11 +298,24 @@ class Engine:
         arguments already of the kernels' type and shapes, as :meth:`derivative_status`:
         its status (:data:`~flexdyn.engine.closure.SINGULAR` for redundant or locked
         closures); a singular inertia raises."""
-        status = closure.closed_derivative(*self.packed, *self.closure_buffers, x, tau, f_ext,
-                                           float(rate), out)
+        status = closure.closed_derivative(*self.packed, *self.closure_buffers, self.geometry,
+                                           x, tau, f_ext, float(rate), out)
         if status >= 0:
             raise self._singular("articulated", status)
         return status
+
+    @property
+    def geometry(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The packed ``(ib, fb)`` of the ``"full"`` body models, which place the closures'
+        endpoints (:func:`flexdyn.engine.closure.closure_rows`) where this fidelity's kernels
+        form no deformed node frames (``"ruthless"``, Eq B1;
+        :func:`~flexdyn.terms.deformed_geometry`); None where they do.  Packed on first
+        use."""
+        if self._geometry is None:
+            own = deformed_geometry(body_models(self.model, self.fidelity), self.model)
+            self._geometry = (None if own else
+                              tuple(pack(self.model, body_models(self.model, "full"))),)
+        return self._geometry[0]
 
     @property
     def closure_buffers(self) -> tuple[np.ndarray, np.ndarray]:
@@ -355,7 +369,7 @@ class Engine:
         compiled on first use; the closures packed on first use)."""
         nc, nu = self.model.n_constraints, self.model.nu
         g, J, gamma = np.empty(nc), np.empty((nc, nu)), np.empty(nc)
-        closure.closure_terms(*self.packed, *self.closure_buffers,
+        closure.closure_terms(*self.packed, *self.closure_buffers, self.geometry,
                               kernel_array(q, (self.model.nq,), "q"),
                               kernel_array(u, (nu,), "u"), g, J, gamma)
         return g, J, gamma

@@ -6,10 +6,12 @@ One call runs the position and velocity terms of :mod:`flexdyn.engine.kernels`, 
 the body frames, the body Jacobians (the Eq 11 recursion applied to each unit speed), the
 accelerations at ``u̇ = 0`` (Eq 24 without gravity), each endpoint's inertial kinematics and
 each closure's rows (:mod:`flexdyn.constraints`: point rows along directions that turn with
-B, axis rows, attitude rows).  Node endpoints use the node frames of the body kernels, which
-are the deformed frames for the full kernel (``"full"``, ``"consistent"``, ``"exact"``); the
-ruthless model's closures, whose residuals need the deformed frames its kernel does not
-form, run the reference.
+B, axis rows, attitude rows).  An endpoint's pose is that of the deformed geometry and its
+motion that of the fidelity's body kernels (:func:`flexdyn.closure.closure_terms`): the full
+kernel's deformed node frames give both (``"full"``, ``"consistent"``, ``"exact"``); the
+ruthless kernel moves a node as the undeformed frame with ``E_j η̇`` (Eq B1) and forms no
+deformed frames, so its closures take the pose from the position terms of the ``"full"``
+body models, packed beside the model (``geo``).
 
 The closures are packed by :func:`pack_closures`: per closure the integers
 ``[kind, body, node, other body, other node, first row]`` (−1: none / the ground) and the
@@ -34,9 +36,21 @@ from .kernels import (
     derivative_outputs,
     position_velocity_terms,
 )
-from .layout import INVALID, KIND, MODES, NJ, PARENT, TK, US, unpack, workspace
-from .pack import FULL
-from .terms import from_parent, modal_velocities
+from .layout import (
+    INVALID,
+    KIND,
+    MODES,
+    NJ,
+    PARENT,
+    TK,
+    US,
+    carve,
+    unpack,
+    workspace,
+    workspace_length,
+)
+from .pack import FULL, RUTHLESS
+from .terms import from_parent, modal_velocities, position_terms
 from .tip import node_twist, node_twist_rate
 
 __all__ = ["CLOSURE_CODES", "SINGULAR", "closed_derivative", "closure_row_count", "closure_rows",
@@ -111,14 +125,29 @@ def _rot(R, x, out):
 
 
 @helper
-def _endpoint(pm, w, u, Jm, alpha0, Rb, pb, k, node, point, R, kin, Je, t6, t3, no_modes):
+def _fixed_frame(pm, k, node, point, R, p):
+    """The frame of ``point``, or of node ``node`` undeformed, in ``F_k``: unrotated, at the
+    point or the node's undeformed position."""
+    R[:, :] = 0.0
+    for r in range(3):
+        R[r, r] = 1.0
+        p[r] = point[r] if node < 0 else pm.l0[k, node, r]
+
+
+@helper
+def _endpoint(pm, w, gints, gw, u, Jm, alpha0, Rb, pb, k, node, point, R, kin, Je, E0, t6, t3,
+              tg, no_modes):
     """Endpoint on body ``k`` (−1: the ground, at ``point``): its orientation ``R`` (3 × 3),
     ``kin`` (5, 3) with rows ``p, ω, v, α, a`` (inertial; ``α``, ``a`` at ``u̇ = 0``) and its
-    Jacobian ``Je`` (6, nu) of ``[ω; v]`` (zero on the ground), from the body poses ``Rb``,
-    ``pb``.  Node ``j``'s twist in its frame is ``E_j η̇ + φ*(k, j) V`` (Eq 21), its rate at
-    ``u̇ = 0`` ``[E_j, φ*] α_m⁰ + Ė_j η̇ + V_j × E_j η̇`` (full kernel only: the others let no
-    modal rate into the products).  ``t6`` (5, 6), ``t3`` (6, 3) scratch; ``no_modes``
-    (6, 0): the map ``E`` of a point, which no mode moves."""
+    Jacobian ``Je`` (6, nu) of ``[ω; v]`` (zero on the ground).  The pose is the deformed
+    geometry's: the body poses ``Rb``, ``pb`` and the node frames of the workspace ``gw``
+    (kernels ``gints``); the motion the fidelity's (``w``): node ``j``'s twist in its frame
+    is ``E_j η̇ + φ*(k, j) V`` (Eq 21), its rate at ``u̇ = 0``
+    ``[E_j, φ*] α_m⁰ + Ė_j η̇ + V_j × E_j η̇`` (full kernel only: the others let no modal rate
+    into the products), with the ruthless kernel's undeformed node frame and
+    ``E_j = [Π_r; Π_t]`` at ``η = 0`` (Eq B1; into ``E0``, (6, M)).  ``t6`` (5, 6), ``t3``
+    (6, 3), ``tg`` (4, 3) scratch; ``no_modes`` (6, 0): the map ``E`` of a point, which no mode
+    moves."""
     ints = pm.ints
     kin[:, :] = 0.0
     Je[:, :] = 0.0
@@ -129,25 +158,30 @@ def _endpoint(pm, w, u, Jm, alpha0, Rb, pb, k, node, point, R, kin, Je, t6, t3, 
             kin[0, r] = point[r]
         return
     m = ints[k, MODES]
-    mn = m if node >= 0 and ints[k, KIND] == FULL else 0  # modes that move the endpoint
-    RT, pT = t3[0:3], t3[3]
-    E = no_modes
+    RT, pT, RG, pG = t3[0:3], t3[3], tg[0:3], tg[3]
+    _fixed_frame(pm, k, node, point, RG, pG)
+    if node >= 0 and gints[k, KIND] == FULL:  # the deformed node frame: the pose
+        copy(gw.fR[k, node], RG)
+        copy(gw.fp[k, node], pG)
+    mn, E = 0, no_modes  # the modes that move the endpoint, and how
+    _fixed_frame(pm, k, node, point, RT, pT)  # a point, or a node of a rigid body
     if node >= 0 and ints[k, KIND] == FULL:  # the kernel's deformed node frame
-        E = w.fE[k, node, :, :m]
+        mn, E = m, w.fE[k, node, :, :m]
         copy(w.fR[k, node], RT)
         copy(w.fp[k, node], pT)
-    else:  # a point, or a node of a rigid body: fixed in F_k, unrotated
-        RT[:, :] = 0.0
+    elif node >= 0 and ints[k, KIND] == RUTHLESS:  # the undeformed one (Eq B1)
+        mn, E = m, E0[:, :m]
         for r in range(3):
-            RT[r, r] = 1.0
-            pT[r] = point[r] if node < 0 else pm.l0[k, node, r]
+            for c in range(m):
+                E[r, c] = pm.Pi_r[k, node, r, c]
+                E[3 + r, c] = pm.Pi_t[k, node, r, c]
     col, V, A, zero, w6 = t6[0], t6[1], t6[2], t6[3], t6[4]
     zero[:] = 0.0
     for r in range(3):  # pose
         x = pb[k, r]
         for c in range(3):
-            x += Rb[k, r, c] * pT[c]
-            R[r, c] = Rb[k, r, 0] * RT[0, c] + Rb[k, r, 1] * RT[1, c] + Rb[k, r, 2] * RT[2, c]
+            x += Rb[k, r, c] * pG[c]
+            R[r, c] = Rb[k, r, 0] * RG[0, c] + Rb[k, r, 1] * RG[1, c] + Rb[k, r, 2] * RG[2, c]
         kin[0, r] = x
     for c in range(Je.shape[1]):  # the Jacobian, column by column, then to inertial axes
         node_twist(RT, pT, E, mn, Jm[k, :m, c], Jm[k, m:m + 6, c], col)
@@ -280,24 +314,25 @@ def _attitude_rows(A, RA, B, RB, R0, g, WA, WB, gamma, t, T):
 # the entry
 # ----------------------------------------------------------------------------------------------
 @entry_point
-def closure_terms(ib, fb, ci, cf, q, u, g, J, gamma):
+def closure_terms(ib, fb, ci, cf, geo, q, u, g, J, gamma):
     """``g`` (n_c,), ``J`` (n_c, nu), ``γ`` (n_c,) of the packed closures ``ci``, ``cf`` at
-    a valid ``(q, u)`` (unit quaternions), as :func:`flexdyn.closure.closure_terms`."""
+    a valid ``(q, u)`` (unit quaternions), as :func:`flexdyn.closure.closure_terms`; ``geo``
+    as :func:`closure_rows`."""
     pm, w = unpack(ib, fb), workspace(ib)
     w.flat[:] = 0.0
     position_velocity_terms(pm, w, q, u, np.zeros((pm.ints.shape[0], 6)))
-    closure_rows(pm, w, ci, cf, u, g, J, gamma)
+    closure_rows(pm, w, ci, cf, geo, q, u, g, J, gamma)
 
 
 @entry_point
-def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
+def closed_derivative(ib, fb, ci, cf, geo, x, tau, fext, rate, xdot):
     """:func:`~flexdyn.engine.kernels.derivative_articulated` of a closed chain: the tree's
     ``u̇_f`` (Eqs 51/58), its closure terms (``closure_rows``, from the same terms),
     ``Y = M⁻¹ Jᵀ`` from the same articulated factors (the block sweeps of Lemma 4),
     ``Λ λ = J u̇_f + γ + 2ω J u + ω² g`` by Cholesky and ``u̇ = u̇_f − Y λ``
-    (:func:`flexdyn.closure.closed_chain_accelerations`, Baumgarte's ``ω = rate``).  Status
-    as the kernels' entries, or :data:`SINGULAR` when a squared pivot of ``Λ`` is at most
-    ``LAMBDA_RTOL · Λ_kk``."""
+    (:func:`flexdyn.closure.closed_chain_accelerations`, Baumgarte's ``ω = rate``; ``geo`` as
+    :func:`closure_rows`).  Status as the kernels' entries, or :data:`SINGULAR` when a
+    squared pivot of ``Λ`` is at most ``LAMBDA_RTOL · Λ_kk``."""
     pm, w = unpack(ib, fb), workspace(ib)
     nq, nu, n, s = ib[4], ib[3], ib[0], ib[1] + 6
     u, udot = x[nq:nq + nu], xdot[nq:nq + nu]
@@ -310,7 +345,7 @@ def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
     for k in range(ci.shape[0]):
         nc = max(nc, ci[k, 5] + _ROWS[ci[k, 0]])
     g, J, gamma = np.zeros(nc), np.zeros((nc, nu)), np.zeros(nc)
-    closure_rows(pm, w, ci, cf, u, g, J, gamma)
+    closure_rows(pm, w, ci, cf, geo, w.q_n, u, g, J, gamma)
     Yt = np.empty((nc, nu))
     Z, alpha, T = np.empty((n, nc, s)), np.empty((n, nc, s)), np.empty((3, nc, s))
     block_filter(pm.ints, w.Hcal, w.A, w.phi, w.P, w.G, J, Z, Yt, w.t_PH, w.t_D, w.t_L,
@@ -341,10 +376,13 @@ def closed_derivative(ib, fb, ci, cf, x, tau, fext, rate, xdot):
 
 
 @allocating_helper
-def closure_rows(pm, w, ci, cf, u, g, J, gamma):
-    """The closure terms after the position and velocity terms of ``w``: the body
-    Jacobians (Eq 11 on the unit speeds), the accelerations at ``u̇ = 0`` (Eq 24 without
-    gravity), the poses and, per closure, its endpoints and rows."""
+def closure_rows(pm, w, ci, cf, geo, q, u, g, J, gamma):
+    """The closure terms after the position and velocity terms of ``w`` at ``(q, u)``: the
+    body Jacobians (Eq 11 on the unit speeds), the accelerations at ``u̇ = 0`` (Eq 24 without
+    gravity), the poses and, per closure, its endpoints and rows.  ``geo``: None where the
+    body kernels form the deformed node frames, else the packed ``(ib, fb)`` of the
+    ``"full"`` body models, whose position terms at ``q`` give the endpoints' poses (numba
+    prunes the branch for None)."""
     ints = pm.ints
     n, s, nu = ints.shape[0], w.V_m.shape[1], u.shape[0]
     Jm = np.zeros((n, s, nu))  # body Jacobians: Eq 11 on the unit speeds
@@ -365,20 +403,25 @@ def closure_rows(pm, w, ci, cf, u, g, J, gamma):
             from_parent(ints, w.A, i, alpha0, t6)
             mtv(w.phi[i], t6, alpha0[i, m:m + 6], True)
     Rb, pb = np.zeros((n, 3, 3)), np.zeros((n, 3))
-    poses(ints, w.A, w.phi, Rb, pb, np.zeros((3, 3)), np.zeros(3))
+    gints, gw = ints, w  # the deformed geometry
+    if geo is not None:
+        gpm = unpack(geo[0], geo[1])
+        gints, gw = gpm.ints, carve(geo[0], np.zeros(workspace_length(geo[0])))
+        position_terms(gpm, q, gw)
+    poses(gints, gw.A, gw.phi, Rb, pb, np.zeros((3, 3)), np.zeros(3))
     RA, RB = np.zeros((3, 3)), np.zeros((3, 3))
     KA, KB = np.zeros((5, 3)), np.zeros((5, 3))
     JA, JB = np.zeros((6, nu)), np.zeros((6, nu))
     WA, WB = np.zeros((6, 6)), np.zeros((6, 6))
-    t6s, t3s, T = np.zeros((5, 6)), np.zeros((6, 3)), np.zeros((2, 3, 3))
-    no_modes = np.zeros((6, 1))[:, :0]
+    t6s, t3s, tg, T = np.zeros((5, 6)), np.zeros((6, 3)), np.zeros((4, 3)), np.zeros((2, 3, 3))
+    E0, no_modes = np.zeros((6, w.V_m.shape[1])), np.zeros((6, 1))[:, :0]
     for k in range(ci.shape[0]):
         code, row = ci[k, 0], ci[k, 5]
         f = cf[k]
-        _endpoint(pm, w, u, Jm, alpha0, Rb, pb, ci[k, 1], ci[k, 2], f[_PT:_PT + 3], RA, KA, JA,
-                  t6s, t3s, no_modes)
-        _endpoint(pm, w, u, Jm, alpha0, Rb, pb, ci[k, 3], ci[k, 4], f[_OPT:_OPT + 3], RB, KB,
-                  JB, t6s, t3s, no_modes)
+        _endpoint(pm, w, gints, gw, u, Jm, alpha0, Rb, pb, ci[k, 1], ci[k, 2], f[_PT:_PT + 3],
+                  RA, KA, JA, E0, t6s, t3s, tg, no_modes)
+        _endpoint(pm, w, gints, gw, u, Jm, alpha0, Rb, pb, ci[k, 3], ci[k, 4],
+                  f[_OPT:_OPT + 3], RB, KB, JB, E0, t6s, t3s, tg, no_modes)
         N = f[_N:_N + 9].reshape((3, 3)).T.copy()  # columns: the directions
         WA[:, :] = 0.0
         WB[:, :] = 0.0

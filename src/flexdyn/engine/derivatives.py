@@ -56,7 +56,7 @@ from .algebra import (
 )
 from .composite_body import crba
 from .forces import add_passive_forces, motor_torques, passive_force_kernel
-from .jit import allocating_helper, entry_point, helper
+from .jit import allocating_helper, entry_point, helper, inlined
 from .kernels import finite, valid_state
 from .layout import (
     INVALID,
@@ -225,7 +225,7 @@ def _finish(pm, forward, factored, L, tau, tc, d_q, d_u, d_x):
     return -1 if finite(d_q) and finite(d_u) else OVERFLOW
 
 
-@helper
+@inlined
 def _complex_derivatives(pm, w, cw, q_dir, u, udot, fext, d_q, d_u, Mass):
     """``∂τ/∂δ`` (``d_q``), ``∂τ/∂u`` (``d_u``) and ``M`` (``Mass``) of Eq 44 at
     ``(w.q_n, u, u̇)`` by complex steps of the engine's stages, each direction recomputing

@@ -520,6 +520,7 @@ class Closures(NamedTuple):
 
     ci: np.ndarray  # (n_closures, 6) int: flexdyn.engine.closure.pack_closures
     cf: np.ndarray  # (n_closures, 33)
+    geo: tuple | None  # the deformed geometry's packed model (flexdyn.engine.closure.closure_rows)
     lam: np.ndarray  # (k, nc) the multipliers of the k stages
     lam_n: np.ndarray  # (k, nc) those of the last accepted step (carried)
     h_n: np.ndarray  # (1,) its size (0: none yet) (carried)
@@ -539,13 +540,16 @@ class Closures(NamedTuple):
     t: np.ndarray  # (nu,) scratch
 
 
-def closures(ci: np.ndarray, cf: np.ndarray, k: int, nu: int) -> Closures:
+def closures(ci: np.ndarray, cf: np.ndarray, geo: tuple[np.ndarray, np.ndarray] | None, k: int,
+             nu: int) -> Closures:
     """:class:`Closures` of the packed closures ``ci``, ``cf``
-    (:func:`flexdyn.engine.closure.pack_closures`; ``(0, 6)`` and ``(0, 33)``: none) for
-    ``k`` stages (1 for generalized-α) and ``nu`` speeds, the multipliers zero (a caller
-    may set ``lam_n`` to those of the initial state)."""
+    (:func:`flexdyn.engine.closure.pack_closures`; ``(0, 6)`` and ``(0, 33)``: none) with the
+    deformed geometry ``geo`` (:func:`flexdyn.engine.closure.closure_rows`) for ``k`` stages
+    (1 for generalized-α) and ``nu`` speeds, the multipliers zero (a caller may set ``lam_n``
+    to those of the initial state)."""
     nc = closure_row_count(ci)
     return Closures(np.ascontiguousarray(ci, dtype=np.int64), np.ascontiguousarray(cf, dtype=float),
+                    geo,
                     np.zeros((k, nc)), np.zeros((k, nc)), np.zeros(1), np.zeros((nc, nu)),
                     np.zeros((nu, nc)),
                     np.zeros((nu, nc), dtype=complex), np.zeros((nc, nc)),
@@ -579,13 +583,13 @@ def _start_multipliers(cl, nodes, h):
 
 
 @helper
-def _closure_residual(pm, w, cl, rate, i, v, acc, r):
+def _closure_residual(pm, w, cl, rate, i, q, v, acc, r):
     """Stage ``i``'s closure terms (:class:`Closures`), from the position and velocity terms
     ``w`` holds at its state (after its inverse dynamics): ``r += J_iᵀ λ_i`` (nu,), and the
-    constraint rows ``J_i A_i + γ_i + 2ω J_i V_i + ω² g_i`` into ``cl.rc`` (``v``: ``V_i``,
-    ``acc``: ``A_i``); ``J_i`` stays in ``cl.J``."""
+    constraint rows ``J_i A_i + γ_i + 2ω J_i V_i + ω² g_i`` into ``cl.rc`` (``q``: the
+    engine's coordinates, ``v``: ``V_i``, ``acc``: ``A_i``); ``J_i`` stays in ``cl.J``."""
     nc, nu = cl.lam.shape[1], r.shape[0]
-    closure_rows(pm, w, cl.ci, cl.cf, v, cl.g, cl.J, cl.gamma)
+    closure_rows(pm, w, cl.ci, cl.cf, cl.geo, q, v, cl.g, cl.J, cl.gamma)
     J = cl.J
     for row in range(nc):
         ja, jv = 0.0, 0.0
@@ -767,7 +771,7 @@ def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask
         cnt[RESIDUALS] += 1
         _linearized_forces(tau, fb, pred[0], q1, v1, tf)
         if cl is not None:  # (before the prescribed rows take their realised loads)
-            _closure_residual(pm, w, cl, omega, 0, v1, qdd, r)
+            _closure_residual(pm, w, cl, omega, 0, qx, v1, qdd, r)
         _prescribed_residual(pmask, r, tf)
         if refresh:  # M(q) after the position terms of the residual, and K's tangent
             crba(pm, w, Mk)
@@ -1012,7 +1016,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb, pr
             cnt[RESIDUALS] += 1
             _linearized_forces(ti, fb, pred[i], Qs[i], Vs[i], tf)
             if cl is not None:  # (before the prescribed rows take their realised loads)
-                _closure_residual(pm, w, cl, omega, i, Vs[i], A[i], ri)
+                _closure_residual(pm, w, cl, omega, i, qx, Vs[i], A[i], ri)
             _prescribed_residual(pmask, ri, tf)
             power_rates(pm, w, qx, Vs[i], tf, fi, p[i])
             _external_share(gn[i * nu:(i + 1) * nu], Vs[i], p[i])

@@ -213,7 +213,8 @@ class CompiledLoop:
         #: whose compiled loop then holds no closure code)
         self.closures = None
         if model.constraints:  # the first step's multipliers start from those at t0
-            self.closures = g.closures(*self.engine.closure_buffers, self.nodes.size, nu)
+            self.closures = g.closures(*self.engine.closure_buffers, self.engine.geometry,
+                                       self.nodes.size, nu)
             self.closures.lam_n[:] = constraint_forces(model, q0, u0, _applied(tau, g_n),
                                                        fidelity=fidelity, f_ext=f_ext)
         self.pred = np.empty((self.nodes.size, 1 + 2 * nu))

@@ -22,7 +22,6 @@ import numpy as np
 import scipy
 
 from ..chain import Model
-from ..dynamics import closures_on_engine
 from ..engine import galpha
 from ..results import SimulationResult
 from ..terms import DEFAULT_FIDELITY
@@ -217,8 +216,7 @@ class RK4(SolverIntegrator):
 class CompiledIntegrator(Integrator):
     """A compiled integrator of :mod:`flexdyn.engine.galpha` (``scheme`` its code): the
     time loop of :func:`flexdyn.simulation.compiled.integrate_compiled`, for models whose
-    coordinates are their own rates, on the engine, with loop closures where they run
-    there."""
+    coordinates are their own rates, on the engine, with their loop closures."""
 
     #: the scheme's code in :data:`flexdyn.engine.galpha.SCHEMES`
     scheme: ClassVar[int]
@@ -227,12 +225,6 @@ class CompiledIntegrator(Integrator):
               fidelity: str = DEFAULT_FIDELITY) -> None:
         if backend != "engine":
             raise ValueError(f"integrator={self.name!r} runs on backend='engine' only")
-        if model.constraints and not closures_on_engine(model, fidelity, backend):
-            raise ValueError(f"integrator={self.name!r}: the loop closures "
-                             f"({', '.join(c.name for c in model.constraints)}) of fidelity "
-                             f"{fidelity!r} run on the reference tier only (its body kernels "
-                             "form no deformed node frames); use a scipy integrator, e.g. "
-                             "'DOP853', or another fidelity")
         self.check_model(model)
 
     def check_model(self, model: Model) -> None:
@@ -424,19 +416,17 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
     * its coordinates are their own rates (``q̇ = u``) or a quaternion joint's (``spherical``,
       ``free``: the integrators take local coordinates for them, :mod:`flexdyn.engine.galpha`),
       no quasi-velocity joint;
-    * its loop closures, if any, run on the engine at this ``fidelity`` (every fidelity but
-      the ``"ruthless"`` one of a flexible model; :func:`~flexdyn.dynamics.closures_on_engine`):
-      their forces and acceleration rows are then solved in the Newton iteration
-      (:class:`flexdyn.engine.galpha.Closures`);
+    * its loop closures, if any, at every fidelity: their forces and acceleration rows are
+      solved in the Newton iteration (:class:`flexdyn.engine.galpha.Closures`);
     * ``backend="engine"`` and ``method="articulated"`` (the compiled integrators' forward
       dynamics).
 
-    ``tau``, ``f_ext`` and ``f_nodes`` do not change the choice: the compiled integrators
-    take every kind of load :func:`~flexdyn.simulation.simulate` takes (a state feedback
-    ``tau(t, q, u)`` is linearized inside the Newton iteration and checked at each step's
-    stage states, ``CompiledLoop.feedback_try``; so are node wrenches, which act in the
-    moving node frames) and prescribed motion; the arguments are accepted so that existing
-    calls keep working.
+    ``tau``, ``f_ext``, ``f_nodes`` and ``fidelity`` do not change the choice: the compiled
+    integrators take every kind of load :func:`~flexdyn.simulation.simulate` takes (a state
+    feedback ``tau(t, q, u)`` is linearized inside the Newton iteration and checked at each
+    step's stage states, ``CompiledLoop.feedback_try``; so are node wrenches, which act in
+    the moving node frames), prescribed motion and every body model; the arguments are
+    accepted so that existing calls keep working.
 
     DOP853 otherwise.  At :data:`DEFAULT_TOLERANCES` the choice puts the tip of the 5-beam
     chain of ``docs/simulation-performance.md`` within 1e-6 m in a fraction of DOP853's
@@ -444,8 +434,7 @@ def auto_integrator(model: Model, *, backend: str = "engine", method: str = "art
     following them."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be a flexdyn Model, got {type(model).__name__}")
-    closures = not model.constraints or closures_on_engine(model, fidelity, backend)
     radau = (int(np.sum(model.n_modes)) > 0
              and all(j.rates or j.quaternion for j in model.joints)
-             and closures and backend == "engine" and method == "articulated")
+             and backend == "engine" and method == "articulated")
     return (RadauIIA.name, "displacement") if radau else ("DOP853", None)

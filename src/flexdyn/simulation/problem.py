@@ -20,7 +20,6 @@ from ..dynamics import (
     closed_chain,
     closed_hybrid,
     closure_residuals,
-    closures_on_engine,
     forward_dynamics,
     hybrid_dynamics,
     is_entry_array,
@@ -291,14 +290,13 @@ def compiled_derivative(model: Model, fidelity: str, method: str, backend: str,
     (:func:`flexdyn.engine.kernels.derivative_articulated`; for a closed chain
     :func:`flexdyn.engine.closure.closed_derivative` with Baumgarte's ``rate``) with
     ``n_extra`` (0 or 3) energy-balance integrands after ``[q̇; u̇]``, or None where the engine
-    does not run this ``method``/``backend`` (a closed chain: the articulated method with a
-    fidelity whose kernels have the deformed node frames).  A non-finite state or result
-    raises ``RhsFailure`` (so do redundant or locked closures, named), a singular
-    inertia ``SingularInertiaError``."""
+    does not run this ``method``/``backend`` (a closed chain: the articulated method only).
+    A non-finite state or result raises ``RhsFailure`` (so do redundant or locked closures,
+    named), a singular inertia ``SingularInertiaError``."""
     if backend != "engine" or method not in DERIVATIVE_METHODS:
         return None
     closed = bool(model.constraints)
-    if closed and not (method == "articulated" and closures_on_engine(model, fidelity, backend)):
+    if closed and method != "articulated":
         return None
     engine = cached_engine(model, fidelity)
     nx = model.nq + model.nu

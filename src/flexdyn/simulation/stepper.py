@@ -14,7 +14,6 @@ from ..dynamics import (
     BACKENDS,
     FORWARD_METHODS,
     check_external_forces,
-    closures_on_engine,
     nodal_loads_at,
 )
 from ..engine import galpha
@@ -57,9 +56,8 @@ class Stepper:
     states to round-off for the same inputs), with
     the compiled ``"gauss-legendre"`` in ``substeps`` fixed steps (fourth order and A-stable:
     for stiff models, at any macro step; models whose coordinates are their own rates or
-    quaternions,
-    without prescribed motion, and with loop closures where they run on the
-    engine, as in :func:`~flexdyn.simulate`; its Newton iteration stops at
+    quaternions, without prescribed motion, with their loop closures, as in
+    :func:`~flexdyn.simulate`; its Newton iteration stops at
     ``newton_tol`` = 1e-6 relative to the accelerations), with the compiled ``"radau-iia"``
     (the same models; L-stable, adaptive steps at ``rtol``, ``atol`` restarted every macro
     step), or with an adaptive :func:`scipy.integrate.solve_ivp` method restarted every
@@ -110,8 +108,6 @@ class Stepper:
         if isinstance(options, CompiledIntegrator):
             refused = [what for what, value in (
                 ("prescribed motion", prescribed),
-                (f"loop closures at fidelity {fidelity!r}",
-                 model.constraints and not closures_on_engine(model, fidelity, backend)),
                 ("backend='reference'", backend != "engine")) if value]
             if refused:
                 raise ValueError(f"integrator={integrator!r} in a Stepper: not supported with "
