@@ -362,7 +362,7 @@ def test_split_newton_solve_equals_the_dense_solve(scheme, nu, seed, h, stiff, n
     cl = None
     if nc:
         cl = galpha.closures(np.array([[_CODE_OF_ROWS[nc], 0, -1, -1, -1, 0]]),
-                             np.zeros((1, 33)), s, nu)
+                             np.zeros((1, 33)), None, s, nu)
         cl.J[:], cl.rc[:] = Jr, rc
     ok, dx = _split_solve(M, C, K, h, eig, r, cl, omega)
     n = s * nu
