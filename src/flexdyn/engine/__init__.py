@@ -168,7 +168,6 @@ class Engine:
         self._zero_speeds = np.zeros(model.nu)
         self._split: tuple[np.ndarray, ...] | None = None
         self._closures: tuple[np.ndarray, np.ndarray] | None = None
-        self._geometry: tuple[tuple[np.ndarray, np.ndarray] | None] | None = None
         self._codes: dict[str, Callable] = {}  # machine code of the bound interface's calls
 
     @property
@@ -304,18 +303,16 @@ class Engine:
             raise self._singular("articulated", status)
         return status
 
-    @property
+    @functools.cached_property
     def geometry(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The packed ``(ib, fb)`` of the ``"full"`` body models, which place the closures'
         endpoints (:func:`flexdyn.engine.closure.closure_rows`) where this fidelity's kernels
         form no deformed node frames (``"ruthless"``, Eq B1;
         :func:`~flexdyn.terms.deformed_geometry`); None where they do.  Packed on first
         use."""
-        if self._geometry is None:
-            own = deformed_geometry(body_models(self.model, self.fidelity), self.model)
-            self._geometry = (None if own else
-                              tuple(pack(self.model, body_models(self.model, "full"))),)
-        return self._geometry[0]
+        if deformed_geometry(body_models(self.model, self.fidelity), self.model):
+            return None
+        return tuple(pack(self.model, body_models(self.model, "full")))
 
     @property
     def closure_buffers(self) -> tuple[np.ndarray, np.ndarray]:
