@@ -44,7 +44,8 @@ Problems:
    ``simulate``'s defaults, beside their open-loop runs and the spin-up's law on DOP853; and
    a loop closure, the flexible slider-crank of ``examples/06_flexible_slider_crank.py``
    under its motor ``tau(t, q, u)``, 1 s, beside DOP853 (``"auto"``'s choice for a closed
-   chain before the compiled integrators solved closures).
+   chain before the compiled integrators solved closures), at the default fidelity and the
+   ruthless one.
 
 ``--quick`` shortens every span (the whole script then runs in seconds once numba's cache is
 warm, for CI); the full mode takes a few minutes.
@@ -607,7 +608,8 @@ def closed_loop(t_spin: float, t_chain: float, t_crank: float) -> None:
     (``f_nodes``) beside DOP853, which ``"auto"`` chose for nodal loads before the compiled
     integrators took them; the flexible slider-crank
     (:func:`slider_crank`) beside DOP853, which ``"auto"`` chose for a loop closure before the
-    compiled integrators solved them.
+    compiled integrators solved them (with the ruthless fidelity: before its closures ran on
+    the engine).
     Each with its tip error (the slider's position) against DOP853 at rtol 1e-12."""
     print("\n## closed loop and prescribed motion with simulate's defaults")
     print("| problem | run | integrator | wall (s) | steps / nfev | error of the tip (m) |")
@@ -648,10 +650,13 @@ def closed_loop(t_spin: float, t_chain: float, t_crank: float) -> None:
     crank, q0, u0, motor = slider_crank()
     slider = crank.q_slice(crank.body_index("slider")).start
     crank_loads = {"q0": q0, "u0": u0, "tau": motor}
+    ruthless = crank_loads | {"fidelity": "ruthless"}
     cases += (("flexible slider-crank (loop closure)", crank, t_crank,
                lambda r: r.q[-1, slider],
                (("motor tau(t, q, u)", crank_loads, fd.Auto()),
-                ("motor tau(t, q, u)", crank_loads, fd.ScipyIVP("DOP853")))),)
+                ("motor tau(t, q, u)", crank_loads, fd.ScipyIVP("DOP853")),
+                ("motor, ruthless fidelity", ruthless, fd.Auto()),
+                ("motor, ruthless fidelity", ruthless, fd.ScipyIVP("DOP853")))),)
     for name, model, t1, tip, runs in cases:
         for label, loads, integrator in runs:
             ref = fd.simulate(model, t_span=(0.0, t1), t_eval=[t1], **loads,
