@@ -71,7 +71,7 @@ ESTIMATES = {
     "kernels.forward_articulated": (80, 15),
     "kernels.state_derivative": (80, 20),
     "galpha.generalized_alpha": (80, 60),
-    "derivatives.derivatives": (80, 60),
+    "derivatives.derivatives": (100, 60),
 }
 _PREFIX = __name__.rpartition(".")[0] + "."  # "flexdyn.engine."
 
