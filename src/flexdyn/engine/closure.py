@@ -414,7 +414,7 @@ def closure_rows(pm, w, ci, cf, geo, q, u, g, J, gamma):
     JA, JB = np.zeros((6, nu)), np.zeros((6, nu))
     WA, WB = np.zeros((6, 6)), np.zeros((6, 6))
     t6s, t3s, tg, T = np.zeros((5, 6)), np.zeros((6, 3)), np.zeros((4, 3)), np.zeros((2, 3, 3))
-    E0, no_modes = np.zeros((6, w.V_m.shape[1])), np.zeros((6, 1))[:, :0]
+    E0, no_modes = np.zeros((6, pm.Pi_r.shape[3])), np.zeros((6, 1))[:, :0]
     for k in range(ci.shape[0]):
         code, row = ci[k, 0], ci[k, 5]
         f = cf[k]
