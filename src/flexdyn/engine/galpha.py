@@ -108,8 +108,12 @@ ADAPTIVE, MAX_NEWTON, MAX_TRIES, RECORD_STEPS, N_FIXED, SCHEME, ERROR_NORM = ran
 N_CONTROLS = 7
 #: Radau IIA's norms of its error estimate and Newton corrections (``_radau_error``,
 #: ``_stage_norm``): over ``q`` and ``q̇``, each scaled by its own ``ATOL + RTOL |x|``
-#: (scipy's ``"Radau"``, RADAU5), or in displacements: ``q`` and ``h q̇`` (the displacement
-#: that an error of ``q̇`` makes over the step), both scaled by ``ATOL + RTOL |q|``
+#: (scipy's ``"Radau"``, RADAU5), or in displacements: ``q`` over ``ATOL + RTOL |q|`` and
+#: ``h q̇``, the displacement that an error of ``q̇`` makes over the step, over
+#: ``ATOL + RTOL |q|`` for an elastic coordinate (whose rate error stays an oscillation of
+#: that size) and over ``ATOL + RTOL h |q̇|``, the joint's own displacement over the step,
+#: for a joint coordinate (whose rate error the joint integrates for the rest of the motion,
+#: and whose angle ``|q|`` grows with it: a crank that has turned 8 rad; ``_rate_scale``)
 STATE_NORM, DISPLACEMENT_NORM = 0, 1
 #: the norms by their ``error_norm`` names in :func:`flexdyn.simulate`
 ERROR_NORMS = {"state": STATE_NORM, "displacement": DISPLACEMENT_NORM}
@@ -932,8 +936,8 @@ def _solve_blocks(eig, S, Jc, piv, cl, wh, r, zr, zc, dx):
 
 @helper
 def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb, pred, tf,
-                      pmask, pacc, Kc, Ku, Cu, Mk, tab, eig, scaled, displacement, S, Jc, piv,
-                      cl, s, stages, r, dx, zr, zc, p, new, cnt):
+                      pmask, pacc, Kc, Ku, Cu, Mk, tab, eig, scaled, displacement, elastic, S,
+                      Jc, piv, cl, s, stages, r, dx, zr, zc, p, new, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈, q⁗`` at ``t_n``) into ``new`` by
     the s-stage collocation method of ``tab`` (:func:`tableau`; Hairer & Wanner, Sec IV.5):
     the stage accelerations ``A_i`` (``stages[0:s]``, (s, nu)) solve
@@ -960,9 +964,10 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb, pr
     correction is at most ``newton_tol · max(1, max|A|)`` or, ``scaled``, as Hairer &
     Wanner's RADAU5 stops (Sec IV.8): when the distance to the solution, ``θ/(1 − θ)`` times
     the root-mean-square of the corrections of the stage states ``(Q_i, V_i)`` over
-    ``ATOL + RTOL |x_n|`` (``displacement``: of ``(Q_i, h V_i)`` over ``ATOL + RTOL |q_n|``;
-    :func:`_stage_norm`) (``θ`` the ratio of the last two; for the first correction, the
-    correction itself: a start already within round-off of the solution stops there), is
+    ``ATOL + RTOL |x_n|`` (``displacement``: of ``(Q_i, h V_i)`` in displacements,
+    ``elastic`` (nu,) marking the elastic coordinates; :func:`_stage_norm`) (``θ`` the ratio
+    of the last two; for the first correction, the correction itself: a start already within
+    round-off of the solution stops there), is
     below ``newton_tol``, and fails when ``θ ≥ 1``.  Then
     ``q̇_{n+1} = q̇ + h Σ b_i A_i``, ``q_{n+1} = q + h q̇ + h² Σ_j (b a)_j A_j`` and
     ``q̈_{n+1}``, ``q⃛_{n+1}`` and ``q⁗_{n+1}`` from the polynomial of degree s − 1 through
@@ -1041,7 +1046,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb, pr
             _update_multipliers(cl)
         it += 1
         cnt[ITERATIONS] += 1
-        step = _stage_norm(c, h, y, a, a2, dx, displacement) if scaled else _amax(dx)
+        step = _stage_norm(c, h, y, a, a2, dx, displacement, elastic) if scaled else _amax(dx)
         if not math.isfinite(step):
             return INVALID
         theta = step / previous  # the contraction, 0 on the first correction
@@ -1084,11 +1089,34 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb, pr
 
 
 @helper
-def _stage_norm(c, h, y, a, a2, dA, displacement):
+def _elastic_speeds(pm, elastic):
+    """Mark in ``elastic`` (nu,) the speeds that are elastic coordinates' rates (the ``m_i``
+    after each body's joint speeds); the others are left as they are."""
+    ints = pm.ints
+    for i in range(ints.shape[0]):
+        start = ints[i, US] + ints[i, NJ]
+        elastic[start:start + ints[i, MODES]] = 1
+
+
+@helper
+def _rate_scale(c, h, u, q, displacement, elastic):
+    """The scale of a rate's error in Radau IIA's norms (:data:`DISPLACEMENT_NORM`):
+    ``ATOL + RTOL |q̇|`` in the state norm; in displacements, ``(ATOL + RTOL |q|)/h`` for an
+    ``elastic`` coordinate and ``ATOL/h + RTOL |q̇|`` for a joint coordinate (``u = |q̇|``,
+    ``q = |q|``)."""
+    if not displacement:
+        return c[ATOL] + c[RTOL] * u
+    if elastic:
+        return (c[ATOL] + c[RTOL] * q) / h
+    return c[ATOL] / h + c[RTOL] * u
+
+
+@helper
+def _stage_norm(c, h, y, a, a2, dA, displacement, elastic):
     """The root mean square of the stage-state changes ``δQ_i = h² Σ_j (a²)_ij δA_j`` and
     ``δV_i = h Σ_j a_ij δA_j`` of the correction ``δA`` (s nu,) over
-    ``ATOL + RTOL |q_n|`` and ``ATOL + RTOL |q̇_n|`` or, ``displacement``
-    (:data:`DISPLACEMENT_NORM`), of ``δQ_i`` and ``h δV_i`` over ``ATOL + RTOL |q_n|``."""
+    ``ATOL + RTOL |q_n|`` and the rate scale of :func:`_rate_scale` (``displacement``:
+    :data:`DISPLACEMENT_NORM`; ``elastic`` (nu,) marks the elastic coordinates)."""
     nu, ns = y.shape[1], a.shape[0]
     total = 0.0
     for i in range(ns):
@@ -1098,13 +1126,13 @@ def _stage_norm(c, h, y, a, a2, dA, displacement):
                 dq += a2[i, j] * dA[j * nu + k]
                 dv += a[i, j] * dA[j * nu + k]
             sq = c[ATOL] + c[RTOL] * abs(y[0, k])
-            sv = sq / h if displacement else c[ATOL] + c[RTOL] * abs(y[1, k])
+            sv = _rate_scale(c, h, abs(y[1, k]), abs(y[0, k]), displacement, elastic[k])
             total += (h * h * dq / sq) ** 2 + (h * dv / sv) ** 2
     return math.sqrt(total / (2 * ns * nu))
 
 
 @helper
-def _radau_error(c, h, y, new, stages, Mk, Cu, S, piv, displacement, rq, ru, e):
+def _radau_error(c, h, y, new, stages, Mk, Cu, S, piv, displacement, elastic, rq, ru, e):
     """The scaled norm of Radau IIA's local error estimate of the step ``y → new``
     (:data:`RADAU_E`; Hairer & Wanner, Sec IV.8) for ``ẋ = f(x)``, ``x = (q, q̇)``:
     ``err = (μ/h − J)⁻¹ (f(x_n) + Σ_i e_i Z_i / h)`` with ``μ`` = :data:`RADAU_MU` and the
@@ -1115,9 +1143,11 @@ def _radau_error(c, h, y, new, stages, Mk, Cu, S, piv, displacement, rq, ru, e):
     (``γ = μ/h``).  Since ``μ⁻¹`` is the real eigenvalue of ``a``, that matrix is the real
     block of the step's iteration matrix, whose LU factor ``S``, ``piv`` (from
     :func:`_factor_blocks`, with the same kept ``M`` and step) solves it.  The norm is the
-    root mean square of ``e_k / (ATOL + RTOL max(|x_n,k|, |x_{n+1},k|))`` over ``q`` and
-    ``q̇`` or, ``displacement`` (:data:`DISPLACEMENT_NORM`), of ``e_q`` and ``h e_q̇``, both
-    over ``ATOL + RTOL max(|q_n,k|, |q_{n+1},k|)``."""
+    root mean square of ``e_q,k / (ATOL + RTOL max(|q_n,k|, |q_{n+1},k|))`` and of
+    ``e_q̇,k`` over the rate scale of :func:`_rate_scale` at the larger of ``|q̇_n,k|``,
+    ``|q̇_{n+1},k|`` (and of ``|q_n,k|``, ``|q_{n+1},k|``), in the state norm or,
+    ``displacement``, in displacements (:data:`DISPLACEMENT_NORM`; ``elastic`` (nu,) marks
+    the elastic coordinates)."""
     nu, ns = y.shape[1], RADAU_E.shape[0]
     Vs, Qs = stages[ns:2 * ns], stages[2 * ns:3 * ns]
     g = RADAU_MU / h
@@ -1137,8 +1167,9 @@ def _radau_error(c, h, y, new, stages, Mk, Cu, S, piv, displacement, rq, ru, e):
     total = 0.0
     for k in range(nu):
         eu = g * e[k] - rq[k]
-        sq = c[ATOL] + c[RTOL] * max(abs(y[0, k]), abs(new[0, k]))
-        su = sq / h if displacement else c[ATOL] + c[RTOL] * max(abs(y[1, k]), abs(new[1, k]))
+        aq = max(abs(y[0, k]), abs(new[0, k]))
+        sq = c[ATOL] + c[RTOL] * aq
+        su = _rate_scale(c, h, max(abs(y[1, k]), abs(new[1, k])), aq, displacement, elastic[k])
         total += (e[k] / sq) ** 2 + (eu / su) ** 2
     return math.sqrt(total / (2 * nu))
 
@@ -1286,6 +1317,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc, y,
     collocation = ctl[SCHEME] != GENERALIZED_ALPHA
     radau = ctl[SCHEME] == RADAU_IIA
     displacement = ctl[ERROR_NORM] == DISPLACEMENT_NORM
+    elastic = np.zeros(nu, dtype=np.int8)
+    _elastic_speeds(pm, elastic)
     tab = RADAU_TABLE if radau else GL_TABLE
     eig = RADAU_EIGEN if radau else GL_EIGEN
     ns = tab.shape[0] if collocation else 0
@@ -1320,8 +1353,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc, y,
         if collocation:
             st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, W, tau_m, gn, fext,
                                    jf, pred, tf, pmask, pacc, Kc, Ku, Cu, Mk, tab, eig, radau,
-                                   displacement, S, Jc, piv, cl, s, stages, rs, dxs, zr, zc, ps,
-                                   new, cnt)
+                                   displacement, elastic, S, Jc, piv, cl, s, stages, rs, dxs, zr,
+                                   zc, ps, new, cnt)
         else:
             st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, tau_m, fext, jf, pred, tf,
                              pmask, pacc, Kc, Ku, Cu, Mk, S, cl, s, new, base, r, dx, cnt)
@@ -1338,8 +1371,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc, y,
             continue
         factor = 1.0
         if adaptive and radau:
-            err = _radau_error(c, h, y, new, stages, Mk, Cu, S, piv[0], displacement, r, dx,
-                               e)
+            err = _radau_error(c, h, y, new, stages, Mk, Cu, S, piv[0], displacement, elastic,
+                               r, dx, e)
             # Hairer & Wanner's safety factor, smaller after slow Newton iterations
             its = cnt[ITERATIONS] - iterations
             safety = 0.9 * (2 * ctl[MAX_NEWTON] + 1) / (2 * ctl[MAX_NEWTON] + its)

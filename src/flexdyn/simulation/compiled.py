@@ -339,9 +339,10 @@ class CompiledLoop:
         ``f_ext_s`` instead of the forces it applied, ``tau``, ``f_ext`` (each per stage, in
         the layout of :meth:`run`), would make, in units of the step's tolerance: the change of
         the accelerations ``Δu̇`` at the step's end (two calls of the state derivative per
-        stage) moves ``q`` by about ``h² Δu̇`` and ``u`` by ``h Δu̇``; measured as the error
-        estimate is (``atol + rtol |q|``, and ``atol + rtol |u|`` for ``u`` in the state
-        norm, or ``h u`` in displacements)."""
+        stage) moves ``q`` by about ``h² Δu̇`` and ``u`` by ``h Δu̇``; measured as Radau IIA's
+        error estimate is (``atol + rtol |q|``, and the rate scale of
+        :data:`flexdyn.engine.galpha.DISPLACEMENT_NORM` for ``u``; ``q`` alone for
+        generalized-α's)."""
         g, y1, nu = galpha, self.y, self.y.shape[1]
         h = float(self.s[g.T]) - t0
         x1 = np.concatenate([self.q, y1[1]])  # the state derivative's: engine coordinates
@@ -357,9 +358,21 @@ class CompiledLoop:
                      - self.derivative(t0, x1, tau[i], f_ext[i])[nu:2 * nu])
             np.maximum(change, np.abs(delta), out=change)
         error = np.max(h * h * change / (atol + rtol * np.abs(y1[0])))
-        if self.ctl[g.SCHEME] == g.RADAU_IIA and self.ctl[g.ERROR_NORM] == g.STATE_NORM:
-            error = max(error, np.max(h * change / (atol + rtol * np.abs(y1[1]))))
+        if self.ctl[g.SCHEME] == g.RADAU_IIA:
+            scale = atol + rtol * np.abs(y1[1])  # the state norm
+            if self.ctl[g.ERROR_NORM] == g.DISPLACEMENT_NORM:
+                scale = np.where(self.elastic, (atol + rtol * np.abs(y1[0])) / h,
+                                 atol / h + rtol * np.abs(y1[1]))
+            error = max(error, np.max(h * change / scale))
         return float(error)
+
+    @functools.cached_property
+    def elastic(self) -> np.ndarray:
+        """(nu,) bool: the speeds that are elastic coordinates' rates."""
+        mask = np.zeros(self.model.nu, dtype=bool)
+        for i in range(len(self.model.bodies)):
+            self.model.eta_dot(mask, i)[:] = True
+        return mask
 
     def feedback_try(self, forces: Callable, times: np.ndarray, out_t: np.ndarray,
                      out_x: np.ndarray) -> int:

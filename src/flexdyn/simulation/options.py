@@ -262,8 +262,10 @@ class RadauIIA(CompiledIntegrator):
     stiff modes are damped), the method, error estimate and step control of scipy's
     ``"Radau"``; adaptive steps at ``rtol``, ``atol`` (and at most ``simulate``'s
     ``max_step``), or the fixed step ``h`` (s).  ``error_norm``: ``"state"`` (scipy's) or
-    ``"displacement"`` (speeds measured by the displacement they make over a step; the
-    choice of :class:`Auto`, with :data:`DEFAULT_TOLERANCES` ``["displacement"]``).
+    ``"displacement"`` (speeds measured by the displacement they make over a step, against
+    ``atol + rtol |q|`` for elastic coordinates and against the joint's own displacement
+    over the step, ``atol + rtol h |u|``, for joint coordinates; the choice of
+    :class:`Auto`, with :data:`DEFAULT_TOLERANCES` ``["displacement"]``).
     ``newton_tol``: the Newton iteration stops when its estimated distance to the solution,
     in the stage states scaled by ``atol + rtol |x|``, is below it (default
     ``min(0.03, √rtol)``, RADAU5's)."""
