@@ -9,7 +9,9 @@
   ``linearize``, ``modal_analysis``) in one process with an empty cache: wall and CPU time of
   each (``--all``: every task of ``python -m flexdyn compile --all``);
 * **first call, warm**: ``import flexdyn`` and one ``forward_dynamics`` of the two-link arm in a
-  new process whose cache is full (best of three), and ``import flexdyn`` alone.
+  new process whose cache is full (best of three), ``import flexdyn`` alone, and the part of
+  it that is numba's own start-up (numpy, numba, the ``scipy.linalg`` its array functions
+  import, and its typing and target registries, which loading any cached function refreshes).
 
 The load average is printed beside the figures: on a 2-core machine a load above 2 stretches
 every figure.  ``docs/install.md`` quotes the figures of a quiet run.
@@ -56,6 +58,18 @@ imported = time.perf_counter()
 model = fd.models.two_link_arm()
 fd.forward_dynamics(model, model.neutral_configuration(), np.zeros(model.nu), np.ones(model.nu))
 print(imported - start, time.perf_counter() - start)
+"""
+
+# what every process pays before it can run a cached numba function: numpy, numba, the
+# scipy.linalg that numba's array functions import, and numba's registries
+_FLOOR = """
+import time
+start = time.perf_counter()
+import numpy, numba
+from numba.core.registry import cpu_target
+cpu_target.target_context.refresh()
+cpu_target.typing_context.refresh()
+print(time.perf_counter() - start)
 """
 
 
@@ -107,6 +121,9 @@ def main() -> None:
         imported, called = min(firsts, key=lambda f: f[1])
         print(f"first call, warm cache: import flexdyn {imported:.2f} s, import + "
               f"forward_dynamics {called:.2f} s  ({_load()})")
+        floor = min(float(_run(["-c", _FLOOR], cache)[2]) for _ in range(3))
+        print(f"  of which numba's start-up (numpy, numba, scipy.linalg, its registries), "
+              f"which any cached numba function pays: {floor:.2f} s")
 
 
 if __name__ == "__main__":
