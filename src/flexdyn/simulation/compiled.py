@@ -493,9 +493,11 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
       uses RADAU5's estimate and controller and halves a step whose iteration fails; with
       ``error_norm="state"`` (the default) it measures the estimate of ``q`` and of ``u``
       each against its own ``atol + rtol |x|`` (scipy's ``"Radau"``: about as many steps at
-      the same tolerances), with ``"displacement"`` it measures ``q`` and ``h u`` against
-      ``atol + rtol |q|``: an error of the speeds by the displacement it makes over the
-      step, as error estimators in structural dynamics measure displacements (Zienkiewicz &
+      the same tolerances), with ``"displacement"`` it measures ``q`` against
+      ``atol + rtol |q|`` and an error of the speeds by the displacement it makes over the
+      step, ``h u``, against ``atol + rtol |q|`` for an elastic coordinate and against the
+      joint's own displacement over the step, ``atol + rtol h |u|``, for a joint coordinate,
+      as error estimators in structural dynamics measure displacements (Zienkiewicz &
       Xie 1991), and the Newton corrections alike.  In the state norm the speeds of lightly
       damped stiff modes, ``ω`` times their displacements, hold the step short; in
       displacements it follows what those modes move, with errors nearer the tolerances

@@ -267,7 +267,7 @@ class RadauIIA(CompiledIntegrator):
     over the step, ``atol + rtol h |u|``, for joint coordinates; the choice of
     :class:`Auto`, with :data:`DEFAULT_TOLERANCES` ``["displacement"]``).
     ``newton_tol``: the Newton iteration stops when its estimated distance to the solution,
-    in the stage states scaled by ``atol + rtol |x|``, is below it (default
+    in the stage states measured in the error norm, is below it (default
     ``min(0.03, √rtol)``, RADAU5's)."""
 
     rtol: float | None = None
