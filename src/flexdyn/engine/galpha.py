@@ -1089,16 +1089,6 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb, pr
 
 
 @helper
-def _elastic_speeds(pm, elastic):
-    """Mark in ``elastic`` (nu,) the speeds that are elastic coordinates' rates (the ``m_i``
-    after each body's joint speeds); the others are left as they are."""
-    ints = pm.ints
-    for i in range(ints.shape[0]):
-        start = ints[i, US] + ints[i, NJ]
-        elastic[start:start + ints[i, MODES]] = 1
-
-
-@helper
 def _rate_scale(c, h, u, q, displacement, elastic):
     """The scale of a rate's error in Radau IIA's norms (:data:`DISPLACEMENT_NORM`):
     ``ATOL + RTOL |q̇|`` in the state norm; in displacements, ``(ATOL + RTOL |q|)/h`` for an
@@ -1250,8 +1240,8 @@ def _predict(pm, c, ctl, s, cnt, y, nodes, pred):
 # the entry
 # ----------------------------------------------------------------------------------------------
 @entry_point
-def generalized_alpha(ib, fb, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc, y, qg, s, Mk,
-                      S, Jc, piv, cl, out_t, out_x, pred, cnt):
+def generalized_alpha(ib, fb, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc, elastic, y, qg,
+                      s, Mk, S, Jc, piv, cl, out_t, out_x, pred, cnt):
     """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,),
     the nodal loads' modal generalized forces ``gn`` (nu,; empty (0,): none; applied with
     ``tau``, their power counted as external work) and the wrenches ``fext`` (n_bodies, 6)
@@ -1265,6 +1255,8 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc, y,
     (2, 0, 0): ``τ`` held.  ``pmask`` (nu,): the speeds of prescribed motion (nonzero; empty:
     none), whose accelerations at the force times are ``pacc`` (one per stage, stacked, as
     ``tau``): their Newton rows are decoupled and their loads are the realised ones.
+    ``elastic`` (nu,) bool: the speeds that are elastic coordinates' rates, whose errors
+    the displacement norm measures differently from the joints' (:func:`_rate_scale`).
 
     ``c`` (:data:`N_PARAMS`): the coefficients and tolerances; ``ctl`` (:data:`N_CONTROLS`);
     ``t_eval``: the sample times (with ``ctl[RECORD_STEPS] == 0``); ``y`` (5, nu): ``q, q̇,
@@ -1317,8 +1309,6 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc, y,
     collocation = ctl[SCHEME] != GENERALIZED_ALPHA
     radau = ctl[SCHEME] == RADAU_IIA
     displacement = ctl[ERROR_NORM] == DISPLACEMENT_NORM
-    elastic = np.zeros(nu, dtype=np.int8)
-    _elastic_speeds(pm, elastic)
     tab = RADAU_TABLE if radau else GL_TABLE
     eig = RADAU_EIGEN if radau else GL_EIGEN
     ns = tab.shape[0] if collocation else 0

@@ -368,7 +368,8 @@ class CompiledLoop:
 
     @functools.cached_property
     def elastic(self) -> np.ndarray:
-        """(nu,) bool: the speeds that are elastic coordinates' rates."""
+        """(nu,) bool: the speeds that are elastic coordinates' rates (the compiled entry's
+        ``elastic``: the displacement norm's scales)."""
         mask = np.zeros(self.model.nu, dtype=bool)
         for i in range(len(self.model.bodies)):
             self.model.eta_dot(mask, i)[:] = True
@@ -445,9 +446,10 @@ class CompiledLoop:
         """One call of the compiled entry (its status); the collocation schemes take
         ``tau``, ``f_ext`` and ``g`` (empty: no nodal loads) stacked per stage."""
         return galpha.generalized_alpha(*self.engine.packed, self.c, self.ctl, times, tau,
-                                        g, f_ext, self.jf, self.pmask, self.pacc, self.y,
-                                        self.qg, self.s, self.Mk, self.S, self.Jc, self.piv,
-                                        self.closures, out_t, out_x, self.pred, self.cnt)
+                                        g, f_ext, self.jf, self.pmask, self.pacc,
+                                        self.elastic, self.y, self.qg, self.s, self.Mk, self.S,
+                                        self.Jc, self.piv, self.closures, out_t, out_x,
+                                        self.pred, self.cnt)
 
 
 def compiled_forces(ode: Problem) -> Callable:
