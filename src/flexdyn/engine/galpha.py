@@ -1256,7 +1256,7 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc, el
     none), whose accelerations at the force times are ``pacc`` (one per stage, stacked, as
     ``tau``): their Newton rows are decoupled and their loads are the realised ones.
     ``elastic`` (nu,) bool: the speeds that are elastic coordinates' rates, whose errors
-    the displacement norm measures differently from the joints' (:func:`_rate_scale`).
+    the displacement norm measures differently from the joints' (``_rate_scale``).
 
     ``c`` (:data:`N_PARAMS`): the coefficients and tolerances; ``ctl`` (:data:`N_CONTROLS`);
     ``t_eval``: the sample times (with ``ctl[RECORD_STEPS] == 0``); ``y`` (5, nu): ``q, q̇,
