@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 pytest.importorskip("numba")
 
 import flexdyn as fd  # noqa: E402
-from flexdyn.engine import Engine  # noqa: E402
+from flexdyn.engine import Engine, kernels  # noqa: E402
 from flexdyn.linalg import SingularInertiaError  # noqa: E402
 from helpers import assert_close, massless_slider  # noqa: E402
 from strategies import models_and_states  # noqa: E402
@@ -128,3 +128,19 @@ def test_view_is_the_reshaped_slice():
     assert buf[28] == -1.0 and buf[27] == 27.0
     layouts = {str(t) for sig in views.nopython_signatures for t in sig.return_type}
     assert layouts == {"array(float64, 3d, C)", "array(float64, 2d, C)", "array(int64, 2d, C)"}
+
+
+def test_an_entry_calls_the_stages_of_its_table_and_refuses_a_missing_one():
+    """The entries call the stages they share through the table of addresses that their
+    caller passes (:mod:`flexdyn.engine.stages`): with the engine's table the forward
+    dynamics equal the reference's; with a table of zeros the entry raises, naming the first
+    stage it needs, instead of calling address zero."""
+    model = fd.models.two_link_arm()
+    ib, fb, table = Engine(model).stage_buffers("articulated")
+    q, u, tau = model.neutral_configuration(), np.full(model.nu, 0.1), np.ones(model.nu)
+    f_ext, udot = np.zeros((model.n_bodies, 6)), np.empty(model.nu)
+    assert kernels.forward_articulated(ib, fb, table, q, u, tau, f_ext, udot) == -1
+    assert_close(udot, fd.forward_dynamics(model, q, u, tau, backend="reference"), "u̇")
+    with pytest.raises(RuntimeError, match="stage 'position' was called before it was "
+                                           "compiled"):
+        kernels.forward_articulated(ib, fb, np.zeros_like(table), q, u, tau, f_ext, udot)

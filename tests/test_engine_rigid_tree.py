@@ -38,7 +38,12 @@ def _state(model: fd.Model, seed: int):
 def _general(engine: Engine, q, u, tau, f_ext) -> tuple[int, np.ndarray]:
     """The general articulated entry on the engine's packed model."""
     udot = np.empty(engine.model.nu)
-    return kernels.forward_articulated(*engine.packed, q, u, tau, f_ext, udot), udot
+    return kernels.forward_articulated(*_general_buffers(engine), q, u, tau, f_ext, udot), udot
+
+
+def _general_buffers(engine: Engine) -> tuple[np.ndarray, ...]:
+    """The packed model and the stages of the general articulated entries."""
+    return engine.stage_buffers("articulated")
 
 
 @SETTINGS
@@ -66,7 +71,8 @@ def test_state_derivative_and_batch_equal_the_general_entries(d, seed):
     x = np.concatenate([q, u])
     n = model.nq + model.nu
     general = np.empty(n + 3)  # with the energy-balance integrands
-    assert kernels.derivative_articulated(*engine.packed, x, tau, f_ext, general) == -1
+    assert kernels.derivative_articulated(*_general_buffers(engine), x, tau, f_ext,
+                                          general) == -1
     got = np.empty(n + 3)
     assert engine.derivative_status(x, tau, f_ext, "articulated", got) == -1
     assert np.max(np.abs(got - general)) <= 1e-12 * max(1.0, float(np.max(np.abs(general))))

@@ -21,10 +21,11 @@ from ..chain import Model
 from ..linalg import SingularInertiaError
 from ..ruthless import RuthlessBodyModel
 from ..terms import DEFAULT_FIDELITY, body_models, deformed_geometry
-from . import closure, derivatives, extras, kernels, layout, rigid_tree, split
+from . import closure, derivatives, extras, kernels, layout, rigid_tree, split, stages
 from .pack import Packed, pack, pack_split
 
-__all__ = ["BATCH_OPS", "DERIVATIVE_METHODS", "SPLIT", "CEntry", "Engine", "kernel_array"]
+__all__ = ["BATCH_OPS", "DERIVATIVE_METHODS", "OP_STAGES", "SPLIT", "CEntry", "Engine",
+           "kernel_array"]
 
 
 #: the method of the flexible/hinge split (Eqs 62–64), whose entries take the split's buffers
@@ -51,6 +52,23 @@ _DERIVATIVE = {"articulated": kernels.derivative_articulated,
 _RIGID_TREE_FORWARD = {"articulated": kernels.forward_rigid_tree}
 _RIGID_TREE_DERIVATIVE = {"articulated": kernels.derivative_rigid_tree}
 _RIGID_TREE_BATCH = {"articulated": kernels.batch_rigid_tree}
+#: the stages (:mod:`flexdyn.engine.stages`) that the entries of each operation call, which
+#: their caller compiles (:meth:`Engine.stage_buffers`): ``"implicit"`` the compiled
+#: integrators (:func:`flexdyn.engine.galpha.generalized_alpha`), ``"derivatives"`` those of
+#: :mod:`flexdyn.engine.derivatives` (their real parts), ``"terms"`` the entries
+#: that run the terms and their own sweeps (hybrid dynamics, the split, the closures)
+OP_STAGES = {
+    "articulated": ("position", "velocity", "articulated"),
+    "composite": ("position", "velocity", "newton_euler", "composite"),
+    "inverse": ("position", "velocity", "newton_euler"),
+    "mass": ("position", "composite"),
+    "terms": ("position", "velocity"),
+    "mass_inverse": ("position",),
+    "energy_momentum": ("position",),
+    "joint_wrenches": ("position", "velocity", "newton_euler"),
+    "implicit": ("position", "velocity", "newton_euler", "composite"),
+    "derivatives": ("position", "velocity", "composite"),
+}
 #: states per thread below which a batch is not shared among threads
 STATES_PER_THREAD = 64
 
@@ -169,13 +187,15 @@ class Engine:
         self._split: tuple[np.ndarray, ...] | None = None
         self._closures: tuple[np.ndarray, np.ndarray] | None = None
         self._codes: dict[str, Callable] = {}  # machine code of the bound interface's calls
+        self._stage_buffers: dict[str, tuple[np.ndarray, ...]] = {}  # (stage_buffers)
 
     @property
     def split_buffers(self) -> tuple[np.ndarray, ...]:
-        """``(ib, fb, sib, sfb)``: the packed model and the split's constants
+        """``(ib, fb, st, sib, sfb)``: the packed model, the table of the stages of its terms
+        (:meth:`stage_buffers`) and the split's constants
         (:func:`~flexdyn.engine.pack.pack_split`), packed on first use."""
         if self._split is None:
-            self._split = (*self.packed, *pack_split(
+            self._split = (*self.stage_buffers("terms"), *pack_split(
                 self.model, body_models(self.model, self.fidelity), self.indirect_min_modes))
         return self._split
 
@@ -195,7 +215,7 @@ class Engine:
         """The workspace after the position and velocity terms (fields named as the
         reference's :class:`flexdyn.terms.PositionTerms` and ``VelocityTerms``, padded)."""
         q, u, _, f_ext = self._inputs(q, u, None, f_ext, "")
-        return kernels.terms(*self.packed, q, u, f_ext)
+        return kernels.terms(*self.stage_buffers("terms"), q, u, f_ext)
 
     # The entries validate their inputs (finite, unit quaternions, normalised inside) and
     # report a status: −1 done, INVALID, OVERFLOW (a non-finite result) or a body index
@@ -206,13 +226,13 @@ class Engine:
         """The status of Eq 44 into ``tau`` (nu,) for arguments already of the kernels' type
         and shapes (unchecked), ``udot`` and ``f_ext`` may be None (zero)."""
         zeros = self._zero_speeds if udot is None else udot
-        return kernels.inverse(*self.packed, q, u, zeros,
+        return kernels.inverse(*self.stage_buffers("inverse"), q, u, zeros,
                                self._zero_wrenches if f_ext is None else f_ext, tau)
 
     def mass_status(self, q, M: np.ndarray) -> int:
         """The status of Eqs 47/50 into ``M`` (nu × nu) for ``q`` already of the kernels' type
         and shape (unchecked)."""
-        return kernels.mass(*self.packed, q, M)
+        return kernels.mass(*self.stage_buffers("mass"), q, M)
 
     def inverse_dynamics(self, q, u, udot, f_ext=None) -> np.ndarray:
         """``τ`` (nu,), Eq 44."""
@@ -248,8 +268,24 @@ class Engine:
         return code, buffers
 
     def _forward_buffers(self, method: str) -> tuple[np.ndarray, ...]:
-        """The buffers the forward dynamics of ``method`` takes before its state."""
-        return tuple(self.split_buffers if method == SPLIT else self.packed)
+        """The buffers that the forward dynamics and the state derivative of ``method`` take
+        before the state: the rigid tree's entries take the packed model alone, the others
+        the stages they call too (:meth:`stage_buffers`), the split its constants too."""
+        if method == SPLIT:
+            return self.split_buffers
+        if self.rigid_tree and method == "articulated":
+            return tuple(self.packed)
+        return self.stage_buffers(method)
+
+    def stage_buffers(self, op: str) -> tuple[np.ndarray, ...]:
+        """``(ib, fb, st)``: the packed model and the table of the compiled stages
+        (:func:`flexdyn.engine.stages.table`) that the entries of ``op`` (of
+        :data:`OP_STAGES`) call, compiled on first use."""
+        buffers = self._stage_buffers.get(op)
+        if buffers is None:
+            buffers = self._stage_buffers[op] = (*self.packed,
+                                                 stages.table(OP_STAGES[op]))
+        return buffers
 
     def forward_status(self, q, u, tau, f_ext, method: str) -> tuple[int, np.ndarray]:
         """``(status, u̇)`` of :meth:`forward_dynamics` for arguments already of the kernels'
@@ -287,7 +323,7 @@ class Engine:
         if method not in _DERIVATIVE:
             raise ValueError(f"unknown method {method!r}; the engine's state derivative runs "
                              f"{tuple(_DERIVATIVE)}")
-        status = self._derivative[method](*self.packed, x, tau, f_ext, out)
+        status = self._derivative[method](*self._forward_buffers(method), x, tau, f_ext, out)
         if status >= 0:
             raise self._singular(method, status)
         return status
@@ -297,7 +333,8 @@ class Engine:
         arguments already of the kernels' type and shapes, as :meth:`derivative_status`:
         its status (:data:`~flexdyn.engine.closure.SINGULAR` for redundant or locked
         closures); a singular inertia raises."""
-        status = closure.closed_derivative(*self.packed, *self.closure_buffers, self.geometry,
+        status = closure.closed_derivative(*self.stage_buffers("articulated"),
+                                           *self.closure_buffers, self.geometry,
                                            x, tau, f_ext, float(rate), out)
         if status >= 0:
             raise self._singular("articulated", status)
@@ -366,7 +403,7 @@ class Engine:
         compiled on first use; the closures packed on first use)."""
         nc, nu = self.model.n_constraints, self.model.nu
         g, J, gamma = np.empty(nc), np.empty((nc, nu)), np.empty(nc)
-        closure.closure_terms(*self.packed, *self.closure_buffers, self.geometry,
+        closure.closure_terms(*self.stage_buffers("terms"), *self.closure_buffers, self.geometry,
                               kernel_array(q, (self.model.nq,), "q"),
                               kernel_array(u, (nu,), "u"), g, J, gamma)
         return g, J, gamma
@@ -384,7 +421,8 @@ class Engine:
         rhs_rows = np.ascontiguousarray(b.T if b.ndim == 2 else b[None])  # one per row
         q = kernel_array(q, (self.model.nq,), "q")[None]
         out = np.empty((1, *rhs_rows.shape))
-        status = self._share(extras.mass_inverse, self.packed, (q, rhs_rows, out))
+        status = self._share(extras.mass_inverse, self.stage_buffers("mass_inverse"),
+                             (q, rhs_rows, out))
         self._single(int(status[0]), "articulated")
         return out[0, 0] if b.ndim == 1 else np.ascontiguousarray(out[0].T)
 
@@ -408,8 +446,8 @@ class Engine:
         tau = np.zeros(lead + (nu,)) if tau is None else kernel_array(tau, lead + (nu,), "tau")
         q_dir = kernel_array(q_dir, lead + (nq, nu), "q_dir")
         d = np.empty((3,) + lead + (nu, nu))
-        kernel, directions = self.derivatives_entry(q_dir)
-        status = self._share(kernel, (*self.packed, forward),
+        kernel, buffers, directions = self.derivatives_entry(q_dir)
+        status = self._share(kernel, (*buffers, forward),
                              (q, u, udot, tau, f_ext, *directions, d), per_thread=1)
         if lead[0] == 1:
             self._single(int(status[0]), "composite")
@@ -417,17 +455,19 @@ class Engine:
             self._raise_for(status, "composite")
         return d[0], d[1], d[2], status
 
-    def derivatives_entry(self, q_dir: np.ndarray) -> tuple[Callable, tuple[np.ndarray, ...]]:
-        """``(entry, directions)``: the compiled derivatives of this model, taking
-        ``(*packed, forward, t, n_threads, q, u, udot, tau, f_ext, *directions, d, status)``
+    def derivatives_entry(self, q_dir: np.ndarray
+                          ) -> tuple[Callable, tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+        """``(entry, buffers, directions)``: the compiled derivatives of this model, taking
+        ``(*buffers, forward, t, n_threads, q, u, udot, tau, f_ext, *directions, d, status)``
         (``d``: the three blocks, 3 × B × nu × nu) — a rigid tree on one-dof joints by its
-        analytic sweeps (:func:`flexdyn.engine.derivatives.derivatives_rigid_tree`: no
-        directions, ``δ = q``; its forward derivatives write ``u̇`` into ``udot``), any other
-        by complex steps (:func:`flexdyn.engine.derivatives.derivatives`:
+        analytic sweeps (:func:`flexdyn.engine.derivatives.derivatives_rigid_tree`: the
+        packed model, no directions, ``δ = q``; its forward derivatives write ``u̇`` into
+        ``udot``), any other by complex steps (:func:`flexdyn.engine.derivatives.derivatives`:
+        the packed model and the stages of its mass matrix and terms,
         ``directions = (q_dir,)``)."""
         if self.rigid_tree:
-            return derivatives.derivatives_rigid_tree, ()
-        return derivatives.derivatives, (q_dir,)
+            return derivatives.derivatives_rigid_tree, tuple(self.packed), ()
+        return derivatives.derivatives, self.stage_buffers("derivatives"), (q_dir,)
 
     def derivatives_code(self) -> Callable:
         """The derivatives of one state as machine code (``_machine_code``) with the packed
@@ -443,17 +483,19 @@ class Engine:
         code = self._codes.get("derivatives")
         if code is None:
             nq, nu = self.model.nq, self.model.nu
+            buffers = tuple(self.packed)
             if self.rigid_tree:
                 entry, args = derivatives.derivatives_rigid_tree_one, (
                     True, np.empty(nq), np.empty(nu), np.empty(nu), np.empty(nu),
                     self._zero_wrenches, np.empty((3, nu, nu)))
             else:
+                buffers = self.stage_buffers("derivatives")
                 entry, args = derivatives.derivatives, (
                     True, 0, 1, np.empty((1, nq)), np.empty((1, nu)), np.empty((1, nu)),
                     np.empty((1, nu)), self._zero_wrenches[None], np.empty((1, nq, nu)),
                     np.empty((3, 1, nu, nu)), np.empty(1, dtype=np.int64))
             code = self._codes["derivatives"] = functools.partial(
-                _machine_code(entry, *self.packed, *args), *self.packed)
+                _machine_code(entry, *buffers, *args), *buffers)
         return code
 
     def energy_momentum(self, q, u=None) -> np.ndarray:
@@ -463,7 +505,8 @@ class Engine:
         :data:`~flexdyn.engine.extras.KINETIC`, ``POTENTIAL``, ``MOMENTUM``)."""
         q, u, _, _ = self._inputs(q, u, None, None, "")
         out = np.empty((1, extras.ENERGY_MOMENTUM))
-        status = self._share(extras.energy_momentum, self.packed, (q[None], u[None], out))
+        status = self._share(extras.energy_momentum, self.stage_buffers("energy_momentum"),
+                             (q[None], u[None], out))
         self._single(int(status[0]), "energy_momentum")
         return out[0]
 
@@ -491,13 +534,13 @@ class Engine:
         mask = mask.astype(np.float64)
         if lead:
             udot, T = np.empty(lead + (nu,)), np.empty(lead + (nu,))
-            status = self._share(kernels.hybrid, self.packed,
+            status = self._share(kernels.hybrid, self.stage_buffers("terms"),
                                  (q, u, tau, known, mask, f_ext, udot, T))
             self._raise_for(status, "articulated")
             return udot, T
         udot, T, status = np.empty((1, nu)), np.empty((1, nu)), np.empty(1, dtype=np.int64)
-        kernels.hybrid(*self.packed, 0, 1, q[None], u[None], tau[None], known[None], mask,
-                       f_ext[None], udot, T, status)
+        kernels.hybrid(*self.stage_buffers("terms"), 0, 1, q[None], u[None], tau[None],
+                       known[None], mask, f_ext[None], udot, T, status)
         self._single(int(status[0]), "articulated")
         return udot[0], T[0]
 
@@ -508,7 +551,7 @@ class Engine:
         by :meth:`batch` (``"joint_wrenches"``)."""
         q, u, udot, f_ext = self._inputs(q, u, udot, f_ext, "udot")
         out = np.empty((1, self.model.n_bodies, 6))
-        status = self._share(extras.joint_wrenches, self.packed,
+        status = self._share(extras.joint_wrenches, self.stage_buffers("joint_wrenches"),
                              (q[None], u[None], udot[None], f_ext[None], out))
         self._single(int(status[0]), "joint_wrenches")
         return out[0]
@@ -529,16 +572,17 @@ class Engine:
         if op == "mass_inverse":
             q = kernel_array(q, (n_states, self.model.nq), "q")
             out = np.empty((n_states, nu, nu))
-            status = self._share(extras.mass_inverse, self.packed, (q, np.eye(nu), out))
+            status = self._share(extras.mass_inverse, self.stage_buffers(op), (q, np.eye(nu), out))
             result = np.ascontiguousarray(out.transpose(0, 2, 1))
         elif op == "energy_momentum":
             q, u, _, _ = self._inputs(q, u, None, None, "", (n_states,))
             result = np.empty((n_states, extras.ENERGY_MOMENTUM))
-            status = self._share(extras.energy_momentum, self.packed, (q, u, result))
+            status = self._share(extras.energy_momentum, self.stage_buffers(op), (q, u, result))
         elif op == "joint_wrenches":
             q, u, x, f_ext = self._inputs(q, u, x, f_ext, "udot", (n_states,))
             result = np.empty((n_states, self.model.n_bodies, 6))
-            status = self._share(extras.joint_wrenches, self.packed, (q, u, x, f_ext, result))
+            status = self._share(extras.joint_wrenches, self.stage_buffers(op),
+                                 (q, u, x, f_ext, result))
         else:
             q, u, x, f_ext = self._inputs(q, u, x, f_ext, "udot" if op == "inverse" else "tau",
                                           (n_states,))
@@ -548,7 +592,7 @@ class Engine:
             elif op == SPLIT:
                 kernel, head = split.batch, self.split_buffers
             else:
-                kernel, head = kernels.batch, (*self.packed, BATCH_OPS[op])
+                kernel, head = kernels.batch, (*self.stage_buffers(op), BATCH_OPS[op])
             status = self._share(kernel, head, (q, u, x, f_ext, out))
             result = out.reshape(n_states, nu, nu) if op == "mass" else out
         self._raise_for(status, op)

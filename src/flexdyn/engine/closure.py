@@ -314,18 +314,18 @@ def _attitude_rows(A, RA, B, RB, R0, g, WA, WB, gamma, t, T):
 # the entry
 # ----------------------------------------------------------------------------------------------
 @entry_point
-def closure_terms(ib, fb, ci, cf, geo, q, u, g, J, gamma):
+def closure_terms(ib, fb, st, ci, cf, geo, q, u, g, J, gamma):
     """``g`` (n_c,), ``J`` (n_c, nu), ``γ`` (n_c,) of the packed closures ``ci``, ``cf`` at
     a valid ``(q, u)`` (unit quaternions), as :func:`flexdyn.closure.closure_terms`; ``geo``
     as :func:`closure_rows`."""
     pm, w = unpack(ib, fb), workspace(ib)
     w.flat[:] = 0.0
-    position_velocity_terms(pm, w, q, u, np.zeros((pm.ints.shape[0], 6)))
+    position_velocity_terms(st, pm, w, q, u, np.zeros((pm.ints.shape[0], 6)))
     closure_rows(pm, w, ci, cf, geo, q, u, g, J, gamma)
 
 
 @entry_point
-def closed_derivative(ib, fb, ci, cf, geo, x, tau, fext, rate, xdot):
+def closed_derivative(ib, fb, st, ci, cf, geo, x, tau, fext, rate, xdot):
     """:func:`~flexdyn.engine.kernels.derivative_articulated` of a closed chain: the tree's
     ``u̇_f`` (Eqs 51/58), its closure terms (``closure_rows``, from the same terms),
     ``Y = M⁻¹ Jᵀ`` from the same articulated factors (the block sweeps of Lemma 4),
@@ -338,7 +338,7 @@ def closed_derivative(ib, fb, ci, cf, geo, x, tau, fext, rate, xdot):
     u, udot = x[nq:nq + nu], xdot[nq:nq + nu]
     if not derivative_inputs(pm, w, x, tau, fext):
         return INVALID
-    status = articulated_forward_dynamics(pm, w, w.q_n, u, tau, fext, udot)
+    status = articulated_forward_dynamics(st, pm, w, w.q_n, u, tau, fext, udot)
     if status >= 0:
         return status
     nc = 0

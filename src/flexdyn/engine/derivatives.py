@@ -44,6 +44,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..linalg import COMPLEX_STEP, MASS_MATRIX_RTOL
+from . import stages
 from .algebra import (
     cholesky_factor,
     cholesky_substitute,
@@ -54,7 +55,6 @@ from .algebra import (
     mv6,
     pose_congruence,
 )
-from .composite_body import crba
 from .forces import add_passive_forces, motor_torques, passive_force_kernel
 from .jit import allocating_helper, entry_point, helper, inlined
 from .kernels import finite, valid_state
@@ -78,14 +78,13 @@ from .layout import (
 )
 from .newton_euler import gravity_acceleration, rnea
 from .rigid_tree import rigid_tree_pose
+from .stages import run
 from .terms import (
     body_bias,
     body_position_terms,
     body_rates,
     parent_attach_map,
-    position_terms,
     velocity_fields,
-    velocity_terms,
 )
 from .tip import node_wrench
 
@@ -98,7 +97,7 @@ N_RIGID_VECTORS = 12
 
 
 @entry_point
-def derivatives(ib, fb, forward, t, n_threads, q, u, udot, tau, fext, q_dir, d, status):
+def derivatives(ib, fb, st, forward, t, n_threads, q, u, udot, tau, fext, q_dir, d, status):
     """For the states ``s = t, t + n_threads, …`` of ``q`` (B × nq), ``u``, ``udot``, ``tau``
     (B × nu), ``fext`` (B × n × 6) and the tangent directions ``q_dir`` (B × nq × nu,
     ``∂q/∂δ``), into ``d[0, s]``, ``d[1, s]``, ``d[2, s]`` (``d``: 3 × B × nu × nu): with
@@ -115,7 +114,8 @@ def derivatives(ib, fb, forward, t, n_threads, q, u, udot, tau, fext, q_dir, d, 
         if not (valid_state(pm, q[s], u[s], udot[s], fext[s], w.q_n) and finite(tau[s])):
             status[s] = INVALID
             continue
-        _complex_derivatives(pm, w, cw, q_dir[s], u[s], udot[s], fext[s], d[0, s], d[1, s], L)
+        _complex_derivatives(st, pm, w, cw, q_dir[s], u[s], udot[s], fext[s], d[0, s],
+                             d[1, s], L)
         factored = not forward or cholesky_factor(L, MASS_MATRIX_RTOL)
         status[s] = _finish(pm, forward, factored, L, tau[s], cw.tc, d[0, s], d[1, s],
                             d[2, s])
@@ -226,15 +226,15 @@ def _finish(pm, forward, factored, L, tau, tc, d_q, d_u, d_x):
 
 
 @inlined
-def _complex_derivatives(pm, w, cw, q_dir, u, udot, fext, d_q, d_u, Mass):
+def _complex_derivatives(st, pm, w, cw, q_dir, u, udot, fext, d_q, d_u, Mass):
     """``∂τ/∂δ`` (``d_q``), ``∂τ/∂u`` (``d_u``) and ``M`` (``Mass``) of Eq 44 at
     ``(w.q_n, u, u̇)`` by complex steps of the engine's stages, each direction recomputing
     only what it moves (module notes); ``cw`` the scratch (:class:`ComplexWork`)."""
     ints, wc, qc, uc, tc = pm.ints, cw.wc, cw.qc, cw.uc, cw.tc
     n, h = ints.shape[0], COMPLEX_STEP
-    position_terms(pm, w.q_n, w)  # M (Eqs 47/50), as kernels' mass entry
-    crba(pm, w, Mass)
-    velocity_terms(pm, w.q_n, u, fext, w)
+    run(st, stages.position, pm, w, w.q_n)  # M (Eqs 47/50), as kernels' mass entry
+    run(st, stages.composite, pm, w, Mass)
+    run(st, stages.velocity, pm, w, w.q_n, u, fext)
     copy(w.flat, wc.flat)  # the state's terms: each direction replaces what it moves
     copy(w.q_n, qc)
     copy(u, uc)

@@ -42,7 +42,7 @@ from numba import carray, types
 from . import caching, notice
 from .jit import inlined
 from .kernels import validated_derivative, validated_forward, validated_inverse, validated_mass
-from .layout import carve, unpack, workspace, workspace_length
+from .layout import workspace, workspace_length
 from .pack import HEAD_OFFSETS, HEADER, INT_FIELDS, Packed
 
 __all__ = ["ENTRIES", "RUNTIME_STUBS", "SYMBOL_PREFIX", "native_object", "work_length"]
@@ -70,40 +70,41 @@ RUNTIME_STUBS = {
 
 @inlined
 def _model(ib_p, fb_p, work_p):
-    """``ib``, the packed model's views and the workspace on ``work_p``, from raw pointers
-    (``ib`` describes the lengths of both buffers)."""
+    """``ib``, ``fb`` and the workspace buffer on ``work_p``, from raw pointers (``ib``
+    describes the lengths of both buffers)."""
     head = carray(ib_p, (_HEAD,))
     ib = carray(ib_p, (_HEAD + head[0] * len(INT_FIELDS),))
-    fb = carray(fb_p, (head[_HEAD - 1],))
-    return ib, unpack(ib, fb), carve(ib, carray(work_p, (workspace_length(ib),)))
+    return (ib, carray(fb_p, (head[_HEAD - 1],)),
+            carray(work_p, (workspace_length(ib),)))
 
 
 def _state_derivative(ib_p, fb_p, work_p, x_p, tau_p, fext_p, xdot_p):
-    ib, pm, w = _model(ib_p, fb_p, work_p)
+    ib, fb, buf = _model(ib_p, fb_p, work_p)
     n, nu, nq = ib[0], ib[3], ib[4]
-    return validated_derivative(pm, w, carray(x_p, (nq + nu,)), carray(tau_p, (nu,)),
-                                carray(fext_p, (n, 6)), carray(xdot_p, (nq + nu,)))
+    return validated_derivative(None, ib, fb, buf, carray(x_p, (nq + nu,)),
+                                carray(tau_p, (nu,)), carray(fext_p, (n, 6)),
+                                carray(xdot_p, (nq + nu,)))
 
 
 def _forward_dynamics(ib_p, fb_p, work_p, q_p, u_p, tau_p, fext_p, udot_p):
-    ib, pm, w = _model(ib_p, fb_p, work_p)
+    ib, fb, buf = _model(ib_p, fb_p, work_p)
     n, nu, nq = ib[0], ib[3], ib[4]
-    return validated_forward(pm, w, carray(q_p, (nq,)), carray(u_p, (nu,)),
+    return validated_forward(None, ib, fb, buf, carray(q_p, (nq,)), carray(u_p, (nu,)),
                              carray(tau_p, (nu,)), carray(fext_p, (n, 6)), carray(udot_p, (nu,)))
 
 
 def _inverse_dynamics(ib_p, fb_p, work_p, q_p, u_p, udot_p, fext_p, tau_p):
-    ib, pm, w = _model(ib_p, fb_p, work_p)
+    ib, fb, buf = _model(ib_p, fb_p, work_p)
     n, nu, nq = ib[0], ib[3], ib[4]
-    return validated_inverse(pm, w, carray(q_p, (nq,)), carray(u_p, (nu,)),
+    return validated_inverse(None, ib, fb, buf, carray(q_p, (nq,)), carray(u_p, (nu,)),
                              carray(udot_p, (nu,)), carray(fext_p, (n, 6)),
                              carray(tau_p, (nu,)))
 
 
 def _mass_matrix(ib_p, fb_p, work_p, q_p, M_p):
-    ib, pm, w = _model(ib_p, fb_p, work_p)
+    ib, fb, buf = _model(ib_p, fb_p, work_p)
     nu, nq = ib[3], ib[4]
-    return validated_mass(pm, w, carray(q_p, (nq,)), carray(M_p, (nu, nu)))
+    return validated_mass(None, ib, fb, buf, carray(q_p, (nq,)), carray(M_p, (nu, nu)))
 
 
 #: the entries by name: the Python function and its pointer arguments after ``(ib, fb, work)``
@@ -118,7 +119,7 @@ ENTRIES = {
 
 def work_length(packed: Packed) -> int:
     """The number of doubles of the ``work`` buffer of the entries for this packed model."""
-    return int(packed.ib[4]) + workspace(packed.ib).flat.size
+    return workspace(packed.ib).buf.size
 
 
 def _cache_folder() -> Path:

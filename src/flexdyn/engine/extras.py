@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import stages
 from .algebra import copy, mm, mmt, mtv, mv, phi_matrix
 from .articulated_body import Hcal_X, P_Hcal_t, articulated_inertias, spd_inverse
 from .forces import joint_potential
 from .jit import entry_point, helper
 from .kernels import finite_result, position_velocity_terms, valid_configuration, valid_state
 from .layout import AT, INVALID, MODES, NJ, NQJ, PARENT, QS, US, unpack, workspace
-from .newton_euler import rnea
-from .terms import modal_velocities, position_terms, strain_energy
+from .stages import run
+from .terms import modal_velocities, strain_energy
 
 __all__ = ["ENERGY_MOMENTUM", "KINETIC", "MOMENTUM", "POTENTIAL", "block_filter",
            "block_smoother", "energy_momentum", "joint_wrenches", "mass_inverse", "poses"]
@@ -45,7 +46,7 @@ ENERGY_MOMENTUM = 8
 # M⁻¹ b, Lemma 4
 # ----------------------------------------------------------------------------------------------
 @entry_point
-def mass_inverse(ib, fb, t, n_threads, q, rhsT, out, status):
+def mass_inverse(ib, fb, st, t, n_threads, q, rhsT, out, status):
     """``(M⁻¹ b)ᵀ`` (K × nu) into ``out[s]`` for the states ``s = t, t + n_threads, …`` of ``q``
     (B × nq), for the right-hand sides ``b`` given as the rows of ``rhsT`` (K × nu); ``status``
     (B,).  Per state: the position terms, the articulated factors (Eq 51, by
@@ -63,7 +64,7 @@ def mass_inverse(ib, fb, t, n_threads, q, rhsT, out, status):
             status[b] = INVALID
             continue
         w.flat[:] = 0.0  # no velocity terms: a_m = b_m = 0
-        position_terms(pm, w.q_n, w)
+        run(st, stages.position, pm, w, w.q_n)
         status[b] = articulated_inertias(pm, w, zero, None, None)
         if status[b] >= 0:
             continue
@@ -157,7 +158,7 @@ def block_smoother(ints, Hcal, A, phi, G, alpha, X, T):
 # joint wrenches, Eq 36
 # ----------------------------------------------------------------------------------------------
 @entry_point
-def joint_wrenches(ib, fb, t, n_threads, q, u, udot, fext, out, status):
+def joint_wrenches(ib, fb, st, t, n_threads, q, u, udot, fext, out, status):
     """The spatial force ``[moment; force]`` each joint transmits from the parent to the
     child, in the child's joint frame ``J_c`` about its origin, into ``out[s]`` (n × 6) for
     the states ``s = t, t + n_threads, …`` of ``q`` (B × nq), ``u``, ``udot`` (B × nu) and
@@ -172,8 +173,8 @@ def joint_wrenches(ib, fb, t, n_threads, q, u, udot, fext, out, status):
         if not valid_state(pm, q[b], u[b], udot[b], fext[b], w.q_n):
             status[b] = INVALID
             continue
-        position_velocity_terms(pm, w, w.q_n, u[b], fext[b])
-        rnea(pm, w, udot[b], True, T)
+        position_velocity_terms(st, pm, w, w.q_n, u[b], fext[b])
+        run(st, stages.newton_euler, pm, w, udot[b], T)
         for i in range(ints.shape[0]):
             m = ints[i, MODES]
             mtv(w.X_joint[i], w.f[i, m:m + 6], out[b, i], False)
@@ -184,7 +185,7 @@ def joint_wrenches(ib, fb, t, n_threads, q, u, udot, fext, out, status):
 # energies and momentum
 # ----------------------------------------------------------------------------------------------
 @entry_point
-def energy_momentum(ib, fb, t, n_threads, q, u, out, status):
+def energy_momentum(ib, fb, st, t, n_threads, q, u, out, status):
     """``[T, V, h, p]`` (:data:`ENERGY_MOMENTUM`) into ``out[s]`` for the states
     ``s = t, t + n_threads, …`` of ``q`` (B × nq), ``u`` (B × nu); ``status`` (B,).  Per
     state: the position terms, the twists of Eq 11 (the actual modal rates, for every body
@@ -198,7 +199,7 @@ def energy_momentum(ib, fb, t, n_threads, q, u, out, status):
             status[b] = INVALID
             continue
         w.flat[:] = 0.0
-        position_terms(pm, w.q_n, w)
+        run(st, stages.position, pm, w, w.q_n)
         modal_velocities(pm.ints, w.Hcal, w.phi, w.A, u[b], w.V_m, w.t_6[0])
         poses(pm.ints, w.A, w.phi, R, p, w.t_33[0], w.t_3[0])
         _energy_momentum(pm, w.q_n, w.M_m, w.V_m, R, p, w.t_v, w.t_66[0], out[b])

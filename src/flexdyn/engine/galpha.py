@@ -70,7 +70,6 @@ from .algebra import (
     so3_coefficients,
 )
 from .closure import closure_row_count, closure_rows
-from .composite_body import crba
 from .forces import motor_torques
 from .jit import entry_point, helper
 from .kernels import finite, inverse_dynamics, power_rates, rate_entries
@@ -89,6 +88,7 @@ from .layout import (
     unpack,
     workspace,
 )
+from .stages import composite, run
 from .terms import geometric_tangent
 
 __all__ = ["Closures", "closures", "generalized_alpha", "sample"]
@@ -726,7 +726,7 @@ def _accept_multipliers(cl, h):
 
 
 @helper
-def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask, pacc, Kc,
+def _solve_step(st, pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask, pacc, Kc,
                 Ku, Cu, Mk, S, cl, s, new, base, r, dx, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, a, q̈`` at ``t_n``) into ``new``:
     the modified Newton iteration on ``q̈_{n+1}`` (module docstring), starting from
@@ -771,14 +771,14 @@ def _solve_step(pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask
         if not (finite(q1) and finite(v1)):
             return INVALID
         _engine_q(pm, qg, q1, qx)
-        inverse_dynamics(pm, w, qx, v1, qdd, fext, r)
+        inverse_dynamics(st, pm, w, qx, v1, qdd, fext, r)
         cnt[RESIDUALS] += 1
         _linearized_forces(tau, fb, pred[0], q1, v1, tf)
         if cl is not None:  # (before the prescribed rows take their realised loads)
             _closure_residual(pm, w, cl, omega, 0, qx, v1, qdd, r)
         _prescribed_residual(pmask, r, tf)
         if refresh:  # M(q) after the position terms of the residual, and K's tangent
-            crba(pm, w, Mk)
+            run(st, composite, pm, w, Mk)
             _decouple(pmask, Mk, 1.0)
             _stiffness(pm, qx, Kc, Ku)
             s[M_KEPT] = 1.0
@@ -935,7 +935,7 @@ def _solve_blocks(eig, S, Jc, piv, cl, wh, r, zr, zc, dx):
 
 
 @helper
-def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb, pred, tf,
+def _collocation_step(st, pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb, pred, tf,
                       pmask, pacc, Kc, Ku, Cu, Mk, tab, eig, scaled, displacement, elastic, S,
                       Jc, piv, cl, s, stages, r, dx, zr, zc, p, new, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈, q⁗`` at ``t_n``) into ``new`` by
@@ -1017,7 +1017,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb, pr
         for i in range(ns):
             ri, ti, fi = r[i * nu:(i + 1) * nu], tau[i * nu:(i + 1) * nu], fext[i * n:(i + 1) * n]
             _engine_q(pm, qg, Qs[i], qx)
-            inverse_dynamics(pm, w, qx, Vs[i], A[i], fi, ri)
+            inverse_dynamics(st, pm, w, qx, Vs[i], A[i], fi, ri)
             cnt[RESIDUALS] += 1
             _linearized_forces(ti, fb, pred[i], Qs[i], Vs[i], tf)
             if cl is not None:  # (before the prescribed rows take their realised loads)
@@ -1026,7 +1026,7 @@ def _collocation_step(pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb, pr
             power_rates(pm, w, qx, Vs[i], tf, fi, p[i])
             _external_share(gn[i * nu:(i + 1) * nu], Vs[i], p[i])
             if not factored:  # M(Q_1) after the position terms of the first residual
-                crba(pm, w, Mk)
+                run(st, composite, pm, w, Mk)
                 _decouple(pmask, Mk, 1.0)
                 _stiffness(pm, qx, Kc, Ku)
                 s[M_KEPT], s[H_FACTOR] = 1.0, 0.0
@@ -1240,8 +1240,8 @@ def _predict(pm, c, ctl, s, cnt, y, nodes, pred):
 # the entry
 # ----------------------------------------------------------------------------------------------
 @entry_point
-def generalized_alpha(ib, fb, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc, elastic, y, qg,
-                      s, Mk, S, Jc, piv, cl, out_t, out_x, pred, cnt):
+def generalized_alpha(ib, fb, st, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc, elastic, y,
+                      qg, s, Mk, S, Jc, piv, cl, out_t, out_x, pred, cnt):
     """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,),
     the nodal loads' modal generalized forces ``gn`` (nu,; empty (0,): none; applied with
     ``tau``, their power counted as external work) and the wrenches ``fext`` (n_bodies, 6)
@@ -1341,16 +1341,17 @@ def generalized_alpha(ib, fb, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc, el
         t1, h = _next_step(c, ctl, s, cnt)
         iterations = cnt[ITERATIONS]
         if collocation:
-            st = _collocation_step(pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, W, tau_m, gn, fext,
-                                   jf, pred, tf, pmask, pacc, Kc, Ku, Cu, Mk, tab, eig, radau,
-                                   displacement, elastic, S, Jc, piv, cl, s, stages, rs, dxs, zr,
-                                   zc, ps, new, cnt)
+            result = _collocation_step(st, pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, W, tau_m,
+                                       gn, fext, jf, pred, tf, pmask, pacc, Kc, Ku, Cu, Mk, tab,
+                                       eig, radau, displacement, elastic, S, Jc, piv, cl, s,
+                                       stages, rs, dxs, zr, zc, ps, new, cnt)
         else:
-            st = _solve_step(pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, tau_m, fext, jf, pred, tf,
-                             pmask, pacc, Kc, Ku, Cu, Mk, S, cl, s, new, base, r, dx, cnt)
-        if st != _CONVERGED:
-            if not adaptive or st == SINGULAR:
-                status = st
+            result = _solve_step(st, pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, tau_m, fext, jf,
+                                 pred, tf, pmask, pacc, Kc, Ku, Cu, Mk, S, cl, s, new, base, r,
+                                 dx, cnt)
+        if result != _CONVERGED:
+            if not adaptive or result == SINGULAR:
+                status = result
                 break
             cnt[REJECTED] += 1
             s[REJECTED_LAST] = 1.0

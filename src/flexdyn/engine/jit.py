@@ -1,7 +1,9 @@
 """How the engine's functions are compiled (numba, ``cache=True``, the GIL released), by role.
 
-numba links a callee's code into each caller and optimizes the whole again, so thin
-orchestration levels are inlined at numba's IR level (:data:`inlined`), and functions called
+numba links a callee's code into each caller and optimizes the whole again, so the stages
+that many entries share are compiled once and called through their addresses
+(:mod:`flexdyn.engine.stages`), thin orchestration levels are inlined at numba's IR level
+(:data:`inlined`), and functions called
 only from compiled code get no CPython wrapper (:data:`helper`, :data:`allocating_helper`);
 only the entries called from Python (:data:`entry_point`) have one.  Small helpers that take
 the packed model or the workspace are inlined too: a call would copy their dozens of array

@@ -13,6 +13,11 @@ boundary, the GIL released), and one per share of a batch, built from the stages
   (Eqs 47–50), :mod:`~flexdyn.engine.articulated_body` (Eqs 51, 58, and hybrid dynamics by
   a mask of prescribed accelerations), :mod:`~flexdyn.engine.rigid_tree` (the fused sweeps
   of rigid trees on one-dof joints), :mod:`~flexdyn.engine.forces` (the joint forces);
+* :mod:`~flexdyn.engine.stages` — the five of them that the entries share (position and
+  velocity terms, the articulated-body sweeps, Newton–Euler, the composite-body mass
+  matrix), compiled once each and called through the table of their addresses ``st`` that
+  the entries take after ``(ib, fb)`` (None links them, as in
+  :mod:`~flexdyn.engine.export`);
 * :mod:`~flexdyn.engine.jit` — how each is compiled.
 
 Only the entries here (:func:`terms`, :func:`forward_articulated`, :func:`forward_composite`,
@@ -42,9 +47,9 @@ import math
 import numpy as np
 
 from ..joints import QUATERNION_TOL
+from . import stages
 from .algebra import cholesky_solve, copy, mv
 from .articulated_body import articulated_accelerations, articulated_inertias, prescribed_loads
-from .composite_body import crba
 from .forces import (
     add_passive_forces,
     applied_forces,
@@ -72,9 +77,8 @@ from .layout import (
     workspace,
     workspace_length,
 )
-from .newton_euler import rnea
 from .rigid_tree import rigid_tree_forward_dynamics
-from .terms import position_terms, velocity_terms
+from .stages import run
 
 __all__ = ["ARTICULATED", "articulated_forward_dynamics", "batch", "batch_rigid_tree", "COMPOSITE",
            "derivative_articulated", "derivative_composite", "derivative_inputs",
@@ -87,59 +91,57 @@ __all__ = ["ARTICULATED", "articulated_forward_dynamics", "batch", "batch_rigid_
 
 
 @entry_point
-def terms(ib, fb, q, u, fext):
+def terms(ib, fb, st, q, u, fext):
     """The workspace after the position and velocity terms (for inspection)."""
     pm, w = unpack(ib, fb), workspace(ib)
     w.flat[:] = 0.0  # the padding too, for inspection
-    position_velocity_terms(pm, w, q, u, fext)
+    position_velocity_terms(st, pm, w, q, u, fext)
     return w
 
 
 @inlined
-def position_velocity_terms(pm, w, q, u, fext):
-    position_terms(pm, q, w)
-    velocity_terms(pm, q, u, fext, w)
+def position_velocity_terms(st, pm, w, q, u, fext):
+    """The position and velocity terms into ``w``, by the stages of the table ``st``
+    (linked where ``st`` is None; :func:`~flexdyn.engine.stages.run`)."""
+    run(st, stages.position, pm, w, q)
+    run(st, stages.velocity, pm, w, q, u, fext)
 
 
 @inlined
-def articulated_forward_dynamics(pm, w, q, u, tau, fext, udot):
+def articulated_forward_dynamics(st, pm, w, q, u, tau, fext, udot):
     """Terms, then Eqs 51/58 into ``udot``: −1, or the index of the body whose ``D`` is
     singular."""
-    position_velocity_terms(pm, w, q, u, fext)
-    tau_e = applied_forces(pm, w, q, u, tau)
-    status = articulated_inertias(pm, w, tau_e, None, None)
-    if status < 0:
-        articulated_accelerations(pm, w, udot)
-    return status
+    position_velocity_terms(st, pm, w, q, u, fext)
+    return run(st, stages.articulated, pm, w, q, u, tau, udot)
 
 
 @inlined
-def _forward_composite(pm, w, q, u, tau, fext, udot):
+def _forward_composite(st, pm, w, q, u, tau, fext, udot):
     """Terms, then Eq 46 (mass matrix, bias by Newton–Euler, Cholesky) into ``udot``:
     −1, or 0 when the mass matrix is singular."""
-    position_velocity_terms(pm, w, q, u, fext)
+    position_velocity_terms(st, pm, w, q, u, fext)
     nu = tau.shape[0]
     C = np.zeros(nu)
-    rnea(pm, w, np.zeros(nu), True, C)
+    run(st, stages.newton_euler, pm, w, np.zeros(nu), C)
     Mass = np.zeros((nu, nu))
-    crba(pm, w, Mass)
+    run(st, stages.composite, pm, w, Mass)
     return -1 if cholesky_solve(Mass, applied_forces(pm, w, q, u, tau) - C, udot) else 0
 
 
 @inlined
-def inverse_dynamics(pm, w, q, u, udot, fext, tau):
+def inverse_dynamics(st, pm, w, q, u, udot, fext, tau):
     """Terms, then Eq 44 into ``tau``, less the joint forces ``τ_J`` (the motor forces)."""
-    position_velocity_terms(pm, w, q, u, fext)
-    rnea(pm, w, udot, True, tau)
+    position_velocity_terms(st, pm, w, q, u, fext)
+    run(st, stages.newton_euler, pm, w, udot, tau)
     add_passive_forces(pm, q, u, -1.0, tau)
     return -1
 
 
 @inlined
-def _mass(pm, w, q, Mass):
+def _mass(st, pm, w, q, Mass):
     """Position terms, then Eqs 47/50 into ``Mass``."""
-    position_terms(pm, q, w)
-    crba(pm, w, Mass)
+    run(st, stages.position, pm, w, q)
+    run(st, stages.composite, pm, w, Mass)
     return -1
 
 
@@ -196,18 +198,22 @@ def finite_result(out):
 
 
 @entry_point
-def forward_articulated(ib, fb, q, u, tau, fext, udot):
+def forward_articulated(ib, fb, st, q, u, tau, fext, udot):
     """:func:`validated_forward` of one state."""
-    return validated_forward(unpack(ib, fb), workspace(ib), q, u, tau, fext, udot)
+    return validated_forward(st, ib, fb, np.empty(workspace_length(ib)), q, u, tau, fext, udot)
 
 
-@inlined
-def validated_forward(pm, w, q, u, tau, fext, udot):
-    """``articulated_forward_dynamics`` of one state, validated
-    (:data:`~flexdyn.engine.layout.INVALID`, :data:`~flexdyn.engine.layout.OVERFLOW`)."""
+@helper
+def validated_forward(st, ib, fb, buf, q, u, tau, fext, udot):
+    """``articulated_forward_dynamics`` of one state on the workspace carved from ``buf``,
+    validated (:data:`~flexdyn.engine.layout.INVALID`,
+    :data:`~flexdyn.engine.layout.OVERFLOW`).  A helper on a buffer that its caller holds,
+    so that the workspace's views count no references (``_rigid_tree_forward``), as do the
+    other ``validated_`` functions."""
+    pm, w = unpack(ib, fb), carve(ib, buf)
     if not valid_state(pm, q, u, tau, fext, w.q_n):
         return INVALID
-    status = articulated_forward_dynamics(pm, w, w.q_n, u, tau, fext, udot)
+    status = articulated_forward_dynamics(st, pm, w, w.q_n, u, tau, fext, udot)
     return status if status >= 0 else finite_result(udot)
 
 
@@ -234,47 +240,49 @@ def _rigid_tree_forward(ib, fb, buf, q, u, tau, fext, udot):
 
 
 @entry_point
-def forward_composite(ib, fb, q, u, tau, fext, udot):
+def forward_composite(ib, fb, st, q, u, tau, fext, udot):
     """``_forward_composite`` of one state, validated."""
     pm, w = unpack(ib, fb), workspace(ib)
     if not valid_state(pm, q, u, tau, fext, w.q_n):
         return INVALID
-    status = _forward_composite(pm, w, w.q_n, u, tau, fext, udot)
+    status = _forward_composite(st, pm, w, w.q_n, u, tau, fext, udot)
     return status if status >= 0 else finite_result(udot)
 
 
 @entry_point
-def inverse(ib, fb, q, u, udot, fext, tau):
+def inverse(ib, fb, st, q, u, udot, fext, tau):
     """:func:`validated_inverse` of one state."""
-    return validated_inverse(unpack(ib, fb), workspace(ib), q, u, udot, fext, tau)
+    return validated_inverse(st, ib, fb, np.empty(workspace_length(ib)), q, u, udot, fext, tau)
 
 
-@inlined
-def validated_inverse(pm, w, q, u, udot, fext, tau):
+@helper
+def validated_inverse(st, ib, fb, buf, q, u, udot, fext, tau):
     """``inverse_dynamics`` of one state, validated."""
+    pm, w = unpack(ib, fb), carve(ib, buf)
     if not valid_state(pm, q, u, udot, fext, w.q_n):
         return INVALID
-    inverse_dynamics(pm, w, w.q_n, u, udot, fext, tau)
+    inverse_dynamics(st, pm, w, w.q_n, u, udot, fext, tau)
     return finite_result(tau)
 
 
 @entry_point
-def mass(ib, fb, q, Mass):
+def mass(ib, fb, st, q, Mass):
     """:func:`validated_mass` of one configuration."""
-    return validated_mass(unpack(ib, fb), workspace(ib), q, Mass)
+    return validated_mass(st, ib, fb, np.empty(workspace_length(ib)), q, Mass)
 
 
-@inlined
-def validated_mass(pm, w, q, Mass):
+@helper
+def validated_mass(st, ib, fb, buf, q, Mass):
     """``_mass`` of one configuration, validated."""
+    pm, w = unpack(ib, fb), carve(ib, buf)
     if not valid_configuration(pm, q, w.q_n):
         return INVALID
-    _mass(pm, w, w.q_n, Mass)
+    _mass(st, pm, w, w.q_n, Mass)
     return finite_result(Mass)
 
 
 @entry_point
-def hybrid(ib, fb, t, n_threads, q, u, tau, udot_known, prescribed, fext, udot, T, status):
+def hybrid(ib, fb, st, t, n_threads, q, u, tau, udot_known, prescribed, fext, udot, T, status):
     """Hybrid dynamics (:mod:`flexdyn.hybrid`) of the states ``t, t + n_threads, …`` of
     ``q`` (B, nq), ``u``, ``tau``, ``udot_known`` (B, nu), ``fext`` (B, n, 6), with the mask
     ``prescribed`` (nu,) shared by all (1.0 where the acceleration is given, 0.0 where the
@@ -290,7 +298,7 @@ def hybrid(ib, fb, t, n_threads, q, u, tau, udot_known, prescribed, fext, udot, 
                 and finite(udot_known[b])):
             status[b] = INVALID
             continue
-        position_velocity_terms(pm, w, w.q_n, u[b], fext[b])
+        position_velocity_terms(st, pm, w, w.q_n, u[b], fext[b])
         tau_e = applied_forces(pm, w, w.q_n, u[b], tau[b])
         s = articulated_inertias(pm, w, tau_e, prescribed, udot_known[b])
         if s < 0:
@@ -308,7 +316,7 @@ ARTICULATED, COMPOSITE, INVERSE, MASS = range(4)
 
 
 @entry_point
-def batch(ib, fb, op, t, n_threads, q, u, x, fext, out, status):
+def batch(ib, fb, st, op, t, n_threads, q, u, x, fext, out, status):
     """Operation ``op`` on the states ``t, t + n_threads, …`` of the leading axis of ``q``,
     ``u``, ``x`` (τ or u̇), ``fext``, into ``out`` (B, nu) (B, nu·nu for :data:`MASS`) and
     ``status`` (B,), in one workspace.  It releases the GIL: ``n_threads`` Python threads
@@ -317,13 +325,14 @@ def batch(ib, fb, op, t, n_threads, q, u, x, fext, out, status):
     nu = ib[3]
     for b in range(t, q.shape[0], n_threads):
         if op == ARTICULATED:
-            status[b] = articulated_forward_dynamics(pm, w, q[b], u[b], x[b], fext[b], out[b])
+            status[b] = articulated_forward_dynamics(st, pm, w, q[b], u[b], x[b], fext[b],
+                                                     out[b])
         elif op == COMPOSITE:
-            status[b] = _forward_composite(pm, w, q[b], u[b], x[b], fext[b], out[b])
+            status[b] = _forward_composite(st, pm, w, q[b], u[b], x[b], fext[b], out[b])
         elif op == INVERSE:
-            status[b] = inverse_dynamics(pm, w, q[b], u[b], x[b], fext[b], out[b])
+            status[b] = inverse_dynamics(st, pm, w, q[b], u[b], x[b], fext[b], out[b])
         else:
-            status[b] = _mass(pm, w, q[b], out[b].reshape((nu, nu)))
+            status[b] = _mass(st, pm, w, q[b], out[b].reshape((nu, nu)))
 
 
 @entry_point
@@ -458,24 +467,25 @@ def derivative_outputs(pm, w, x, tau, fext, xdot, status):
 
 
 @entry_point
-def derivative_articulated(ib, fb, x, tau, fext, xdot):
+def derivative_articulated(ib, fb, st, x, tau, fext, xdot):
     """:func:`validated_derivative` of one state."""
-    return validated_derivative(unpack(ib, fb), workspace(ib), x, tau, fext, xdot)
+    return validated_derivative(st, ib, fb, np.empty(workspace_length(ib)), x, tau, fext, xdot)
 
 
-@inlined
-def validated_derivative(pm, w, x, tau, fext, xdot):
+@helper
+def validated_derivative(st, ib, fb, buf, x, tau, fext, xdot):
     """``ẋ = [Γ(q) u; u̇]`` of ``x = [q; u]`` (nq + nu,) into ``xdot`` (nq + nu,), u̇ by
     Eqs 51/58, with the energy-balance integrands (``power``) in
     ``xdot[nq + nu:nq + nu + 3]`` when ``xdot`` has room for them.  Quaternions are scaled to
     unit length without a tolerance.  Status as the other entries: −1,
     :data:`~flexdyn.engine.layout.INVALID` (a non-finite input or a zero quaternion),
     :data:`~flexdyn.engine.layout.OVERFLOW` or the index of a body whose ``D`` is singular."""
+    pm, w = unpack(ib, fb), carve(ib, buf)
     nq, nu = w.q_n.shape[0], w.u_nl.shape[0]
     if not derivative_inputs(pm, w, x, tau, fext):
         return INVALID
     return derivative_outputs(pm, w, x, tau, fext, xdot, articulated_forward_dynamics(
-        pm, w, w.q_n, x[nq:nq + nu], tau, fext, xdot[nq:nq + nu]))
+        st, pm, w, w.q_n, x[nq:nq + nu], tau, fext, xdot[nq:nq + nu]))
 
 
 @entry_point
@@ -498,13 +508,13 @@ def _rigid_tree_derivative(ib, fb, buf, x, tau, fext, xdot):
 
 
 @entry_point
-def derivative_composite(ib, fb, x, tau, fext, xdot):
+def derivative_composite(ib, fb, st, x, tau, fext, xdot):
     """:func:`derivative_articulated` with u̇ by Eq 46 (status 0 for a singular mass
     matrix)."""
     pm, w = unpack(ib, fb), workspace(ib)
     if not derivative_inputs(pm, w, x, tau, fext):
         return INVALID
-    status = _forward_composite(pm, w, w.q_n, x[ib[4]:ib[4] + ib[3]], tau, fext,
+    status = _forward_composite(st, pm, w, w.q_n, x[ib[4]:ib[4] + ib[3]], tau, fext,
                                 xdot[ib[4]:ib[4] + ib[3]])
     return derivative_outputs(pm, w, x, tau, fext, xdot, status)
 
@@ -515,5 +525,5 @@ def state_derivative(ib, fb, method, x, tau, fext, xdot):
     :func:`derivative_composite` (:data:`COMPOSITE`), for the C entry
     (:mod:`flexdyn.engine.ccall`); each entry alone compiles only its method."""
     if method == COMPOSITE:
-        return derivative_composite(ib, fb, x, tau, fext, xdot)
-    return derivative_articulated(ib, fb, x, tau, fext, xdot)
+        return derivative_composite(ib, fb, None, x, tau, fext, xdot)
+    return derivative_articulated(ib, fb, None, x, tau, fext, xdot)

@@ -136,6 +136,8 @@ def unpack(ib, fb):
         inv1=borrowed_view(fb, o[27], (n, I, 3, I + 6)),
         inv2=borrowed_view(fb, o[28], (n, I, I, 3, 3)),
         jforce=borrowed_view(fb, o[29], (n, 6, N_FORCE_PARAMS)),
+        ib=ib,
+        fb=fb,
     )
 
 
@@ -186,7 +188,8 @@ class Work(NamedTuple):
     R_t: np.ndarray  # (n, 3, 3) the pose of the parent's attach node t, of which
     p_t: np.ndarray  # (n, 3)    A(i) = [E_t*; φ(t)]
     q_n: np.ndarray  # (nq,) q with unit quaternions
-    flat: np.ndarray  # the whole buffer
+    flat: np.ndarray  # the buffer after q_n
+    buf: np.ndarray  # the whole buffer, q_n first (the stages carve it again)
 
 
 @intrinsic
@@ -263,7 +266,7 @@ def carve(ib, buf):
         view(w, o[34], (3, 3)), view(w, o[35], (8, 6)),
         view(w, o[36], (4, 3)), w[o[37]:o[38]],
         view(w, o[38], (n, 3, 3)), view(w, o[39], (n, 3)),
-        view(w, o[40], (n, 3, 3)), view(w, o[41], (n, 3)), q_n, w,
+        view(w, o[40], (n, 3, 3)), view(w, o[41], (n, 3)), q_n, w, buf,
     )
 
 

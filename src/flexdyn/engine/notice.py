@@ -60,6 +60,11 @@ ENTRIES = {
                                                "one state)"),
     "galpha.generalized_alpha": ("the implicit integrators (Radau IIA, Gauss–Legendre, "
                                  "generalized-α)"),
+    "stages.position": "the position terms, a stage the entries share",
+    "stages.velocity": "the velocity terms, a stage the entries share",
+    "stages.articulated": "the articulated-body sweeps, a stage the entries share",
+    "stages.newton_euler": "the Newton–Euler sweeps, a stage the entries share",
+    "stages.composite": "the composite-body mass matrix, a stage the entries share",
 }
 #: seconds the largest entries take to compile on a 2-core machine with an empty cache
 #: (``benchmarks/bench_startup.py``, ``python -m flexdyn compile``), rounded up: as the

@@ -138,6 +138,8 @@ class PackedModel(NamedTuple):
     inv1: np.ndarray
     inv2: np.ndarray
     jforce: np.ndarray
+    ib: np.ndarray  # the flat buffers themselves, for the stages called by address
+    fb: np.ndarray  # (flexdyn.engine.stages)
 
 
 #: the body kernel of each body-model class

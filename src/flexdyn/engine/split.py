@@ -361,9 +361,10 @@ def split_smoother(pm, w, sw, udot):
 # entry points (compiled on first use; all release the GIL)
 # ----------------------------------------------------------------------------------------------
 @helper
-def _forward_split(pm, sm, w, sw, q, u, tau, fext, udot):
-    """Terms, then Eqs 62–64 into ``udot``: the status of :func:`split_inertias`."""
-    position_velocity_terms(pm, w, q, u, fext)
+def _forward_split(st, pm, sm, w, sw, q, u, tau, fext, udot):
+    """Terms (by the stages of ``st``), then Eqs 62–64 into ``udot``: the status of
+    :func:`split_inertias`."""
+    position_velocity_terms(st, pm, w, q, u, fext)
     status = split_inertias(pm, sm, w, sw)
     if status < 0:
         split_filter(pm, w, sw, applied_forces(pm, w, q, u, tau))
@@ -372,7 +373,7 @@ def _forward_split(pm, sm, w, sw, q, u, tau, fext, udot):
 
 
 @entry_point
-def forward_split(ib, fb, sib, sfb, q, u, tau, fext, udot):
+def forward_split(ib, fb, st, sib, sfb, q, u, tau, fext, udot):
     """``_forward_split`` of one state, validated: −1, :data:`~flexdyn.engine.layout.INVALID`,
     :data:`~flexdyn.engine.layout.OVERFLOW`, ``i`` (``D_f`` of body ``i`` singular) or ``n + i``
     (its ``D_R``)."""
@@ -380,12 +381,12 @@ def forward_split(ib, fb, sib, sfb, q, u, tau, fext, udot):
     w, sw = workspace(ib), split_workspace(ib, sib)
     if not valid_state(pm, q, u, tau, fext, w.q_n):
         return INVALID
-    status = _forward_split(pm, sm, w, sw, w.q_n, u, tau, fext, udot)
+    status = _forward_split(st, pm, sm, w, sw, w.q_n, u, tau, fext, udot)
     return status if status >= 0 else finite_result(udot)
 
 
 @entry_point
-def factors(ib, fb, sib, sfb, q):
+def factors(ib, fb, st, sib, sfb, q):
     """``(status, w, sw)``: the factors of Eq 63 at ``q`` (in ``sw``; the full and rigid
     bodies' ``P`` in ``w.P``), status as :func:`forward_split`."""
     pm, sm = unpack(ib, fb), unpack_split(ib, sib, sfb)
@@ -394,16 +395,16 @@ def factors(ib, fb, sib, sfb, q):
     u, fext = np.zeros(nu), np.zeros((n, 6))
     if not valid_state(pm, q, u, u, fext, w.q_n):
         return INVALID, w, sw
-    position_velocity_terms(pm, w, w.q_n, u, fext)
+    position_velocity_terms(st, pm, w, w.q_n, u, fext)
     return split_inertias(pm, sm, w, sw), w, sw
 
 
 @entry_point
-def batch(ib, fb, sib, sfb, t, n_threads, q, u, tau, fext, out, status):
+def batch(ib, fb, st, sib, sfb, t, n_threads, q, u, tau, fext, out, status):
     """``_forward_split`` on the states ``t, t + n_threads, …`` of the leading axis of
     ``q``, ``u``, ``tau``, ``fext`` into ``out`` (B, nu) and ``status`` (B,), in one
     workspace (as :func:`flexdyn.engine.kernels.batch`)."""
     pm, sm = unpack(ib, fb), unpack_split(ib, sib, sfb)
     w, sw = workspace(ib), split_workspace(ib, sib)
     for b in range(t, q.shape[0], n_threads):
-        status[b] = _forward_split(pm, sm, w, sw, q[b], u[b], tau[b], fext[b], out[b])
+        status[b] = _forward_split(st, pm, sm, w, sw, q[b], u[b], tau[b], fext[b], out[b])

@@ -445,7 +445,8 @@ class CompiledLoop:
             out_t: np.ndarray, out_x: np.ndarray) -> int:
         """One call of the compiled entry (its status); the collocation schemes take
         ``tau``, ``f_ext`` and ``g`` (empty: no nodal loads) stacked per stage."""
-        return galpha.generalized_alpha(*self.engine.packed, self.c, self.ctl, times, tau,
+        return galpha.generalized_alpha(*self.engine.stage_buffers("implicit"), self.c,
+                                        self.ctl, times, tau,
                                         g, f_ext, self.jf, self.pmask, self.pacc,
                                         self.elastic, self.y, self.qg, self.s, self.Mk, self.S,
                                         self.Jc, self.piv, self.closures, out_t, out_x,

@@ -1,0 +1,190 @@
+"""The stages the engine's entries share, each compiled once and called through its address.
+
+numba links a callee's code into each caller and optimizes it again there, so a stage that
+twenty entries call (the position and velocity terms) would be compiled and optimized twenty
+times, once inside each.  The stages here are compiled on their own, for one signature each
+(:data:`STAGES`), and an entry calls them through a table of their addresses, ``st`` (an
+``int64`` array indexed as :data:`STAGES`, :func:`table`), which its Python caller passes:
+a new entry compiles only its own code, and an edit of an entry recompiles nothing below it.
+The call (:func:`run`) follows numba's own calling convention, so a stage raises into its
+caller as a linked callee would; it costs no more than a linked call, the unpacking of the
+packed model and the workspace's views included (``benchmarks/bench_startup.py``).
+
+Each stage is one algorithm of the reference tier on the packed model ``(ib, fb)`` and the
+workspace buffer ``buf`` (:func:`~flexdyn.engine.layout.carve`), and returns a status (−1
+done, or the index of a body whose articulated inertia is singular):
+
+* :func:`position`: the position terms (Eqs 11–17, 23, 37; :func:`flexdyn.terms.position_terms`);
+* :func:`velocity`: the velocity terms (Eqs 25, 37; :func:`flexdyn.terms.velocity_terms`);
+* :func:`articulated`: the articulated-body forward dynamics after the terms (Eqs 51/58);
+* :func:`newton_euler`: Newton–Euler after the terms (Eq 44), without the joint forces;
+* :func:`composite`: the composite-body mass matrix after the position terms (Eqs 47/50).
+
+Where ``st`` is None (the native object of :mod:`flexdyn.engine.export`, and the C entry of
+:mod:`flexdyn.engine.ccall`, which run without Python), :func:`run` links the stage into its
+caller as before.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.core.callconv import excinfo_t
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array
+
+from .articulated_body import articulated_accelerations, articulated_inertias
+from .composite_body import crba
+from .forces import applied_forces
+from .layout import carve, unpack
+from .newton_euler import rnea
+from .terms import position_terms, velocity_terms
+
+__all__ = ["STAGES", "articulated", "composite", "newton_euler", "position", "run", "table",
+           "velocity"]
+
+_IB = types.Array(types.int64, 1, "C")
+_V = types.Array(types.float64, 1, "C")
+_M = types.Array(types.float64, 2, "C")
+#: compiled once each, without a Python wrapper or reference counting
+_stage = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, _nrt=False)
+
+
+@_stage
+def position(ib, fb, buf, q):
+    """The position terms of ``q`` (nq,) into the workspace."""
+    position_terms(unpack(ib, fb), q, carve(ib, buf))
+    return -1
+
+
+@_stage
+def velocity(ib, fb, buf, q, u, fext):
+    """The velocity terms of ``u`` (nu,) with ``fext`` (n, 6), after the position terms."""
+    velocity_terms(unpack(ib, fb), q, u, fext, carve(ib, buf))
+    return -1
+
+
+@_stage
+def articulated(ib, fb, buf, q, u, tau, udot):
+    """Eqs 51/58 after the terms: ``u̇`` (nu,) of the generalized force ``sat(τ) + τ_J``;
+    −1, or the index of the body whose ``D`` is singular."""
+    pm, w = unpack(ib, fb), carve(ib, buf)
+    status = articulated_inertias(pm, w, applied_forces(pm, w, q, u, tau), None, None)
+    if status < 0:
+        articulated_accelerations(pm, w, udot)
+    return status
+
+
+@_stage
+def newton_euler(ib, fb, buf, udot, tau):
+    """Eq 44 after the terms: ``τ`` (nu,) of the accelerations ``u̇``, gravity included, the
+    joint forces not."""
+    rnea(unpack(ib, fb), carve(ib, buf), udot, True, tau)
+    return -1
+
+
+@_stage
+def composite(ib, fb, buf, Mass):
+    """Eqs 47/50 after the position terms: the mass matrix into ``Mass`` (nu × nu)."""
+    crba(unpack(ib, fb), carve(ib, buf), Mass)
+    return -1
+
+
+#: the stages in the order of the table ``st``, with the types of their arguments
+STAGES = {
+    "position": (position, (_IB, _V, _V, _V)),
+    "velocity": (velocity, (_IB, _V, _V, _V, _V, _M)),
+    "articulated": (articulated, (_IB, _V, _V, _V, _V, _V, _V)),
+    "newton_euler": (newton_euler, (_IB, _V, _V, _V, _V)),
+    "composite": (composite, (_IB, _V, _V, _M)),
+}
+_INDEX = {function.py_func: k for k, (function, _) in enumerate(STAGES.values())}
+
+
+def _field(builder, tuple_type, value, name: str):
+    """The field ``name`` of a named tuple's value."""
+    return builder.extract_value(value, tuple_type.fields.index(name))
+
+
+def _writable(t: types.Type) -> types.Type:
+    """``t`` with a read-only array as writable: the two have one representation (the
+    stages write only into the workspace and their outputs)."""
+    return t.copy(readonly=False) if isinstance(t, types.Array) else t
+
+
+@intrinsic
+def run(typingctx, st, function, pm, w, *args):
+    """``function(pm.ib, pm.fb, w.buf, *args)`` for a stage ``function`` of :data:`STAGES`:
+    called through its address ``st[k]`` (``k`` its index in :data:`STAGES`), or linked
+    when ``st`` is None.  A zero address (a stage its Python caller did not compile,
+    :func:`table`) raises ``RuntimeError``."""
+    if not isinstance(function, types.Dispatcher) or function.dispatcher.py_func not in _INDEX:
+        return None
+    k = _INDEX[function.dispatcher.py_func]
+    name, (_, argtypes) = list(STAGES.items())[k]
+    given = tuple(_writable(t) for t in (pm.types[pm.fields.index("ib")],
+                                          pm.types[pm.fields.index("fb")],
+                                          w.types[w.fields.index("buf")], *args))
+    if given != argtypes:
+        raise numba.core.errors.TypingError(
+            f"the stage {name} takes {argtypes}, not {tuple(given)}")
+    linked = isinstance(st, types.NoneType)
+    if linked:
+        target = typingctx.resolve_function_type(function, argtypes, {})
+    signature = types.int64(st, function, pm, w, types.StarArgTuple(args))
+
+    def codegen(context, builder, sig, llargs):
+        values = [_field(builder, pm, llargs[2], "ib"), _field(builder, pm, llargs[2], "fb"),
+                  _field(builder, w, llargs[3], "buf"),
+                  *cgutils.unpack_tuple(builder, llargs[4])]
+        if linked:
+            return context.get_function(function, target)(builder, values)
+        cc = context.call_conv
+        table_array = make_array(sig.args[0])(context, builder, llargs[0])
+        address = builder.load(builder.gep(table_array.data, [context.get_constant(types.intp,
+                                                                                   k)]))
+        with cgutils.if_unlikely(builder, cgutils.is_null(builder, address)):
+            cc.return_user_exc(builder, RuntimeError,
+                               (f"the engine's stage {name!r} was called before it was "
+                                "compiled (flexdyn.engine.stages.table)",))
+        callee = builder.inttoptr(address, cc.get_function_type(types.int64,
+                                                                argtypes).as_pointer())
+        result = cgutils.alloca_once_value(builder, context.get_constant(types.int64, 0))
+        excinfo = cgutils.alloca_once(builder, ir.PointerType(excinfo_t), name="excinfo")
+        code = builder.call(callee, [result, excinfo,
+                                     *cc._get_arg_packer(argtypes).as_arguments(builder,
+                                                                                values)])
+        status = cc._get_return_status(builder, code, builder.load(excinfo))
+        with cgutils.if_unlikely(builder, status.is_error):
+            cc.return_status_propagate(builder, status)
+        return builder.load(result)
+
+    return signature, codegen
+
+
+_TABLE = np.zeros(len(STAGES), dtype=np.int64)
+_compiled: set[str] = set()
+_lock = threading.Lock()
+
+
+def table(names: tuple[str, ...]) -> np.ndarray:
+    """The table of the stages' addresses (``int64``, indexed as :data:`STAGES`) with the
+    stages ``names`` compiled (or loaded from the cache) on first use; the others stay
+    zero until some caller needs them.  One table per process: its entries never change
+    once set."""
+    if not _compiled.issuperset(names):
+        with _lock:
+            for name in names:
+                if name not in _compiled:
+                    function, argtypes = STAGES[name]
+                    function.compile(argtypes)
+                    compiled = function.overloads[argtypes]
+                    _TABLE[list(STAGES).index(name)] = compiled.library.get_pointer_to_function(
+                        compiled.fndesc.llvm_func_name)
+                    _compiled.add(name)
+    return _TABLE
