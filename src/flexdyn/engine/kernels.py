@@ -102,7 +102,7 @@ def terms(ib, fb, st, q, u, fext):
 @inlined
 def position_velocity_terms(st, pm, w, q, u, fext):
     """The position and velocity terms into ``w``, by the stages of the table ``st``
-    (linked where ``st`` is None; :func:`~flexdyn.engine.stages.run`)."""
+    (linked where ``st`` is None; ``flexdyn.engine.stages.run``)."""
     run(st, stages.position, pm, w, q)
     run(st, stages.velocity, pm, w, q, u, fext)
 

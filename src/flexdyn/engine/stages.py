@@ -6,9 +6,10 @@ times, once inside each.  The stages here are compiled on their own, for one sig
 (:data:`STAGES`), and an entry calls them through a table of their addresses, ``st`` (an
 ``int64`` array indexed as :data:`STAGES`, :func:`table`), which its Python caller passes:
 a new entry compiles only its own code, and an edit of an entry recompiles nothing below it.
-The call (:func:`run`) follows numba's own calling convention, so a stage raises into its
-caller as a linked callee would; it costs no more than a linked call, the unpacking of the
-packed model and the workspace's views included (``benchmarks/bench_startup.py``).
+The call (``run``, an intrinsic) follows numba's own calling convention, so a stage raises
+into its caller as a linked callee would.  The indirect call costs about 10 ns, and the
+stage's views of the packed model and the workspace, made again from the buffers, about
+0.1 µs (``docs/performance.md``).
 
 Each stage is one algorithm of the reference tier on the packed model ``(ib, fb)`` and the
 workspace buffer ``buf`` (:func:`~flexdyn.engine.layout.carve`), and returns a status (−1
@@ -20,9 +21,9 @@ done, or the index of a body whose articulated inertia is singular):
 * :func:`newton_euler`: Newton–Euler after the terms (Eq 44), without the joint forces;
 * :func:`composite`: the composite-body mass matrix after the position terms (Eqs 47/50).
 
-Where ``st`` is None (the native object of :mod:`flexdyn.engine.export`, and the C entry of
-:mod:`flexdyn.engine.ccall`, which run without Python), :func:`run` links the stage into its
-caller as before.
+Where ``st`` is None (the native object of :mod:`flexdyn.engine.export`, which runs without
+Python, and the C entry of :mod:`flexdyn.engine.ccall`, which takes no table), ``run``
+links the stage into its caller.
 """
 
 from __future__ import annotations
