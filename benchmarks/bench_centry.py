@@ -94,18 +94,20 @@ def build_harness(folder: Path) -> ctypes.CDLL | None:
 
 
 @numba.njit(cache=True)
-def engine_loop(ib, fb, x, tau, fext, xdot, n):
-    """``n`` calls of the engine's compiled state derivative; the last status."""
+def engine_loop(ib, fb, st, x, tau, fext, xdot, n):
+    """``n`` calls of the engine's compiled state derivative (``st``: its stages,
+    :meth:`flexdyn.engine.Engine.stage_buffers`); the last status."""
     s = 0
     for _ in range(n):
-        s = kernels.derivative_articulated(ib, fb, x, tau, fext, xdot)
+        s = kernels.derivative_articulated(ib, fb, st, x, tau, fext, xdot)
     return s
 
 
 def measure(name: str, model: fd.Model, lib: ctypes.CDLL, n: int, rng,
             folder: Path) -> tuple[float, float]:
     """Print and return C / engine and exported / engine for one model."""
-    entry = Engine(model).c_state_derivative()
+    engine = Engine(model)
+    entry, buffers = engine.c_state_derivative(), engine.stage_buffers("articulated")
     exported = ctypes.CDLL(str(export_c(model, folder / name.split()[0], name="plant").library))
     address = ctypes.cast(exported.plant_state_derivative, ctypes.c_void_p).value
     q = model.neutral_configuration() + 0.1 * rng.standard_normal(model.nq)
@@ -123,7 +125,7 @@ def measure(name: str, model: fd.Model, lib: ctypes.CDLL, n: int, rng,
 
     def in_engine(count: int) -> float:
         t0 = time.perf_counter()
-        engine_loop(entry.ib, entry.fb, x, tau, fext, xdot_e, count)
+        engine_loop(*buffers, x, tau, fext, xdot_e, count)
         return (time.perf_counter() - t0) / count
 
     def in_export(count: int) -> float:
