@@ -520,3 +520,30 @@ def test_export_writes_a_library_and_an_fmu(tmp_path, capsys):
     fd.save_model(fourbar(), path)
     assert main(["export", str(path), str(tmp_path / "closed")]) == 2
     assert "loop closures" in capsys.readouterr().err
+
+
+def test_the_stages_an_entry_needs_are_announced_together(capsys, monkeypatch):
+    """The compiles inside ``notice.compiling`` (the stages an entry needs, compiled one after
+    the other) print one notice naming the group and one with the time it took; a group that
+    only loads from the cache prints nothing and counts no compile time."""
+    import time
+
+    from flexdyn.engine import notice
+
+    notice.install()
+    monkeypatch.setattr(notice, "NOTICE_AFTER", 0.05)
+    what = "the stages a, b, which the entries share"
+    with notice.compiling("stages", what, (30, 20)), _slow_compiles():
+        assert _engine_function("stage_a")(1.0) == 2.0
+        assert _engine_function("stage_b")(1.0) == 2.0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2, err
+    assert err[0].startswith(f"flexdyn: compiling {what} (stages) for its first use"), err
+    assert "(up to about " in err[0], err
+    assert err[1].startswith(f"flexdyn: compiled {what} (stages) in "), err
+    before = notice.compile_seconds()
+    with notice.compiling("stages", "the stages c", (30, 20)):
+        time.sleep(0.2)  # nothing compiles: as a load from the cache
+    time.sleep(0.1)
+    assert capsys.readouterr().err == ""
+    assert notice.compile_seconds() == before

@@ -6,11 +6,12 @@ and a call that compiles silently looks hung.  :func:`install` registers a liste
 numba's ``"numba:compile"`` event, which numba sends only when it compiles (a load from the
 cache sends none): when the compile of an engine entry, called from Python, is still running
 after :data:`NOTICE_AFTER` seconds, the listener prints which entry compiles and about how
-long that takes, and when it ends, how long it took.  Calls that find their entry compiled
-or cached print nothing.  ``FLEXDYN_COMPILE_NOTICE=0`` in the environment silences it;
-``python -m flexdyn compile`` compiles ahead of time.  The same listener adds up each
-thread's compile time (:func:`compile_seconds`), which a simulation leaves out of its
-``wall_time``.
+long that takes, and when it ends, how long it took.  The stages that an entry's caller
+compiles for it, one after the other, are announced as one (:func:`compiling`).  Calls that
+find their entry compiled or cached print nothing.  ``FLEXDYN_COMPILE_NOTICE=0`` in the
+environment silences it; ``python -m flexdyn compile`` compiles ahead of time.  The same
+listener adds up each thread's compile time (:func:`compile_seconds`), which a simulation
+leaves out of its ``wall_time``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from contextlib import contextmanager
 
 from numba.core import event
 
-__all__ = ["ENTRIES", "ESTIMATES", "NOTICE_AFTER", "compile_seconds", "describe", "install",
-           "silenced"]
+__all__ = ["ENTRIES", "ESTIMATES", "NOTICE_AFTER", "compile_seconds", "compiling", "describe",
+           "install", "silenced"]
 
 
 #: seconds a compile runs before the notice is printed
@@ -71,11 +72,11 @@ ENTRIES = {
 #: as the first compile of the process, and after another (which left the helpers they share
 #: in memory).  The notice quotes them as an upper estimate; the other entries take 1–10 s.
 #: An entry's own compile leaves out its stages (:mod:`flexdyn.engine.stages`), which compile
-#: before it, each with its own notice.
+#: before it under one notice (:func:`compiling`) that quotes the sum of their estimates.
 ESTIMATES = {
-    "stages.position": (40, 25),
-    "stages.velocity": (40, 25),
-    "stages.articulated": (30, 20),
+    "stages.position": (20, 15),
+    "stages.velocity": (20, 15),
+    "stages.articulated": (15, 10),
     "kernels.derivative_articulated": (30, 15),
     "kernels.state_derivative": (80, 20),
     "galpha.generalized_alpha": (60, 40),
@@ -93,12 +94,16 @@ def describe(qualified: str) -> str:
 
 class _Compile:
     """The outermost compile under way on one thread: its depth of nested compiles, the
-    engine entry it compiles (None: not an engine entry), when it started, whether the
-    notice was printed, and the timer that prints it; and the seconds the thread's
-    compiles of engine entries have taken in all."""
+    engine entry it compiles (None: not an engine entry), what the notice calls it and its
+    estimate where they are given (a group of compiles, :func:`compiling`), when it started,
+    whether anything compiled inside it, whether the notice was printed, and the timer that
+    prints it; and the seconds the thread's compiles of engine entries have taken in all."""
 
     def __init__(self) -> None:
         self.depth, self.entry, self.start, self.said = 0, None, 0.0, False
+        self.what: str | None = None
+        self.estimate: tuple[int, int] | None = None
+        self.compiled = False
         self.timer: threading.Timer | None = None
         self.total = 0.0
 
@@ -118,44 +123,68 @@ class _Notice(event.Listener):
     def on_start(self, ev: event.Event) -> None:
         c = self._compile()
         c.depth += 1
+        c.compiled = True
         if c.depth != 1:
             return
         function = ev.data["dispatcher"].py_func
         module = getattr(function, "__module__", None) or ""
-        if not module.startswith(_PREFIX):
-            return
-        c.entry = f"{module[len(_PREFIX):]}.{function.__name__}"
-        c.start, c.said = time.perf_counter(), False
-        c.timer = threading.Timer(NOTICE_AFTER, self._say, (c,))
-        c.timer.daemon = True
-        c.timer.start()
+        if module.startswith(_PREFIX):
+            self.begin(c, f"{module[len(_PREFIX):]}.{function.__name__}")
 
     def on_end(self, ev: event.Event) -> None:
         c = self._compile()
         c.depth -= 1
-        if c.depth != 0 or c.entry is None:
+        if c.depth == 0:
+            self.end(c)
+
+    def begin(self, c: _Compile, entry: str, what: str | None = None,
+              estimate: tuple[int, int] | None = None) -> None:
+        """Start timing the compile of ``entry`` (its notice calls it ``what``, by default
+        :func:`describe`, and quotes ``estimate``, by default :data:`ESTIMATES`)."""
+        c.entry, c.what, c.estimate = entry, what, estimate
+        c.start, c.said = time.perf_counter(), False
+        self._arm(c)
+
+    def _arm(self, c: _Compile) -> None:
+        """Print the notice of ``c`` in :data:`NOTICE_AFTER` seconds."""
+        c.timer = threading.Timer(NOTICE_AFTER, self._say, (c,))
+        c.timer.daemon = True
+        c.timer.start()
+
+    def end(self, c: _Compile) -> None:
+        """Stop timing the outermost compile: its seconds count where anything compiled, and
+        a compile announced says how long it took."""
+        if c.entry is None:
             return
         c.timer.cancel()
         seconds = time.perf_counter() - c.start
-        c.total += seconds
+        if c.compiled:
+            c.total += seconds
         if c.said:
-            _print(f"flexdyn: compiled {describe(c.entry)} in {seconds:.0f} s; later calls "
+            _print(f"flexdyn: compiled {_name(c)} in {seconds:.0f} s; later calls "
                    "and runs load it from the cache")
-        c.entry, c.timer = None, None
+        c.entry, c.what, c.estimate, c.timer = None, None, None, None
 
-    @staticmethod
-    def _say(c: _Compile) -> None:
+    def _say(self, c: _Compile) -> None:
         entry = c.entry
         if entry is None or _silenced or _QUIET:
             return
+        if not c.compiled:  # a group that has only loaded from the cache so far
+            self._arm(c)
+            return
         c.said = True
-        seconds = ESTIMATES.get(entry)
+        seconds = c.estimate or ESTIMATES.get(entry)
         if seconds is not None:
             seconds = seconds[1] if c.total > 0.0 else seconds[0]
         how_long = f"up to about {seconds} s on 2 cores" if seconds else "seconds to a minute"
-        _print(f"flexdyn: compiling {describe(entry)} for its first use in this installation "
+        _print(f"flexdyn: compiling {_name(c)} for its first use in this installation "
                f"({how_long}; once: later runs load it from the cache; "
                "`python -m flexdyn compile` compiles ahead of time)")
+
+
+def _name(c: _Compile) -> str:
+    """What the notice calls the compile ``c``."""
+    return f"{c.what} ({c.entry})" if c.what else describe(c.entry)
 
 
 def _print(line: str) -> None:
@@ -172,6 +201,28 @@ def compile_seconds() -> float:
     """Seconds this thread has spent compiling the engine's entries (loads from the cache
     count nothing): the difference of two readings is the compile time between them."""
     return 0.0 if _listener is None else _listener._compile().total
+
+
+@contextmanager
+def compiling(entry: str, what: str, estimate: tuple[int, int] | None = None
+              ) -> Iterator[None]:
+    """One notice for the compiles inside the block, as for one entry ``entry`` called
+    ``what`` (``estimate``: its seconds as the first compile of the process and after
+    another, as :data:`ESTIMATES`): the stages an entry needs, compiled one after the other,
+    are announced together.  Loads from the cache print nothing and count no compile time;
+    inside another compile the block adds nothing."""
+    c = None if _listener is None else _listener._compile()
+    if c is None or c.depth:
+        yield
+        return
+    c.depth += 1
+    c.compiled = False
+    _listener.begin(c, entry, what, estimate)
+    try:
+        yield
+    finally:
+        c.depth -= 1
+        _listener.end(c)
 
 
 @contextmanager
