@@ -21,7 +21,7 @@ from ..chain import Model
 from ..linalg import SingularInertiaError
 from ..ruthless import RuthlessBodyModel
 from ..terms import DEFAULT_FIDELITY, body_models, deformed_geometry
-from . import closure, derivatives, extras, kernels, layout, notice, rigid_tree, split, stages
+from . import closure, derivatives, extras, kernels, layout, rigid_tree, split, stages
 from .pack import Packed, pack, pack_split
 
 __all__ = ["BATCH_OPS", "DERIVATIVE_METHODS", "OP_STAGES", "SPLIT", "CEntry", "Engine",
@@ -71,14 +71,6 @@ OP_STAGES = {
 }
 #: states per thread below which a batch is not shared among threads
 STATES_PER_THREAD = 64
-
-
-def _estimate(names: tuple[str, ...]) -> tuple[int, int]:
-    """The compile notice's estimate of the stages ``names`` together: the sum of theirs
-    (:data:`flexdyn.engine.notice.ESTIMATES`; 10 s and 5 s for a stage it does not list)."""
-    first, later = zip(*(notice.ESTIMATES.get(f"stages.{name}", (10, 5)) for name in names),
-                       strict=True)
-    return sum(first), sum(later)
 
 
 def _machine_code(entry: Callable, *args) -> Callable:
@@ -291,10 +283,7 @@ class Engine:
         :data:`OP_STAGES`) call, compiled on first use."""
         buffers = self._stage_buffers.get(op)
         if buffers is None:
-            names = OP_STAGES[op]
-            with notice.compiling("stages", f"the stages {', '.join(names)}, which the entries "
-                                  "share", _estimate(names)):
-                buffers = self._stage_buffers[op] = (*self.packed, stages.table(names))
+            buffers = self._stage_buffers[op] = (*self.packed, stages.table(OP_STAGES[op]))
         return buffers
 
     def forward_status(self, q, u, tau, f_ext, method: str) -> tuple[int, np.ndarray]:

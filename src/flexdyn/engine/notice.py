@@ -6,12 +6,12 @@ and a call that compiles silently looks hung.  :func:`install` registers a liste
 numba's ``"numba:compile"`` event, which numba sends only when it compiles (a load from the
 cache sends none): when the compile of an engine entry, called from Python, is still running
 after :data:`NOTICE_AFTER` seconds, the listener prints which entry compiles and about how
-long that takes, and when it ends, how long it took.  The stages that an entry's caller
-compiles for it, one after the other, are announced as one (:func:`compiling`).  Calls that
-find their entry compiled or cached print nothing.  ``FLEXDYN_COMPILE_NOTICE=0`` in the
-environment silences it; ``python -m flexdyn compile`` compiles ahead of time.  The same
-listener adds up each thread's compile time (:func:`compile_seconds`), which a simulation
-leaves out of its ``wall_time``.
+long that takes, and when it ends, how long it took.  The stages that an entry needs,
+compiled one after the other (:func:`flexdyn.engine.stages.table`), are announced as one
+(:func:`compiling`).  Calls that find their entry compiled or cached print nothing.
+``FLEXDYN_COMPILE_NOTICE=0`` in the environment silences it; ``python -m flexdyn compile``
+compiles ahead of time.  The same listener adds up each thread's compile time
+(:func:`compile_seconds`), which a simulation leaves out of its ``wall_time``.
 """
 
 from __future__ import annotations
@@ -61,11 +61,6 @@ ENTRIES = {
                                                "one state)"),
     "galpha.generalized_alpha": ("the implicit integrators (Radau IIA, Gauss–Legendre, "
                                  "generalized-α)"),
-    "stages.position": "the position terms, a stage the entries share",
-    "stages.velocity": "the velocity terms, a stage the entries share",
-    "stages.articulated": "the articulated-body sweeps, a stage the entries share",
-    "stages.newton_euler": "the Newton–Euler sweeps, a stage the entries share",
-    "stages.composite": "the composite-body mass matrix, a stage the entries share",
 }
 #: seconds the largest entries and the stages take to compile on a 2-core machine with an
 #: empty cache (``benchmarks/bench_startup.py``, ``python -m flexdyn compile``), rounded up:

@@ -39,6 +39,7 @@ from numba.core.callconv import excinfo_t
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array
 
+from . import notice
 from .articulated_body import articulated_accelerations, articulated_inertias
 from .composite_body import crba
 from .forces import applied_forces
@@ -104,7 +105,8 @@ STAGES = {
     "newton_euler": (newton_euler, (_IB, _V, _V, _V, _V)),
     "composite": (composite, (_IB, _V, _V, _M)),
 }
-_INDEX = {function.py_func: k for k, (function, _) in enumerate(STAGES.values())}
+_INDEX = {name: k for k, name in enumerate(STAGES)}  # a stage's entry in the table
+_NAME = {function.py_func: name for name, (function, _) in STAGES.items()}
 
 
 def _field(builder, tuple_type, value, name: str):
@@ -124,10 +126,10 @@ def run(typingctx, st, function, pm, w, *args):
     called through its address ``st[k]`` (``k`` its index in :data:`STAGES`), or linked
     when ``st`` is None.  A zero address (a stage its Python caller did not compile,
     :func:`table`) raises ``RuntimeError``."""
-    if not isinstance(function, types.Dispatcher) or function.dispatcher.py_func not in _INDEX:
+    if not isinstance(function, types.Dispatcher) or function.dispatcher.py_func not in _NAME:
         return None
-    k = _INDEX[function.dispatcher.py_func]
-    name, (_, argtypes) = list(STAGES.items())[k]
+    name = _NAME[function.dispatcher.py_func]
+    k, argtypes = _INDEX[name], STAGES[name][1]
     given = tuple(_writable(t) for t in (pm.types[pm.fields.index("ib")],
                                           pm.types[pm.fields.index("fb")],
                                           w.types[w.fields.index("buf")], *args))
@@ -169,23 +171,30 @@ def run(typingctx, st, function, pm, w, *args):
 
 
 _TABLE = np.zeros(len(STAGES), dtype=np.int64)
-_compiled: set[str] = set()
 _lock = threading.Lock()
 
 
 def table(names: tuple[str, ...]) -> np.ndarray:
     """The table of the stages' addresses (``int64``, indexed as :data:`STAGES`) with the
-    stages ``names`` compiled (or loaded from the cache) on first use; the others stay
-    zero until some caller needs them.  One table per process: its entries never change
-    once set."""
-    if not _compiled.issuperset(names):
-        with _lock:
-            for name in names:
-                if name not in _compiled:
-                    function, argtypes = STAGES[name]
-                    function.compile(argtypes)
-                    compiled = function.overloads[argtypes]
-                    _TABLE[list(STAGES).index(name)] = compiled.library.get_pointer_to_function(
-                        compiled.fndesc.llvm_func_name)
-                    _compiled.add(name)
+    stages ``names`` compiled (or loaded from the cache) on first use, under one compile
+    notice (:func:`flexdyn.engine.notice.compiling`); the others stay zero until some caller
+    needs them.  One table per process: its entries never change once set."""
+    missing = [name for name in names if not _TABLE[_INDEX[name]]]
+    if missing:
+        with _lock, notice.compiling("stages", f"the stages {', '.join(missing)}, which the "
+                                     "entries share", _estimate(missing)):
+            for name in missing:
+                function, argtypes = STAGES[name]
+                function.compile(argtypes)
+                compiled = function.overloads[argtypes]
+                _TABLE[_INDEX[name]] = compiled.library.get_pointer_to_function(
+                    compiled.fndesc.llvm_func_name)
     return _TABLE
+
+
+def _estimate(names: list[str]) -> tuple[int, int]:
+    """The compile notice's estimate of the stages ``names`` together: the sum of theirs
+    (:data:`flexdyn.engine.notice.ESTIMATES`; 10 s and 5 s for a stage it does not list)."""
+    first, later = zip(*(notice.ESTIMATES.get(f"stages.{name}", (10, 5)) for name in names),
+                       strict=True)
+    return sum(first), sum(later)
