@@ -273,7 +273,7 @@ class Engine:
         the stages they call too (:meth:`stage_buffers`), the split its constants too."""
         if method == SPLIT:
             return self.split_buffers
-        if self.rigid_tree and method == "articulated":
+        if self.rigid_tree and method in _RIGID_TREE_FORWARD:
             return tuple(self.packed)
         return self.stage_buffers(method)
 

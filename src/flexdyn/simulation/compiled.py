@@ -446,11 +446,10 @@ class CompiledLoop:
         """One call of the compiled entry (its status); the collocation schemes take
         ``tau``, ``f_ext`` and ``g`` (empty: no nodal loads) stacked per stage."""
         return galpha.generalized_alpha(*self.engine.stage_buffers("implicit"), self.c,
-                                        self.ctl, times, tau,
-                                        g, f_ext, self.jf, self.pmask, self.pacc,
-                                        self.elastic, self.y, self.qg, self.s, self.Mk, self.S,
-                                        self.Jc, self.piv, self.closures, out_t, out_x,
-                                        self.pred, self.cnt)
+                                        self.ctl, times, tau, g, f_ext, self.jf, self.pmask,
+                                        self.pacc, self.elastic, self.y, self.qg, self.s,
+                                        self.Mk, self.S, self.Jc, self.piv, self.closures,
+                                        out_t, out_x, self.pred, self.cnt)
 
 
 def compiled_forces(ode: Problem) -> Callable:
