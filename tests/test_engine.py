@@ -144,3 +144,14 @@ def test_an_entry_calls_the_stages_of_its_table_and_refuses_a_missing_one():
     with pytest.raises(RuntimeError, match="stage 'position' was called before it was "
                                            "compiled"):
         kernels.forward_articulated(ib, fb, np.zeros_like(table), q, u, tau, f_ext, udot)
+
+
+def test_the_stage_tables_name_an_unknown_operation_or_stage():
+    """An operation without stages and a stage the engine does not have are refused by
+    name, with the known ones."""
+    from flexdyn.engine import stages
+
+    with pytest.raises(ValueError, match=r"unknown operation 'forward'.*'articulated'"):
+        Engine(fd.models.two_link_arm()).stage_buffers("forward")
+    with pytest.raises(ValueError, match=r"unknown stages \['crba'\].*'composite'"):
+        stages.table(("position", "crba"))

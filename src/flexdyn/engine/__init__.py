@@ -283,6 +283,9 @@ class Engine:
         :data:`OP_STAGES`) call, compiled on first use."""
         buffers = self._stage_buffers.get(op)
         if buffers is None:
+            if op not in OP_STAGES:
+                raise ValueError(f"unknown operation {op!r}; the engine's stages serve "
+                                 f"{tuple(OP_STAGES)}")
             buffers = self._stage_buffers[op] = (*self.packed, stages.table(OP_STAGES[op]))
         return buffers
 

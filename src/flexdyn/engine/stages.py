@@ -59,22 +59,26 @@ _stage = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, _nrt=False)
 
 @_stage
 def position(ib, fb, buf, q):
-    """The position terms of ``q`` (nq,) into the workspace."""
+    """Eqs 11–17, 23, 37: the position terms of ``q`` (nq,) into the workspace carved from
+    ``buf`` (:func:`~flexdyn.engine.layout.carve`; ``ib``, ``fb`` the packed model)."""
     position_terms(unpack(ib, fb), q, carve(ib, buf))
     return -1
 
 
 @_stage
 def velocity(ib, fb, buf, q, u, fext):
-    """The velocity terms of ``u`` (nu,) with ``fext`` (n, 6), after the position terms."""
+    """Eqs 25, 37: the velocity terms of ``u`` (nu, m/s, rad/s and modal rates) with the
+    external wrenches ``fext`` (n_bodies × 6, N m and N), after the position terms of ``q``
+    (nq,)."""
     velocity_terms(unpack(ib, fb), q, u, fext, carve(ib, buf))
     return -1
 
 
 @_stage
 def articulated(ib, fb, buf, q, u, tau, udot):
-    """Eqs 51/58 after the terms: ``u̇`` (nu,) of the generalized force ``sat(τ) + τ_J``;
-    −1, or the index of the body whose ``D`` is singular."""
+    """Eqs 51/58 after the terms: ``u̇`` (nu,) of the generalized force ``sat(τ) + τ_J``
+    (``tau`` (nu,), the joint forces of ``q`` (nq,) and ``u`` (nu,)); −1, or the index of
+    the body whose ``D`` is singular."""
     pm, w = unpack(ib, fb), carve(ib, buf)
     status = articulated_inertias(pm, w, applied_forces(pm, w, q, u, tau), None, None)
     if status < 0:
@@ -84,8 +88,8 @@ def articulated(ib, fb, buf, q, u, tau, udot):
 
 @_stage
 def newton_euler(ib, fb, buf, udot, tau):
-    """Eq 44 after the terms: ``τ`` (nu,) of the accelerations ``u̇``, gravity included, the
-    joint forces not."""
+    """Eq 44 after the terms: ``τ`` (nu,) of the accelerations ``u̇`` (nu,), gravity
+    included, the joint forces not."""
     rnea(unpack(ib, fb), carve(ib, buf), udot, True, tau)
     return -1
 
@@ -179,6 +183,10 @@ def table(names: tuple[str, ...]) -> np.ndarray:
     stages ``names`` compiled (or loaded from the cache) on first use, under one compile
     notice (:func:`flexdyn.engine.notice.compiling`); the others stay zero until some caller
     needs them.  One table per process: its entries never change once set."""
+    unknown = set(names) - set(STAGES)
+    if unknown:
+        raise ValueError(f"unknown stages {sorted(unknown)}; the engine's stages are "
+                         f"{tuple(STAGES)}")
     missing = [name for name in names if not _TABLE[_INDEX[name]]]
     if missing:
         with _lock, notice.compiling("stages", f"the stages {', '.join(missing)}, which the "
