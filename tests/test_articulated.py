@@ -303,24 +303,31 @@ def test_lemma5_dense_expression(sample, fidelity, use_f_ext):
 @SETTINGS
 @given(sample=SAMPLES, fidelity=FIDELITY)
 def test_articulated_quantities(sample, fidelity):
+    """Appendix A's identities on every body.  Those that pass through ``D⁻¹`` hold to
+    round-off times the condition number of ``D = ℋPℋ*`` (a light mode beside a heavy
+    rigid inertia makes ``D`` ill-conditioned; Higham, *Accuracy and Stability*, Thm 14.1
+    for the inverse), so their bound is ``RTOL + 16 ε κ(D)``; the rest keep ``RTOL``."""
     model, q = sample.model, sample.q
     kin = fd.compute_kinematics(model, q, fidelity)
     f = articulated_body_inertias(model, kin)
     for i in range(model.n_bodies):
         P, D, tau_bar, H = f.P[i], f.D[i], f.tau_bar[i], kin.Hcal[i]
         scale = float(np.max(np.abs(P)))
+        kappa = float(np.linalg.cond(D)) if H.shape[0] else 1.0
+        tol = RTOL + 16.0 * np.finfo(float).eps * kappa
         assert_close(P, P.T, f"P({i}) symmetric")
         # Appendix A: τ̄ P τ̄* = τ̄ P = P⁺, symmetric positive semi-definite, P⁺ℋ* = 0
-        assert_close(tau_bar @ P @ tau_bar.T, tau_bar @ P, f"τ̄ P τ̄* = τ̄ P ({i})", scale=scale)
+        assert_close(tau_bar @ P @ tau_bar.T, tau_bar @ P, f"τ̄ P τ̄* = τ̄ P ({i}, κ(D) {kappa:.1e})",
+                     scale=scale, tol=tol)
         assert_close(f.P_plus[i], tau_bar @ P, f"P⁺ = τ̄ P ({i})", scale=scale)
-        assert_close(f.P_plus[i], f.P_plus[i].T, f"P⁺({i}) symmetric", scale=scale)
-        assert np.min(np.linalg.eigvalsh(f.P_plus[i])) >= -1e-10 * scale, i
+        assert_close(f.P_plus[i], f.P_plus[i].T, f"P⁺({i}) symmetric", scale=scale, tol=tol)
+        assert np.min(np.linalg.eigvalsh(f.P_plus[i])) >= -tol * scale, i
         if H.shape[0]:
-            assert np.max(np.abs(f.P_plus[i] @ H.T)) <= 1e-10 * scale, f"P⁺ℋ*({i}) = 0"
+            assert np.max(np.abs(f.P_plus[i] @ H.T)) <= tol * scale, f"P⁺ℋ*({i}) = 0"
             # D(i) symmetric positive definite, D⁻¹ its inverse, G = Pℋ*D⁻¹
             assert_close(D, D.T, f"D({i}) symmetric")
             assert np.min(np.linalg.eigvalsh(0.5 * (D + D.T))) > 0.0, f"D({i}) not SPD"
-            assert_close(f.D_inv[i] @ D, np.eye(D.shape[0]), f"D⁻¹ D ({i})")
+            assert_close(f.D_inv[i] @ D, np.eye(D.shape[0]), f"D⁻¹ D ({i})", tol=tol)
             assert_close(f.G[i], P @ H.T @ f.D_inv[i], f"G({i})")
         # P(i) is only semi-definite in general: a mode may move the body frame like a
         # rigid motion (attachment node not clamped); D(i) above is definite
