@@ -28,6 +28,7 @@ import numba
 from numba import types
 
 from . import kernels
+from .jit import OPTIONS
 from .pack import HEAD_OFFSETS, HEADER, INT_FIELDS
 
 __all__ = ["CTYPES_PROTOTYPE", "SIGNATURE", "flexdyn_state_derivative"]
@@ -39,7 +40,7 @@ SIGNATURE = types.int64(_I64P, _F64P, types.int64, _F64P, _F64P, _F64P, _F64P)
 _HEAD = len(HEADER) + HEAD_OFFSETS  # the header and the field offsets of ib
 
 
-@numba.cfunc(SIGNATURE, cache=True, nopython=True)
+@numba.cfunc(SIGNATURE, cache=True, nopython=True, error_model=OPTIONS["error_model"])
 def flexdyn_state_derivative(ib_p, fb_p, method, x_p, tau_p, fext_p, xdot_p):
     """``ẋ`` of ``x`` for the packed model ``(ib, fb)``: see the module docstring."""
     head = numba.carray(ib_p, (_HEAD,))

@@ -40,7 +40,7 @@ import numba
 from numba import carray, types
 
 from . import caching, notice
-from .jit import inlined
+from .jit import OPTIONS, inlined
 from .kernels import validated_derivative, validated_forward, validated_inverse, validated_mass
 from .layout import workspace, workspace_length
 from .pack import HEAD_OFFSETS, HEADER, INT_FIELDS, Packed
@@ -137,8 +137,8 @@ def _linked_module(llvm):
     module = None
     for name, (function, args) in ENTRIES.items():
         signature = types.int64(_I64P, _F64P, _F64P, *(_F64P,) * len(args))
-        compiled = numba.njit(signature, nogil=True, no_cpython_wrapper=True,
-                              no_cfunc_wrapper=True)(function)
+        compiled = numba.njit(signature, nogil=True, error_model=OPTIONS["error_model"],
+                              no_cpython_wrapper=True, no_cfunc_wrapper=True)(function)
         part = llvm.parse_assembly(compiled.inspect_llvm(signature.args))
         part.get_function(compiled.overloads[signature.args].fndesc.mangled_name).name = (
             SYMBOL_PREFIX + name)

@@ -27,17 +27,21 @@ import numba
 
 from . import caching, notice
 
-__all__ = ["allocating_helper", "entry_point", "helper", "inlined"]
+__all__ = ["OPTIONS", "allocating_helper", "entry_point", "helper", "inlined"]
 
 
 caching.install()  # the engine's cache keyed by all its sources, before anything compiles
 notice.install()  # a line on standard error while an entry compiles for long
 
+#: every engine function: cached, the GIL released, and numpy's error model (a float division
+#: by zero gives ±inf or nan, which the entries' finiteness checks report by status), since
+#: numba's default adds a zero test and an exception path to every division
+OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy"}
 #: compiled code called from compiled code only: no allocation, no reference counting
-helper = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, _nrt=False)
+helper = numba.njit(**OPTIONS, no_cpython_wrapper=True, _nrt=False)
 #: compiled code called from compiled code only that allocates
-allocating_helper = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, _nrt=True)
+allocating_helper = numba.njit(**OPTIONS, no_cpython_wrapper=True, _nrt=True)
 #: inlined into its caller at numba's IR level
-inlined = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, inline="always")
+inlined = numba.njit(**OPTIONS, no_cpython_wrapper=True, inline="always")
 #: an entry called from Python
-entry_point = numba.njit(cache=True, nogil=True, _nrt=True)
+entry_point = numba.njit(**OPTIONS, _nrt=True)

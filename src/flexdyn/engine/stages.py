@@ -43,6 +43,7 @@ from . import notice
 from .articulated_body import articulated_accelerations, articulated_inertias
 from .composite_body import crba
 from .forces import applied_forces
+from .jit import OPTIONS
 from .layout import carve, unpack
 from .newton_euler import rnea
 from .terms import position_terms, velocity_terms
@@ -54,7 +55,7 @@ _IB = types.Array(types.int64, 1, "C")
 _V = types.Array(types.float64, 1, "C")
 _M = types.Array(types.float64, 2, "C")
 #: compiled once each, without a Python wrapper or reference counting
-_stage = numba.njit(cache=True, nogil=True, no_cpython_wrapper=True, _nrt=False)
+_stage = numba.njit(**OPTIONS, no_cpython_wrapper=True, _nrt=False)
 
 
 @_stage

@@ -43,7 +43,7 @@ __all__ = ["body_bias", "body_position_terms", "body_rates", "from_parent", "geo
            "to_parent", "velocity_fields", "velocity_terms"]
 
 
-@helper
+@inlined
 def position_terms(pm, q, w):
     """Eqs 12–17 and 23 for every body, base to tip (:func:`flexdyn.terms.position_terms`),
     into ``w``: node frames (fR, fp, fE, fth), φ and its pose (R_phi, p_phi), A, ℋ, M_m, Q,
@@ -302,7 +302,7 @@ def modal_velocities(ints, Hcal, phi, A, u, Vm, t):
             mtv(phi[i], t, Vm[i, m:m + 6], True)
 
 
-@helper
+@inlined
 def velocity_terms(pm, q, u, fext, w):
     """Eqs 11, 25, 37 and the elastic forces (:func:`flexdyn.terms.velocity_terms`) into
     ``w.V_m``, ``w.a_m`` and ``w.bias = b_m + [K η + C η̇; 0] − [0; f_ext]``; the ruthless
