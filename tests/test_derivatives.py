@@ -47,20 +47,32 @@ def speed_blocks(model: fd.Model) -> list[range]:
 
 
 def assert_blocks(got: np.ndarray, ref: np.ndarray, model: fd.Model, what: str,
-                  tol: float = TOL) -> None:
+                  tol: float = TOL, scale: float = 0.0) -> None:
     """Every (row block, column block) of ``got`` within ``tol`` of ``ref`` relative to the
     block's largest entry of ``ref``; a block near zero (a structural zero) to ``tol`` times
-    1e-3 of the whole matrix's largest entry (or 1e-6: entries of order one)."""
+    1e-3 of ``scale``, the largest entry of the derivatives computed with it (their
+    round-off reaches a structural zero of this matrix, which may be all zeros), or of this
+    matrix's largest entry where larger (or 1e-6: entries of order one)."""
     assert got.shape == ref.shape, f"{what}: shape {got.shape} != {ref.shape}"
-    floor = 1e-3 * max(float(np.abs(ref).max()), 1e-3)
+    floor = 1e-3 * max(float(np.abs(ref).max()), scale, 1e-3)
     blocks = speed_blocks(model)
     for a in blocks:
         for b in blocks:
             R, G = ref[np.ix_(a, b)], got[np.ix_(a, b)]
-            scale = max(float(np.abs(R).max()), floor)
-            err = float(np.abs(G - R).max()) / scale
+            block_scale = max(float(np.abs(R).max()), floor)
+            err = float(np.abs(G - R).max()) / block_scale
             assert err < tol, (f"{what}: rows {a.start}:{a.stop}, columns {b.start}:{b.stop} "
-                               f"off by {err:.1e} of {scale:.1e}")
+                               f"off by {err:.1e} of {block_scale:.1e}")
+
+
+def assert_derivatives(got: tuple, ref: tuple, model: fd.Model, what: str,
+                       tol: float = TOL) -> None:
+    """:func:`assert_blocks` on each matrix of the named tuple ``got`` (``d_q``, ``d_u`` and
+    ``d_tau`` or ``M``) against ``ref``, with the largest entry of the three as the scale of
+    their structural zeros."""
+    scale = max(float(np.abs(r).max()) for r in ref)
+    for name, g, r in zip(got._fields, got, ref, strict=True):
+        assert_blocks(g, r, model, f"{what} {name}", tol, scale)
 
 
 def complex_step_oracle(model: fd.Model, q, u, tau, fidelity: str, f_ext=None, f_nodes=None):
@@ -76,8 +88,7 @@ def assert_forward_matches(model, q, u, tau, fidelity, f_ext=None, f_nodes=None,
     got = fd.forward_dynamics_derivatives(model, q, u, tau, fidelity=fidelity, f_ext=f_ext,
                                           f_nodes=f_nodes)
     ref = complex_step_oracle(model, q, u, tau, fidelity, f_ext, f_nodes)
-    for name, g, r in zip(("d_q", "d_u", "d_tau"), got, ref, strict=True):
-        assert_blocks(g, r, model, f"{model.name} {fidelity} {name}", tol)
+    assert_derivatives(got, ref, model, f"{model.name} {fidelity}", tol)
     return got
 
 
@@ -135,8 +146,7 @@ def test_random_trees_against_complex_steps(fidelity, sample):
                                           f_ext=sample.f_ext)
     ref = fd.inverse_dynamics_derivatives(model, q, u, sample.udot, fidelity=fidelity,
                                           f_ext=sample.f_ext, backend="reference")
-    for name, g, r in zip(got._fields, got, ref, strict=True):
-        assert_blocks(g, r, model, f"inverse {fidelity} {name}")
+    assert_derivatives(got, ref, model, f"inverse {fidelity}")
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -177,8 +187,7 @@ def test_rigid_trees_on_one_dof_joints(seed, n):
     udot = rng.normal(size=model.nu)
     got = fd.inverse_dynamics_derivatives(model, q, u, udot, f_ext=f_ext)
     ref = fd.inverse_dynamics_derivatives(model, q, u, udot, f_ext=f_ext, backend="reference")
-    for name, g, r in zip(got._fields, got, ref, strict=True):
-        assert_blocks(g, r, model, f"inverse {name}")
+    assert_derivatives(got, ref, model, "inverse")
 
 
 def test_nodal_bodies_and_nodal_loads():
@@ -217,8 +226,7 @@ def test_nodal_loads_on_random_trees(fidelity, sample, seed):
                                                f_ext=sample.f_ext, f_nodes=f_nodes,
                                                backend=backend)
                for backend in ("engine", "reference")]
-    for name, g, r in zip(inverse[0]._fields, *inverse, strict=True):
-        assert_blocks(g, r, model, f"inverse {fidelity} {name}")
+    assert_derivatives(*inverse, model, f"inverse {fidelity}")
     q2 = model.neutral_configuration()
     batch = fd.forward_dynamics_derivatives(model, np.stack([q, q2]), np.stack([u, 0 * u]),
                                             np.stack([tau, tau]), fidelity=fidelity,
