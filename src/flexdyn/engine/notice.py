@@ -37,7 +37,7 @@ ENTRIES = {
     "kernels.forward_articulated": "forward dynamics (articulated)",
     "kernels.forward_composite": "forward dynamics (composite)",
     "kernels.forward_rigid_tree": "forward dynamics (rigid tree)",
-    "kernels.inverse": "inverse dynamics",
+    "kernels.inverse": "inverse dynamics (also bias forces)",
     "kernels.mass": "the mass matrix",
     "kernels.hybrid": "hybrid dynamics",
     "kernels.batch": "batched dynamics",

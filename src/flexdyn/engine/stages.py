@@ -190,8 +190,8 @@ def table(names: tuple[str, ...]) -> np.ndarray:
                          f"{tuple(STAGES)}")
     missing = [name for name in names if not _TABLE[_INDEX[name]]]
     if missing:
-        with _lock, notice.compiling("stages", f"the stages {', '.join(missing)}, which the "
-                                     "entries share", _estimate(missing)):
+        with _lock, notice.compiling("stages", "the engine's shared stages "
+                                     f"({', '.join(missing)})", _estimate(missing)):
             for name in missing:
                 function, argtypes = STAGES[name]
                 function.compile(argtypes)
