@@ -532,7 +532,7 @@ def test_the_stages_an_entry_needs_are_announced_together(capsys, monkeypatch):
 
     notice.install()
     monkeypatch.setattr(notice, "NOTICE_AFTER", 0.05)
-    what = "the stages a, b, which the entries share"
+    what = "the engine's shared stages (a, b)"
     with notice.compiling("stages", what, (30, 20)), _slow_compiles():
         assert _engine_function("stage_a")(1.0) == 2.0
         assert _engine_function("stage_b")(1.0) == 2.0

@@ -38,12 +38,8 @@ def _state(model: fd.Model, seed: int):
 def _general(engine: Engine, q, u, tau, f_ext) -> tuple[int, np.ndarray]:
     """The general articulated entry on the engine's packed model."""
     udot = np.empty(engine.model.nu)
-    return kernels.forward_articulated(*_general_buffers(engine), q, u, tau, f_ext, udot), udot
-
-
-def _general_buffers(engine: Engine) -> tuple[np.ndarray, ...]:
-    """The packed model and the stages of the general articulated entries."""
-    return engine.stage_buffers("articulated")
+    return kernels.forward_articulated(*engine.stage_buffers("articulated"), q, u, tau, f_ext,
+                                       udot), udot
 
 
 @SETTINGS
@@ -71,7 +67,7 @@ def test_state_derivative_and_batch_equal_the_general_entries(d, seed):
     x = np.concatenate([q, u])
     n = model.nq + model.nu
     general = np.empty(n + 3)  # with the energy-balance integrands
-    assert kernels.derivative_articulated(*_general_buffers(engine), x, tau, f_ext,
+    assert kernels.derivative_articulated(*engine.stage_buffers("articulated"), x, tau, f_ext,
                                           general) == -1
     got = np.empty(n + 3)
     assert engine.derivative_status(x, tau, f_ext, "articulated", got) == -1

@@ -468,8 +468,13 @@ class Engine:
         the packed model and the stages of its mass matrix and terms,
         ``directions = (q_dir,)``)."""
         if self.rigid_tree:
-            return derivatives.derivatives_rigid_tree, tuple(self.packed), ()
-        return derivatives.derivatives, self.stage_buffers("derivatives"), (q_dir,)
+            return derivatives.derivatives_rigid_tree, self._derivatives_buffers(), ()
+        return derivatives.derivatives, self._derivatives_buffers(), (q_dir,)
+
+    def _derivatives_buffers(self) -> tuple[np.ndarray, ...]:
+        """The buffers the derivatives' entries take before their arguments: a rigid tree's
+        the packed model alone, any other's the stages of its mass matrix and terms too."""
+        return tuple(self.packed) if self.rigid_tree else self.stage_buffers("derivatives")
 
     def derivatives_code(self) -> Callable:
         """The derivatives of one state as machine code (``_machine_code``) with the packed
@@ -484,14 +489,12 @@ class Engine:
         not."""
         code = self._codes.get("derivatives")
         if code is None:
-            nq, nu = self.model.nq, self.model.nu
-            buffers = tuple(self.packed)
+            nq, nu, buffers = self.model.nq, self.model.nu, self._derivatives_buffers()
             if self.rigid_tree:
                 entry, args = derivatives.derivatives_rigid_tree_one, (
                     True, np.empty(nq), np.empty(nu), np.empty(nu), np.empty(nu),
                     self._zero_wrenches, np.empty((3, nu, nu)))
             else:
-                buffers = self.stage_buffers("derivatives")
                 entry, args = derivatives.derivatives, (
                     True, 0, 1, np.empty((1, nq)), np.empty((1, nu)), np.empty((1, nu)),
                     np.empty((1, nu)), self._zero_wrenches[None], np.empty((1, nq, nu)),
