@@ -1241,7 +1241,7 @@ def _predict(pm, c, ctl, s, cnt, y, nodes, pred):
 # ----------------------------------------------------------------------------------------------
 @entry_point
 def generalized_alpha(ib, fb, st, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc, elastic, y,
-                      qg, s, Mk, S, Jc, piv, cl, out_t, out_x, pred, cnt):
+                      qg, s, Mk, S, Jc, base, piv, cl, out_t, out_x, pred, cnt):
     """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,),
     the nodal loads' modal generalized forces ``gn`` (nu,; empty (0,): none; applied with
     ``tau``, their power counted as external work) and the wrenches ``fext`` (n_bodies, 6)
@@ -1267,7 +1267,11 @@ def generalized_alpha(ib, fb, st, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc
     ``s`` (:data:`N_SCALARS`), ``Mk`` and ``S`` (nu × nu: the kept mass matrix and the
     factor of generalized-α's iteration matrix, or of a collocation scheme's real block),
     ``Jc`` (nu × nu, complex: the factor of a collocation scheme's complex block; empty for
-    generalized-α), ``piv`` (2 × nu: the row swaps of the two blocks), the carried arrays
+    generalized-α), ``base`` (3 × nu: generalized-α's predictor, the part of ``q, q̇, a`` at
+    ``t_{n+1}`` known before the iteration; None for the collocation schemes, whose
+    specialization numba then compiles without generalized-α's step: ``base`` chooses
+    generalized-α or collocation, ``ctl[SCHEME]`` which collocation scheme),
+    ``piv`` (2 × nu: the row swaps of the two blocks), the carried arrays
     of the loop closures ``cl`` (:class:`Closures`, None for a tree; Baumgarte's rate
     ``c[CLOSURE_RATE]``)
     and ``cnt``
@@ -1306,7 +1310,7 @@ def generalized_alpha(ib, fb, st, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc
     _decouple(pmask, Cu, 0.0)  # iteration
     _engine_q(pm, qg, y[0], qx)
     _stiffness(pm, qx, Kc, Ku)  # until the first M is formed in this call
-    collocation = ctl[SCHEME] != GENERALIZED_ALPHA
+    collocation = base is None  # (numba prunes the other family's branches)
     radau = ctl[SCHEME] == RADAU_IIA
     displacement = ctl[ERROR_NORM] == DISPLACEMENT_NORM
     tab = RADAU_TABLE if radau else GL_TABLE
@@ -1320,7 +1324,7 @@ def generalized_alpha(ib, fb, st, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc
         tau_m[k] += gn[k]
     stages, rs, dxs, ps, W = (np.empty((3 * ns, nu)), np.empty(ns * nu), np.empty(ns * nu),
                               np.empty((ns, 3)), np.zeros((ns, nu)))
-    new, base = np.zeros((5, nu)), np.empty((3, nu))
+    new = np.zeros((5, nu))
     r, dx, e, tf = np.empty(nu), np.empty(nu), np.empty(nu), np.empty(nu)
     zr, zc = np.empty((nu, 1)), np.empty((nu, 1), dtype=np.complex128)
     wq, pw, power = np.empty((2, 3)), np.empty((2, 3)), np.empty(3)

@@ -209,6 +209,9 @@ class CompiledLoop:
         self.stage_weights = _stage_weights(tuple(self.nodes))
         k = nu if scheme != g.GENERALIZED_ALPHA else 0
         self.Jc, self.piv = np.zeros((k, k), dtype=complex), np.zeros((2, nu), dtype=np.int64)
+        #: generalized-α's predictor (None: a collocation scheme, whose compiled loop then
+        #: holds no generalized-α step)
+        self.base = np.zeros((3, nu)) if scheme == g.GENERALIZED_ALPHA else None
         #: the loop closures' arrays (:class:`flexdyn.engine.galpha.Closures`; None: a tree,
         #: whose compiled loop then holds no closure code)
         self.closures = None
@@ -448,7 +451,8 @@ class CompiledLoop:
         return galpha.generalized_alpha(*self.engine.stage_buffers("implicit"), self.c,
                                         self.ctl, times, tau, g, f_ext, self.jf, self.pmask,
                                         self.pacc, self.elastic, self.y, self.qg, self.s,
-                                        self.Mk, self.S, self.Jc, self.piv, self.closures,
+                                        self.Mk, self.S, self.Jc, self.base, self.piv,
+                                        self.closures,
                                         out_t, out_x, self.pred, self.cnt)
 
 
