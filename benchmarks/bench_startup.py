@@ -4,10 +4,12 @@
   ``--no-install``);
 * **demo, cold and warm**: ``python -m flexdyn demo`` with an empty ``NUMBA_CACHE_DIR``, then
   again with the cache it filled: wall time and CPU time of the process;
-* **first hour, cold**: the first calls of :func:`flexdyn.precompile.tasks` (the demo's state
-  derivative, ``simulate``'s default integrator, forward and inverse dynamics, the mass matrix,
-  ``linearize``, ``modal_analysis``) in one process with an empty cache: wall and CPU time of
-  each (``--all``: every task of ``python -m flexdyn compile --all``);
+* **first hour, cold**: a newcomer's first calls in one process with an empty cache, as the
+  README and the docs write them (the demo's simulation, ``simulate`` with the default
+  integrator, forward and inverse dynamics with the bias forces, the mass matrix,
+  ``linearize``, ``modal_analysis``): wall and CPU time of each;
+* **compile ahead, cold** (``--all``): every task of ``python -m flexdyn compile --all``
+  (:func:`flexdyn.precompile.tasks`) in one process with an empty cache;
 * **first call, warm**: ``import flexdyn`` and one ``forward_dynamics`` of the two-link arm in a
   new process whose cache is full (best of three), ``import flexdyn`` alone, and the part of
   it that is numba's own start-up (numpy, numba, the ``scipy.linalg`` its array functions
@@ -37,16 +39,38 @@ from flexdyn_bench.timing import user_environment  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
-_FIRST_HOUR = """
-import json, sys, time, warnings
+_TIMED = """
+import json, time, warnings
 warnings.simplefilter("ignore")
-from flexdyn.precompile import tasks
+import numpy as np
+import flexdyn as fd
+{calls}
 rows = []
-for task in tasks(everything={everything}):
+for what, call in calls:
     wall, cpu = time.perf_counter(), time.process_time()
-    task.run()
-    rows.append((task.what, time.perf_counter() - wall, time.process_time() - cpu))
+    call()
+    rows.append((what, time.perf_counter() - wall, time.process_time() - cpu))
 print(json.dumps(rows))
+"""
+# a newcomer's first hour: the calls of the README and docs/quickstart.md on the demo's arm
+_NEWCOMER = """
+arm = fd.models.two_link_arm()
+q, u, tau = arm.neutral_configuration(), np.full(arm.nu, 0.1), np.full(arm.nu, 0.2)
+calls = [
+    ("the demo's simulation (DOP853)",
+     lambda: fd.simulate(arm, t_span=(0.0, 1e-3), tau=tau, integrator="DOP853")),
+    ("simulate, default integrator", lambda: fd.simulate(arm, t_span=(0.0, 1e-3), tau=tau)),
+    ("forward_dynamics", lambda: fd.forward_dynamics(arm, q, u, tau)),
+    ("inverse_dynamics, bias_forces",
+     lambda: (fd.inverse_dynamics(arm, q, u, tau), fd.bias_forces(arm, q, u))),
+    ("mass_matrix", lambda: fd.mass_matrix(arm, q)),
+    ("linearize", lambda: fd.linearize(arm, q, u, tau)),
+    ("modal_analysis", lambda: fd.modal_analysis(arm)),
+]
+"""
+_AHEAD = """
+from flexdyn.precompile import tasks
+calls = [(task.what, task.run) for task in tasks(everything=True)]
 """
 
 _FIRST_CALL = """
@@ -100,9 +124,19 @@ def install() -> None:
               f"({_load()})")
 
 
+def _cold(name: str, calls: str, cache: str) -> None:
+    """Run the ``calls`` (the source of a list ``calls`` of ``(what, call)``) in one process
+    with the cache ``cache``, empty: wall and CPU time in all and of each."""
+    wall, cpu, out = _run(["-c", _TIMED.format(calls=calls)], cache)
+    print(f"{name}, cold: {wall:7.1f} s wall {cpu:7.1f} s CPU in all  ({_load()})")
+    for what, w, c in json.loads(out):
+        print(f"  {what:<52} {w:7.1f} s wall {c:7.1f} s CPU")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--all", action="store_true", help="every precompile task")
+    parser.add_argument("--all", action="store_true",
+                        help="also every task of python -m flexdyn compile --all")
     parser.add_argument("--no-install", action="store_true", help="skip the install figure")
     options = parser.parse_args()
     if not options.no_install:
@@ -112,10 +146,7 @@ def main() -> None:
             wall, cpu, _ = _run(["-m", "flexdyn", "demo"], cache)
             print(f"demo, {state}: {wall:7.1f} s wall {cpu:7.1f} s CPU  ({_load()})")
     with tempfile.TemporaryDirectory() as cache:
-        wall, cpu, out = _run(["-c", _FIRST_HOUR.format(everything=options.all)], cache)
-        print(f"first hour, cold: {wall:7.1f} s wall {cpu:7.1f} s CPU in all  ({_load()})")
-        for what, w, c in json.loads(out):
-            print(f"  {what:<52} {w:7.1f} s wall {c:7.1f} s CPU")
+        _cold("first hour", _NEWCOMER, cache)
         firsts = [tuple(map(float, _run(["-c", _FIRST_CALL], cache)[2].split()))
                   for _ in range(3)]
         imported, called = min(firsts, key=lambda f: f[1])
@@ -124,6 +155,9 @@ def main() -> None:
         floor = min(float(_run(["-c", _FLOOR], cache)[2]) for _ in range(3))
         print(f"  of which numba's start-up (numpy, numba, scipy.linalg, its registries), "
               f"which any cached numba function pays: {floor:.2f} s")
+    if options.all:
+        with tempfile.TemporaryDirectory() as cache:
+            _cold("compile --all", _AHEAD, cache)
 
 
 if __name__ == "__main__":

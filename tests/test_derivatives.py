@@ -13,6 +13,8 @@ beside the stiff ``ω²`` entries.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -348,19 +350,84 @@ def test_loop_closures_are_refused_by_name():
 # ----------------------------------------------------------------------------------------------
 # the linearization
 # ----------------------------------------------------------------------------------------------
-def test_linearize_by_default_equals_complex_steps():
-    """The compiled default and the reference tier's complex steps give the same ``A``,
+def test_linearize_compiled_equals_complex_steps():
+    """The compiled derivatives and the reference tier's complex steps give the same ``A``,
     ``B`` and ``C``, with outputs and with a prescribed hub (hybrid dynamics)."""
     model = fd.models.spinup_beam()
     q, u, tau, _ = _state(model, 7)
     kw = {"outputs": [f"{model.names[0]}.tip"]}
     hub = {model.names[0]: lambda t: (np.array([0.4 * t]), np.array([0.4]), np.array([0.1]))}
     for extra in ({}, {"prescribed": hub, "t": 3.0}):
-        fast = fd.linearize(model, q, u, tau, **kw, **extra)
+        fast = fd.linearize(model, q, u, tau, derivative="compiled", **kw, **extra)
         slow = fd.linearize(model, q, u, tau, derivative="complex-step", **kw, **extra)
         assert fast.state_names == slow.state_names
         for a, b in ((fast.A, slow.A), (fast.B, slow.B), (fast.C, slow.C)):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * np.abs(b).max())
+
+
+def _linearize_by(monkeypatch, ready: bool, spent: float) -> str:
+    """Which derivatives ``fd.linearize``'s default takes for the arm when the compiled ones
+    are ``ready`` (compiled or cached) or not and the process has spent ``spent`` seconds in
+    the reference tier: ``"compiled"`` or ``"complex-step"``, seen by which of the two
+    functions it calls."""
+    from flexdyn import control
+    from flexdyn.engine import Engine
+
+    model = fd.models.two_link_arm()
+    q, u, tau, _ = _state(model, 3)
+    taken = []
+    compiled, reference = control._compiled_jacobians, control.DERIVATIVES["complex-step"]
+    monkeypatch.setattr(Engine, "derivatives_ready", lambda self: ready)
+    monkeypatch.setattr(control._ReferenceTime, "seconds", spent)
+    monkeypatch.setattr(control, "_compiled_jacobians",
+                        lambda *a: taken.append("compiled") or compiled(*a))
+    monkeypatch.setitem(control.DERIVATIVES, "complex-step",
+                        lambda *a, **k: taken.append("complex-step") or reference(*a, **k))
+    fd.linearize(model, q, u, tau)
+    assert len(set(taken)) == 1, taken
+    return taken[0]
+
+
+def test_linearize_by_default_compiles_only_where_it_pays(monkeypatch):
+    """``linearize``'s default takes the compiled derivatives where they are compiled or
+    cached; otherwise the reference tier's complex steps (the seconds they take counted)
+    until the process has spent ``COMPILE_AFTER`` seconds in them."""
+    from flexdyn import control
+
+    assert _linearize_by(monkeypatch, ready=True, spent=0.0) == "compiled"
+    assert _linearize_by(monkeypatch, ready=False, spent=0.0) == "complex-step"
+    assert 0.0 < control._ReferenceTime.seconds < control.COMPILE_AFTER
+    assert _linearize_by(monkeypatch, ready=False,
+                         spent=control.COMPILE_AFTER) == "compiled"
+    # a call whose complex steps would pass the budget, priced by one of them, compiles
+    monkeypatch.setattr(control._ReferenceTime, "seconds", 0.0)
+    model = fd.models.two_link_arm()
+    x0 = np.zeros(2 * model.nu)
+
+    def step(x):  # a reference evaluation of 10 ms
+        time.sleep(0.01)
+        return x
+
+    assert control._default_derivative(model, "full", step, x0, 10) == "complex-step"
+    assert control._default_derivative(model, "full", step, x0, 1000) == "compiled"
+
+
+def test_derivatives_ready_reads_the_cache_without_compiling():
+    """``Engine.derivatives_ready`` is True once the derivatives' code is compiled, and
+    ``caching.compiled`` False for argument types never compiled (float32 arrays), which
+    it neither compiles nor loads."""
+    from flexdyn.engine import caching, derivatives
+
+    model = fd.models.two_link_arm()
+    engine = fd.dynamics.cached_engine(model)
+    engine.derivatives_code()
+    assert engine.derivatives_ready()
+    entry, args = engine._derivatives_one()
+    odd = tuple(a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == float else a
+                for a in args)
+    before = len(derivatives.derivatives.overloads)
+    assert not caching.compiled(entry, (*engine.stage_buffers("derivatives"), *odd))
+    assert len(derivatives.derivatives.overloads) == before
 
 
 @pytest.mark.skipif(pin is None, reason="needs pinocchio (the compare extra)")

@@ -3,13 +3,16 @@ step of explicit integrators.
 
 Everything works in the tangent coordinates of :mod:`flexdyn.modal` (``δ`` (nu,) about a
 configuration ``q₀``: the coordinates themselves, or for quaternion joints the rotation
-vector and displacement in the joint's child frame), with exact derivatives by complex step
-through the reference tier: one reference evaluation per column.
+vector and displacement in the joint's child frame), with exact derivatives: the compiled
+derivatives of the dynamics, or complex steps through the reference tier (one reference
+evaluation per column), which :func:`linearize` takes by default until the compiled ones pay
+for their compile (``_default_derivative``).
 """
 
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -19,6 +22,7 @@ import scipy
 
 from .chain import Model, state_layout
 from .dynamics import (
+    cached_engine,
     closure_residuals,
     forward_dynamics,
     hybrid_dynamics,
@@ -27,6 +31,7 @@ from .dynamics import (
     mass_matrix,
     torque_limit_slopes,
 )
+from .linalg import COMPLEX_STEP
 from .modal import (
     DERIVATIVES,
     TangentCoordinates,
@@ -40,7 +45,7 @@ from .simulation import PrescribedMotion
 from .stability import IMPLICIT, step_limit
 from .terms import DEFAULT_FIDELITY, check_fidelity
 
-__all__ = ["COMPILED", "Equilibrium", "Linearization", "equilibrium", "linearize",
+__all__ = ["COMPILED", "COMPILE_AFTER", "Equilibrium", "Linearization", "equilibrium", "linearize",
            "max_stable_step"]
 
 
@@ -91,9 +96,44 @@ def _closure_basis(model: Model, tangent: TangentCoordinates, x0: np.ndarray,
     return np.vstack([G_p, G_v])
 
 
-#: the default derivative of :func:`linearize` for a tree: the compiled derivatives of the
-#: dynamics (:func:`flexdyn.inverse_dynamics_derivatives`)
+#: :func:`linearize`'s compiled derivatives of the dynamics
+#: (:func:`flexdyn.inverse_dynamics_derivatives`)
 COMPILED = "compiled"
+#: seconds of the reference tier's complex steps that :func:`linearize`'s default spends in
+#: a process before it compiles the engine's derivatives (``_default_derivative``)
+COMPILE_AFTER = 2.0
+
+
+class _ReferenceTime:
+    """Seconds this process has spent in :func:`linearize`'s default on the reference tier."""
+
+    seconds = 0.0
+
+
+def _default_derivative(model: Model, fidelity: str, f: Callable[[np.ndarray], np.ndarray],
+                        x0: np.ndarray, columns: int) -> str:
+    """:func:`linearize`'s derivative where none is given, for a tree: compiled where the
+    engine's derivatives of ``model`` are compiled or cached
+    (:meth:`flexdyn.engine.Engine.derivatives_ready`), else by complex steps through the
+    reference tier for as long as that stays cheap.
+
+    The compile takes tens of seconds once per installation (``docs/install.md``); the
+    reference tier needs none and takes milliseconds to a second per linearization.  So the
+    reference tier answers until this process has spent :data:`COMPILE_AFTER` seconds in it
+    or would with this call (its ``columns`` complex steps of ``f``, priced by timing one at
+    ``x0``), and the compiled derivatives from then on: a process never spends more than
+    :data:`COMPILE_AFTER` seconds beyond what compiling at once would cost, and one that
+    linearizes a few times never compiles.  Both are exact to round-off."""
+    if _ReferenceTime.seconds >= COMPILE_AFTER or cached_engine(model,
+                                                                 fidelity).derivatives_ready():
+        return COMPILED
+    x = x0.astype(complex)
+    x[0] += 1j * COMPLEX_STEP
+    start = time.perf_counter()
+    f(x)
+    step = time.perf_counter() - start
+    _ReferenceTime.seconds += step
+    return COMPILED if _ReferenceTime.seconds + columns * step > COMPILE_AFTER else "complex-step"
 
 
 def _compiled_jacobians(model: Model, tangent: TangentCoordinates, x0: np.ndarray,
@@ -147,14 +187,19 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
         their entries leave the state — a body spinning at a prescribed rate linearizes
         about its relative equilibrium.
     t : time at which ``prescribed`` is evaluated (s).
-    derivative : ``"compiled"`` (the default for a tree: the exact derivatives of
-        :func:`flexdyn.inverse_dynamics_derivatives`, forward-mode differentiation of the
-        compiled engine, milliseconds for tens of coordinates), ``"complex-step"`` (exact to
-        round-off through the numpy reference tier, milliseconds per column; the default for a
-        model with loop closures) or ``"central"`` (central differences of the compiled
-        engine's accelerations, :func:`flexdyn.modal.central_difference_jacobian`: about 1e-9
-        relative).  The output rows and the closures' tangent space are complex steps in every
-        case.
+    derivative : None (default), ``"compiled"``, ``"complex-step"`` or ``"central"``.
+        ``"compiled"``: the exact derivatives of :func:`flexdyn.inverse_dynamics_derivatives`,
+        forward-mode differentiation of the compiled engine, milliseconds for tens of
+        coordinates, compiled on first use (tens of seconds, once per installation).
+        ``"complex-step"``: exact to round-off through the numpy reference tier, one
+        evaluation per column, milliseconds per column.  ``"central"``: central differences
+        of the compiled engine's accelerations
+        (:func:`flexdyn.modal.central_difference_jacobian`), about 1e-9 relative.  None: for
+        a tree ``"compiled"`` where its code is compiled or cached, else the reference
+        tier's complex steps until this process has spent :data:`COMPILE_AFTER` seconds in
+        them, then ``"compiled"`` (``_default_derivative``); for a model with loop closures
+        ``"complex-step"``.  The two exact schemes agree to round-off.  The output rows and
+        the closures' tangent space are complex steps in every case.
     outputs : names of outputs ``y``: any of :attr:`Linearization.state_names` (one row),
         or an output of :class:`flexdyn.outputs.Outputs` (a state-layout name, a body's
         ``.position`` or ``.rotation``, ``"<body>.tip"``, ``"<body>.node[j]"``, either with
@@ -171,12 +216,9 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
     chain's flow keeps that space, so nothing is lost).
     """
     check_fidelity(fidelity)
-    if derivative is None:
-        derivative = "complex-step" if model.constraints else COMPILED
-    if derivative != COMPILED and derivative not in DERIVATIVES:
+    if derivative is not None and derivative != COMPILED and derivative not in DERIVATIVES:
         raise ValueError(f"unknown derivative {derivative!r}; expected one of "
-                         f"{(COMPILED, *DERIVATIVES)}")
-    backend = "reference" if derivative == "complex-step" else "engine"
+                         f"{(None, COMPILED, *DERIVATIVES)}")
     u = np.zeros(model.nu) if u is None else u
     tau = np.zeros(model.nu) if tau is None else tau
     q, u, tau = (np.asarray(a, dtype=float) for a in
@@ -203,6 +245,13 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
 
     keep = np.flatnonzero(~np.concatenate([mask, mask]))
     x0 = np.concatenate([np.zeros(nu), u])
+    tiered = derivative is None and not model.constraints  # (_default_derivative)
+    if derivative is None:
+        backend = "reference"  # the tier that _default_derivative prices
+        derivative = ("complex-step" if model.constraints or not keep.size else
+                      _default_derivative(model, fidelity, f, x0, keep.size + nu))
+    backend = "reference" if derivative == "complex-step" else "engine"
+    start = time.perf_counter()
     if derivative == COMPILED:
         A, B = _compiled_jacobians(model, tangent, x0, tau, accelerations(q, u, tau), ~mask,
                                    fidelity, f_ext, f_nodes)
@@ -211,6 +260,8 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
         jacobian = DERIVATIVES[derivative]
         A = jacobian(f, x0, keep)[keep]
         B = jacobian(lambda tc: f(x0, tc), tau, linear=True)[keep]  # u̇ is affine in τ
+        if tiered:
+            _ReferenceTime.seconds += time.perf_counter() - start
     speed_names = [e.name for e in state_layout(model)["u"]]
     all_names = tangent.names() + speed_names
     names = [all_names[k] for k in keep]

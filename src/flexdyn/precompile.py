@@ -6,7 +6,8 @@ small built-in models, so that a session, a notebook or a test run that follows 
 everything cached.  Each task calls the public function a user would call, so it compiles
 exactly the specializations those calls use.  The default tasks are a newcomer's first
 hour — the demo's state derivative, :func:`~flexdyn.simulate`'s default integrator,
-forward and inverse dynamics, the mass matrix, :func:`~flexdyn.linearize` and
+forward and inverse dynamics, the mass matrix, :func:`~flexdyn.linearize` (its compiled
+derivatives, which its default takes once they are cached) and
 :func:`~flexdyn.modal_analysis`; ``everything=True`` adds every other entry: the composite
 and split methods, batches, hybrid dynamics, the joint wrenches, ``M⁻¹``, the energies, the
 C function, rigid trees and loop closures.
@@ -22,7 +23,7 @@ import numpy as np
 
 from .beam import beam_modes
 from .chain import Model, ModelBuilder
-from .control import linearize
+from .control import COMPILED, linearize
 from .dynamics import (
     assemble,
     bias_forces,
@@ -104,7 +105,7 @@ def tasks(everything: bool = False) -> list[Task]:
              lambda: (inverse_dynamics(arm, q, u, tau), bias_forces(arm, q, u))),
         Task("the mass matrix", lambda: mass_matrix(arm, q)),
         Task("linearize (the derivatives of the dynamics)",
-             lambda: linearize(arm, q, u, tau)),
+             lambda: linearize(arm, q, u, tau, derivative=COMPILED)),
         Task("modal_analysis", lambda: modal_analysis(arm)),
     ]
     if not everything:
@@ -121,6 +122,8 @@ def tasks(everything: bool = False) -> list[Task]:
              lambda: [forward_dynamics(arm, batch_q, batch_u, batch_tau, method=m)
                       for m in ("articulated", "composite", "articulated-split")]
              + [mass_matrix(arm, batch_q), inverse_dynamics(arm, batch_q, batch_u, batch_tau)]),
+        Task("the generalized-α integrator",
+             lambda: simulate(arm, t_span=span, tau=tau, integrator="generalized-alpha")),
         Task("hybrid dynamics",
              lambda: hybrid_dynamics(arm, q, u, tau, np.zeros(arm.nu),
                                      np.arange(arm.nu) == 0)),

@@ -21,7 +21,7 @@ from ..chain import Model
 from ..linalg import SingularInertiaError
 from ..ruthless import RuthlessBodyModel
 from ..terms import DEFAULT_FIDELITY, body_models, deformed_geometry
-from . import closure, derivatives, extras, kernels, layout, rigid_tree, split, stages
+from . import caching, closure, derivatives, extras, kernels, layout, rigid_tree, split, stages
 from .pack import Packed, pack, pack_split
 
 __all__ = ["BATCH_OPS", "DERIVATIVE_METHODS", "OP_STAGES", "SPLIT", "CEntry", "Engine",
@@ -489,19 +489,35 @@ class Engine:
         not."""
         code = self._codes.get("derivatives")
         if code is None:
-            nq, nu, buffers = self.model.nq, self.model.nu, self._derivatives_buffers()
-            if self.rigid_tree:
-                entry, args = derivatives.derivatives_rigid_tree_one, (
-                    True, np.empty(nq), np.empty(nu), np.empty(nu), np.empty(nu),
-                    self._zero_wrenches, np.empty((3, nu, nu)))
-            else:
-                entry, args = derivatives.derivatives, (
-                    True, 0, 1, np.empty((1, nq)), np.empty((1, nu)), np.empty((1, nu)),
-                    np.empty((1, nu)), self._zero_wrenches[None], np.empty((1, nq, nu)),
-                    np.empty((3, 1, nu, nu)), np.empty(1, dtype=np.int64))
+            buffers = self._derivatives_buffers()
+            entry, args = self._derivatives_one()
             code = self._codes["derivatives"] = functools.partial(
                 _machine_code(entry, *buffers, *args), *buffers)
         return code
+
+    def _derivatives_one(self) -> tuple[Callable, tuple]:
+        """``(entry, arguments)``: the entry of :meth:`derivatives_code` and arguments of the
+        types it takes after the buffers."""
+        nq, nu = self.model.nq, self.model.nu
+        if self.rigid_tree:
+            return derivatives.derivatives_rigid_tree_one, (
+                True, np.empty(nq), np.empty(nu), np.empty(nu), np.empty(nu),
+                self._zero_wrenches, np.empty((3, nu, nu)))
+        return derivatives.derivatives, (
+            True, 0, 1, np.empty((1, nq)), np.empty((1, nu)), np.empty((1, nu)),
+            np.empty((1, nu)), self._zero_wrenches[None], np.empty((1, nq, nu)),
+            np.empty((3, 1, nu, nu)), np.empty(1, dtype=np.int64))
+
+    def derivatives_ready(self) -> bool:
+        """Whether the machine code of :meth:`derivatives_code` is compiled, in this process
+        or in the engine's cache on disk (:func:`flexdyn.engine.caching.compiled`): its
+        first call then loads it instead of compiling for tens of seconds.  Compiles
+        nothing, the stages included."""
+        if "derivatives" in self._codes:
+            return True
+        entry, args = self._derivatives_one()
+        table = () if self.rigid_tree else (np.zeros(len(stages.STAGES), dtype=np.int64),)
+        return caching.compiled(entry, (*self.packed, *table, *args))
 
     def energy_momentum(self, q, u=None) -> np.ndarray:
         """``[T, V, h, p]`` (8,): kinetic and potential energy (J) and the spatial momentum

@@ -28,7 +28,7 @@ from pathlib import Path
 import numba
 from numba.core import caching
 
-__all__ = ["SHARED", "SOURCES", "dependencies", "fingerprint", "install", "stamp"]
+__all__ = ["SHARED", "SOURCES", "compiled", "dependencies", "fingerprint", "install", "stamp"]
 
 
 _ENGINE = Path(__file__).resolve().parent
@@ -134,6 +134,25 @@ class EngineInTreeLocator(_EngineSources, caching.InTreeCacheLocator):
 
 class EngineUserWideLocator(_EngineSources, caching.UserWideCacheLocator):
     """The user-wide cache directory, engine stamp."""
+
+
+def compiled(dispatcher: numba.core.dispatcher.Dispatcher, args: tuple) -> bool:
+    """Whether ``dispatcher`` has machine code for the types of ``args``: compiled in this
+    process, or listed in the index of its cache on disk, which its first call then loads
+    instead of compiling.  Loads and compiles nothing (the index only is read).  False where
+    the function is not cached or numba keeps its cache otherwise than this module knows
+    (numba's private ``_cache``): the caller then takes that the code would compile."""
+    signature = tuple(numba.typeof(a) for a in args)
+    if signature in dispatcher.overloads:
+        return True
+    cache = dispatcher._cache
+    if not isinstance(cache, caching.FunctionCache):
+        return False
+    try:
+        key = cache._index_key(signature, dispatcher.targetctx.codegen())
+        return key in cache._cache_file._load_index()
+    except (AttributeError, OSError):
+        return False
 
 
 def install() -> None:
