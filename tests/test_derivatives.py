@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -426,7 +427,8 @@ def test_derivatives_ready_reads_the_cache_without_compiling():
     odd = tuple(a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == float else a
                 for a in args)
     before = len(derivatives.derivatives.overloads)
-    assert not caching.compiled(entry, (*engine.stage_buffers("derivatives"), *odd))
+    assert not caching.compiled(entry, tuple(numba.typeof(a) for a in (
+        *engine.stage_buffers("derivatives"), *odd)))
     assert len(derivatives.derivatives.overloads) == before
 
 

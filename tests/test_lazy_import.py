@@ -63,3 +63,43 @@ def test_a_compiled_simulation_without_events_does_not_import_scipy_integrate():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_the_collector_is_paused_only_inside_a_load():
+    """``uncollected`` pauses the cyclic collector inside its block and restores its state
+    after, also through an exception; a caller that paused it keeps it paused; a block that
+    compiles (``loading=False``) leaves it as it is.  A call that loads the engine leaves it
+    enabled."""
+    import gc
+
+    import numpy as np
+
+    import flexdyn as fd
+    from flexdyn.startup import uncollected
+
+    assert gc.isenabled()
+    with uncollected():
+        assert not gc.isenabled()
+        with uncollected():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with uncollected(loading=False):
+        assert gc.isenabled()
+    try:
+        with uncollected():
+            raise KeyError("inside")
+    except KeyError:
+        pass
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with uncollected():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    model = fd.models.two_link_arm()
+    fd.forward_dynamics(model, model.neutral_configuration(), np.zeros(model.nu),
+                        np.ones(model.nu))
+    assert gc.isenabled()

@@ -16,6 +16,8 @@ import types
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from .startup import uncollected
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -168,11 +170,13 @@ def __getattr__(name: str) -> Any:
     the deprecated former names (:data:`flexdyn.terms.FORMER_NAMES`)."""
     module = _EXPORTS.get(name)
     if module is not None:
-        value = getattr(importlib.import_module(f".{module}", __name__), name)
+        with uncollected():
+            value = getattr(importlib.import_module(f".{module}", __name__), name)
         globals()[name] = value
         return value
     if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
-        return importlib.import_module(f".{name}", __name__)
+        with uncollected():
+            return importlib.import_module(f".{name}", __name__)
     from .terms import former_name
 
     return former_name(__name__, name)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
-import scipy
+import scipy.linalg  # with the package's modules, which it imports uncollected (startup)
 
 __all__ = [
     "COMPLEX_STEP",

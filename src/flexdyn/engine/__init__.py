@@ -20,6 +20,7 @@ from ..articulated_body import SplitFactors
 from ..chain import Model
 from ..linalg import SingularInertiaError
 from ..ruthless import RuthlessBodyModel
+from ..startup import uncollected
 from ..terms import DEFAULT_FIDELITY, body_models, deformed_geometry
 from . import caching, closure, derivatives, extras, kernels, layout, rigid_tree, split, stages
 from .pack import Packed, pack, pack_split
@@ -79,7 +80,9 @@ def _machine_code(entry: Callable, *args) -> Callable:
     resolves the type of every argument on every call.  The code does not check its
     arguments: its caller passes arrays of exactly these types (dtype, dimensions, layout)
     and shapes."""
-    return entry.compile(tuple(numba.typeof(a) for a in args))
+    signature = tuple(numba.typeof(a) for a in args)
+    with uncollected(caching.compiled(entry, signature)):
+        return entry.compile(signature)
 
 
 _pool: ThreadPoolExecutor | None = None
@@ -517,7 +520,8 @@ class Engine:
             return True
         entry, args = self._derivatives_one()
         table = () if self.rigid_tree else (np.zeros(len(stages.STAGES), dtype=np.int64),)
-        return caching.compiled(entry, (*self.packed, *table, *args))
+        return caching.compiled(entry, tuple(numba.typeof(a)
+                                             for a in (*self.packed, *table, *args)))
 
     def energy_momentum(self, q, u=None) -> np.ndarray:
         """``[T, V, h, p]`` (8,): kinetic and potential energy (J) and the spatial momentum

@@ -136,13 +136,12 @@ class EngineUserWideLocator(_EngineSources, caching.UserWideCacheLocator):
     """The user-wide cache directory, engine stamp."""
 
 
-def compiled(dispatcher: numba.core.dispatcher.Dispatcher, args: tuple) -> bool:
-    """Whether ``dispatcher`` has machine code for the types of ``args``: compiled in this
-    process, or listed in the index of its cache on disk, which its first call then loads
-    instead of compiling.  Loads and compiles nothing (the index only is read).  False where
-    the function is not cached or numba keeps its cache otherwise than this module knows
-    (numba's private ``_cache``): the caller then takes that the code would compile."""
-    signature = tuple(numba.typeof(a) for a in args)
+def compiled(dispatcher: numba.core.dispatcher.Dispatcher, signature: tuple) -> bool:
+    """Whether ``dispatcher`` has machine code for the argument types ``signature``: compiled
+    in this process, or listed in the index of its cache on disk, which its first call then
+    loads instead of compiling.  Loads and compiles nothing (the index only is read).  False
+    where the function is not cached or numba keeps its cache otherwise than this module
+    knows (numba's private ``_cache``): the caller then takes that the code would compile."""
     if signature in dispatcher.overloads:
         return True
     cache = dispatcher._cache

@@ -39,7 +39,8 @@ from numba.core.callconv import excinfo_t
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array
 
-from . import notice
+from ..startup import uncollected
+from . import caching, notice
 from .articulated_body import articulated_accelerations, articulated_inertias
 from .composite_body import crba
 from .forces import applied_forces
@@ -194,7 +195,8 @@ def table(names: tuple[str, ...]) -> np.ndarray:
                                      f"({', '.join(missing)})", _estimate(missing)):
             for name in missing:
                 function, argtypes = STAGES[name]
-                function.compile(argtypes)
+                with uncollected(caching.compiled(function, argtypes)):
+                    function.compile(argtypes)
                 compiled = function.overloads[argtypes]
                 _TABLE[_INDEX[name]] = compiled.library.get_pointer_to_function(
                     compiled.fndesc.llvm_func_name)
