@@ -124,6 +124,18 @@ def test_spacecraft_rigid_modes_and_elastic_frequencies():
     assert rel_err(modes.K @ phi, modes.M @ phi * modes.omega_squared, 1.0) < 1e-8
 
 
+def test_modal_analysis_prints_a_summary():
+    """``repr`` of a modal analysis is one line for the console: the counts and the lowest
+    frequencies (6 rigid-body modes of the free spacecraft, shown as 0), not the arrays."""
+    modes = modal_analysis(fd.models.spacecraft())
+    text = repr(modes)
+    k, nu = modes.frequencies.size, modes.shapes.shape[0]
+    assert text.startswith(f"ModalAnalysis({k} modes over {nu} of {nu} speeds: 6 rigid, "
+                           "0 unstable; frequencies [0, 0, 0, 0, 0, 0, ")
+    assert "array" not in text and "\n" not in text and len(text) < 200
+    assert text.endswith(", …] Hz)") == (k > 8)
+
+
 def test_locked_modes_equal_the_per_body_eigenproblem(arm):
     """With every joint held and the arm straight, the first link's modes are its own (the
     links' modes couple through the payload and the others, so only the assembled set of a

@@ -127,6 +127,19 @@ class ModalAnalysis(NamedTuple):
         """The number of rigid-body (zero-frequency) modes."""
         return int(np.count_nonzero(self.rigid))
 
+    def __repr__(self) -> str:
+        """A summary for the console: the counts and the lowest :data:`SHOWN` frequencies
+        (the arrays are the attributes)."""
+        k = self.frequencies.size
+        shown = ", ".join(f"{f:.4g}" for f in self.frequencies[:SHOWN])
+        return (f"ModalAnalysis({k} modes over {self.free.size} of {len(self.speed_names)} "
+                f"speeds: {self.n_rigid} rigid, {int(np.count_nonzero(self.unstable))} "
+                f"unstable; frequencies [{shown}{', …' if k > SHOWN else ''}] Hz)")
+
+
+#: the frequencies that ``repr(ModalAnalysis)`` shows
+SHOWN = 8
+
 
 def refuse_closures(model: Model, what: str, advice: str) -> None:
     """``ValueError`` naming the closures when ``model`` has any: ``what`` does not handle
