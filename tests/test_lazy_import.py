@@ -103,3 +103,30 @@ def test_the_collector_is_paused_only_inside_a_load():
     fd.forward_dynamics(model, model.neutral_configuration(), np.zeros(model.nu),
                         np.ones(model.nu))
     assert gc.isenabled()
+
+
+def test_compiles_raise_the_full_collection_threshold_and_restore_it():
+    """While compiles are under way the collector's third threshold is at least
+    ``COMPILE_FULL_COLLECTION``; the last compile to end restores the thresholds, however
+    the starts and ends of several interleave; thresholds already higher stay."""
+    import gc
+
+    from flexdyn.startup import COMPILE_FULL_COLLECTION, compile_ended, compile_started
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        compile_started()
+        assert gc.get_threshold() == (700, 10, COMPILE_FULL_COLLECTION)
+        compile_started()  # a second one, ending first
+        compile_ended()
+        assert gc.get_threshold() == (700, 10, COMPILE_FULL_COLLECTION)
+        compile_ended()
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(700, 10, 10 * COMPILE_FULL_COLLECTION)
+        compile_started()
+        assert gc.get_threshold()[2] == 10 * COMPILE_FULL_COLLECTION
+        compile_ended()
+        assert gc.get_threshold() == (700, 10, 10 * COMPILE_FULL_COLLECTION)
+    finally:
+        gc.set_threshold(*before)

@@ -11,7 +11,9 @@ compiled one after the other (:func:`flexdyn.engine.stages.table`), are announce
 (:func:`compiling`).  Calls that find their entry compiled or cached print nothing.
 ``FLEXDYN_COMPILE_NOTICE=0`` in the environment silences it; ``python -m flexdyn compile``
 compiles ahead of time.  The same listener adds up each thread's compile time
-(:func:`compile_seconds`), which a simulation leaves out of its ``wall_time``.
+(:func:`compile_seconds`), which a simulation leaves out of its ``wall_time``, and tells the
+garbage collector's settings when a compile starts and ends
+(:func:`flexdyn.startup.compile_started`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from numba.core import event
+
+from ..startup import compile_ended, compile_started
 
 __all__ = ["ENTRIES", "ESTIMATES", "NOTICE_AFTER", "compile_seconds", "compiling", "describe",
            "install", "silenced"]
@@ -138,6 +142,7 @@ class _Notice(event.Listener):
         :func:`describe`, and quotes ``estimate``, by default :data:`ESTIMATES`)."""
         c.entry, c.what, c.estimate = entry, what, estimate
         c.start, c.said = time.perf_counter(), False
+        compile_started()
         self._arm(c)
 
     def _arm(self, c: _Compile) -> None:
@@ -151,6 +156,7 @@ class _Notice(event.Listener):
         a compile announced says how long it took."""
         if c.entry is None:
             return
+        compile_ended()
         c.timer.cancel()
         seconds = time.perf_counter() - c.start
         if c.compiled:
