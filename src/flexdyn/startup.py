@@ -5,7 +5,7 @@ cache, create some 200 000 objects that live as long as the process.  Python's c
 scans the objects it tracks each time enough have been created, so during a start-up it
 scans those objects over and over without finding anything to free, and runs two full
 collections.  :func:`uncollected` pauses it while the package imports a module on first use
-(:func:`flexdyn.__getattr__`) and while the engine loads its stages and entries from the
+(``flexdyn.__getattr__``) and while the engine loads its stages and entries from the
 cache; the collector then runs as usual, and meets these objects once.
 
 A compile is different: numba makes cycles that are garbage at once, which the collector
