@@ -55,7 +55,7 @@ def _row(n_modes: int, repeat: int) -> dict:
     f = fd.rhs(model)
     x0 = np.concatenate([q, u])
     f(0.0, x0)  # compiled before timing
-    A = fd.linearize(model, q, u).A
+    A = fd.linearize(model, q, u, derivative="compiled").A  # the default's code, compiled
     links = ["link1", "link2", "link3"]
     return {
         "modes": n_modes, "nx": x0.size,
