@@ -73,9 +73,10 @@ ENTRIES = {
 #: An entry's own compile leaves out its stages (:mod:`flexdyn.engine.stages`), which compile
 #: before it under one notice (:func:`compiling`) that quotes the sum of their estimates.
 ESTIMATES = {
-    "stages.position": (20, 15),
-    "stages.velocity": (20, 15),
+    "stages.position": (15, 10),
+    "stages.velocity": (15, 10),
     "stages.articulated": (15, 10),
+    "extras.energy_momentum": (10, 5),
     "kernels.derivative_articulated": (30, 15),
     "kernels.state_derivative": (80, 20),
     "galpha.generalized_alpha": (60, 40),
