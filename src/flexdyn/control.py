@@ -245,11 +245,12 @@ def linearize(model: Model, q: Any, u: Any = None, tau: Any = None, *,
 
     keep = np.flatnonzero(~np.concatenate([mask, mask]))
     x0 = np.concatenate([np.zeros(nu), u])
-    tiered = derivative is None and not model.constraints  # (_default_derivative)
-    if derivative is None:
+    tiered = derivative is None and not model.constraints and keep.size > 0
+    if tiered:
         backend = "reference"  # the tier that _default_derivative prices
-        derivative = ("complex-step" if model.constraints or not keep.size else
-                      _default_derivative(model, fidelity, f, x0, keep.size + nu))
+        derivative = _default_derivative(model, fidelity, f, x0, keep.size + nu)
+    elif derivative is None:  # loop closures, or every speed prescribed
+        derivative = "complex-step"
     backend = "reference" if derivative == "complex-step" else "engine"
     start = time.perf_counter()
     if derivative == COMPILED:
