@@ -52,6 +52,8 @@ from .algebra import (
     copy,
     cross_force,
     cross_motion,
+    mtv,
+    mv,
     mv6,
     pose_congruence,
 )
@@ -59,14 +61,20 @@ from .forces import add_passive_forces, motor_torques, passive_force_kernel
 from .jit import allocating_helper, entry_point, helper, inlined
 from .kernels import finite, valid_state
 from .layout import (
+    CN,
     INVALID,
     JF,
+    KIND,
+    MI,
     MODES,
     NJ,
+    NN,
     NQJ,
     OVERFLOW,
     PARENT,
+    PN,
     QS,
+    TK,
     US,
     Work,
     carve,
@@ -77,16 +85,18 @@ from .layout import (
     workspace_length,
 )
 from .newton_euler import gravity_acceleration, rnea
+from .pack import FULL
 from .rigid_tree import rigid_tree_pose
 from .stages import run
 from .terms import (
     body_bias,
     body_position_terms,
     body_rates,
+    massless_node,
     parent_attach_map,
     velocity_fields,
 )
-from .tip import node_wrench
+from .tip import node_twist, node_wrench, tip_rate
 
 __all__ = ["ComplexWork", "RigidWork", "derivatives", "derivatives_rigid_tree",
            "derivatives_rigid_tree_one", "rigid_tree_derivatives"]
@@ -160,7 +170,9 @@ class ComplexWork(NamedTuple):
     """The scratch of :func:`derivatives` (``n`` bodies, at most ``M`` modes each)."""
 
     wc: Work  # the workspace in complex numbers
-    J: np.ndarray  # (n, M + 6, 6) each body's twist slopes (_twist_slopes)
+    J: np.ndarray  # (n, M + 6, M + 6) each body's velocity slopes, by column (_velocity_slopes)
+    K: np.ndarray  # (n, 2, 6) the axes of each body's rates along twists (_rate_axes)
+    t: np.ndarray  # (11, 6) real scratch
     sub: np.ndarray  # (n,) whether a body is in the subtree of a direction's body
     qc: np.ndarray  # (nq,) the complex configuration
     uc: np.ndarray  # (nu,) the complex rates
@@ -172,7 +184,8 @@ def _complex_work(ib, nq, nu):
     """A :class:`ComplexWork`."""
     wc = carve(ib, np.zeros(workspace_length(ib), dtype=np.complex128))
     n = wc.V_m.shape[0]
-    return ComplexWork(wc, np.empty((n, wc.V_m.shape[1], 6)), np.empty(n, dtype=np.bool_),
+    return ComplexWork(wc, np.empty((n, wc.V_m.shape[1], wc.V_m.shape[1])), np.empty((n, 2, 6)),
+                       np.empty((11, 6)), np.empty(n, dtype=np.bool_),
                        np.empty(nq, dtype=np.complex128), np.empty(nu, dtype=np.complex128),
                        np.empty(nu, dtype=np.complex128))
 
@@ -238,7 +251,9 @@ def _complex_derivatives(st, pm, w, cw, q_dir, u, udot, fext, d_q, d_u, Mass):
     copy(w.flat, wc.flat)  # the state's terms: each direction replaces what it moves
     copy(w.q_n, qc)
     copy(u, uc)
-    _twist_slopes(pm, wc, cw.J, qc, uc, fext)
+    _velocity_slopes(pm, w, wc, cw.J, cw.t, qc, uc, fext)
+    for i in range(n):
+        _rate_axes(ints, w.Hcal, w.Q, w.fE, w.u_nl, i, cw.K[i])
     for b in range(n):  # ∂τ/∂δ_j, δ_j a coordinate of body b: its position terms
         qs, nq_b, us, nu_b = ints[b, QS], ints[b, NQJ] + ints[b, MODES], ints[b, US], \
             ints[b, NJ] + ints[b, MODES]
@@ -246,7 +261,7 @@ def _complex_derivatives(st, pm, w, cw, q_dir, u, udot, fext, d_q, d_u, Mass):
             for k in range(qs, qs + nq_b):
                 qc[k] = complex(w.q_n[k], h * q_dir[k, j])
             _own_position_terms(pm, qc, wc, b)
-            _direction(pm, w, cw, b, j >= us + ints[b, NJ], udot, fext)
+            _direction(pm, w, cw, b, j >= us + ints[b, NJ], True, udot, fext)
             for k in range(tc.shape[0]):
                 d_q[k, j] = tc[k].imag / h
         for k in range(qs, qs + nq_b):
@@ -256,7 +271,7 @@ def _complex_derivatives(st, pm, w, cw, q_dir, u, udot, fext, d_q, d_u, Mass):
         us, nj = ints[b, US], ints[b, NJ]
         for j in range(us, us + nj + ints[b, MODES]):
             uc[j] = complex(u[j], h)
-            _direction(pm, w, cw, b, j >= us + nj, udot, fext)
+            _direction(pm, w, cw, b, j >= us + nj, False, udot, fext)
             for k in range(tc.shape[0]):
                 d_u[k, j] = tc[k].imag / h
             uc[j] = u[j]
@@ -277,31 +292,140 @@ def _own_position_terms(pm, q, w, b):
 
 
 @helper
-def _twist_slopes(pm, wc, J, qc, uc, fext):
-    """``J[i] = ∂ bias_i/∂V_i`` ((M + 6) × 6) of each body ``i`` at the state in ``wc`` by
-    complex steps of :func:`~flexdyn.engine.terms.body_bias`: a body's bias is a function of
-    its own ``η``, ``η̇`` and twist alone, so a direction that moves only its twist changes
-    it by ``J[i]`` times the twist's change."""
+def _velocity_slopes(pm, w, wc, J, t, qc, uc, fext):
+    """``J[i, c] = ∂ bias_i/∂x_c`` (the m + 6 entries of body ``i``'s bias, for ``x`` its
+    modal rates ``η̇`` then its twist ``V``) at the state in ``w`` (real) and ``wc``: a
+    body's bias is a function of its own ``η``, ``η̇`` and twist alone, so a direction that
+    moves only its rates changes it by ``J[i]`` times their change.  A full body's
+    analytically (:func:`_full_velocity_slopes`, less its inertia invariants'), any other's
+    by complex steps of :func:`~flexdyn.engine.terms.body_bias`, a modal rate stepped in ``u``
+    (damping) and ``u_nl`` (the velocity products) together: a ruthless body's bias does not
+    read the latter.  ``t`` (11 × 6) real scratch."""
     ints, h = pm.ints, COMPLEX_STEP
-    V = wc.V_nl if _velocities(pm, uc, wc) else wc.V_m
+    ruthless = _velocities(pm, uc, wc)
+    V = wc.V_nl if ruthless else wc.V_m
     for i in range(ints.shape[0]):
-        m = ints[i, MODES]
-        for c in range(6):
-            v = V[i, m + c]
-            V[i, m + c] = complex(v.real, h)
+        m, s = ints[i, MODES], ints[i, US] + ints[i, NJ]
+        if ints[i, KIND] == FULL and ints[i, MI] == 0:
+            _full_velocity_slopes(ints[i, TK], m, ints[i, NN], pm.node_m[i], pm.node_I[i],
+                                  pm.M_rigid[i], pm.Pi_r[i], pm.C[i], w.fR[i], w.fp[i],
+                                  w.fE[i], w.fth[i], w.u_nl[s:s + m],
+                                  (w.V_nl if ruthless else w.V_m)[i, m:m + 6], J[i], t,
+                                  wc.t_tip)
+            continue
+        for c in range(m + 6):
+            x = uc if c < m else V[i]
+            k = s + c if c < m else c
+            v, v_nl = x[k], wc.u_nl[s + c] if c < m else 0.0
+            x[k] = complex(v.real, h)
+            if c < m:
+                wc.u_nl[s + c] = complex(v_nl.real, h)
             _bias(pm, qc, uc, fext, wc, V, i)
             for r in range(m + 6):
-                J[i, r, c] = wc.bias[i, r].imag / h
-            V[i, m + c] = v
+                J[i, c, r] = wc.bias[i, r].imag / h
+            x[k] = v
+            if c < m:
+                wc.u_nl[s + c] = v_nl
 
 
 @helper
-def _direction(pm, w, cw, b, own, udot, fext):
+def _full_velocity_slopes(tk, m, nn, node_m, node_I, M_rigid, Pi_r, C, fR, fp, fE, fth,
+                          etad, V, J, t, tc):
+    """``J[c] = ∂b/∂x_c`` (m + 6 columns of m + 6) of a full body's bias
+    (:func:`~flexdyn.engine.terms.body_bias`: ``b_m`` of
+    :func:`~flexdyn.engine.terms._full_modal_bias` and the damping ``C η̇``) in its modal rates
+    and twist ``x = [η̇; V]``.  With the node twist ``V_j = B_j x``, ``w_j = E_j η̇``, the
+    acceleration ``a_j = [J̇(θ) θ̇; −w_r × w_t] + V_j × w_j`` and
+    ``y_j = M_s a_j + V_j ×* M_s V_j``, ``b_m = V ×* M_rigid V + Σ_j B_jᵀ y_j`` changes along
+    ``x_c`` by ``δV ×* M_rigid V + V ×* M_rigid δV`` and ``Σ_j B_jᵀ δy_j`` with
+    ``δV_j = B_j x_c``, ``δw_j = E_j δη̇`` and
+    ``δa_j = [G_j Π_r δη̇; −(δw_r × w_t + w_r × δw_t)] + δV_j × w_j + V_j × δw_j``,
+    ``δy_j = M_s δa_j + δV_j ×* M_s V_j + V_j ×* M_s δV_j``; ``G_j = ∂(J̇ θ̇)/∂θ̇`` (3 × 3)
+    by complex steps of the tip kinematics' rate (its columns, three per node).  ``t``
+    (11 × 6) real and ``tc`` (4 × 3) complex scratch."""
+    s = m + 6
+    Vj, wj, hj, dV, dw, da, dy, e = t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]
+    G = t[8:11, :3]
+    J[:s, :s] = 0.0
+    mv(M_rigid, V, hj, False)  # V ×* M_rigid V
+    for c in range(6):
+        e[:] = 0.0
+        e[c] = 1.0
+        cross_force(e, hj, J[m + c, m:s], True)
+        cross_force(V, M_rigid[:, c], J[m + c, m:s], True)
+    for k in range(m):  # C η̇
+        for r in range(m):
+            J[k, r] = C[r, k]
+    for j in range(nn):
+        if massless_node(node_m, node_I, j):
+            continue
+        R, p, E, I, mj = fR[j], fp[j], fE[j], node_I[j], node_m[j]  # noqa: E741
+        node_twist(R, p, E, m, etad, V, Vj)
+        for r in range(6):
+            x = 0.0
+            for k in range(m):
+                x += E[r, k] * etad[k]
+            wj[r] = x
+        _inertia_times(I, mj, Vj, hj)
+        _rate_jacobian(tk, fth[j], Pi_r[j], etad, m, G, tc)
+        for c in range(s):
+            if c < m:
+                for r in range(6):
+                    dV[r] = dw[r] = E[r, c]
+                for r in range(3):
+                    da[r] = (G[r, 0] * Pi_r[j, 0, c] + G[r, 1] * Pi_r[j, 1, c]
+                             + G[r, 2] * Pi_r[j, 2, c])
+                da[3] = -(dw[1] * wj[5] - dw[2] * wj[4] + wj[1] * dw[5] - wj[2] * dw[4])
+                da[4] = -(dw[2] * wj[3] - dw[0] * wj[5] + wj[2] * dw[3] - wj[0] * dw[5])
+                da[5] = -(dw[0] * wj[4] - dw[1] * wj[3] + wj[0] * dw[4] - wj[1] * dw[3])
+                cross_motion(Vj, dw, da, True)
+            else:
+                e[:] = 0.0
+                e[c - m] = 1.0
+                node_twist(R, p, E, 0, etad, e, dV)
+                da[:] = 0.0
+            cross_motion(dV, wj, da, True)
+            _inertia_times(I, mj, da, dy)  # M_s δa + δV ×* M_s V_j + V_j ×* M_s δV
+            cross_force(dV, hj, dy, True)
+            _inertia_times(I, mj, dV, e)
+            cross_force(Vj, e, dy, True)
+            node_wrench(R, p, E, m, dy, J[c])
+
+
+@helper
+def _inertia_times(I, mj, x, out):  # noqa: E741
+    """``out = M_s x = [I x_r; m x_t]``: a node's spatial inertia times a twist."""
+    for r in range(3):
+        out[r] = I[r, 0] * x[0] + I[r, 1] * x[1] + I[r, 2] * x[2]
+        out[3 + r] = mj * x[3 + r]
+
+
+@helper
+def _rate_jacobian(tk, theta, Pi_r, etad, m, G, tc):
+    """``G = ∂(J̇(θ) θ̇)/∂θ̇`` (3 × 3) at ``θ̇ = Π_r η̇`` by complex steps of
+    :func:`~flexdyn.engine.tip.tip_rate`; ``tc`` (4 × 3) complex scratch."""
+    h = COMPLEX_STEP
+    d, out = tc[0], tc[1]
+    for a in range(3):
+        for r in range(3):
+            x = 0.0
+            for k in range(m):
+                x += Pi_r[r, k] * etad[k]
+            d[r] = complex(x, h if r == a else 0.0)
+        tip_rate(tk, theta, d, out, tc[2:])
+        for r in range(3):
+            G[r, a] = out[r].imag / h
+
+
+@helper
+def _direction(pm, w, cw, b, own, moved, udot, fext):
     """Inverse dynamics (Eq 44) at ``(cw.qc, cw.uc, u̇)`` into ``cw.tc``, for a direction
-    that moves a coordinate or rate of body ``b`` (``own``: a modal one), the position
-    terms already in ``cw.wc``: the velocity terms of ``b``'s subtree (``cw.sub``; the
-    state's own elsewhere), a body's bias by its twist slopes ``cw.J`` unless the direction
-    moves its own modes, then Newton–Euler and the joint forces."""
+    that moves a coordinate (``moved``) or a rate of body ``b`` (``own``: a modal one), the
+    position terms already in ``cw.wc``: the velocity terms of ``b``'s subtree (``cw.sub``;
+    the state's own elsewhere), each body's velocity-dependent acceleration to first order
+    in its twists (:func:`_rates_along_twist`) unless the direction moves its own or its
+    parent's modes, its bias by its velocity slopes ``cw.J`` unless the direction moves its
+    modal coordinates, then Newton–Euler and the joint forces."""
     ints, wc, sub = pm.ints, cw.wc, cw.sub
     V = wc.V_nl if _velocities(pm, cw.uc, wc) else wc.V_m
     for i in range(ints.shape[0]):
@@ -311,14 +435,81 @@ def _direction(pm, w, cw, b, own, udot, fext):
             copy(w.a_m[i], wc.a_m[i])
             copy(w.bias[i], wc.bias[i])
             continue
-        body_rates(pm, cw.qc, wc, V, i)
-        if own and i == b:
+        if i == b or (own and pa == b):
+            body_rates(pm, cw.qc, wc, V, i)
+        else:
+            _rates_along_twist(ints, w.A, w.phi, V, w.a_m[i], cw.K[i], i, cw.t, wc.a_m[i])
+        m, s = ints[i, MODES], ints[i, US] + ints[i, NJ]
+        if own and moved and i == b:
             _bias(pm, cw.qc, cw.uc, fext, wc, V, i)
         else:
-            _bias_along_twist(ints[i, MODES] + 6, w.bias[i], cw.J[i], V[i, ints[i, MODES]:],
-                              wc.bias[i])
+            _bias_along_velocity(m, w.bias[i], cw.J[i], cw.uc[s:s + m], V[i, m:m + 6],
+                                 wc.bias[i])
     rnea(pm, wc, udot, True, cw.tc)
     add_passive_forces(pm, cw.qc, cw.uc, -1.0, cw.tc)
+
+
+@helper
+def _rate_axes(ints, Hcal, Q, fE, u_nl, i, K):
+    """The axes ``K = [c; w_t]`` (2 × 6) of body ``i``'s velocity-dependent acceleration
+    along twists (:func:`~flexdyn.engine.terms.body_rates`, the state's real terms): its
+    rigid rows are affine in the body's twist ``V`` and its parent attach node's
+    ``V_t = Aᵀ(i) V_m(p)``, through ``(V − Q η̇) × H_F* β``, the full model's ``V × Q η̇``
+    and ``φᵀ (V_t × E_t η̇_p)``, so that they change by
+    ``δV × c + φᵀ (δV_t × w_t)`` with ``c = H_F* β + Q η̇`` (the second term of the full
+    model only) and ``w_t = E_t η̇_p`` (zero but on a full parent's node) while ``β``,
+    ``η̇``, ``η̇_p`` and the position terms hold."""
+    m, nj, us, pa = ints[i, MODES], ints[i, NJ], ints[i, US], ints[i, PARENT]
+    own = ints[i, KIND] == FULL and ints[i, CN] >= 0
+    for r in range(6):
+        x = 0.0
+        for k in range(nj):
+            x += Hcal[i, k, m + r] * u_nl[us + k]
+        if own:
+            for k in range(m):
+                x += Q[i, r, k] * u_nl[us + nj + k]
+        K[0, r] = x
+        K[1, r] = 0.0
+    if _on_full_node(ints, i):
+        s, mp = ints[pa, US] + ints[pa, NJ], ints[pa, MODES]
+        for r in range(6):
+            x = 0.0
+            for k in range(mp):
+                x += fE[pa, ints[i, PN], r, k] * u_nl[s + k]
+            K[1, r] = x
+
+
+@helper
+def _rates_along_twist(ints, A, phi, V, a, K, i, t, out):
+    """``out = a + i (Im V × c + φᵀ (Im V_t × w_t))``: body ``i``'s velocity-dependent
+    acceleration ``a`` (the state's) to first order along a complex step that moves only
+    its twist ``V[i]`` and its parent's velocities ``V[p]`` (:func:`_rate_axes`, ``K``);
+    ``V`` (n × (M + 6)) complex, ``A``, ``phi`` the state's; ``t`` (4, 6) real scratch."""
+    m, pa = ints[i, MODES], ints[i, PARENT]
+    x, d, y, z = t[0], t[1], t[2], t[3]
+    for r in range(6):
+        x[r] = V[i, m + r].imag
+    cross_motion(x, K[0], d, False)
+    if _on_full_node(ints, i):
+        mp = ints[pa, MODES]
+        y[:] = 0.0  # Im V_t = Aᵀ Im V_m(p)
+        for k in range(mp + 6):
+            v = V[pa, k].imag
+            for r in range(6):
+                y[r] += A[i, k, r] * v
+        cross_motion(y, K[1], z, False)
+        mtv(phi[i], z, d, True)
+    for r in range(m):
+        out[r] = a[r]
+    for r in range(6):
+        out[m + r] = complex(a[m + r].real, d[r])
+
+
+@helper
+def _on_full_node(ints, i):
+    """Whether body ``i`` hangs on a node of a full parent (whose modes move the node)."""
+    pa = ints[i, PARENT]
+    return pa >= 0 and ints[i, PN] >= 0 and ints[pa, KIND] == FULL
 
 
 @helper
@@ -334,13 +525,15 @@ def _bias(pm, q, u, fext, w, V, i):
 
 
 @helper
-def _bias_along_twist(s, bias, J, V, out):
-    """``out = bias + i J Im(V)`` (``s`` entries): a bias whose body moves along the
-    complex step only through its twist ``V``."""
-    for r in range(s):
+def _bias_along_velocity(m, bias, J, etad, V, out):
+    """``out = bias + i J Im([η̇; V])`` (m + 6 entries): a bias whose body moves along the
+    complex step only through its modal rates ``η̇`` and twist ``V``."""
+    for r in range(m + 6):
         x = 0.0
+        for c in range(m):
+            x += J[c, r] * etad[c].imag
         for c in range(6):
-            x += J[r, c] * V[c].imag
+            x += J[m + c, r] * V[c].imag
         out[r] = complex(bias[r], x)
 
 

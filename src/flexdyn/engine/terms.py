@@ -39,8 +39,8 @@ from .pack import EXACT, FULL, RUTHLESS
 from .tip import node_frame, node_twist, node_twist_rate, node_wrench
 
 __all__ = ["body_bias", "body_position_terms", "body_rates", "from_parent", "geometric_tangent",
-           "modal_velocities", "parent_attach_map", "position_terms", "strain_energy",
-           "to_parent", "velocity_fields", "velocity_terms"]
+           "massless_node", "modal_velocities", "parent_attach_map", "position_terms",
+           "strain_energy", "to_parent", "velocity_fields", "velocity_terms"]
 
 
 @inlined
@@ -216,7 +216,7 @@ def _modal_mass(m, nn, node_m, node_I, M_rigid, fR, fp, fE, ME, out):
     s = m + 6
     out[:s, :s] = 0.0
     for j in range(nn):
-        if _massless(node_m, node_I, j):
+        if massless_node(node_m, node_I, j):
             continue
         R, p, E, I, mj = fR[j], fp[j], fE[j], node_I[j], node_m[j]
         for k in range(m):
@@ -255,7 +255,7 @@ def _modal_mass(m, nn, node_m, node_I, M_rigid, fR, fp, fE, ME, out):
 
 
 @helper
-def _massless(node_m, node_I, j):
+def massless_node(node_m, node_I, j):
     """Whether node ``j`` carries no inertia (an attachment point, or a node of a body whose
     mass is its inertia invariants): no mass and a zero diagonal of its positive
     semi-definite rotary inertia."""
@@ -591,7 +591,7 @@ def _full_modal_bias(tk, m, nn, node_m, node_I, M_rigid, Pi_r, fR, fp, fE, fth, 
     mv(M_rigid, V, y, False)
     cross_force(V, y, out[m:m + 6], False)
     for j in range(nn):
-        if _massless(node_m, node_I, j):
+        if massless_node(node_m, node_I, j):
             continue
         R, p, E = fR[j], fp[j], fE[j]
         node_twist(R, p, E, m, etad, V, Vs)
