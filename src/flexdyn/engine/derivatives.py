@@ -84,7 +84,7 @@ from .layout import (
     workspace,
     workspace_length,
 )
-from .newton_euler import gravity_acceleration, rnea
+from .newton_euler import body_forces, gravity_acceleration, rnea
 from .pack import FULL
 from .rigid_tree import rigid_tree_pose
 from .stages import run
@@ -92,9 +92,12 @@ from .terms import (
     body_bias,
     body_position_terms,
     body_rates,
+    body_velocity,
+    from_parent,
     massless_node,
     parent_attach_map,
-    velocity_fields,
+    rates_in_products,
+    to_parent,
 )
 from .tip import node_twist, node_wrench, tip_rate
 
@@ -173,6 +176,10 @@ class ComplexWork(NamedTuple):
     J: np.ndarray  # (n, M + 6, M + 6) each body's velocity slopes, by column (_velocity_slopes)
     K: np.ndarray  # (n, 2, 6) the axes of each body's rates along twists (_rate_axes)
     t: np.ndarray  # (11, 6) real scratch
+    dV: np.ndarray  # (n, M + 6) the tangents of the velocities (Eq 11) along a direction
+    dA: np.ndarray  # (n, M + 6) of the modal accelerations (Eq 24)
+    dF: np.ndarray  # (n, M + 6) of the modal forces (Eqs 24, 36)
+    dt: np.ndarray  # (nu,) of τ
     sub: np.ndarray  # (n,) whether a body is in the subtree of a direction's body
     qc: np.ndarray  # (nq,) the complex configuration
     uc: np.ndarray  # (nu,) the complex rates
@@ -184,10 +191,11 @@ def _complex_work(ib, nq, nu):
     """A :class:`ComplexWork`."""
     wc = carve(ib, np.zeros(workspace_length(ib), dtype=np.complex128))
     n = wc.V_m.shape[0]
-    return ComplexWork(wc, np.empty((n, wc.V_m.shape[1], wc.V_m.shape[1])), np.empty((n, 2, 6)),
-                       np.empty((11, 6)), np.empty(n, dtype=np.bool_),
-                       np.empty(nq, dtype=np.complex128), np.empty(nu, dtype=np.complex128),
-                       np.empty(nu, dtype=np.complex128))
+    s = wc.V_m.shape[1]
+    return ComplexWork(wc, np.empty((n, s, s)), np.empty((n, 2, 6)), np.empty((11, 6)),
+                       np.empty((n, s)), np.empty((n, s)), np.empty((n, s)), np.empty(nu),
+                       np.empty(n, dtype=np.bool_), np.empty(nq, dtype=np.complex128),
+                       np.empty(nu, dtype=np.complex128), np.empty(nu, dtype=np.complex128))
 
 
 class RigidWork(NamedTuple):
@@ -241,17 +249,20 @@ def _finish(pm, forward, factored, L, tau, tc, d_q, d_u, d_x):
 @inlined
 def _complex_derivatives(st, pm, w, cw, q_dir, u, udot, fext, d_q, d_u, Mass):
     """``∂τ/∂δ`` (``d_q``), ``∂τ/∂u`` (``d_u``) and ``M`` (``Mass``) of Eq 44 at
-    ``(w.q_n, u, u̇)`` by complex steps of the engine's stages, each direction recomputing
-    only what it moves (module notes); ``cw`` the scratch (:class:`ComplexWork`)."""
-    ints, wc, qc, uc, tc = pm.ints, cw.wc, cw.qc, cw.uc, cw.tc
+    ``(w.q_n, u, u̇)``, each direction by complex steps of what it moves and the tangent
+    sweeps of the rest (module notes); ``cw`` the scratch (:class:`ComplexWork`)."""
+    ints, wc, qc, uc, dt = pm.ints, cw.wc, cw.qc, cw.uc, cw.dt
     n, h = ints.shape[0], COMPLEX_STEP
     run(st, stages.position, pm, w, w.q_n)  # M (Eqs 47/50), as kernels' mass entry
     run(st, stages.composite, pm, w, Mass)
     run(st, stages.velocity, pm, w, w.q_n, u, fext)
+    rnea(pm, w, udot, True, dt)  # the state's α_m and (accumulated) f_m
     copy(w.flat, wc.flat)  # the state's terms: each direction replaces what it moves
     copy(w.q_n, qc)
     copy(u, uc)
-    _velocity_slopes(pm, w, wc, cw.J, cw.t, qc, uc, fext)
+    ruthless = rates_in_products(ints, u, w.u_nl)
+    V, Vc = (w.V_nl, wc.V_nl) if ruthless else (w.V_m, wc.V_m)
+    _velocity_slopes(pm, w, wc, cw.J, cw.t, qc, uc, fext, V, Vc)
     for i in range(n):
         _rate_axes(ints, w.Hcal, w.Q, w.fE, w.u_nl, i, cw.K[i])
     for b in range(n):  # ∂τ/∂δ_j, δ_j a coordinate of body b: its position terms
@@ -260,20 +271,19 @@ def _complex_derivatives(st, pm, w, cw, q_dir, u, udot, fext, d_q, d_u, Mass):
         for j in range(us, us + nu_b):
             for k in range(qs, qs + nq_b):
                 qc[k] = complex(w.q_n[k], h * q_dir[k, j])
-            _own_position_terms(pm, qc, wc, b)
-            _direction(pm, w, cw, b, j >= us + ints[b, NJ], True, udot, fext)
-            for k in range(tc.shape[0]):
-                d_q[k, j] = tc[k].imag / h
+            own = j >= us + ints[b, NJ]
+            _own_position_terms(pm, qc, wc, b, own)
+            _direction(pm, w, cw, V, Vc, b, own, True, udot, fext)
+            copy(dt, d_q[:, j])
         for k in range(qs, qs + nq_b):
             qc[k] = w.q_n[k]
-        _own_position_terms(pm, qc, wc, b)
+        _restore_position_terms(ints, w, wc, b)
     for b in range(n):  # ∂τ/∂u_j, u_j a rate of body b
         us, nj = ints[b, US], ints[b, NJ]
         for j in range(us, us + nj + ints[b, MODES]):
             uc[j] = complex(u[j], h)
-            _direction(pm, w, cw, b, j >= us + nj, False, udot, fext)
-            for k in range(tc.shape[0]):
-                d_u[k, j] = tc[k].imag / h
+            _direction(pm, w, cw, V, Vc, b, j >= us + nj, False, udot, fext)
+            copy(dt, d_u[:, j])
             uc[j] = u[j]
 
 
@@ -282,17 +292,37 @@ def _complex_derivatives(st, pm, w, cw, q_dir, u, udot, fext, d_q, d_u, Mass):
 # kernels once more (the node sums of the full model), and the entry is compiled on first
 # use.
 @helper
-def _own_position_terms(pm, q, w, b):
-    """The position terms that body ``b``'s coordinates move: its own, and the attach maps
-    of its children."""
-    body_position_terms(pm, q, w, b)
-    for i in range(b + 1, pm.ints.shape[0]):
-        if pm.ints[i, PARENT] == b:
-            parent_attach_map(pm, w, i)
+def _own_position_terms(pm, q, w, b, modal):
+    """The position terms that body ``b``'s coordinates move: its own, and with its modal
+    coordinates (``modal``) its node frames and the attach maps of its children."""
+    body_position_terms(pm, q, w, b, modal)
+    if modal:
+        for i in range(b + 1, pm.ints.shape[0]):
+            if pm.ints[i, PARENT] == b:
+                parent_attach_map(pm, w, i)
 
 
 @helper
-def _velocity_slopes(pm, w, wc, J, t, qc, uc, fext):
+def _restore_position_terms(ints, w, wc, b):
+    """``wc``'s position terms of body ``b`` and its children's attach maps back to the
+    state's in ``w``: the blocks that :func:`_own_position_terms` writes."""
+    for x, y in ((w.fR, wc.fR), (w.fE, wc.fE)):
+        copy(x[b], y[b])
+    for x, y in ((w.fp, wc.fp), (w.fth, wc.fth), (w.M_m, wc.M_m), (w.Hcal, wc.Hcal),
+                 (w.Q, wc.Q), (w.X_joint, wc.X_joint), (w.S, wc.S), (w.R_phi, wc.R_phi),
+                 (w.phi, wc.phi), (w.R_nc, wc.R_nc)):
+        copy(x[b], y[b])
+    for x, y in ((w.p_phi, wc.p_phi), (w.p_nc, wc.p_nc)):
+        copy(x[b], y[b])
+    for i in range(b + 1, ints.shape[0]):
+        if ints[i, PARENT] == b:
+            copy(w.A[i], wc.A[i])
+            copy(w.R_t[i], wc.R_t[i])
+            copy(w.p_t[i], wc.p_t[i])
+
+
+@helper
+def _velocity_slopes(pm, w, wc, J, t, qc, uc, fext, V, Vc):
     """``J[i, c] = ∂ bias_i/∂x_c`` (the m + 6 entries of body ``i``'s bias, for ``x`` its
     modal rates ``η̇`` then its twist ``V``) at the state in ``w`` (real) and ``wc``: a
     body's bias is a function of its own ``η``, ``η̇`` and twist alone, so a direction that
@@ -300,27 +330,25 @@ def _velocity_slopes(pm, w, wc, J, t, qc, uc, fext):
     analytically (:func:`_full_velocity_slopes`, less its inertia invariants'), any other's
     by complex steps of :func:`~flexdyn.engine.terms.body_bias`, a modal rate stepped in ``u``
     (damping) and ``u_nl`` (the velocity products) together: a ruthless body's bias does not
-    read the latter.  ``t`` (11 × 6) real scratch."""
+    read the latter.  ``V``, ``Vc`` the velocities in the products (``w.V_nl`` or ``w.V_m``,
+    and ``wc``'s); ``t`` (11 × 6) real scratch."""
     ints, h = pm.ints, COMPLEX_STEP
-    ruthless = _velocities(pm, uc, wc)
-    V = wc.V_nl if ruthless else wc.V_m
     for i in range(ints.shape[0]):
         m, s = ints[i, MODES], ints[i, US] + ints[i, NJ]
         if ints[i, KIND] == FULL and ints[i, MI] == 0:
             _full_velocity_slopes(ints[i, TK], m, ints[i, NN], pm.node_m[i], pm.node_I[i],
                                   pm.M_rigid[i], pm.Pi_r[i], pm.C[i], w.fR[i], w.fp[i],
-                                  w.fE[i], w.fth[i], w.u_nl[s:s + m],
-                                  (w.V_nl if ruthless else w.V_m)[i, m:m + 6], J[i], t,
-                                  wc.t_tip)
+                                  w.fE[i], w.fth[i], w.u_nl[s:s + m], V[i, m:m + 6], J[i],
+                                  t, wc.t_tip)
             continue
         for c in range(m + 6):
-            x = uc if c < m else V[i]
+            x = uc if c < m else Vc[i]
             k = s + c if c < m else c
             v, v_nl = x[k], wc.u_nl[s + c] if c < m else 0.0
             x[k] = complex(v.real, h)
             if c < m:
                 wc.u_nl[s + c] = complex(v_nl.real, h)
-            _bias(pm, qc, uc, fext, wc, V, i)
+            _bias(pm, qc, uc, fext, wc, Vc, i)
             for r in range(m + 6):
                 J[i, c, r] = wc.bias[i, r].imag / h
             x[k] = v
@@ -418,35 +446,131 @@ def _rate_jacobian(tk, theta, Pi_r, etad, m, G, tc):
 
 
 @helper
-def _direction(pm, w, cw, b, own, moved, udot, fext):
-    """Inverse dynamics (Eq 44) at ``(cw.qc, cw.uc, u̇)`` into ``cw.tc``, for a direction
-    that moves a coordinate (``moved``) or a rate of body ``b`` (``own``: a modal one), the
-    position terms already in ``cw.wc``: the velocity terms of ``b``'s subtree (``cw.sub``;
-    the state's own elsewhere), each body's velocity-dependent acceleration to first order
-    in its twists (:func:`_rates_along_twist`) unless the direction moves its own or its
-    parent's modes, its bias by its velocity slopes ``cw.J`` unless the direction moves its
-    modal coordinates, then Newton–Euler and the joint forces."""
-    ints, wc, sub = pm.ints, cw.wc, cw.sub
-    V = wc.V_nl if _velocities(pm, cw.uc, wc) else wc.V_m
-    for i in range(ints.shape[0]):
+def _direction(pm, w, cw, V, Vc, b, own, moved, udot, fext):
+    """``δτ`` (``cw.dt``) of Eq 44 at ``(cw.qc, cw.uc, u̇)`` along a direction that moves a
+    coordinate (``moved``) or a rate of body ``b`` (``own``: a modal one), the position
+    terms already in ``cw.wc``.  The bodies whose own terms it moves — ``b``, and with
+    ``own`` its children (their attach maps, or their parent's modal rates) — by complex
+    steps of their velocities, rates, bias and forces (:func:`_complex_body`, the bias by
+    its velocity slopes ``cw.J`` unless the direction moves ``b``'s modal coordinates); the
+    rest of ``b``'s subtree by the tangent sweep of Eqs 11, 24 and 25 in real arithmetic
+    (:func:`_tangent_body`); then the tangent of the tip-to-base sweep (Eqs 36, 41) over
+    the subtree and the path to the base, and the joint forces'.  ``V``, ``Vc`` the
+    velocities in the products (``w``'s and ``cw.wc``'s)."""
+    ints, wc, h = pm.ints, cw.wc, COMPLEX_STEP
+    n = ints.shape[0]
+    dV, dA, dF, sub, dt = cw.dV, cw.dA, cw.dF, cw.sub, cw.dt
+    rates_in_products(ints, cw.uc, wc.u_nl)
+    a_g = cw.t[10]  # (the body kernels use the workspace's scratch)
+    gravity_acceleration(pm, a_g)
+    for i in range(n):
         pa = ints[i, PARENT]
         sub[i] = i == b or (i > b and pa >= 0 and sub[pa])
+        dF[i] = 0.0
         if not sub[i]:
-            copy(w.a_m[i], wc.a_m[i])
-            copy(w.bias[i], wc.bias[i])
             continue
         if i == b or (own and pa == b):
-            body_rates(pm, cw.qc, wc, V, i)
+            _complex_body(pm, w, cw, Vc, i, own and moved and i == b, udot, fext, a_g)
         else:
-            _rates_along_twist(ints, w.A, w.phi, V, w.a_m[i], cw.K[i], i, cw.t, wc.a_m[i])
-        m, s = ints[i, MODES], ints[i, US] + ints[i, NJ]
-        if own and moved and i == b:
-            _bias(pm, cw.qc, cw.uc, fext, wc, V, i)
+            _tangent_body(ints, w.A, w.phi, w.M_m, cw.J[i], cw.K[i], dV, dA, dF, i, cw.t)
+    dt[:] = 0.0
+    j = b
+    while j >= 0:  # the path to the base
+        sub[j] = True
+        j = ints[j, PARENT]
+    for i in range(n - 1, -1, -1):
+        if not sub[i]:
+            continue
+        pa = ints[i, PARENT]
+        if moved and (i == b or (own and pa == b)):  # its ℋ, φ or A move
+            _complex_forces(ints, w, wc, dF, dt, i)
         else:
-            _bias_along_velocity(m, w.bias[i], cw.J[i], cw.uc[s:s + m], V[i, m:m + 6],
-                                 wc.bias[i])
-    rnea(pm, wc, udot, True, cw.tc)
-    add_passive_forces(pm, cw.qc, cw.uc, -1.0, cw.tc)
+            m, nj, us = ints[i, MODES], ints[i, NJ], ints[i, US]
+            mv(w.Hcal[i, :nj + m, :m + 6], dF[i, :m + 6], dt[us:us + nj + m], False)
+            if pa >= 0:
+                to_parent(ints, w.A, w.phi, i, dF[i, m:m + 6], dF, cw.t[0])
+    for i in range(n):  # restore the state's velocities and accelerations
+        if sub[i] and (i == b or (own and ints[i, PARENT] == b)):
+            copy(V[i], Vc[i])
+            copy(w.alpha[i], wc.alpha[i])
+    tc = cw.tc
+    tc[:] = 0.0
+    add_passive_forces(pm, cw.qc, cw.uc, -1.0, tc)
+    for k in range(dt.shape[0]):
+        dt[k] += tc[k].imag / h
+
+
+@helper
+def _complex_body(pm, w, cw, Vc, i, moves_bias, udot, fext, a_g):
+    """``dV[i]``, ``dA[i]``, ``dF[i]`` (``cw``): the tangents of body ``i``'s velocities
+    (Eq 11), modal accelerations (Eq 24) and own modal forces by a complex step of each,
+    its velocity-dependent acceleration (Eq 25) and bias whole (``moves_bias``) or by its
+    velocity slopes ``cw.J[i]``; its parent's velocities and accelerations in
+    ``cw.wc`` (complex where the direction moves them)."""
+    ints, wc, h = pm.ints, cw.wc, COMPLEX_STEP
+    m, s = ints[i, MODES], ints[i, US] + ints[i, NJ]
+    body_velocity(ints, wc.Hcal, wc.phi, wc.A, wc.u_nl, Vc, i, wc.t_6[0])
+    body_rates(pm, cw.qc, wc, Vc, i)
+    if moves_bias:
+        _bias(pm, cw.qc, cw.uc, fext, wc, Vc, i)
+    else:
+        _bias_along_velocity(m, w.bias[i], cw.J[i], cw.uc[s:s + m], Vc[i, m:m + 6],
+                             wc.bias[i])
+    body_forces(ints, wc, udot, a_g, i)
+    for r in range(m + 6):
+        cw.dV[i, r] = Vc[i, r].imag / h
+        cw.dA[i, r] = wc.alpha[i, r].imag / h
+        cw.dF[i, r] = wc.f[i, r].imag / h
+
+
+@helper
+def _complex_forces(ints, w, wc, dF, dt, i):
+    """The tip-to-base step of body ``i`` whose ``ℋ``, ``φ`` or ``A`` the direction moves
+    (complex in ``wc``): with ``f = f_m(i) + i h δf`` (``w.f``, ``dF[i]``), ``δτ_i =
+    Im(ℋ f) / h`` into ``dt`` and ``dF[p] += Im(A φ f) / h``."""
+    h = COMPLEX_STEP
+    m, nj, us, pa = ints[i, MODES], ints[i, NJ], ints[i, US], ints[i, PARENT]
+    f, T = wc.t_X[0, :m + 6], wc.t_X[1, :nj + m]
+    for r in range(m + 6):
+        f[r] = complex(w.f[i, r], h * dF[i, r])
+    mv(wc.Hcal[i, :nj + m, :m + 6], f, T, False)
+    for k in range(nj + m):
+        dt[us + k] = T[k].imag / h
+    if pa >= 0:
+        mp = ints[pa, MODES]
+        wc.f[pa, :mp + 6] = 0.0
+        to_parent(ints, wc.A, wc.phi, i, f[m:m + 6], wc.f, wc.t_6[3])
+        for r in range(mp + 6):
+            dF[pa, r] += wc.f[pa, r].imag / h
+
+
+@helper
+def _tangent_body(ints, A, phi, M_m, J, K, dV, dA, dF, i, t):
+    """``dV[i]``, ``dA[i]``, ``dF[i]`` of a body whose own terms the direction leaves (it
+    moves only through its parent): ``δV_t = Aᵀ δV_m(p)``, ``δV_m(i) = [0; φᵀ δV_t]``
+    (Eq 11), its velocity-dependent acceleration ``δa = δV × c + φᵀ (δV_t × w_t)``
+    (:func:`_rate_axes`, ``K``), ``δα_m(i) = [0; φᵀ Aᵀ δα_m(p) + δa]`` (Eq 24) and
+    ``δf_m(i) = M_m δα_m + J δV`` (its bias by its velocity slopes ``J``); ``t`` (11 × 6)
+    real scratch."""
+    m = ints[i, MODES]
+    s = m + 6
+    x, y, z = t[0], t[1], t[2]
+    dV[i, :m] = 0.0
+    from_parent(ints, A, i, dV, x)
+    mtv(phi[i], x, dV[i, m:s], False)
+    dA[i, :m] = 0.0
+    from_parent(ints, A, i, dA, y)
+    mtv(phi[i], y, dA[i, m:s], False)
+    cross_motion(dV[i, m:s], K[0], dA[i, m:s], True)
+    if _on_full_node(ints, i):
+        cross_motion(x, K[1], z, False)
+        mtv(phi[i], z, dA[i, m:s], True)
+    for r in range(s):
+        v = 0.0
+        for c in range(6):
+            v += J[m + c, r] * dV[i, m + c]
+        dF[i, r] = v
+    mv(M_m[i, :s, :s], dA[i, :s], dF[i, :s], True)
 
 
 @helper
@@ -480,42 +604,10 @@ def _rate_axes(ints, Hcal, Q, fE, u_nl, i, K):
 
 
 @helper
-def _rates_along_twist(ints, A, phi, V, a, K, i, t, out):
-    """``out = a + i (Im V × c + φᵀ (Im V_t × w_t))``: body ``i``'s velocity-dependent
-    acceleration ``a`` (the state's) to first order along a complex step that moves only
-    its twist ``V[i]`` and its parent's velocities ``V[p]`` (:func:`_rate_axes`, ``K``);
-    ``V`` (n × (M + 6)) complex, ``A``, ``phi`` the state's; ``t`` (4, 6) real scratch."""
-    m, pa = ints[i, MODES], ints[i, PARENT]
-    x, d, y, z = t[0], t[1], t[2], t[3]
-    for r in range(6):
-        x[r] = V[i, m + r].imag
-    cross_motion(x, K[0], d, False)
-    if _on_full_node(ints, i):
-        mp = ints[pa, MODES]
-        y[:] = 0.0  # Im V_t = Aᵀ Im V_m(p)
-        for k in range(mp + 6):
-            v = V[pa, k].imag
-            for r in range(6):
-                y[r] += A[i, k, r] * v
-        cross_motion(y, K[1], z, False)
-        mtv(phi[i], z, d, True)
-    for r in range(m):
-        out[r] = a[r]
-    for r in range(6):
-        out[m + r] = complex(a[m + r].real, d[r])
-
-
-@helper
 def _on_full_node(ints, i):
     """Whether body ``i`` hangs on a node of a full parent (whose modes move the node)."""
     pa = ints[i, PARENT]
     return pa >= 0 and ints[i, PN] >= 0 and ints[pa, KIND] == FULL
-
-
-@helper
-def _velocities(pm, u, w):
-    """:func:`~flexdyn.engine.terms.velocity_fields`, compiled once for both its callers."""
-    return velocity_fields(pm, u, w)
 
 
 @helper

@@ -38,9 +38,10 @@ from .layout import (
 from .pack import EXACT, FULL, RUTHLESS
 from .tip import node_frame, node_twist, node_twist_rate, node_wrench
 
-__all__ = ["body_bias", "body_position_terms", "body_rates", "from_parent", "geometric_tangent",
-           "massless_node", "modal_velocities", "parent_attach_map", "position_terms",
-           "strain_energy", "to_parent", "velocity_fields", "velocity_terms"]
+__all__ = ["body_bias", "body_position_terms", "body_rates", "body_velocity", "from_parent",
+           "geometric_tangent", "massless_node", "modal_velocities", "parent_attach_map",
+           "position_terms", "rates_in_products", "strain_energy", "to_parent",
+           "velocity_fields", "velocity_terms"]
 
 
 @inlined
@@ -57,17 +58,18 @@ def position_terms(pm, q, w):
     copy(pm.T_t_R, w.R_t)
     copy(pm.T_t_p, w.p_t)
     for i in range(ints.shape[0]):
-        body_position_terms(pm, q, w, i)
+        body_position_terms(pm, q, w, i, True)
         parent_attach_map(pm, w, i)
 
 
 @inlined
-def body_position_terms(pm, q, w, i):
+def body_position_terms(pm, q, w, i, frames):
     """Body ``i``'s part of :func:`position_terms` (Eqs 12–17 and 23), what depends on its
-    own coordinates in ``q`` (nq,), joint and modes: with the full model its node frames,
-    ``M_m`` ((m + 6) × (m + 6)), ``Q`` (6 × m), ``X_joint`` (6 × 6) and own attach node; φ
-    (6 × 6), its pose, ``S`` (6 × n_j) and ℋ ((n_j + m) × (m + 6)).  The constant terms are
-    in ``w`` already."""
+    own coordinates in ``q`` (nq,), joint and modes: with the full model its node frames and
+    ``M_m`` ((m + 6) × (m + 6)) (``frames`` False: those in ``w`` hold, the modes being
+    unmoved), ``Q`` (6 × m), ``X_joint`` (6 × 6) and own attach node; φ (6 × 6), its pose,
+    ``S`` (6 × n_j) and ℋ ((n_j + m) × (m + 6)).  The constant terms are in ``w``
+    already."""
     ints = pm.ints
     Rj, R1 = w.t_33[0], w.t_33[1]
     pj, p1 = w.t_3[0], w.t_3[1]
@@ -76,7 +78,8 @@ def body_position_terms(pm, q, w, i):
     qs, nqj = ints[i, QS], ints[i, NQJ]
     R_Jc, p_Jc = w.t_66[0, :3, :3], w.t_66[0, 3, :3]  # of the workspace's type
     if kind == FULL:
-        _full_body_frames(pm, i, q[qs + nqj:qs + nqj + m], w)
+        if frames:
+            _full_body_frames(pm, i, q[qs + nqj:qs + nqj + m], w)
         _full_joint_side(pm, i, w, R_Jc, p_Jc)
     else:
         copy(pm.T_Jc_R[i], R_Jc)
@@ -293,13 +296,20 @@ def to_parent(ints, A, phi, i, f6, Y, t):
 
 @inlined
 def modal_velocities(ints, Hcal, phi, A, u, Vm, t):
-    """Eq 11: ``V_m(i) = Φ*(p, i) V_m(p) + ℋ*(i) χ(i)``."""
+    """Eq 11 for every body, base to tip (:func:`body_velocity`)."""
     for i in range(ints.shape[0]):
-        m, nj, us = ints[i, MODES], ints[i, NJ], ints[i, US]
-        mtv(Hcal[i, :nj + m, :m + 6], u[us:us + nj + m], Vm[i, :m + 6], False)
-        if ints[i, PARENT] >= 0:
-            from_parent(ints, A, i, Vm, t)
-            mtv(phi[i], t, Vm[i, m:m + 6], True)
+        body_velocity(ints, Hcal, phi, A, u, Vm, i, t)
+
+
+@inlined
+def body_velocity(ints, Hcal, phi, A, u, Vm, i, t):
+    """Eq 11: ``V_m(i) = Φ*(p, i) V_m(p) + ℋ*(i) χ(i)`` into ``Vm[i]`` from ``u`` (nu,) and
+    the parent's ``Vm[p]``; ``t`` (6,) scratch."""
+    m, nj, us = ints[i, MODES], ints[i, NJ], ints[i, US]
+    mtv(Hcal[i, :nj + m, :m + 6], u[us:us + nj + m], Vm[i, :m + 6], False)
+    if ints[i, PARENT] >= 0:
+        from_parent(ints, A, i, Vm, t)
+        mtv(phi[i], t, Vm[i, m:m + 6], True)
 
 
 @inlined
@@ -321,15 +331,23 @@ def velocity_fields(pm, u, w):
     (the products then read ``w.V_nl``, else ``w.V_m``)."""
     ints = pm.ints
     modal_velocities(ints, w.Hcal, w.phi, w.A, u, w.V_m, w.t_6[0])
-    copy(u, w.u_nl)
+    ruthless = rates_in_products(ints, u, w.u_nl)
+    if ruthless:
+        modal_velocities(ints, w.Hcal, w.phi, w.A, w.u_nl, w.V_nl, w.t_6[0])
+    return ruthless
+
+
+@inlined
+def rates_in_products(ints, u, u_nl):
+    """``u_nl = u`` (nu,) less the modal rates of ruthless bodies (Eq B1 lets none into the
+    velocity products); returns whether there are such bodies."""
+    copy(u, u_nl)
     ruthless = False
     for i in range(ints.shape[0]):
         if ints[i, KIND] == RUTHLESS and ints[i, MODES] > 0:
             s = ints[i, US] + ints[i, NJ]
-            w.u_nl[s:s + ints[i, MODES]] = 0.0
+            u_nl[s:s + ints[i, MODES]] = 0.0
             ruthless = True
-    if ruthless:
-        modal_velocities(ints, w.Hcal, w.phi, w.A, w.u_nl, w.V_nl, w.t_6[0])
     return ruthless
 
 
