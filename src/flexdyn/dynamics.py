@@ -1375,8 +1375,8 @@ class Dynamics:
 
     def _derivatives(self, forward: bool, q, u, udot, tau, f_ext, f_nodes) -> tuple:
         """The three derivative blocks of :meth:`forward_dynamics_derivatives` (``forward``;
-        ``u̇`` by :meth:`forward_dynamics`, which validates and names what is wrong, except on
-        a rigid tree, whose entry solves for it) or of :meth:`inverse_dynamics_derivatives`:
+        the engine's entries solve for ``u̇``, :meth:`forward_dynamics` names what is wrong)
+        or of :meth:`inverse_dynamics_derivatives`:
         one state of the engine's arrays straight into the engine's machine code
         (:meth:`flexdyn.engine.Engine.derivatives_code`), anything else validated in full
         (:func:`_leading`) and run on the engine or the reference tier."""
@@ -1386,18 +1386,13 @@ class Dynamics:
         if run is not None:
             code = run.derivatives_code()
             zero_tau, zero_wrenches = self._zero_tau, self._zero_wrenches
-            if run.rigid_tree:  # one state; the forward derivatives solve for u̇ in place
+            udot = np.zeros(nu) if forward else udot  # forward derivatives solve for u̇
+            if run.rigid_tree:  # one state
                 d = np.empty((3, nu, nu))
-                if code(forward, q, u, np.zeros(nu) if forward else udot,
-                        zero_tau if tau is None else tau,
+                if code(forward, q, u, udot, zero_tau if tau is None else tau,
                         zero_wrenches if f_ext is None else f_ext, d) == -1:
                     return d[0], d[1], d[2]
-                if forward:  # names a singular inertia as for one state
-                    self.forward_dynamics(q, u, tau, f_ext=f_ext)
             else:  # a batch of one
-                if forward:  # the code's type, whichever path solved for it
-                    udot = np.ascontiguousarray(self.forward_dynamics(q, u, tau, f_ext=f_ext),
-                                                dtype=np.float64)
                 d, status = np.empty((3, 1, nu, nu)), np.empty(1, dtype=np.int64)
                 code(forward, 0, 1, q[None], u[None], udot[None],
                      (zero_tau if tau is None else tau)[None],
@@ -1405,6 +1400,8 @@ class Dynamics:
                      status)
                 if status[0] == -1:
                     return d[0, 0], d[1, 0], d[2, 0]
+            if forward:  # names a singular inertia as for one state
+                self.forward_dynamics(q, u, tau, f_ext=f_ext)
             # an invalid input, a singular mass matrix or an overflow: the general path
             # reports it
         model = self.model

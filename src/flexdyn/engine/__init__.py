@@ -441,8 +441,8 @@ class Engine:
         (:meth:`flexdyn.tangent.TangentCoordinates.directions`): three (B, nu, nu) arrays
         and the statuses (B,) of :func:`flexdyn.engine.derivatives.derivatives` (compiled on
         first use; :meth:`derivatives_entry`), the states shared among the cores (one state
-        is milliseconds of work: a thread from two states on); a rigid tree's forward
-        derivatives overwrite ``udot`` with the accelerations they solve for.  Raises for an
+        is milliseconds of work: a thread from two states on); the forward derivatives
+        overwrite ``udot`` with the accelerations they solve for.  Raises for an
         invalid state and a singular mass matrix (``"batch item b: "`` in a batch of more
         than one)."""
         lead = (len(q),)
@@ -466,10 +466,10 @@ class Engine:
         ``(*buffers, forward, t, n_threads, q, u, udot, tau, f_ext, *directions, d, status)``
         (``d``: the three blocks, 3 × B × nu × nu) — a rigid tree on one-dof joints by its
         analytic sweeps (:func:`flexdyn.engine.derivatives.derivatives_rigid_tree`: the
-        packed model, no directions, ``δ = q``; its forward derivatives write ``u̇`` into
-        ``udot``), any other by complex steps (:func:`flexdyn.engine.derivatives.derivatives`:
-        the packed model and the stages of its mass matrix and terms,
-        ``directions = (q_dir,)``)."""
+        packed model, no directions, ``δ = q``), any other by complex steps and tangent
+        sweeps (:func:`flexdyn.engine.derivatives.derivatives`: the packed model and the
+        stages of its mass matrix and terms, ``directions = (q_dir,)``); forward derivatives
+        write ``u̇`` into ``udot``."""
         if self.rigid_tree:
             return derivatives.derivatives_rigid_tree, self._derivatives_buffers(), ()
         return derivatives.derivatives, self._derivatives_buffers(), (q_dir,)

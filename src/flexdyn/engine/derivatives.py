@@ -115,8 +115,9 @@ def derivatives(ib, fb, st, forward, t, n_threads, q, u, udot, tau, fext, q_dir,
     (B × nu), ``fext`` (B × n × 6) and the tangent directions ``q_dir`` (B × nq × nu,
     ``∂q/∂δ``), into ``d[0, s]``, ``d[1, s]``, ``d[2, s]`` (``d``: 3 × B × nu × nu): with
     ``forward`` False ``∂τ/∂δ``, ``∂τ/∂u`` and ``M`` of inverse dynamics at ``(q, u, u̇)``
-    (``tau`` unused); with ``forward`` True ``∂u̇/∂δ``, ``∂u̇/∂u`` and ``∂u̇/∂τ`` of forward dynamics,
-    ``udot`` its accelerations at ``(q, u, τ)``; by complex steps of the stages.
+    (``tau`` unused); with ``forward`` True ``∂u̇/∂δ``, ``∂u̇/∂u`` and ``∂u̇/∂τ`` of forward
+    dynamics at ``(q, u, τ)``, its accelerations solved for and written into ``udot[s]`` (its
+    entries need only be finite); by complex steps and tangent sweeps of the stages.
     ``status`` (B,): −1, :data:`~flexdyn.engine.layout.INVALID`,
     :data:`~flexdyn.engine.layout.OVERFLOW` or 0 (the mass matrix is singular)."""
     pm, w = unpack(ib, fb), workspace(ib)
@@ -127,9 +128,8 @@ def derivatives(ib, fb, st, forward, t, n_threads, q, u, udot, tau, fext, q_dir,
         if not (valid_state(pm, q[s], u[s], udot[s], fext[s], w.q_n) and finite(tau[s])):
             status[s] = INVALID
             continue
-        _complex_derivatives(st, pm, w, cw, q_dir[s], u[s], udot[s], fext[s], d[0, s],
-                             d[1, s], L)
-        factored = not forward or cholesky_factor(L, MASS_MATRIX_RTOL)
+        factored = _complex_derivatives(st, pm, w, cw, forward, q_dir[s], u[s], udot[s],
+                                        tau[s], fext[s], d[0, s], d[1, s], L)
         status[s] = _finish(pm, forward, factored, L, tau[s], cw.tc, d[0, s], d[1, s],
                             d[2, s])
 
@@ -247,15 +247,23 @@ def _finish(pm, forward, factored, L, tau, tc, d_q, d_u, d_x):
 
 
 @inlined
-def _complex_derivatives(st, pm, w, cw, q_dir, u, udot, fext, d_q, d_u, Mass):
+def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q, d_u, Mass):
     """``∂τ/∂δ`` (``d_q``), ``∂τ/∂u`` (``d_u``) and ``M`` (``Mass``) of Eq 44 at
     ``(w.q_n, u, u̇)``, each direction by complex steps of what it moves and the tangent
-    sweeps of the rest (module notes); ``cw`` the scratch (:class:`ComplexWork`)."""
+    sweeps of the rest (module notes); with ``forward`` at the accelerations of forward
+    dynamics under ``tau``, written into ``udot``, and ``Mass`` left as the Cholesky factor
+    of ``M``: returns False when ``M`` is singular.  ``cw`` the scratch
+    (:class:`ComplexWork`)."""
     ints, wc, qc, uc, dt = pm.ints, cw.wc, cw.qc, cw.uc, cw.dt
     n, h = ints.shape[0], COMPLEX_STEP
     run(st, stages.position, pm, w, w.q_n)  # M (Eqs 47/50), as kernels' mass entry
     run(st, stages.composite, pm, w, Mass)
     run(st, stages.velocity, pm, w, w.q_n, u, fext)
+    if forward:
+        udot[:] = 0.0
+        rnea(pm, w, udot, True, dt)  # c = ID(q, u, 0)
+        if not _solve_accelerations(pm, Mass, w.q_n, u, tau, dt, udot):
+            return False
     rnea(pm, w, udot, True, dt)  # the state's α_m and (accumulated) f_m
     copy(w.flat, wc.flat)  # the state's terms: each direction replaces what it moves
     copy(w.q_n, qc)
@@ -285,6 +293,7 @@ def _complex_derivatives(st, pm, w, cw, q_dir, u, udot, fext, d_q, d_u, Mass):
             _direction(pm, w, cw, V, Vc, b, j >= us + nj, False, udot, fext)
             copy(dt, d_u[:, j])
             uc[j] = u[j]
+    return True
 
 
 # The functions below that take the packed model and the workspace are called, not inlined,
@@ -630,6 +639,20 @@ def _bias_along_velocity(m, bias, J, etad, V, out):
 
 
 @helper
+def _solve_accelerations(pm, Mass, q, u, tau, c, udot):
+    """``u̇ = M⁻¹ (sat(τ) + τ_J − c)`` into ``udot`` with ``c = ID(q, u, 0)``, ``Mass``
+    (``M``) left as its Cholesky factor: False where ``M`` is singular."""
+    if not cholesky_factor(Mass, MASS_MATRIX_RTOL):
+        return False
+    motor_torques(pm, tau, udot)
+    add_passive_forces(pm, q, u, 1.0, udot)
+    for k in range(udot.shape[0]):
+        udot[k] -= c[k]
+    cholesky_substitute(Mass, udot, udot)
+    return True
+
+
+@helper
 def _forward_derivatives(pm, L, tau, tc, d_q, d_u, d_x):
     """The inverse-dynamics derivatives ``d_q``, ``d_u`` turned into forward dynamics' in
     place, ``−M⁻¹ ∂τ``, and ``d_x = ∂u̇/∂τ = M⁻¹ diag(sat′(τ))`` (``sat′`` by a complex step
@@ -826,14 +849,8 @@ def rigid_tree_derivatives(pm, rw, u, udot, tau, fext, forward, d_q, d_u):
                 for cc in range(6):
                     Y[pa, r, cc] += Y[i, r, cc]
                     Bc[pa, r, cc] += Bc[i, r, cc]
-    if forward:  # u̇ = M⁻¹ (sat(τ) + τ_J − c)
-        if not cholesky_factor(Mass, MASS_MATRIX_RTOL):
-            return False
-        motor_torques(pm, tau, udot)
-        add_passive_forces(pm, q_n, u, 1.0, udot)
-        for k in range(udot.shape[0]):
-            udot[k] -= c[k]
-        cholesky_substitute(Mass, udot, udot)
+    if forward and not _solve_accelerations(pm, Mass, q_n, u, tau, c, udot):
+        return False
     for i in range(n):  # α at u̇, S̈, f
         pa, us, x = ints[i, PARENT], ints[i, US], vec[i]
         S, A, Sd, Sdd, F = x[_S], x[_A], x[_SD], x[_SDD], x[_F]
