@@ -351,6 +351,26 @@ def test_loop_closures_are_refused_by_name():
 # ----------------------------------------------------------------------------------------------
 # the linearization
 # ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", [fd.joints.SphericalJoint, fd.joints.FreeJoint])
+def test_tangent_directions_are_the_slopes_of_the_retraction(kind):
+    """A quaternion chart's closed-form ``∂q/∂δ`` against complex steps of its retraction,
+    at quaternions off unit norm by up to 1e-6 (what a configuration may carry): each
+    rotation column orthogonal to ``Q₀``, the position block ``R(Q₀)``."""
+    from flexdyn.tangent import TANGENT_CHARTS, complex_step_jacobian
+
+    joint, chart = kind(), TANGENT_CHARTS[kind]
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        Q = rng.normal(size=4)
+        q0 = np.concatenate([Q / np.linalg.norm(Q) * (1 + 1e-6 * rng.uniform(-1, 1)),
+                             rng.normal(size=joint.nq - 4)])
+        ref = complex_step_jacobian(lambda d, q0=q0: chart.retract(joint, q0, d),
+                                    np.zeros(joint.nu))
+        got = chart.direction(joint, q0)
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(q0[:4] @ got[:4], 0.0, atol=1e-15)
+
+
 def test_linearize_compiled_equals_complex_steps():
     """The compiled derivatives and the reference tier's complex steps give the same ``A``,
     ``B`` and ``C``, with outputs and with a prescribed hub (hybrid dynamics)."""

@@ -42,11 +42,13 @@ class TangentChart:
     """Tangent coordinates of one joint kind (module docstring).
 
     ``retract(joint, q0, d) -> q`` (nq_j,) and ``rate(joint, q, d, u) -> ḋ`` (nu_j,) with
-    ``d``, ``u`` (nu_j,); ``names`` the suffixes of the tangent entries (None: the joint's
-    own coordinate names)."""
+    ``d``, ``u`` (nu_j,); ``direction(joint, q0) -> ∂q/∂d`` (nq_j × nu_j) at ``d = 0``, the
+    derivative of ``retract`` in closed form; ``names`` the suffixes of the tangent entries
+    (None: the joint's own coordinate names)."""
 
     retract: Callable[[Joint, np.ndarray, np.ndarray], np.ndarray]
     rate: Callable[[Joint, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+    direction: Callable[[Joint, np.ndarray], np.ndarray]
     names: tuple[str, ...] | None = None
 
 
@@ -54,6 +56,14 @@ def _rotation_retract(q0: np.ndarray, d: np.ndarray) -> np.ndarray:
     """``Q₀ ⊗ [1, d/2]`` (4,), normalised by ``√(Q·Q)`` (analytic: complex steps pass)."""
     Q = quat_multiply(q0[:4], np.concatenate([[1.0], d[:3] / 2]))
     return Q / np.sqrt(Q @ Q)
+
+
+def _rotation_direction(q0: np.ndarray) -> np.ndarray:
+    """``∂Q/∂d`` (4 × 3) of :func:`_rotation_retract` at ``d = 0``: the columns
+    ``Q₀ ⊗ [0, e_k] / (2 |Q₀|)``, each orthogonal to ``Q₀`` (the normalisation adds
+    nothing to first order)."""
+    w, x, y, z = q0[:4] / (2.0 * np.sqrt(q0[:4] @ q0[:4]))
+    return np.array([[-x, -y, -z], [w, -z, y], [z, w, -x], [-y, x, w]])
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -70,12 +80,23 @@ def _spherical_rate(joint: Joint, q: np.ndarray, d: np.ndarray, u: np.ndarray) -
     return u[:3] + _cross(d[:3], u[:3]) / 2
 
 
+def _spherical_direction(joint: Joint, q0: np.ndarray) -> np.ndarray:
+    return _rotation_direction(q0)
+
+
 def _free_retract(joint: Joint, q0: np.ndarray, d: np.ndarray) -> np.ndarray:
     return np.concatenate([_rotation_retract(q0, d), q0[4:7] + quat_to_rot(q0[:4]) @ d[3:6]])
 
 
 def _free_rate(joint: Joint, q: np.ndarray, d: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.concatenate([_spherical_rate(joint, q, d, u), u[3:6] + _cross(d[:3], u[3:6])])
+
+
+def _free_direction(joint: Joint, q0: np.ndarray) -> np.ndarray:
+    out = np.zeros((7, 6))
+    out[:4, :3] = _rotation_direction(q0)
+    out[4:, 3:] = quat_to_rot(q0[:4])
+    return out
 
 
 def _coordinate_retract(joint: Joint, q0: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -86,14 +107,20 @@ def _coordinate_rate(joint: Joint, q: np.ndarray, d: np.ndarray, u: np.ndarray) 
     return joint.qdot(q, u)
 
 
+def _coordinate_direction(joint: Joint, q0: np.ndarray) -> np.ndarray:
+    return np.eye(q0.size)
+
+
 #: the tangent chart of a joint class (module docstring); a class not listed must have as many
 #: coordinates as speeds and takes :data:`COORDINATE_CHART`
 TANGENT_CHARTS: dict[type[Joint], TangentChart] = {
-    SphericalJoint: TangentChart(_spherical_retract, _spherical_rate, ("rx", "ry", "rz")),
-    FreeJoint: TangentChart(_free_retract, _free_rate, ("rx", "ry", "rz", "px", "py", "pz")),
+    SphericalJoint: TangentChart(_spherical_retract, _spherical_rate, _spherical_direction,
+                                 ("rx", "ry", "rz")),
+    FreeJoint: TangentChart(_free_retract, _free_rate, _free_direction,
+                            ("rx", "ry", "rz", "px", "py", "pz")),
 }
 #: the chart of coordinates that are their own rates: ``q = q₀ + δ``
-COORDINATE_CHART = TangentChart(_coordinate_retract, _coordinate_rate)
+COORDINATE_CHART = TangentChart(_coordinate_retract, _coordinate_rate, _coordinate_direction)
 
 
 def _chart(joint: Joint, body: str) -> TangentChart:
@@ -139,19 +166,14 @@ class TangentCoordinates:
 
     def directions(self) -> np.ndarray:
         """``∂q/∂δ`` (nq × nu) at ``δ = 0``: the identity on ordinary coordinates and modes,
-        each chart's own block elsewhere (complex steps of its retraction), so that
+        each chart's own block elsewhere (:attr:`TangentChart.direction`), so that
         ``q(δ) = q₀ + (∂q/∂δ) δ + O(δ²)``."""
         model = self.model
         out = np.zeros((model.nq, model.nu))
         for i, (joint, chart) in enumerate(zip(model.joints, self.charts, strict=True)):
             qs, us = int(model.q_start[i]), int(model.u_start[i])
             nqj, nuj, m = int(model.nq_joint[i]), int(model.nu_joint[i]), int(model.n_modes[i])
-            if chart is COORDINATE_CHART:
-                out[qs:qs + nqj, us:us + nuj] = np.eye(nqj, nuj)
-            else:
-                out[qs:qs + nqj, us:us + nuj] = complex_step_jacobian(
-                    lambda d, joint=joint, chart=chart, q0=self.q0[qs:qs + nqj]:
-                    chart.retract(joint, q0, d), np.zeros(nuj))
+            out[qs:qs + nqj, us:us + nuj] = chart.direction(joint, self.q0[qs:qs + nqj])
             out[qs + nqj:qs + nqj + m, us + nuj:us + nuj + m] = np.eye(m)
         return out
 

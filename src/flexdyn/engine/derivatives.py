@@ -13,28 +13,36 @@ a Cholesky factor of ``M`` (all columns of a block at once).
   Mansard, *RSS* 2018, in inertial coordinates), sweeps with composite inertias, then a few
   dot products per pair of joints on one path: ``O(N d)`` for a tree of depth ``d``; the
   same sweeps give ``M`` and the accelerations.
-* :func:`derivatives`, for every other model: forward-mode differentiation of the engine's
-  own stages in complex arithmetic, at the accelerations its caller computed.  One
-  evaluation of ``ID`` at ``q + i h ∂q/∂δ_j`` gives ``Im τ / h = ∂τ/∂δ_j`` exactly to
-  round-off for a tiny ``h`` (:data:`flexdyn.linalg.COMPLEX_STEP`): nothing is subtracted,
-  the ``O(h²)`` term is below any double (Martins, Sturdza & Alonso, *ACM TOMS* 29(3),
-  2003), so every body model, joint kind and joint force differentiates by the code that
-  computes it.  ``δ`` are tangent coordinates (:class:`flexdyn.tangent.TangentCoordinates`),
-  given to the entry as the columns of ``∂q/∂δ`` (nq × nu, block diagonal by body: a body's
-  ``δ`` move its own coordinates only); quaternions need no normalisation along them, since
-  a tangent direction ``Q ⊗ [0, e/2]`` keeps ``|Q|`` to second order.
+* :func:`derivatives`, for every other model: forward-mode differentiation, one direction
+  at a time, at the accelerations of forward dynamics that it solves for.  What a direction
+  moves inside a body — the body models' terms, every joint kind, the joint forces — is
+  differentiated by complex steps of the engine's own code: one evaluation at
+  ``q + i h ∂q/∂δ_j`` gives ``Im / h`` the derivative exactly to round-off for a tiny ``h``
+  (:data:`flexdyn.linalg.COMPLEX_STEP`): nothing is subtracted, the ``O(h²)`` term is below
+  any double (Martins, Sturdza & Alonso, *ACM TOMS* 29(3), 2003).  What it moves across the
+  tree is the tangent of the sweeps, in real arithmetic.  ``δ`` are tangent coordinates
+  (:class:`flexdyn.tangent.TangentCoordinates`), given to the entry as the columns of
+  ``∂q/∂δ`` (nq × nu, block diagonal by body: a body's ``δ`` move its own coordinates
+  only); quaternions need no normalisation along them, since a tangent direction
+  ``Q ⊗ [0, e/2]`` keeps ``|Q|`` to second order.
 
-  Each direction recomputes only what it moves.  A coordinate of body ``b`` moves the
-  position terms of ``b`` and the attach maps of its children
+  A coordinate of body ``b`` moves the position terms of ``b`` and, if it is a mode, the
+  node frames of ``b`` and the attach maps of its children
   (:func:`~flexdyn.engine.terms.body_position_terms`,
-  :func:`~flexdyn.engine.terms.parent_attach_map`); a coordinate or a rate of ``b`` moves
-  the velocity terms of the subtree of ``b`` only, the others keep the state's.  A body's
-  bias (Eq 37 and the elastic forces, :func:`~flexdyn.engine.terms.body_bias`) is a
-  function of its own ``η``, ``η̇`` and twist alone (a full body's is a sum over its nodes),
-  so it is formed once per state with its slopes in the twist (six complex steps), and a
-  direction that moves only the body's twist takes it to first order, which is all the
-  imaginary part carries.  On a chain of flexible bodies a direction costs
-  less than half a whole evaluation.
+  :func:`~flexdyn.engine.terms.parent_attach_map`), evaluated in complex arithmetic.  The
+  bodies whose own terms a direction moves — ``b``, and its children where it moves a mode
+  or a modal rate of ``b`` — take complex steps of their velocities (Eq 11), rates (Eq 25),
+  bias and forces (Eq 24); the rest of the subtree of ``b`` moves only through its parent,
+  and takes the tangent sweep: ``δV_t = Aᵀ δV_m(p)``, ``δV_m = φᵀ δV_t``, the
+  velocity-dependent acceleration (affine in the body's twist and its parent node's)
+  ``δa = δV × c + φᵀ (δV_t × w_t)``, ``δα_m = φᵀ Aᵀ δα_m(p) + δa`` and
+  ``δf_m = M_m δα_m + J δV``.  A body's bias (Eq 37 and the elastic forces,
+  :func:`~flexdyn.engine.terms.body_bias`) is a function of its own ``η``, ``η̇`` and twist
+  alone, so its slopes ``J`` in ``η̇`` and the twist are formed once per state — a full
+  body's analytically over its nodes, any other's by complex steps — and only a direction
+  of the body's own modes evaluates it.  The tip-to-base sweep then carries ``δf_m`` over
+  the subtree and the path to the base, ``δτ = ℋ δf_m`` (Eqs 36, 41), by complex steps
+  where ``ℋ``, ``φ`` or ``A`` move.
 """
 
 from __future__ import annotations
