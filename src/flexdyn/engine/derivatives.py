@@ -276,7 +276,7 @@ def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q,
     copy(w.flat, wc.flat)  # the state's terms: each direction replaces what it moves
     copy(w.q_n, qc)
     copy(u, uc)
-    ruthless = rates_in_products(ints, u, w.u_nl)
+    ruthless = rates_in_products(ints, u, w.u_nl)  # (w.u_nl as the velocity stage left it)
     V, Vc = (w.V_nl, wc.V_nl) if ruthless else (w.V_m, wc.V_m)
     _velocity_slopes(pm, w, wc, cw.J, cw.t, qc, uc, fext, V, Vc)
     for i in range(n):
@@ -377,9 +377,8 @@ def _velocity_slopes(pm, w, wc, J, t, qc, uc, fext, V, Vc):
 def _full_velocity_slopes(tk, m, nn, node_m, node_I, M_rigid, Pi_r, C, fR, fp, fE, fth,
                           etad, V, J, t, tc):
     """``J[c] = ∂b/∂x_c`` (m + 6 columns of m + 6) of a full body's bias
-    (:func:`~flexdyn.engine.terms.body_bias`: ``b_m`` of
-    :func:`~flexdyn.engine.terms._full_modal_bias` and the damping ``C η̇``) in its modal rates
-    and twist ``x = [η̇; V]``.  With the node twist ``V_j = B_j x``, ``w_j = E_j η̇``, the
+    (:func:`~flexdyn.engine.terms.body_bias`: the full model's ``b_m`` and the damping
+    ``C η̇``) in its modal rates and twist ``x = [η̇; V]``.  With the node twist ``V_j = B_j x``, ``w_j = E_j η̇``, the
     acceleration ``a_j = [J̇(θ) θ̇; −w_r × w_t] + V_j × w_j`` and
     ``y_j = M_s a_j + V_j ×* M_s V_j``, ``b_m = V ×* M_rigid V + Σ_j B_jᵀ y_j`` changes along
     ``x_c`` by ``δV ×* M_rigid V + V ×* M_rigid δV`` and ``Σ_j B_jᵀ δy_j`` with
