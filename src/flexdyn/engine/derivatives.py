@@ -107,7 +107,7 @@ from .terms import (
     rates_in_products,
     to_parent,
 )
-from .tip import node_twist, node_wrench, tip_rate
+from .tip import node_twist, node_twist_rate, node_wrench, tip_rate
 
 __all__ = ["ComplexWork", "RigidWork", "derivatives", "derivatives_rigid_tree",
            "derivatives_rigid_tree_one", "rigid_tree_derivatives"]
@@ -183,6 +183,7 @@ class ComplexWork(NamedTuple):
     wc: Work  # the workspace in complex numbers
     J: np.ndarray  # (n, M + 6, M + 6) each body's velocity slopes, by column (_velocity_slopes)
     K: np.ndarray  # (n, 2, 6) the axes of each body's rates along twists (_rate_axes)
+    P: np.ndarray  # (n, 6, M) their slopes in the parent's modal rates (_parent_rate_slopes)
     t: np.ndarray  # (11, 6) real scratch
     dV: np.ndarray  # (n, M + 6) the tangents of the velocities (Eq 11) along a direction
     dA: np.ndarray  # (n, M + 6) of the modal accelerations (Eq 24)
@@ -200,7 +201,8 @@ def _complex_work(ib, nq, nu):
     wc = carve(ib, np.zeros(workspace_length(ib), dtype=np.complex128))
     n = wc.V_m.shape[0]
     s = wc.V_m.shape[1]
-    return ComplexWork(wc, np.empty((n, s, s)), np.empty((n, 2, 6)), np.empty((11, 6)),
+    return ComplexWork(wc, np.empty((n, s, s)), np.empty((n, 2, 6)), np.empty((n, 6, s - 6)),
+                       np.empty((11, 6)),
                        np.empty((n, s)), np.empty((n, s)), np.empty((n, s)), np.empty(nu),
                        np.empty(n, dtype=np.bool_), np.empty(nq, dtype=np.complex128),
                        np.empty(nu, dtype=np.complex128), np.empty(nu, dtype=np.complex128))
@@ -281,6 +283,11 @@ def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q,
     _velocity_slopes(pm, w, wc, cw.J, cw.t, qc, uc, fext, V, Vc)
     for i in range(n):
         _rate_axes(ints, w.Hcal, w.Q, w.fE, w.u_nl, i, cw.K[i])
+        if _on_full_node(ints, i):
+            pa, pn = ints[i, PARENT], ints[i, PN]
+            _parent_rate_slopes(ints[pa, TK], ints[pa, MODES], w.fth[pa, pn], pm.Pi_r[pa, pn],
+                                w.fE[pa, pn], w.A[i], V[pa], w.u_nl[ints[pa, US] + ints[pa, NJ]:],
+                                cw.P[i], wc.t_X, wc.t_tip)
     for b in range(n):  # ∂τ/∂δ_j, δ_j a coordinate of body b: its position terms
         qs, nq_b, us, nu_b = ints[b, QS], ints[b, NQJ] + ints[b, MODES], ints[b, US], \
             ints[b, NJ] + ints[b, MODES]
@@ -378,8 +385,9 @@ def _full_velocity_slopes(tk, m, nn, node_m, node_I, M_rigid, Pi_r, C, fR, fp, f
                           etad, V, J, t, tc):
     """``J[c] = ∂b/∂x_c`` (m + 6 columns of m + 6) of a full body's bias
     (:func:`~flexdyn.engine.terms.body_bias`: the full model's ``b_m`` and the damping
-    ``C η̇``) in its modal rates and twist ``x = [η̇; V]``.  With the node twist ``V_j = B_j x``, ``w_j = E_j η̇``, the
-    acceleration ``a_j = [J̇(θ) θ̇; −w_r × w_t] + V_j × w_j`` and
+    ``C η̇``) in its modal rates and twist ``x = [η̇; V]``.  With the node twist
+    ``V_j = B_j x``, ``w_j = E_j η̇``, the acceleration
+    ``a_j = [J̇(θ) θ̇; −w_r × w_t] + V_j × w_j`` and
     ``y_j = M_s a_j + V_j ×* M_s V_j``, ``b_m = V ×* M_rigid V + Σ_j B_jᵀ y_j`` changes along
     ``x_c`` by ``δV ×* M_rigid V + V ×* M_rigid δV`` and ``Σ_j B_jᵀ δy_j`` with
     ``δV_j = B_j x_c``, ``δw_j = E_j δη̇`` and
@@ -465,8 +473,8 @@ def _rate_jacobian(tk, theta, Pi_r, etad, m, G, tc):
 def _direction(pm, w, cw, V, Vc, b, own, moved, udot, fext):
     """``δτ`` (``cw.dt``) of Eq 44 at ``(cw.qc, cw.uc, u̇)`` along a direction that moves a
     coordinate (``moved``) or a rate of body ``b`` (``own``: a modal one), the position
-    terms already in ``cw.wc``.  The bodies whose own terms it moves — ``b``, and with
-    ``own`` its children (their attach maps, or their parent's modal rates) — by complex
+    terms already in ``cw.wc``.  The bodies whose own terms it moves
+    (:func:`_moves_own_terms`) by complex
     steps of their velocities, rates, bias and forces (:func:`_complex_body`, the bias by
     its velocity slopes ``cw.J`` unless the direction moves ``b``'s modal coordinates); the
     rest of ``b``'s subtree by the tangent sweep of Eqs 11, 24 and 25 in real arithmetic
@@ -485,10 +493,11 @@ def _direction(pm, w, cw, V, Vc, b, own, moved, udot, fext):
         dF[i] = 0.0
         if not sub[i]:
             continue
-        if i == b or (own and pa == b):
+        if _moves_own_terms(ints, b, own, moved, i):
             _complex_body(pm, w, cw, Vc, i, own and moved and i == b, udot, fext, a_g)
         else:
-            _tangent_body(ints, w.A, w.phi, w.M_m, cw.J[i], cw.K[i], dV, dA, dF, i, cw.t)
+            _tangent_body(ints, w.A, w.phi, w.M_m, cw.J[i], cw.K[i], cw.P[i], dV, dA, dF, i,
+                          cw.t)
     dt[:] = 0.0
     j = b
     while j >= 0:  # the path to the base
@@ -498,7 +507,7 @@ def _direction(pm, w, cw, V, Vc, b, own, moved, udot, fext):
         if not sub[i]:
             continue
         pa = ints[i, PARENT]
-        if moved and (i == b or (own and pa == b)):  # its ℋ, φ or A move
+        if moved and _moves_own_terms(ints, b, own, moved, i):  # its ℋ, φ or A move
             _complex_forces(ints, w, wc, dF, dt, i)
         else:
             m, nj, us = ints[i, MODES], ints[i, NJ], ints[i, US]
@@ -506,7 +515,7 @@ def _direction(pm, w, cw, V, Vc, b, own, moved, udot, fext):
             if pa >= 0:
                 to_parent(ints, w.A, w.phi, i, dF[i, m:m + 6], dF, cw.t[0])
     for i in range(n):  # restore the state's velocities and accelerations
-        if sub[i] and (i == b or (own and ints[i, PARENT] == b)):
+        if sub[i] and _moves_own_terms(ints, b, own, moved, i):
             copy(V[i], Vc[i])
             copy(w.alpha[i], wc.alpha[i])
     tc = cw.tc
@@ -514,6 +523,14 @@ def _direction(pm, w, cw, V, Vc, b, own, moved, udot, fext):
     add_passive_forces(pm, cw.qc, cw.uc, -1.0, tc)
     for k in range(dt.shape[0]):
         dt[k] += tc[k].imag / h
+
+
+@helper
+def _moves_own_terms(ints, b, own, moved, i):
+    """Whether a direction of body ``b`` (``own``: a mode or modal rate; ``moved``: a
+    coordinate) moves body ``i``'s own terms: ``b``'s, and with a mode of ``b`` its
+    children's attach maps."""
+    return i == b or (own and moved and ints[i, PARENT] == b)
 
 
 @helper
@@ -561,13 +578,14 @@ def _complex_forces(ints, w, wc, dF, dt, i):
 
 
 @helper
-def _tangent_body(ints, A, phi, M_m, J, K, dV, dA, dF, i, t):
+def _tangent_body(ints, A, phi, M_m, J, K, P, dV, dA, dF, i, t):
     """``dV[i]``, ``dA[i]``, ``dF[i]`` of a body whose own terms the direction leaves (it
     moves only through its parent): ``δV_t = Aᵀ δV_m(p)``, ``δV_m(i) = [0; φᵀ δV_t]``
-    (Eq 11), its velocity-dependent acceleration ``δa = δV × c + φᵀ (δV_t × w_t)``
-    (:func:`_rate_axes`, ``K``), ``δα_m(i) = [0; φᵀ Aᵀ δα_m(p) + δa]`` (Eq 24) and
-    ``δf_m(i) = M_m δα_m + J δV`` (its bias by its velocity slopes ``J``); ``t`` (11 × 6)
-    real scratch."""
+    (Eq 11), its velocity-dependent acceleration
+    ``δa = δV × c + φᵀ (δV_t × w_t + P δη̇_p)`` (:func:`_rate_axes`, ``K``;
+    :func:`_parent_rate_slopes`, ``P``; ``δη̇_p`` the parent's modal rows of ``δV_m(p)``),
+    ``δα_m(i) = [0; φᵀ Aᵀ δα_m(p) + δa]`` (Eq 24) and ``δf_m(i) = M_m δα_m + J δV`` (its
+    bias by its velocity slopes ``J``); ``t`` (11 × 6) real scratch."""
     m = ints[i, MODES]
     s = m + 6
     x, y, z = t[0], t[1], t[2]
@@ -579,7 +597,11 @@ def _tangent_body(ints, A, phi, M_m, J, K, dV, dA, dF, i, t):
     mtv(phi[i], y, dA[i, m:s], False)
     cross_motion(dV[i, m:s], K[0], dA[i, m:s], True)
     if _on_full_node(ints, i):
+        pa = ints[i, PARENT]
         cross_motion(x, K[1], z, False)
+        for k in range(ints[pa, MODES]):
+            for r in range(6):
+                z[r] += P[r, k] * dV[pa, k]
         mtv(phi[i], z, dA[i, m:s], True)
     for r in range(s):
         v = 0.0
@@ -617,6 +639,32 @@ def _rate_axes(ints, Hcal, Q, fE, u_nl, i, K):
             for k in range(mp):
                 x += fE[pa, ints[i, PN], r, k] * u_nl[s + k]
             K[1, r] = x
+
+
+@helper
+def _parent_rate_slopes(tk, mp, theta, Pi_r, E, A, Vp, etad, P, tX, tc):
+    """``P = ∂(ε_t + V_t × w_t)/∂η̇_p`` (6 × m_p) at the state, ``V_t = Aᵀ V_m(p)`` held:
+    the slopes of a body's velocity-dependent acceleration (before ``φᵀ``,
+    :func:`~flexdyn.engine.terms.body_rates`) in the modal rates ``η̇_p`` (``etad``, the
+    parent's rates in the products) of the full parent on whose node ``t`` (``theta``,
+    ``Pi_r``, ``E``) it hangs, ``ε_t = Ė_t η̇_p`` and ``w_t = E_t η̇_p``
+    (:func:`~flexdyn.engine.tip.node_twist_rate`), by complex steps; ``tX`` (≥ 3 × M + 6)
+    and ``tc`` (4 × 3) complex scratch."""
+    h = COMPLEX_STEP
+    d, out, wt = tX[0, :mp], tX[1, :6], tX[2, :6]
+    Vt = tX[3, :6]
+    for r in range(6):
+        x = 0.0
+        for k in range(mp + 6):
+            x += A[k, r] * Vp[k]
+        Vt[r] = x
+    for c in range(mp):
+        for k in range(mp):
+            d[k] = complex(etad[k], h if k == c else 0.0)
+        node_twist_rate(tk, theta, Pi_r, E, d, mp, out, wt, tc)
+        cross_motion(Vt, wt, out, True)
+        for r in range(6):
+            P[r, c] = out[r].imag / h
 
 
 @helper
