@@ -107,7 +107,7 @@ from .terms import (
     rates_in_products,
     to_parent,
 )
-from .tip import node_twist, node_twist_rate, node_wrench, tip_rate
+from .tip import node_frame_step, node_twist, node_twist_rate, node_wrench, tip_rate
 
 __all__ = ["ComplexWork", "RigidWork", "derivatives", "derivatives_rigid_tree",
            "derivatives_rigid_tree_one", "rigid_tree_derivatives"]
@@ -289,13 +289,18 @@ def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q,
                                 w.fE[pa, pn], w.A[i], V[pa], w.u_nl[ints[pa, US] + ints[pa, NJ]:],
                                 cw.P[i], wc.t_X, wc.t_tip)
     for b in range(n):  # ∂τ/∂δ_j, δ_j a coordinate of body b: its position terms
-        qs, nq_b, us, nu_b = ints[b, QS], ints[b, NQJ] + ints[b, MODES], ints[b, US], \
-            ints[b, NJ] + ints[b, MODES]
+        qs, nqj, us, nj = ints[b, QS], ints[b, NQJ], ints[b, US], ints[b, NJ]
+        nq_b, nu_b = nqj + ints[b, MODES], nj + ints[b, MODES]
         for j in range(us, us + nu_b):
+            unit = True  # the direction the unit step of one mode (as the charts give)
             for k in range(qs, qs + nq_b):
                 qc[k] = complex(w.q_n[k], h * q_dir[k, j])
-            own = j >= us + ints[b, NJ]
-            _own_position_terms(pm, qc, wc, b, own)
+                unit = unit and q_dir[k, j] == (1.0 if k - qs == j - us + nqj - nj else 0.0)
+            own = j >= us + nj
+            stepped = own and unit and ints[b, KIND] == FULL and _frame_steps(
+                ints[b, TK], ints[b, NN], ints[b, MODES], j - us - nj, pm.Pi_r[b], pm.Pi_t[b],
+                w.fR[b], w.fp[b], w.fE[b], w.fth[b], wc.fR[b], wc.fp[b], wc.fE[b], wc.fth[b])
+            _own_position_terms(pm, qc, wc, b, own and not stepped, own)
             _direction(pm, w, cw, V, Vc, b, own, True, udot, fext)
             copy(dt, d_q[:, j])
         for k in range(qs, qs + nq_b):
@@ -316,14 +321,28 @@ def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q,
 # kernels once more (the node sums of the full model), and the entry is compiled on first
 # use.
 @helper
-def _own_position_terms(pm, q, w, b, modal):
-    """The position terms that body ``b``'s coordinates move: its own, and with its modal
-    coordinates (``modal``) its node frames and the attach maps of its children."""
-    body_position_terms(pm, q, w, b, modal)
+def _own_position_terms(pm, qc, wc, b, frames, modal):
+    """The position terms in ``wc`` at ``qc`` that a coordinate of body ``b`` moves: its
+    own, and with a mode (``modal``) Eq 23, the attach maps of its children and, unless
+    they are in ``wc`` already (:func:`_frame_steps`), its node frames (``frames``)."""
+    body_position_terms(pm, qc, wc, b, frames, modal)
     if modal:
         for i in range(b + 1, pm.ints.shape[0]):
             if pm.ints[i, PARENT] == b:
-                parent_attach_map(pm, w, i)
+                parent_attach_map(pm, wc, i)
+
+
+@helper
+def _frame_steps(tk, nn, m, k, Pi_r, Pi_t, R, p, E, theta, Rc, pc, Ec, thc):
+    """A full body's node frames (``nn``, the state's ``R``, ``p``, ``E``, ``theta``) at
+    the unit complex step of its ``k``-th mode into ``Rc``, ``pc``, ``Ec``, ``thc`` in
+    closed form (:func:`~flexdyn.engine.tip.node_frame_step`); False where its tip
+    kinematics has none."""
+    for j in range(nn):
+        if not node_frame_step(tk, Pi_r[j], Pi_t[j], m, k, R[j], p[j], E[j], theta[j],
+                               COMPLEX_STEP, Rc[j], pc[j], Ec[j], thc[j]):
+            return False
+    return True
 
 
 @helper

@@ -58,16 +58,16 @@ def position_terms(pm, q, w):
     copy(pm.T_t_R, w.R_t)
     copy(pm.T_t_p, w.p_t)
     for i in range(ints.shape[0]):
-        body_position_terms(pm, q, w, i, True)
+        body_position_terms(pm, q, w, i, True, True)
         parent_attach_map(pm, w, i)
 
 
 @inlined
-def body_position_terms(pm, q, w, i, frames):
+def body_position_terms(pm, q, w, i, frames, mass):
     """Body ``i``'s part of :func:`position_terms` (Eqs 12–17 and 23), what depends on its
-    own coordinates in ``q`` (nq,), joint and modes: with the full model its node frames and
-    ``M_m`` ((m + 6) × (m + 6)) (``frames`` False: those in ``w`` hold, the modes being
-    unmoved), ``Q`` (6 × m), ``X_joint`` (6 × 6) and own attach node; φ (6 × 6), its pose,
+    own coordinates in ``q`` (nq,), joint and modes: with the full model its node frames
+    (``frames`` False: those in ``w`` hold), ``M_m`` ((m + 6) × (m + 6); ``mass`` False:
+    it holds), ``Q`` (6 × m), ``X_joint`` (6 × 6) and own attach node; φ (6 × 6), its pose,
     ``S`` (6 × n_j) and ℋ ((n_j + m) × (m + 6)).  The constant terms are in ``w``
     already."""
     ints = pm.ints
@@ -79,7 +79,9 @@ def body_position_terms(pm, q, w, i, frames):
     R_Jc, p_Jc = w.t_66[0, :3, :3], w.t_66[0, 3, :3]  # of the workspace's type
     if kind == FULL:
         if frames:
-            _full_body_frames(pm, i, q[qs + nqj:qs + nqj + m], w)
+            _full_node_frames(pm, i, q[qs + nqj:qs + nqj + m], w)
+        if mass:
+            _full_body_mass(pm, i, q[qs + nqj:qs + nqj + m], w)
         _full_joint_side(pm, i, w, R_Jc, p_Jc)
     else:
         copy(pm.T_Jc_R[i], R_Jc)
@@ -116,12 +118,18 @@ def parent_attach_map(pm, w, i):
 
 
 @inlined
-def _full_body_frames(pm, i, eta, w):
-    """The full model's node frames at ``η`` and Eq 23 (``M_m``)."""
+def _full_node_frames(pm, i, eta, w):
+    """The full model's node frames at ``η``."""
+    for j in range(pm.ints[i, NN]):
+        node_frame(pm.ints[i, TK], pm.Pi_r[i, j], pm.Pi_t[i, j], pm.l0[i, j], eta,
+                   pm.ints[i, MODES], w.fR[i, j], w.fp[i, j], w.fE[i, j], w.fth[i, j])
+
+
+@inlined
+def _full_body_mass(pm, i, eta, w):
+    """The full model's Eq 23 (``M_m``) from its node frames in ``w`` (and its inertia
+    invariants at ``η``)."""
     m, nn = pm.ints[i, MODES], pm.ints[i, NN]
-    for j in range(nn):
-        node_frame(pm.ints[i, TK], pm.Pi_r[i, j], pm.Pi_t[i, j], pm.l0[i, j], eta, m,
-                   w.fR[i, j], w.fp[i, j], w.fE[i, j], w.fth[i, j])
     _modal_mass(m, nn, pm.node_m[i], pm.node_I[i], pm.M_rigid[i], w.fR[i], w.fp[i],
                 w.fE[i], w.t_X[:6, :m], w.M_m[i])
     if pm.ints[i, MI] == 1:
