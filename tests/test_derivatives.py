@@ -355,10 +355,12 @@ def test_loop_closures_are_refused_by_name():
 def test_tangent_directions_are_the_slopes_of_the_retraction(kind):
     """A quaternion chart's closed-form ``∂q/∂δ`` against complex steps of its retraction,
     at quaternions off unit norm by up to 1e-6 (what a configuration may carry): each
-    rotation column orthogonal to ``Q₀``, the position block ``R(Q₀)``."""
-    from flexdyn.tangent import TANGENT_CHARTS, complex_step_jacobian
+    rotation column orthogonal to ``Q₀``, the position block ``R(Q₀)``.  A chart built
+    without ``direction`` (positionally, as before it had one) takes those complex steps."""
+    from flexdyn.tangent import TANGENT_CHARTS, TangentChart, complex_step_jacobian
 
     joint, chart = kind(), TANGENT_CHARTS[kind]
+    plain = TangentChart(chart.retract, chart.rate, chart.names)
     rng = np.random.default_rng(3)
     for _ in range(5):
         Q = rng.normal(size=4)
@@ -366,8 +368,9 @@ def test_tangent_directions_are_the_slopes_of_the_retraction(kind):
                              rng.normal(size=joint.nq - 4)])
         ref = complex_step_jacobian(lambda d, q0=q0: chart.retract(joint, q0, d),
                                     np.zeros(joint.nu))
-        got = chart.direction(joint, q0)
+        got = chart.jacobian(joint, q0)
         np.testing.assert_allclose(got, ref, rtol=0, atol=1e-14)
+        np.testing.assert_array_equal(plain.jacobian(joint, q0), ref)
         np.testing.assert_allclose(q0[:4] @ got[:4], 0.0, atol=1e-15)
 
 

@@ -42,14 +42,22 @@ class TangentChart:
     """Tangent coordinates of one joint kind (module docstring).
 
     ``retract(joint, q0, d) -> q`` (nq_j,) and ``rate(joint, q, d, u) -> ḋ`` (nu_j,) with
-    ``d``, ``u`` (nu_j,); ``direction(joint, q0) -> ∂q/∂d`` (nq_j × nu_j) at ``d = 0``, the
-    derivative of ``retract`` in closed form; ``names`` the suffixes of the tangent entries
-    (None: the joint's own coordinate names)."""
+    ``d``, ``u`` (nu_j,); ``names`` the suffixes of the tangent entries (None: the joint's
+    own coordinate names); ``direction(joint, q0) -> ∂q/∂d`` (nq_j × nu_j) at ``d = 0``,
+    the derivative of ``retract`` in closed form (None: complex steps of ``retract``,
+    :meth:`jacobian`)."""
 
     retract: Callable[[Joint, np.ndarray, np.ndarray], np.ndarray]
     rate: Callable[[Joint, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
-    direction: Callable[[Joint, np.ndarray], np.ndarray]
     names: tuple[str, ...] | None = None
+    direction: Callable[[Joint, np.ndarray], np.ndarray] | None = None
+
+    def jacobian(self, joint: Joint, q0: np.ndarray) -> np.ndarray:
+        """``∂q/∂d`` (nq_j × nu_j) of :attr:`retract` at ``d = 0`` about ``q0`` (nq_j,):
+        :attr:`direction`, or complex steps of :attr:`retract` where it is None."""
+        if self.direction is not None:
+            return self.direction(joint, q0)
+        return complex_step_jacobian(lambda d: self.retract(joint, q0, d), np.zeros(joint.nu))
 
 
 def _rotation_retract(q0: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -114,13 +122,14 @@ def _coordinate_direction(joint: Joint, q0: np.ndarray) -> np.ndarray:
 #: the tangent chart of a joint class (module docstring); a class not listed must have as many
 #: coordinates as speeds and takes :data:`COORDINATE_CHART`
 TANGENT_CHARTS: dict[type[Joint], TangentChart] = {
-    SphericalJoint: TangentChart(_spherical_retract, _spherical_rate, _spherical_direction,
-                                 ("rx", "ry", "rz")),
-    FreeJoint: TangentChart(_free_retract, _free_rate, _free_direction,
-                            ("rx", "ry", "rz", "px", "py", "pz")),
+    SphericalJoint: TangentChart(_spherical_retract, _spherical_rate, ("rx", "ry", "rz"),
+                                 direction=_spherical_direction),
+    FreeJoint: TangentChart(_free_retract, _free_rate, ("rx", "ry", "rz", "px", "py", "pz"),
+                            direction=_free_direction),
 }
 #: the chart of coordinates that are their own rates: ``q = q₀ + δ``
-COORDINATE_CHART = TangentChart(_coordinate_retract, _coordinate_rate, _coordinate_direction)
+COORDINATE_CHART = TangentChart(_coordinate_retract, _coordinate_rate,
+                                direction=_coordinate_direction)
 
 
 def _chart(joint: Joint, body: str) -> TangentChart:
@@ -166,14 +175,14 @@ class TangentCoordinates:
 
     def directions(self) -> np.ndarray:
         """``∂q/∂δ`` (nq × nu) at ``δ = 0``: the identity on ordinary coordinates and modes,
-        each chart's own block elsewhere (:attr:`TangentChart.direction`), so that
+        each chart's own block elsewhere (:meth:`TangentChart.jacobian`), so that
         ``q(δ) = q₀ + (∂q/∂δ) δ + O(δ²)``."""
         model = self.model
         out = np.zeros((model.nq, model.nu))
         for i, (joint, chart) in enumerate(zip(model.joints, self.charts, strict=True)):
             qs, us = int(model.q_start[i]), int(model.u_start[i])
             nqj, nuj, m = int(model.nq_joint[i]), int(model.nu_joint[i]), int(model.n_modes[i])
-            out[qs:qs + nqj, us:us + nuj] = chart.direction(joint, self.q0[qs:qs + nqj])
+            out[qs:qs + nqj, us:us + nuj] = chart.jacobian(joint, self.q0[qs:qs + nqj])
             out[qs + nqj:qs + nqj + m, us + nuj:us + nuj + m] = np.eye(m)
         return out
 
