@@ -60,7 +60,6 @@ from .algebra import (
     copy,
     cross_force,
     cross_motion,
-    mtv,
     mv,
     mv6,
     pose_congruence,
@@ -69,6 +68,7 @@ from .forces import add_passive_forces, motor_torques, passive_force_kernel
 from .jit import allocating_helper, entry_point, helper, inlined
 from .kernels import finite, valid_state
 from .layout import (
+    AT,
     CN,
     INVALID,
     JF,
@@ -101,7 +101,6 @@ from .terms import (
     body_position_terms,
     body_rates,
     body_velocity,
-    from_parent,
     massless_node,
     parent_attach_map,
     rates_in_products,
@@ -185,11 +184,11 @@ class ComplexWork(NamedTuple):
     K: np.ndarray  # (n, 2, 6) the axes of each body's rates along twists (_rate_axes)
     P: np.ndarray  # (n, 6, M) their slopes in the parent's modal rates (_parent_rate_slopes)
     t: np.ndarray  # (11, 6) real scratch
-    dV: np.ndarray  # (n, M + 6) the tangents of the velocities (Eq 11) along a direction
-    dA: np.ndarray  # (n, M + 6) of the modal accelerations (Eq 24)
-    dF: np.ndarray  # (n, M + 6) of the modal forces (Eqs 24, 36)
-    dt: np.ndarray  # (nu,) of τ
-    sub: np.ndarray  # (n,) whether a body is in the subtree of a direction's body
+    dV: np.ndarray  # (n, M + 6, nu) the tangents of the velocities (Eq 11), by direction
+    dA: np.ndarray  # (n, M + 6, nu) of the modal accelerations (Eq 24)
+    dF: np.ndarray  # (n, M + 6, nu) of the modal forces (Eqs 24, 36)
+    X: np.ndarray  # (3, 6, nu) real scratch of the tangent sweeps
+    dt: np.ndarray  # (nu,) real scratch
     qc: np.ndarray  # (nq,) the complex configuration
     uc: np.ndarray  # (nu,) the complex rates
     tc: np.ndarray  # (nu,) the complex generalized forces
@@ -202,10 +201,10 @@ def _complex_work(ib, nq, nu):
     n = wc.V_m.shape[0]
     s = wc.V_m.shape[1]
     return ComplexWork(wc, np.empty((n, s, s)), np.empty((n, 2, 6)), np.empty((n, 6, s - 6)),
-                       np.empty((11, 6)),
-                       np.empty((n, s)), np.empty((n, s)), np.empty((n, s)), np.empty(nu),
-                       np.empty(n, dtype=np.bool_), np.empty(nq, dtype=np.complex128),
-                       np.empty(nu, dtype=np.complex128), np.empty(nu, dtype=np.complex128))
+                       np.empty((11, 6)), np.empty((n, s, nu)), np.empty((n, s, nu)),
+                       np.empty((n, s, nu)), np.empty((3, 6, nu)), np.empty(nu),
+                       np.empty(nq, dtype=np.complex128), np.empty(nu, dtype=np.complex128),
+                       np.empty(nu, dtype=np.complex128))
 
 
 class RigidWork(NamedTuple):
@@ -288,6 +287,8 @@ def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q,
             _parent_rate_slopes(ints[pa, TK], ints[pa, MODES], w.fth[pa, pn], pm.Pi_r[pa, pn],
                                 w.fE[pa, pn], w.A[i], V[pa], w.u_nl[ints[pa, US] + ints[pa, NJ]:],
                                 cw.P[i], wc.t_X, wc.t_tip)
+    d_q[:, :] = 0.0
+    _zero_tangents(cw)
     for b in range(n):  # ∂τ/∂δ_j, δ_j a coordinate of body b: its position terms
         qs, nqj, us, nj = ints[b, QS], ints[b, NQJ], ints[b, US], ints[b, NJ]
         nq_b, nu_b = nqj + ints[b, MODES], nj + ints[b, MODES]
@@ -301,19 +302,31 @@ def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q,
                 ints[b, TK], ints[b, NN], ints[b, MODES], j - us - nj, pm.Pi_r[b], pm.Pi_t[b],
                 w.fR[b], w.fp[b], w.fE[b], w.fth[b], wc.fR[b], wc.fp[b], wc.fE[b], wc.fth[b])
             _own_position_terms(pm, qc, wc, b, own and not stepped, own)
-            _direction(pm, w, cw, V, Vc, b, own, True, udot, fext)
-            copy(dt, d_q[:, j])
+            _seed(pm, w, cw, V, Vc, b, own, True, j, udot, fext, d_q)
         for k in range(qs, qs + nq_b):
             qc[k] = w.q_n[k]
         _restore_position_terms(ints, w, wc, b)
+    _tangent_sweep(ints, w.A, w.phi, w.M_m, w.Hcal, cw.J, cw.K, cw.P, cw.dV, cw.dA, cw.dF,
+                   cw.X, True, d_q)
+    d_u[:, :] = 0.0
+    _zero_tangents(cw)
     for b in range(n):  # ∂τ/∂u_j, u_j a rate of body b
         us, nj = ints[b, US], ints[b, NJ]
         for j in range(us, us + nj + ints[b, MODES]):
             uc[j] = complex(u[j], h)
-            _direction(pm, w, cw, V, Vc, b, j >= us + nj, False, udot, fext)
-            copy(dt, d_u[:, j])
+            _seed(pm, w, cw, V, Vc, b, j >= us + nj, False, j, udot, fext, d_u)
             uc[j] = u[j]
+    _tangent_sweep(ints, w.A, w.phi, w.M_m, w.Hcal, cw.J, cw.K, cw.P, cw.dV, cw.dA, cw.dF,
+                   cw.X, False, d_u)
     return True
+
+
+@helper
+def _zero_tangents(cw):
+    """``cw.dV``, ``cw.dA``, ``cw.dF`` to zero: a block's columns before its seeds."""
+    cw.dV[:] = 0.0
+    cw.dA[:] = 0.0
+    cw.dF[:] = 0.0
 
 
 # The functions below that take the packed model and the workspace are called, not inlined,
@@ -489,59 +502,34 @@ def _rate_jacobian(tk, theta, Pi_r, etad, m, G, tc):
 
 
 @helper
-def _direction(pm, w, cw, V, Vc, b, own, moved, udot, fext):
-    """``δτ`` (``cw.dt``) of Eq 44 at ``(cw.qc, cw.uc, u̇)`` along a direction that moves a
-    coordinate (``moved``) or a rate of body ``b`` (``own``: a modal one), the position
-    terms already in ``cw.wc``.  The bodies whose own terms it moves
-    (:func:`_moves_own_terms`) by complex
-    steps of their velocities, rates, bias and forces (:func:`_complex_body`, the bias by
-    its velocity slopes ``cw.J`` unless the direction moves ``b``'s modal coordinates); the
-    rest of ``b``'s subtree by the tangent sweep of Eqs 11, 24 and 25 in real arithmetic
-    (:func:`_tangent_body`); then the tangent of the tip-to-base sweep (Eqs 36, 41) over
-    the subtree and the path to the base, and the joint forces'.  ``V``, ``Vc`` the
-    velocities in the products (``w``'s and ``cw.wc``'s)."""
+def _seed(pm, w, cw, V, Vc, b, own, moved, j, udot, fext, d_out):
+    """Column ``j`` of ``cw.dV``, ``cw.dA``, ``cw.dF`` and of ``d_out`` (``δτ``, nu × nu)
+    where a direction of body ``b`` (``own``: a mode or modal rate; ``moved``: a coordinate)
+    at ``(cw.qc, cw.uc, u̇)``, the position terms already in ``cw.wc``, moves bodies' own
+    terms (:func:`_moves_own_terms`): their velocities (Eq 11), modal accelerations and own
+    modal forces (Eq 24) by complex steps (:func:`_complex_body`); the slopes of their
+    ``ℋ``, ``φ`` and ``A`` applied to the state's forces (:func:`_operator_seed`); and the
+    joint forces' of ``b``.  :func:`_tangent_sweep` then carries all columns over the
+    tree.  ``V``, ``Vc`` the velocities in the products (``w``'s and ``cw.wc``'s)."""
     ints, wc, h = pm.ints, cw.wc, COMPLEX_STEP
     n = ints.shape[0]
-    dV, dA, dF, sub, dt = cw.dV, cw.dA, cw.dF, cw.sub, cw.dt
     rates_in_products(ints, cw.uc, wc.u_nl)
     a_g = cw.t[10]  # (the body kernels use the workspace's scratch)
     gravity_acceleration(pm, a_g)
-    for i in range(n):
-        pa = ints[i, PARENT]
-        sub[i] = i == b or (i > b and pa >= 0 and sub[pa])
-        dF[i] = 0.0
-        if not sub[i]:
-            continue
+    for i in range(b, n):
         if _moves_own_terms(ints, b, own, moved, i):
-            _complex_body(pm, w, cw, Vc, i, own and moved and i == b, udot, fext, a_g)
-        else:
-            _tangent_body(ints, w.A, w.phi, w.M_m, cw.J[i], cw.K[i], cw.P[i], dV, dA, dF, i,
-                          cw.t)
-    dt[:] = 0.0
-    j = b
-    while j >= 0:  # the path to the base
-        sub[j] = True
-        j = ints[j, PARENT]
-    for i in range(n - 1, -1, -1):
-        if not sub[i]:
-            continue
-        pa = ints[i, PARENT]
-        if moved and _moves_own_terms(ints, b, own, moved, i):  # its ℋ, φ or A move
-            _complex_forces(ints, w, wc, dF, dt, i)
-        else:
-            m, nj, us = ints[i, MODES], ints[i, NJ], ints[i, US]
-            mv(w.Hcal[i, :nj + m, :m + 6], dF[i, :m + 6], dt[us:us + nj + m], False)
-            if pa >= 0:
-                to_parent(ints, w.A, w.phi, i, dF[i, m:m + 6], dF, cw.t[0])
-    for i in range(n):  # restore the state's velocities and accelerations
-        if sub[i] and _moves_own_terms(ints, b, own, moved, i):
-            copy(V[i], Vc[i])
+            _complex_body(pm, w, cw, Vc, i, own and moved and i == b, udot, fext, a_g, j)
+    for i in range(b, n):
+        if _moves_own_terms(ints, b, own, moved, i):
+            if moved:
+                _operator_seed(ints, w.f, wc, cw.dF, d_out, i, j)
+            copy(V[i], Vc[i])  # the state's velocities and accelerations back
             copy(w.alpha[i], wc.alpha[i])
-    tc = cw.tc
-    tc[:] = 0.0
-    add_passive_forces(pm, cw.qc, cw.uc, -1.0, tc)
-    for k in range(dt.shape[0]):
-        dt[k] += tc[k].imag / h
+    if ints[b, JF] != 0:
+        qs, us = ints[b, QS], ints[b, US]
+        for k in range(ints[b, NJ]):
+            x = passive_force_kernel(pm.jforce[b, k], cw.qc[qs + k], cw.uc[us + k])
+            d_out[us + k, j] -= x.imag / h
 
 
 @helper
@@ -553,12 +541,12 @@ def _moves_own_terms(ints, b, own, moved, i):
 
 
 @helper
-def _complex_body(pm, w, cw, Vc, i, moves_bias, udot, fext, a_g):
-    """``dV[i]``, ``dA[i]``, ``dF[i]`` (``cw``): the tangents of body ``i``'s velocities
-    (Eq 11), modal accelerations (Eq 24) and own modal forces by a complex step of each,
-    its velocity-dependent acceleration (Eq 25) and bias whole (``moves_bias``) or by its
-    velocity slopes ``cw.J[i]``; its parent's velocities and accelerations in
-    ``cw.wc`` (complex where the direction moves them)."""
+def _complex_body(pm, w, cw, Vc, i, moves_bias, udot, fext, a_g, j):
+    """Column ``j`` of ``cw.dV[i]``, ``cw.dA[i]``, ``cw.dF[i]``: the tangents of body
+    ``i``'s velocities (Eq 11), modal accelerations (Eq 24) and own modal forces by a
+    complex step of each, its velocity-dependent acceleration (Eq 25) and bias whole
+    (``moves_bias``) or by its velocity slopes ``cw.J[i]``; its parent's velocities and
+    accelerations in ``cw.wc`` (complex where the direction moves them)."""
     ints, wc, h = pm.ints, cw.wc, COMPLEX_STEP
     m, s = ints[i, MODES], ints[i, US] + ints[i, NJ]
     body_velocity(ints, wc.Hcal, wc.phi, wc.A, wc.u_nl, Vc, i, wc.t_6[0])
@@ -570,64 +558,159 @@ def _complex_body(pm, w, cw, Vc, i, moves_bias, udot, fext, a_g):
                              wc.bias[i])
     body_forces(ints, wc, udot, a_g, i)
     for r in range(m + 6):
-        cw.dV[i, r] = Vc[i, r].imag / h
-        cw.dA[i, r] = wc.alpha[i, r].imag / h
-        cw.dF[i, r] = wc.f[i, r].imag / h
+        cw.dV[i, r, j] = Vc[i, r].imag / h
+        cw.dA[i, r, j] = wc.alpha[i, r].imag / h
+        cw.dF[i, r, j] = wc.f[i, r].imag / h
 
 
 @helper
-def _complex_forces(ints, w, wc, dF, dt, i):
-    """The tip-to-base step of body ``i`` whose ``ℋ``, ``φ`` or ``A`` the direction moves
-    (complex in ``wc``): with ``f = f_m(i) + i h δf`` (``w.f``, ``dF[i]``), ``δτ_i =
-    Im(ℋ f) / h`` into ``dt`` and ``dF[p] += Im(A φ f) / h``."""
+def _operator_seed(ints, f, wc, dF, d_out, i, j):
+    """The slopes of body ``i``'s ``ℋ``, ``φ`` and ``A`` along a direction (complex in
+    ``wc``) applied to its state's forces ``f[i]`` (accumulated, Eqs 36, 41): ``δℋ f`` into
+    column ``j`` of ``d_out``'s rows of ``i``, ``δ(A φ) f`` into column ``j`` of ``dF[p]``;
+    the terms of the tip-to-base sweep's tangent that :func:`_tangent_sweep` (the state's
+    operators on ``δf``) leaves."""
     h = COMPLEX_STEP
     m, nj, us, pa = ints[i, MODES], ints[i, NJ], ints[i, US], ints[i, PARENT]
-    f, T = wc.t_X[0, :m + 6], wc.t_X[1, :nj + m]
+    fc, T = wc.t_X[0, :m + 6], wc.t_X[1, :nj + m]
     for r in range(m + 6):
-        f[r] = complex(w.f[i, r], h * dF[i, r])
-    mv(wc.Hcal[i, :nj + m, :m + 6], f, T, False)
+        fc[r] = f[i, r]
+    mv(wc.Hcal[i, :nj + m, :m + 6], fc, T, False)
     for k in range(nj + m):
-        dt[us + k] = T[k].imag / h
+        d_out[us + k, j] += T[k].imag / h
     if pa >= 0:
         mp = ints[pa, MODES]
         wc.f[pa, :mp + 6] = 0.0
-        to_parent(ints, wc.A, wc.phi, i, f[m:m + 6], wc.f, wc.t_6[3])
+        to_parent(ints, wc.A, wc.phi, i, fc[m:m + 6], wc.f, wc.t_6[3])
         for r in range(mp + 6):
-            dF[pa, r] += wc.f[pa, r].imag / h
+            dF[pa, r, j] += wc.f[pa, r].imag / h
 
 
 @helper
-def _tangent_body(ints, A, phi, M_m, J, K, P, dV, dA, dF, i, t):
-    """``dV[i]``, ``dA[i]``, ``dF[i]`` of a body whose own terms the direction leaves (it
-    moves only through its parent): ``δV_t = Aᵀ δV_m(p)``, ``δV_m(i) = [0; φᵀ δV_t]``
-    (Eq 11), its velocity-dependent acceleration
+def _tangent_sweep(ints, A, phi, M_m, Hcal, J, K, P, dV, dA, dF, X, coordinates, d_out):
+    """``d_out += ℋ δf`` (nu × nu, all directions at once; Eqs 36, 41) by the tangent
+    sweeps of Eqs 11, 24 and 25 over the state's terms, from the columns of ``dV``,
+    ``dA``, ``dF`` (n × (M + 6) × nu) that :func:`_seed` gave the bodies a direction moves:
+    base to tip, every other body's tangents in the columns of the bodies before it
+    (:func:`_tangent_columns`; zero but its ancestors'; with ``coordinates`` its parent's
+    modes, which move its own terms, are seeded), then tip to base ``δτ_i = ℋ_i δf_i`` and
+    ``δf_p += A φ δf_i`` over every column.  ``dV``, ``dA``, ``dF`` are zero where
+    :func:`_seed` did not write them; ``X`` (3 × 6 × nu) scratch."""
+    n, nu = ints.shape[0], d_out.shape[1]
+    for i in range(n):
+        pa = ints[i, PARENT]
+        if pa < 0:
+            continue
+        c0 = ints[pa, US] + ints[pa, NJ] if coordinates else ints[i, US]
+        _tangent_columns(ints, A, phi, M_m, J[i], K[i], P[i], dV, dA, dF, X, i, 0, c0)
+        if coordinates:
+            _tangent_columns(ints, A, phi, M_m, J[i], K[i], P[i], dV, dA, dF, X, i,
+                             c0 + ints[pa, MODES], ints[i, US])
+    t = X[0]
+    for i in range(n - 1, -1, -1):
+        m, nj, us, pa = ints[i, MODES], ints[i, NJ], ints[i, US], ints[i, PARENT]
+        for k in range(nj + m):
+            for r in range(m + 6):
+                x = Hcal[i, k, r]
+                if x != 0.0:
+                    for c in range(nu):
+                        d_out[us + k, c] += x * dF[i, r, c]
+        if pa < 0:
+            continue
+        mp = ints[pa, MODES]
+        _phi_columns(phi[i], dF[i, m:m + 6], t, 0, nu, False)
+        if ints[i, AT] == 1:
+            for r in range(6):
+                for c in range(nu):
+                    dF[pa, mp + r, c] += t[r, c]
+        else:
+            for r in range(mp + 6):
+                for k in range(6):
+                    x = A[i, r, k]
+                    for c in range(nu):
+                        dF[pa, r, c] += x * t[k, c]
+
+
+@helper
+def _tangent_columns(ints, A, phi, M_m, J, K, P, dV, dA, dF, X, i, c0, c1):
+    """Columns ``c0:c1`` of ``dV[i]``, ``dA[i]``, ``dF[i]`` of a body whose own terms
+    these directions leave (they move it only through its parent): ``δV_t = Aᵀ δV_m(p)``,
+    ``δV_m(i) = [0; φᵀ δV_t]`` (Eq 11), its velocity-dependent acceleration
     ``δa = δV × c + φᵀ (δV_t × w_t + P δη̇_p)`` (:func:`_rate_axes`, ``K``;
     :func:`_parent_rate_slopes`, ``P``; ``δη̇_p`` the parent's modal rows of ``δV_m(p)``),
     ``δα_m(i) = [0; φᵀ Aᵀ δα_m(p) + δa]`` (Eq 24) and ``δf_m(i) = M_m δα_m + J δV`` (its
-    bias by its velocity slopes ``J``); ``t`` (11 × 6) real scratch."""
-    m = ints[i, MODES]
-    s = m + 6
-    x, y, z = t[0], t[1], t[2]
-    dV[i, :m] = 0.0
-    from_parent(ints, A, i, dV, x)
-    mtv(phi[i], x, dV[i, m:s], False)
-    dA[i, :m] = 0.0
-    from_parent(ints, A, i, dA, y)
-    mtv(phi[i], y, dA[i, m:s], False)
-    cross_motion(dV[i, m:s], K[0], dA[i, m:s], True)
-    if _on_full_node(ints, i):
-        pa = ints[i, PARENT]
-        cross_motion(x, K[1], z, False)
-        for k in range(ints[pa, MODES]):
+    bias by its velocity slopes ``J``); ``X`` (3 × 6 × nu) scratch."""
+    pa, m = ints[i, PARENT], ints[i, MODES]
+    mp, s = ints[pa, MODES], m + 6
+    x, y, z = X[0], X[1], X[2]
+    if ints[i, AT] == 1:
+        for r in range(6):
+            for c in range(c0, c1):
+                x[r, c] = dV[pa, mp + r, c]
+                y[r, c] = dA[pa, mp + r, c]
+    else:
+        for r in range(6):
+            for c in range(c0, c1):
+                x[r, c] = y[r, c] = 0.0
+        for k in range(mp + 6):
             for r in range(6):
-                z[r] += P[r, k] * dV[pa, k]
-        mtv(phi[i], z, dA[i, m:s], True)
+                a = A[i, k, r]
+                for c in range(c0, c1):
+                    x[r, c] += a * dV[pa, k, c]
+                    y[r, c] += a * dA[pa, k, c]
+    for r in range(m):
+        for c in range(c0, c1):
+            dV[i, r, c] = dA[i, r, c] = 0.0
+    _phi_columns(phi[i], x, dV[i, m:s], c0, c1, True)
+    _phi_columns(phi[i], y, dA[i, m:s], c0, c1, True)
+    _cross_columns(dV[i, m:s], K[0], dA[i, m:s], c0, c1)
+    if _on_full_node(ints, i):
+        for r in range(6):
+            for c in range(c0, c1):
+                z[r, c] = 0.0
+        _cross_columns(x, K[1], z, c0, c1)
+        for r in range(6):
+            for k in range(mp):
+                a = P[r, k]
+                for c in range(c0, c1):
+                    z[r, c] += a * dV[pa, k, c]
+        _phi_columns(phi[i], z, y, c0, c1, True)
+        for r in range(6):
+            for c in range(c0, c1):
+                dA[i, m + r, c] += y[r, c]
     for r in range(s):
-        v = 0.0
-        for c in range(6):
-            v += J[m + c, r] * dV[i, m + c]
-        dF[i, r] = v
-    mv(M_m[i, :s, :s], dA[i, :s], dF[i, :s], True)
+        for c in range(c0, c1):
+            dF[i, r, c] = 0.0
+        for k in range(6):
+            a, b = J[m + k, r], M_m[i, r, m + k]
+            for c in range(c0, c1):
+                dF[i, r, c] += a * dV[i, m + k, c] + b * dA[i, m + k, c]
+
+
+@helper
+def _phi_columns(phi, x, out, c0, c1, transpose):
+    """Columns ``c0:c1`` of ``out = φᵀ x`` (``transpose``) or ``out = φ x`` (6 × nu)."""
+    for r in range(6):
+        for c in range(c0, c1):
+            out[r, c] = 0.0
+        for k in range(6):
+            a = phi[k, r] if transpose else phi[r, k]
+            for c in range(c0, c1):
+                out[r, c] += a * x[k, c]
+
+
+@helper
+def _cross_columns(x, k, out, c0, c1):
+    """Columns ``c0:c1`` of ``out += x × k`` (6 × nu): the motion cross product of each
+    column of ``x`` with the twist ``k``."""
+    for c in range(c0, c1):
+        w0, w1, w2, v0, v1, v2 = x[0, c], x[1, c], x[2, c], x[3, c], x[4, c], x[5, c]
+        out[0, c] += w1 * k[2] - w2 * k[1]
+        out[1, c] += w2 * k[0] - w0 * k[2]
+        out[2, c] += w0 * k[1] - w1 * k[0]
+        out[3, c] += w1 * k[5] - w2 * k[4] + v1 * k[2] - v2 * k[1]
+        out[4, c] += w2 * k[3] - w0 * k[5] + v2 * k[0] - v0 * k[2]
+        out[5, c] += w0 * k[4] - w1 * k[3] + v0 * k[1] - v1 * k[0]
 
 
 @helper
