@@ -15,7 +15,7 @@ from .jit import helper
 __all__ = ["cholesky_factor", "cholesky_solve", "cholesky_substitute", "compose3", "copy",
            "cross_force", "cross_motion", "lu_factor", "lu_substitute", "mm", "mmt",
            "motion_to_parent", "mtv", "mv", "mv6", "phi_congruence", "phi_matrix",
-           "pose_congruence", "so3_coefficients"]
+           "pose_congruence", "so3_coefficients", "so3_second_derivatives"]
 
 
 @helper
@@ -231,6 +231,9 @@ def _series_coefficients(off: int, n: int = 12) -> np.ndarray:
 
 
 _A_SERIES, _B_SERIES, _C_SERIES = (_series_coefficients(off) for off in range(3))
+#: the power series of ``b''`` and ``c''`` in ``s``: ``(k + 2)(k + 1)`` times the ``k + 2``-th term
+_B2_SERIES, _C2_SERIES = (np.array([(k + 2) * (k + 1) * x[k + 2] for k in range(len(x) - 2)])
+                          for x in (_B_SERIES, _C_SERIES))
 
 
 @helper
@@ -259,6 +262,18 @@ def so3_coefficients(s):
     b = (1.0 - co) / s
     c = (t - sn) / (s * t)
     return a, b, c, (co - a) / (2.0 * s), (a - 2.0 * b) / (2.0 * s), (b - 3.0 * c) / (2.0 * s)
+
+
+@helper
+def so3_second_derivatives(s):
+    """``b''`` and ``c''``, the second derivatives in ``s = |θ|²`` of :func:`so3_coefficients`'
+    ``b`` and ``c``: the power series for ``s < 1``, beyond from the first derivatives
+    (``2 s b' = a − 2 b`` and ``2 s c' = b − 3 c`` differentiated):
+    ``b'' = (a' − 4 b') / (2 s)``, ``c'' = (b' − 5 c') / (2 s)``."""
+    if s < 1.0:
+        return _horner(_B2_SERIES, s)[0], _horner(_C2_SERIES, s)[0]
+    _, _, _, da, db, dc = so3_coefficients(s)
+    return (da - 4.0 * db) / (2.0 * s), (db - 5.0 * dc) / (2.0 * s)
 
 
 @helper

@@ -70,6 +70,7 @@ from .kernels import finite, valid_state
 from .layout import (
     AT,
     CN,
+    GS,
     INVALID,
     JF,
     KIND,
@@ -93,7 +94,7 @@ from .layout import (
     workspace_length,
 )
 from .newton_euler import body_forces, gravity_acceleration, rnea
-from .pack import FULL
+from .pack import FULL, RUTHLESS
 from .rigid_tree import rigid_tree_pose
 from .stages import run
 from .terms import (
@@ -101,16 +102,27 @@ from .terms import (
     body_position_terms,
     body_rates,
     body_velocity,
+    geometric_tangent,
     massless_node,
     parent_attach_map,
     rates_in_products,
     to_parent,
 )
-from .tip import node_frame_step, node_twist, node_twist_rate, node_wrench, tip_rate
+from .tip import (
+    node_frame_step,
+    node_twist,
+    node_twist_rate,
+    node_wrench,
+    tip_rate,
+    tip_rate_angles,
+)
 
 __all__ = ["ComplexWork", "RigidWork", "derivatives", "derivatives_rigid_tree",
            "derivatives_rigid_tree_one", "rigid_tree_derivatives"]
 
+#: ``1 / h``: a slope is the imaginary part of a complex step times it (a product, where a
+#: division would take several times as long, and as exact to round-off)
+_PER_STEP = 1.0 / COMPLEX_STEP
 #: rows of the per-body vectors of :func:`rigid_tree_derivatives` (inertial coordinates)
 _S, _V, _A, _SD, _SDD, _F, _FV, _Y, _B, _G, _H, _T = range(12)
 N_RIGID_VECTORS = 12
@@ -183,7 +195,11 @@ class ComplexWork(NamedTuple):
     J: np.ndarray  # (n, M + 6, M + 6) each body's velocity slopes, by column (_velocity_slopes)
     K: np.ndarray  # (n, 2, 6) the axes of each body's rates along twists (_rate_axes)
     P: np.ndarray  # (n, 6, M) their slopes in the parent's modal rates (_parent_rate_slopes)
-    t: np.ndarray  # (11, 6) real scratch
+    t: np.ndarray  # (20, 6) real scratch
+    g: np.ndarray  # (M + 6,) the slope of a body's own forces in its modes (_own_force_slope)
+    Ka: np.ndarray  # (n, 6, M + 6) the slopes of each body's rates in its own (_own_rate_slopes)
+    Y: np.ndarray  # (N, 7, 6) the terms of a full body's nodes at the state (_full_node_states)
+    S: np.ndarray  # (6, M) real scratch: a node's frame slopes, or the geometric tangent
     dV: np.ndarray  # (n, M + 6, nu) the tangents of the velocities (Eq 11), by direction
     dA: np.ndarray  # (n, M + 6, nu) of the modal accelerations (Eq 24)
     dF: np.ndarray  # (n, M + 6, nu) of the modal forces (Eqs 24, 36)
@@ -201,7 +217,9 @@ def _complex_work(ib, nq, nu):
     n = wc.V_m.shape[0]
     s = wc.V_m.shape[1]
     return ComplexWork(wc, np.empty((n, s, s)), np.empty((n, 2, 6)), np.empty((n, 6, s - 6)),
-                       np.empty((11, 6)), np.empty((n, s, nu)), np.empty((n, s, nu)),
+                       np.empty((20, 6)), np.empty(s), np.empty((n, 6, s)),
+                       np.empty((wc.fR.shape[1], 7, 6)), np.empty((max(6, s - 6), s - 6)),
+                       np.empty((n, s, nu)), np.empty((n, s, nu)),
                        np.empty((n, s, nu)), np.empty((3, 6, nu)), np.empty(nu),
                        np.empty(nq, dtype=np.complex128), np.empty(nu, dtype=np.complex128),
                        np.empty(nu, dtype=np.complex128))
@@ -292,6 +310,13 @@ def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q,
     for b in range(n):  # ∂τ/∂δ_j, δ_j a coordinate of body b: its position terms
         qs, nqj, us, nj = ints[b, QS], ints[b, NQJ], ints[b, US], ints[b, NJ]
         nq_b, nu_b = nqj + ints[b, MODES], nj + ints[b, MODES]
+        sloped = ints[b, KIND] == FULL and ints[b, MI] == 0 and ints[b, MODES] > 0
+        if sloped:
+            m = ints[b, MODES]
+            _full_node_states(ints[b, TK], m, ints[b, NN], pm.node_m[b], pm.node_I[b],
+                              pm.Pi_r[b], w.fR[b], w.fp[b], w.fE[b], w.fth[b],
+                              w.u_nl[us + nj:us + nj + m], V[b, m:m + 6], w.alpha[b], cw.Y,
+                              cw.t, wc.t_X)
         for j in range(us, us + nu_b):
             unit = True  # the direction the unit step of one mode (as the charts give)
             for k in range(qs, qs + nq_b):
@@ -301,8 +326,10 @@ def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q,
             stepped = own and unit and ints[b, KIND] == FULL and _frame_steps(
                 ints[b, TK], ints[b, NN], ints[b, MODES], j - us - nj, pm.Pi_r[b], pm.Pi_t[b],
                 w.fR[b], w.fp[b], w.fE[b], w.fth[b], wc.fR[b], wc.fp[b], wc.fE[b], wc.fth[b])
-            _own_position_terms(pm, qc, wc, b, own and not stepped, own)
-            _seed(pm, w, cw, V, Vc, b, own, True, j, udot, fext, d_q)
+            _own_position_terms(pm, qc, wc, b, own and not stepped, own and not sloped, own)
+            if own and sloped:
+                _own_force_slope(pm, w, wc, cw, V, b)
+            _seed(pm, w, cw, V, Vc, b, own, own and sloped, j, udot, fext, d_q)
         for k in range(qs, qs + nq_b):
             qc[k] = w.q_n[k]
         _restore_position_terms(ints, w, wc, b)
@@ -311,11 +338,10 @@ def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q,
     d_u[:, :] = 0.0
     _zero_tangents(cw)
     for b in range(n):  # ∂τ/∂u_j, u_j a rate of body b
-        us, nj = ints[b, US], ints[b, NJ]
-        for j in range(us, us + nj + ints[b, MODES]):
-            uc[j] = complex(u[j], h)
-            _seed(pm, w, cw, V, Vc, b, j >= us + nj, False, j, udot, fext, d_u)
-            uc[j] = u[j]
+        _own_rate_slopes(pm, wc, cw, Vc, b)
+        for j in range(ints[b, US], ints[b, US] + ints[b, NJ] + ints[b, MODES]):
+            _rate_seed(ints, w, cw, b, j, d_u)
+            _passive_slope(pm, qc, uc, b, j, j, d_u)
     _tangent_sweep(ints, w.A, w.phi, w.M_m, w.Hcal, cw.J, cw.K, cw.P, cw.dV, cw.dA, cw.dF,
                    cw.X, False, d_u)
     return True
@@ -334,11 +360,12 @@ def _zero_tangents(cw):
 # kernels once more (the node sums of the full model), and the entry is compiled on first
 # use.
 @helper
-def _own_position_terms(pm, qc, wc, b, frames, modal):
+def _own_position_terms(pm, qc, wc, b, frames, mass, modal):
     """The position terms in ``wc`` at ``qc`` that a coordinate of body ``b`` moves: its
-    own, and with a mode (``modal``) Eq 23, the attach maps of its children and, unless
-    they are in ``wc`` already (:func:`_frame_steps`), its node frames (``frames``)."""
-    body_position_terms(pm, qc, wc, b, frames, modal)
+    own, and with a mode (``modal``) the attach maps of its children, unless they are in
+    ``wc`` already (:func:`_frame_steps`) its node frames (``frames``) and, unless its
+    slope joins the body's own forces' (:func:`_own_force_slope`), Eq 23 (``mass``)."""
+    body_position_terms(pm, qc, wc, b, frames, mass)
     if modal:
         for i in range(b + 1, pm.ints.shape[0]):
             if pm.ints[i, PARENT] == b:
@@ -395,7 +422,7 @@ def _velocity_slopes(pm, w, wc, J, t, qc, uc, fext, V, Vc):
             _full_velocity_slopes(ints[i, TK], m, ints[i, NN], pm.node_m[i], pm.node_I[i],
                                   pm.M_rigid[i], pm.Pi_r[i], pm.C[i], w.fR[i], w.fp[i],
                                   w.fE[i], w.fth[i], w.u_nl[s:s + m], V[i, m:m + 6], J[i],
-                                  t, wc.t_tip)
+                                  t, wc.t_X)
             continue
         for c in range(m + 6):
             x = uc if c < m else Vc[i]
@@ -406,7 +433,7 @@ def _velocity_slopes(pm, w, wc, J, t, qc, uc, fext, V, Vc):
                 wc.u_nl[s + c] = complex(v_nl.real, h)
             _bias(pm, qc, uc, fext, wc, Vc, i)
             for r in range(m + 6):
-                J[i, c, r] = wc.bias[i, r].imag / h
+                J[i, c, r] = wc.bias[i, r].imag * _PER_STEP
             x[k] = v
             if c < m:
                 wc.u_nl[s + c] = v_nl
@@ -426,7 +453,7 @@ def _full_velocity_slopes(tk, m, nn, node_m, node_I, M_rigid, Pi_r, C, fR, fp, f
     ``δa_j = [G_j Π_r δη̇; −(δw_r × w_t + w_r × δw_t)] + δV_j × w_j + V_j × δw_j``,
     ``δy_j = M_s δa_j + δV_j ×* M_s V_j + V_j ×* M_s δV_j``; ``G_j = ∂(J̇ θ̇)/∂θ̇`` (3 × 3)
     by complex steps of the tip kinematics' rate (its columns, three per node).  ``t``
-    (11 × 6) real and ``tc`` (4 × 3) complex scratch."""
+    (11 × 6) real and ``tc`` (≥ 5 × ≥ 3) complex scratch."""
     s = m + 6
     Vj, wj, hj, dV, dw, da, dy, e = t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]
     G = t[8:11, :3]
@@ -487,66 +514,264 @@ def _inertia_times(I, mj, x, out):  # noqa: E741
 @helper
 def _rate_jacobian(tk, theta, Pi_r, etad, m, G, tc):
     """``G = ∂(J̇(θ) θ̇)/∂θ̇`` (3 × 3) at ``θ̇ = Π_r η̇`` by complex steps of
-    :func:`~flexdyn.engine.tip.tip_rate`; ``tc`` (4 × 3) complex scratch."""
+    :func:`~flexdyn.engine.tip.tip_rate`; ``tc`` (≥ 5 × ≥ 3) complex scratch."""
     h = COMPLEX_STEP
-    d, out = tc[0], tc[1]
+    d, out, R = tc[0, :3], tc[1, :3], tc[2:5, :3]
     for a in range(3):
         for r in range(3):
             x = 0.0
             for k in range(m):
                 x += Pi_r[r, k] * etad[k]
             d[r] = complex(x, h if r == a else 0.0)
-        tip_rate(tk, theta, d, out, tc[2:])
+        tip_rate(tk, theta, d, out, R)
         for r in range(3):
-            G[r, a] = out[r].imag / h
+            G[r, a] = out[r].imag * _PER_STEP
 
 
 @helper
-def _seed(pm, w, cw, V, Vc, b, own, moved, j, udot, fext, d_out):
+def _own_force_slope(pm, w, wc, cw, V, b):
+    """``cw.g`` (m + 6): the slope of full body ``b``'s own forces ``M_m α + bias`` (Eq 23,
+    the full model's ``b_m`` and the elastic forces ``K η`` and the geometric force) along
+    a direction of its modes whose node frames (complex steps, ``cw.wc``) and coordinates
+    (``cw.qc``) are stepped, at the state's ``α``, ``η̇`` and twist (``V``, as in the
+    products; its nodes' terms in ``cw.Y``, :func:`_full_node_states`): with those held the
+    direction moves nothing else of them (:func:`_full_force_slope`), and the complex step
+    of its velocity-dependent terms joins this slope (:func:`_complex_body`).  Not for a
+    consistent mass (its inertia invariants move too)."""
+    ints = pm.ints
+    m = ints[b, MODES]
+    qs = ints[b, QS] + ints[b, NQJ]
+    g = cw.g
+    nj, us = ints[b, NJ], ints[b, US]
+    _full_force_slope(m, ints[b, NN], pm.node_m[b], pm.node_I[b], w.fR[b], w.fp[b], w.fE[b],
+                      wc.fR[b], wc.fp[b], wc.fE[b], wc.fth[b], w.u_nl[us + nj:us + nj + m],
+                      V[b, m:m + 6], w.alpha[b], cw.Y, g, cw.t, cw.S)
+    G = cw.S[:m, :m]
+    G[:, :] = 0.0
+    if ints[b, GS] > 0:
+        geometric_tangent(pm, b, m, w.q_n[qs:qs + m], G)
+    for r in range(m):
+        x = 0.0
+        for c in range(m):
+            x += (pm.K[b, r, c] + G[r, c]) * cw.qc[qs + c].imag
+        g[r] += x * _PER_STEP
+
+
+@helper
+def _full_node_states(tk, m, nn, node_m, node_I, Pi_r, fR, fp, fE, fth, etad, V, alpha, Y,
+                      t, tc):
+    """The terms of a full body's nodes at the state that :func:`_full_force_slope` takes,
+    into ``Y`` (N × 7 × 6): for node ``j`` with ``x = [η̇; V]`` (``etad``, the twist ``V``),
+    the rows ``V_j = B_j x``, ``w_j = E_j η̇``,
+    ``y_j = M_s (B_j α + a_j) + V_j ×* M_s V_j`` with ``a_j = Ė_j η̇ + V_j × w_j``,
+    ``M_s V_j``, then ``∂(J̇(θ) θ̇)/∂θ`` (3 × 3, :func:`~flexdyn.engine.tip.tip_rate_angles`);
+    ``t`` (20 × 6)
+    real and ``tc`` (≥ 6 × ≥ 3) complex scratch."""
+    z, aj, Aj = t[0], t[1], t[2]
+    for j in range(nn):
+        if massless_node(node_m, node_I, j):
+            continue
+        R, p, E, I, mj = fR[j], fp[j], fE[j], node_I[j], node_m[j]  # noqa: E741
+        Vj, wj, y, hV = Y[j, 0], Y[j, 1], Y[j, 2], Y[j, 3]
+        node_twist(R, p, E, m, etad, V, Vj)
+        node_twist_rate(tk, fth[j], Pi_r[j], E, etad, m, aj, wj, t[16:20, :3])
+        cross_motion(Vj, wj, aj, True)
+        node_twist(R, p, E, m, alpha[:m], alpha[m:m + 6], Aj)
+        for r in range(6):
+            z[r] = Aj[r] + aj[r]
+        _inertia_times(I, mj, z, y)
+        _inertia_times(I, mj, Vj, hV)
+        cross_force(Vj, hV, y, True)
+        tip_rate_angles(tk, fth[j], t[16, :3], Y[j, 4:7, :3], tc)  # at θ̇ = Π_r η̇
+
+
+@helper
+def _full_force_slope(m, nn, node_m, node_I, fR, fp, fE, cR, cp, cE, cth, etad, V, alpha, Y,
+                      g, t, dE):
+    """``g`` (m + 6) = the slope of a full body's ``M_m α + b_m`` (Eq 23,
+    :func:`~flexdyn.engine.terms._full_modal_bias`) along a direction of its modes at fixed
+    ``α``, ``η̇`` (``etad``) and twist ``V``: from its node frames ``R``, ``p``, ``E`` (``fR``, …),
+    their complex steps (``cR``, …, ``cth``: the slopes are their imaginary parts over the
+    step) and the nodes' terms ``Y`` at the state (:func:`_full_node_states`).  Node
+    ``j``'s force ``B_jᵀ y_j`` changes by ``δB_jᵀ y_j + B_jᵀ δy_j``:
+    ``δ(B_j z) = δE_j z_m + [δRᵀ z_ω; δRᵀ (z_v + z_ω × p) + Rᵀ (z_ω × δp)]``,
+    ``δ(B_jᵀ y) = [δE_jᵀ y; δR n + p × δR f + δp × R f; δR f]``,
+    ``δa_j = [∂(J̇ θ̇)/∂θ δθ; −(δw_r × w_t + w_r × δw_t)] + δV_j × w_j + V_j × δw_j``
+    (``θ̇`` held) and
+    ``δy_j = M_s (δ(B_j α) + δa_j) + δV_j ×* M_s V_j + V_j ×* M_s δV_j``.  ``t`` (20 × 6)
+    and ``dE`` (6 × m) real scratch."""
+    dV, dA, dw, da, dy, z = t[6], t[7], t[8], t[9], t[10], t[11]
+    dR, dp, dth = t[12:15, :3], t[15, :3], t[16, :3]
+    g[:m + 6] = 0.0
+    for j in range(nn):
+        if massless_node(node_m, node_I, j):
+            continue
+        R, p, E, I, mj = fR[j], fp[j], fE[j], node_I[j], node_m[j]  # noqa: E741
+        Vj, wj, y, hV, Gt = Y[j, 0], Y[j, 1], Y[j, 2], Y[j, 3], Y[j, 4:7, :3]
+        for r in range(3):
+            for c in range(3):
+                dR[r, c] = cR[j, r, c].imag * _PER_STEP
+            dp[r] = cp[j, r].imag * _PER_STEP
+            dth[r] = cth[j, r].imag * _PER_STEP
+        for r in range(6):
+            for k in range(m):
+                dE[r, k] = cE[j, r, k].imag * _PER_STEP
+        _twist_slope(R, dR, p, dp, dE, m, etad, V, dV)
+        _twist_slope(R, dR, p, dp, dE, m, alpha[:m], alpha[m:m + 6], dA)
+        for r in range(6):
+            x = 0.0
+            for k in range(m):
+                x += dE[r, k] * etad[k]
+            dw[r] = x
+        for r in range(3):
+            da[r] = Gt[r, 0] * dth[0] + Gt[r, 1] * dth[1] + Gt[r, 2] * dth[2]
+        da[3] = -(dw[1] * wj[5] - dw[2] * wj[4] + wj[1] * dw[5] - wj[2] * dw[4])
+        da[4] = -(dw[2] * wj[3] - dw[0] * wj[5] + wj[2] * dw[3] - wj[0] * dw[5])
+        da[5] = -(dw[0] * wj[4] - dw[1] * wj[3] + wj[0] * dw[4] - wj[1] * dw[3])
+        cross_motion(dV, wj, da, True)
+        cross_motion(Vj, dw, da, True)
+        for r in range(6):
+            z[r] = dA[r] + da[r]
+        _inertia_times(I, mj, z, dy)
+        cross_force(dV, hV, dy, True)
+        _inertia_times(I, mj, dV, z)
+        cross_force(Vj, z, dy, True)
+        node_wrench(R, p, E, m, dy, g)
+        node_wrench(dR, p, dE, m, y, g)
+        for r in range(3):  # δp × R f
+            z[r] = R[r, 0] * y[3] + R[r, 1] * y[4] + R[r, 2] * y[5]
+        g[m] += dp[1] * z[2] - dp[2] * z[1]
+        g[m + 1] += dp[2] * z[0] - dp[0] * z[2]
+        g[m + 2] += dp[0] * z[1] - dp[1] * z[0]
+
+
+@helper
+def _twist_slope(R, dR, p, dp, dE, m, zm, Z, out):
+    """``out = δ(B_j z)`` (6,) for ``z = [z_m; Z]`` (:func:`_full_force_slope`):
+    ``δE z_m + [δRᵀ Z_ω; δRᵀ (Z_v + Z_ω × p) + Rᵀ (Z_ω × δp)]``."""
+    node_twist(dR, p, dE, m, zm, Z, out)
+    c0 = Z[1] * dp[2] - Z[2] * dp[1]
+    c1 = Z[2] * dp[0] - Z[0] * dp[2]
+    c2 = Z[0] * dp[1] - Z[1] * dp[0]
+    for r in range(3):
+        out[3 + r] += R[0, r] * c0 + R[1, r] * c1 + R[2, r] * c2
+
+
+@helper
+def _seed(pm, w, cw, V, Vc, b, own, sloped, j, udot, fext, d_out):
     """Column ``j`` of ``cw.dV``, ``cw.dA``, ``cw.dF`` and of ``d_out`` (``δτ``, nu × nu)
-    where a direction of body ``b`` (``own``: a mode or modal rate; ``moved``: a coordinate)
-    at ``(cw.qc, cw.uc, u̇)``, the position terms already in ``cw.wc``, moves bodies' own
+    where a direction of a coordinate of body ``b`` (``own``: a mode) at
+    ``(cw.qc, cw.uc, u̇)``, the position terms already in ``cw.wc``, moves bodies' own
     terms (:func:`_moves_own_terms`): their velocities (Eq 11), modal accelerations and own
-    modal forces (Eq 24) by complex steps (:func:`_complex_body`); the slopes of their
+    modal forces (Eq 24) by complex steps (:func:`_complex_body`; with ``sloped`` the slope
+    of ``b``'s own forces in its modes is in ``cw.g``, :func:`_own_force_slope`); the
+    slopes of their
     ``ℋ``, ``φ`` and ``A`` applied to the state's forces (:func:`_operator_seed`); and the
     joint forces' of ``b``.  :func:`_tangent_sweep` then carries all columns over the
     tree.  ``V``, ``Vc`` the velocities in the products (``w``'s and ``cw.wc``'s)."""
-    ints, wc, h = pm.ints, cw.wc, COMPLEX_STEP
+    ints, wc = pm.ints, cw.wc
     n = ints.shape[0]
-    rates_in_products(ints, cw.uc, wc.u_nl)
     a_g = cw.t[10]  # (the body kernels use the workspace's scratch)
     gravity_acceleration(pm, a_g)
     for i in range(b, n):
-        if _moves_own_terms(ints, b, own, moved, i):
-            _complex_body(pm, w, cw, Vc, i, own and moved and i == b, udot, fext, a_g, j)
+        if _moves_own_terms(ints, b, own, i):
+            whole = own and i == b and not sloped
+            _complex_body(pm, w, cw, Vc, i, whole, sloped and i == b, udot, fext, a_g, j)
     for i in range(b, n):
-        if _moves_own_terms(ints, b, own, moved, i):
-            if moved:
-                _operator_seed(ints, w.f, wc, cw.dF, d_out, i, j)
+        if _moves_own_terms(ints, b, own, i):
+            _operator_seed(ints, w.f, wc, cw.dF, d_out, i, j)
             copy(V[i], Vc[i])  # the state's velocities and accelerations back
             copy(w.alpha[i], wc.alpha[i])
-    if ints[b, JF] != 0:
-        qs, us = ints[b, QS], ints[b, US]
-        for k in range(ints[b, NJ]):
-            x = passive_force_kernel(pm.jforce[b, k], cw.qc[qs + k], cw.uc[us + k])
-            d_out[us + k, j] -= x.imag / h
+    _passive_slope(pm, cw.qc, cw.uc, b, j, -1, d_out)
 
 
 @helper
-def _moves_own_terms(ints, b, own, moved, i):
-    """Whether a direction of body ``b`` (``own``: a mode or modal rate; ``moved``: a
-    coordinate) moves body ``i``'s own terms: ``b``'s, and with a mode of ``b`` its
-    children's attach maps."""
-    return i == b or (own and moved and ints[i, PARENT] == b)
+def _passive_slope(pm, qc, uc, b, j, k, d_out):
+    """Column ``j`` of ``d_out`` (``δτ``) less the slope of body ``b``'s joint forces
+    (:func:`~flexdyn.engine.forces.passive_force_kernel`, a function of its own coordinates
+    and rates) along a complex step of its coordinates in ``qc`` (``k`` < 0) or of its rate
+    ``u_k`` (``uc`` real)."""
+    ints = pm.ints
+    if ints[b, JF] == 0:
+        return
+    qs, us = ints[b, QS], ints[b, US]
+    for r in range(ints[b, NJ]):
+        x = passive_force_kernel(pm.jforce[b, r], qc[qs + r],
+                                 complex(uc[us + r].real, COMPLEX_STEP if us + r == k else 0.0))
+        d_out[us + r, j] -= x.imag * _PER_STEP
 
 
 @helper
-def _complex_body(pm, w, cw, Vc, i, moves_bias, udot, fext, a_g, j):
+def _own_rate_slopes(pm, wc, cw, Vc, b):
+    """``cw.Ka[b]`` (6 × (n_j + m)): the slopes of body ``b``'s velocity-dependent
+    acceleration (Eq 25, :func:`~flexdyn.engine.terms.body_rates`) in its own rates in the
+    products at its twist held, by complex steps (the joint's rate terms and the full
+    model's attach node are nonlinear in them); a ruthless body's modal rates are in no
+    product (Eq B1).  ``wc`` holds the state's terms, ``Vc`` its velocities in the
+    products."""
+    ints, h = pm.ints, COMPLEX_STEP
+    m, nj, us = ints[b, MODES], ints[b, NJ], ints[b, US]
+    Ka = cw.Ka[b]
+    for k in range(nj + m):
+        if k >= nj and ints[b, KIND] == RUTHLESS:
+            Ka[:, k] = 0.0
+            continue
+        x = wc.u_nl[us + k]
+        wc.u_nl[us + k] = complex(x.real, h)
+        body_rates(pm, cw.qc, wc, Vc, b)
+        wc.u_nl[us + k] = x
+        for r in range(6):
+            Ka[r, k] = wc.a_m[b, m + r].imag * _PER_STEP
+
+
+@helper
+def _rate_seed(ints, w, cw, b, j, d_out):
+    """Column ``j`` of ``cw.dV[b]``, ``cw.dA[b]``, ``cw.dF[b]`` along the rate ``u_j`` of
+    body ``b``, in real arithmetic: ``δV = ℋᵀ e_j`` (Eq 11; nothing of a ruthless body's
+    modal rate, which is in no product), ``δa = Ka e_j + δV × c`` (:func:`_own_rate_slopes`,
+    :func:`_rate_axes`), ``δα = [0; δa]`` (Eq 24) and ``δf = M_m δα + J [δη̇; δV]`` (its
+    bias by its velocity slopes, the damping along ``η̇`` whatever the products)."""
+    m, nj, us = ints[b, MODES], ints[b, NJ], ints[b, US]
+    s, k = m + 6, j - us
+    in_products = not (k >= nj and ints[b, KIND] == RUTHLESS)
+    dV, dA, dF, x = cw.dV[b], cw.dA[b], cw.dF[b], cw.t[0]
+    for r in range(s):
+        dV[r, j] = w.Hcal[b, k, r] if in_products else 0.0
+        dA[r, j] = 0.0
+    for r in range(6):
+        x[r] = dV[m + r, j]
+    for r in range(6):
+        dA[m + r, j] = cw.Ka[b, r, k]
+    K0 = cw.K[b, 0]  # δV × c
+    dA[m, j] += x[1] * K0[2] - x[2] * K0[1]
+    dA[m + 1, j] += x[2] * K0[0] - x[0] * K0[2]
+    dA[m + 2, j] += x[0] * K0[1] - x[1] * K0[0]
+    dA[m + 3, j] += x[1] * K0[5] - x[2] * K0[4] + x[4] * K0[2] - x[5] * K0[1]
+    dA[m + 4, j] += x[2] * K0[3] - x[0] * K0[5] + x[5] * K0[0] - x[3] * K0[2]
+    dA[m + 5, j] += x[0] * K0[4] - x[1] * K0[3] + x[3] * K0[1] - x[4] * K0[0]
+    J = cw.J[b]
+    for r in range(s):
+        v = J[k - nj, r] if k >= nj else 0.0
+        for c in range(6):
+            v += J[m + c, r] * x[c] + w.M_m[b, r, m + c] * dA[m + c, j]
+        dF[r, j] = v
+
+
+@helper
+def _moves_own_terms(ints, b, own, i):
+    """Whether a direction of a coordinate of body ``b`` (``own``: a mode) moves body
+    ``i``'s own terms: ``b``'s, and with a mode of ``b`` its children's attach maps."""
+    return i == b or (own and ints[i, PARENT] == b)
+
+
+@helper
+def _complex_body(pm, w, cw, Vc, i, moves_bias, sloped, udot, fext, a_g, j):
     """Column ``j`` of ``cw.dV[i]``, ``cw.dA[i]``, ``cw.dF[i]``: the tangents of body
     ``i``'s velocities (Eq 11), modal accelerations (Eq 24) and own modal forces by a
     complex step of each, its velocity-dependent acceleration (Eq 25) and bias whole
-    (``moves_bias``) or by its velocity slopes ``cw.J[i]``; its parent's velocities and
-    accelerations in ``cw.wc`` (complex where the direction moves them)."""
+    (``moves_bias``) or by its velocity slopes ``cw.J[i]`` (and with ``sloped`` the slope
+    ``cw.g`` of its own forces in its modes, :func:`_own_force_slope`); its parent's
+    velocities and accelerations in ``cw.wc`` (complex where the direction moves them)."""
     ints, wc, h = pm.ints, cw.wc, COMPLEX_STEP
     m, s = ints[i, MODES], ints[i, US] + ints[i, NJ]
     body_velocity(ints, wc.Hcal, wc.phi, wc.A, wc.u_nl, Vc, i, wc.t_6[0])
@@ -555,12 +780,12 @@ def _complex_body(pm, w, cw, Vc, i, moves_bias, udot, fext, a_g, j):
         _bias(pm, cw.qc, cw.uc, fext, wc, Vc, i)
     else:
         _bias_along_velocity(m, w.bias[i], cw.J[i], cw.uc[s:s + m], Vc[i, m:m + 6],
-                             wc.bias[i])
+                             cw.g, h if sloped else 0.0, wc.bias[i])
     body_forces(ints, wc, udot, a_g, i)
     for r in range(m + 6):
-        cw.dV[i, r, j] = Vc[i, r].imag / h
-        cw.dA[i, r, j] = wc.alpha[i, r].imag / h
-        cw.dF[i, r, j] = wc.f[i, r].imag / h
+        cw.dV[i, r, j] = Vc[i, r].imag * _PER_STEP
+        cw.dA[i, r, j] = wc.alpha[i, r].imag * _PER_STEP
+        cw.dF[i, r, j] = wc.f[i, r].imag * _PER_STEP
 
 
 @helper
@@ -570,20 +795,19 @@ def _operator_seed(ints, f, wc, dF, d_out, i, j):
     column ``j`` of ``d_out``'s rows of ``i``, ``δ(A φ) f`` into column ``j`` of ``dF[p]``;
     the terms of the tip-to-base sweep's tangent that :func:`_tangent_sweep` (the state's
     operators on ``δf``) leaves."""
-    h = COMPLEX_STEP
     m, nj, us, pa = ints[i, MODES], ints[i, NJ], ints[i, US], ints[i, PARENT]
     fc, T = wc.t_X[0, :m + 6], wc.t_X[1, :nj + m]
     for r in range(m + 6):
         fc[r] = f[i, r]
     mv(wc.Hcal[i, :nj + m, :m + 6], fc, T, False)
     for k in range(nj + m):
-        d_out[us + k, j] += T[k].imag / h
+        d_out[us + k, j] += T[k].imag * _PER_STEP
     if pa >= 0:
         mp = ints[pa, MODES]
         wc.f[pa, :mp + 6] = 0.0
         to_parent(ints, wc.A, wc.phi, i, fc[m:m + 6], wc.f, wc.t_6[3])
         for r in range(mp + 6):
-            dF[pa, r, j] += wc.f[pa, r].imag / h
+            dF[pa, r, j] += wc.f[pa, r].imag * _PER_STEP
 
 
 @helper
@@ -766,7 +990,7 @@ def _parent_rate_slopes(tk, mp, theta, Pi_r, E, A, Vp, etad, P, tX, tc):
         node_twist_rate(tk, theta, Pi_r, E, d, mp, out, wt, tc)
         cross_motion(Vt, wt, out, True)
         for r in range(6):
-            P[r, c] = out[r].imag / h
+            P[r, c] = out[r].imag * _PER_STEP
 
 
 @helper
@@ -783,11 +1007,12 @@ def _bias(pm, q, u, fext, w, V, i):
 
 
 @helper
-def _bias_along_velocity(m, bias, J, etad, V, out):
-    """``out = bias + i J Im([η̇; V])`` (m + 6 entries): a bias whose body moves along the
-    complex step only through its modal rates ``η̇`` and twist ``V``."""
+def _bias_along_velocity(m, bias, J, etad, V, g, hg, out):
+    """``out = bias + i (J Im([η̇; V]) + hg g)`` (m + 6 entries): a bias whose body moves
+    along the complex step through its modal rates ``η̇`` and twist ``V``, and by ``g``
+    (``hg`` the step, or zero) along the others."""
     for r in range(m + 6):
-        x = 0.0
+        x = hg * g[r]
         for c in range(m):
             x += J[c, r] * etad[c].imag
         for c in range(6):

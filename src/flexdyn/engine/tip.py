@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .algebra import so3_coefficients
+from ..linalg import COMPLEX_STEP
+from .algebra import so3_coefficients, so3_second_derivatives
 from .jit import helper
 
 __all__ = ["node_frame", "node_frame_step", "node_twist", "node_twist_rate", "node_wrench",
-           "tip_frame", "tip_rate"]
+           "tip_frame", "tip_rate", "tip_rate_angles"]
 
 
 _EXPONENTIAL, _NEGLECT, _EULER_123, _EULER_321 = range(4)
@@ -152,6 +153,58 @@ def tip_rate(code, theta, d, out, R):
         _euler_rate(0, 1, 2, theta, d, out, R)
     else:
         _euler_rate(2, 1, 0, theta, d, out, R)
+
+
+@helper
+def tip_rate_angles(code, theta, d, G, tc):
+    """``G = ∂(J̇(θ) θ̇)/∂θ`` (3 × 3) at ``θ̇ = d`` (3,) of the tip kinematics ``code``: the
+    exponential map's in closed form (:func:`_exp_rate` with ``x = θ × θ̇``, ``σ = 2 θ·θ̇``
+    differentiated along ``δ``: ``δs = 2 θ·δ``, ``δσ = 2 δ·θ̇``, ``δx = δ × θ̇`` and the
+    coefficients' slopes, :func:`~flexdyn.engine.algebra.so3_second_derivatives`), zero
+    for ``neglect``, complex steps of :func:`tip_rate` for the Euler angles; ``tc``
+    (≥ 6 × ≥ 3) complex scratch."""
+    if code == _EULER_123 or code == _EULER_321:
+        h = COMPLEX_STEP
+        th, dc_, out, R = tc[0, :3], tc[1, :3], tc[2, :3], tc[3:6, :3]
+        for a in range(3):
+            for r in range(3):
+                th[r] = complex(theta[r], h if r == a else 0.0)
+                dc_[r] = d[r]
+            tip_rate(code, th, dc_, out, R)
+            for r in range(3):
+                G[r, a] = out[r].imag / h
+        return
+    G[:, :] = 0.0
+    if code == _NEGLECT:
+        return
+    t0, t1, t2 = theta[0], theta[1], theta[2]
+    d0, d1, d2 = d[0], d[1], d[2]
+    s = t0 * t0 + t1 * t1 + t2 * t2
+    sg = 2.0 * (t0 * d0 + t1 * d1 + t2 * d2)
+    _, _, c, _, db, dc = so3_coefficients(s)
+    db2, dc2 = so3_second_derivatives(s)
+    cb, cc = db * sg, dc * sg
+    x0, x1, x2 = t1 * d2 - t2 * d1, t2 * d0 - t0 * d2, t0 * d1 - t1 * d0  # θ × θ̇
+    y0, y1, y2 = t1 * x2 - t2 * x1, t2 * x0 - t0 * x2, t0 * x1 - t1 * x0  # θ × x
+    z0, z1, z2 = d1 * x2 - d2 * x1, d2 * x0 - d0 * x2, d0 * x1 - d1 * x0  # θ̇ × x
+    for a in range(3):
+        e0 = 1.0 if a == 0 else 0.0  # δ = e_a
+        e1 = 1.0 if a == 1 else 0.0
+        e2 = 1.0 if a == 2 else 0.0
+        ds, dsg = 2.0 * theta[a], 2.0 * d[a]
+        dcb = db2 * ds * sg + db * dsg
+        dcc = dc2 * ds * sg + dc * dsg
+        dcs = dc * ds
+        u0, u1, u2 = e1 * d2 - e2 * d1, e2 * d0 - e0 * d2, e0 * d1 - e1 * d0  # δx = δ × θ̇
+        G[0, a] = (-dcb * x0 - cb * u0 + dcc * y0
+                   + cc * (e1 * x2 - e2 * x1 + t1 * u2 - t2 * u1)
+                   + dcs * z0 + c * (d1 * u2 - d2 * u1))
+        G[1, a] = (-dcb * x1 - cb * u1 + dcc * y1
+                   + cc * (e2 * x0 - e0 * x2 + t2 * u0 - t0 * u2)
+                   + dcs * z1 + c * (d2 * u0 - d0 * u2))
+        G[2, a] = (-dcb * x2 - cb * u2 + dcc * y2
+                   + cc * (e0 * x1 - e1 * x0 + t0 * u1 - t1 * u0)
+                   + dcs * z2 + c * (d0 * u1 - d1 * u0))
 
 
 @helper
