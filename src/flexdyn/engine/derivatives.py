@@ -282,7 +282,7 @@ def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q,
     of ``M``: returns False when ``M`` is singular.  ``cw`` the scratch
     (:class:`ComplexWork`)."""
     ints, wc, qc, uc, dt = pm.ints, cw.wc, cw.qc, cw.uc, cw.dt
-    n, h = ints.shape[0], COMPLEX_STEP
+    n = ints.shape[0]
     run(st, stages.position, pm, w, w.q_n)  # M (Eqs 47/50), as kernels' mass entry
     run(st, stages.composite, pm, w, Mass)
     run(st, stages.velocity, pm, w, w.q_n, u, fext)
@@ -305,9 +305,21 @@ def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q,
             _parent_rate_slopes(ints[pa, TK], ints[pa, MODES], w.fth[pa, pn], pm.Pi_r[pa, pn],
                                 w.fE[pa, pn], w.A[i], V[pa], w.u_nl[ints[pa, US] + ints[pa, NJ]:],
                                 cw.P[i], wc.t_X, wc.t_tip)
+    _coordinate_directions(pm, w, cw, q_dir, udot, fext, V, Vc, d_q)
+    _rate_directions(pm, w, cw, V, Vc, d_u)
+    return True
+
+
+@helper
+def _coordinate_directions(pm, w, cw, q_dir, udot, fext, V, Vc, d_q):
+    """``d_q = ∂τ/∂δ`` (nu × nu) at the state in ``w`` and ``cw`` (:func:`_complex_derivatives`):
+    each direction's seeds (:func:`_seed`) after the position terms it moves, then one
+    tangent sweep of all of them (:func:`_tangent_sweep`).  ``V``, ``Vc`` the velocities
+    in the products."""
+    ints, wc, qc, h = pm.ints, cw.wc, cw.qc, COMPLEX_STEP
     d_q[:, :] = 0.0
     _zero_tangents(cw)
-    for b in range(n):  # ∂τ/∂δ_j, δ_j a coordinate of body b: its position terms
+    for b in range(ints.shape[0]):  # δ_j a coordinate of body b: its position terms
         qs, nqj, us, nj = ints[b, QS], ints[b, NQJ], ints[b, US], ints[b, NJ]
         nq_b, nu_b = nqj + ints[b, MODES], nj + ints[b, MODES]
         sloped = ints[b, KIND] == FULL and ints[b, MI] == 0 and ints[b, MODES] > 0
@@ -335,16 +347,22 @@ def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q,
         _restore_position_terms(ints, w, wc, b)
     _tangent_sweep(ints, w.A, w.phi, w.M_m, w.Hcal, cw.J, cw.K, cw.P, cw.dV, cw.dA, cw.dF,
                    cw.X, True, d_q)
+
+
+@helper
+def _rate_directions(pm, w, cw, V, Vc, d_u):
+    """``d_u = ∂τ/∂u`` (nu × nu) at the state in ``w`` and ``cw``: each rate's seeds in
+    real arithmetic (:func:`_rate_seed`), then one tangent sweep of all of them."""
+    ints = pm.ints
     d_u[:, :] = 0.0
     _zero_tangents(cw)
-    for b in range(n):  # ∂τ/∂u_j, u_j a rate of body b
-        _own_rate_slopes(pm, wc, cw, Vc, b)
+    for b in range(ints.shape[0]):  # u_j a rate of body b
+        _own_rate_slopes(pm, cw.wc, cw, Vc, b)
         for j in range(ints[b, US], ints[b, US] + ints[b, NJ] + ints[b, MODES]):
             _rate_seed(ints, w, cw, b, j, d_u)
-            _passive_slope(pm, qc, uc, b, j, j, d_u)
+            _passive_slope(pm, cw.qc, cw.uc, b, j, j, d_u)
     _tangent_sweep(ints, w.A, w.phi, w.M_m, w.Hcal, cw.J, cw.K, cw.P, cw.dV, cw.dA, cw.dF,
                    cw.X, False, d_u)
-    return True
 
 
 @helper
@@ -355,11 +373,12 @@ def _zero_tangents(cw):
     cw.dF[:] = 0.0
 
 
-# The functions below that take the packed model and the workspace are called, not inlined,
-# though each call copies their headers: inlined, each call site would compile the body
-# kernels once more (the node sums of the full model), and the entry is compiled on first
-# use.
-@helper
+# The steps of one direction that take the packed model or the workspaces are inlined at
+# their one call site: a call copies the headers of all their arrays (about 0.4 µs for the
+# packed model, the workspace and the complex scratch), many times a direction's arithmetic.
+# What is called from several sites with them (``_bias``: the body kernels' node sums) or
+# once per state stays a call; the per-node and per-column kernels take plain arrays.
+@inlined
 def _own_position_terms(pm, qc, wc, b, frames, mass, modal):
     """The position terms in ``wc`` at ``qc`` that a coordinate of body ``b`` moves: its
     own, and with a mode (``modal``) the attach maps of its children, unless they are in
@@ -385,7 +404,7 @@ def _frame_steps(tk, nn, m, k, Pi_r, Pi_t, R, p, E, theta, Rc, pc, Ec, thc):
     return True
 
 
-@helper
+@inlined
 def _restore_position_terms(ints, w, wc, b):
     """``wc``'s position terms of body ``b`` and its children's attach maps back to the
     state's in ``w``: the blocks that :func:`_own_position_terms` writes."""
@@ -528,7 +547,7 @@ def _rate_jacobian(tk, theta, Pi_r, etad, m, G, tc):
             G[r, a] = out[r].imag * _PER_STEP
 
 
-@helper
+@inlined
 def _own_force_slope(pm, w, wc, cw, V, b):
     """``cw.g`` (m + 6): the slope of full body ``b``'s own forces ``M_m α + bias`` (Eq 23,
     the full model's ``b_m`` and the elastic forces ``K η`` and the geometric force) along
@@ -657,7 +676,7 @@ def _twist_slope(R, dR, p, dp, dE, m, zm, Z, out):
         out[3 + r] += R[0, r] * c0 + R[1, r] * c1 + R[2, r] * c2
 
 
-@helper
+@inlined
 def _seed(pm, w, cw, V, Vc, b, own, sloped, j, udot, fext, d_out):
     """Column ``j`` of ``cw.dV``, ``cw.dA``, ``cw.dF`` and of ``d_out`` (``δτ``, nu × nu)
     where a direction of a coordinate of body ``b`` (``own``: a mode) at
@@ -685,7 +704,7 @@ def _seed(pm, w, cw, V, Vc, b, own, sloped, j, udot, fext, d_out):
     _passive_slope(pm, cw.qc, cw.uc, b, j, -1, d_out)
 
 
-@helper
+@inlined
 def _passive_slope(pm, qc, uc, b, j, k, d_out):
     """Column ``j`` of ``d_out`` (``δτ``) less the slope of body ``b``'s joint forces
     (:func:`~flexdyn.engine.forces.passive_force_kernel`, a function of its own coordinates
@@ -701,7 +720,7 @@ def _passive_slope(pm, qc, uc, b, j, k, d_out):
         d_out[us + r, j] -= x.imag * _PER_STEP
 
 
-@helper
+@inlined
 def _own_rate_slopes(pm, wc, cw, Vc, b):
     """``cw.Ka[b]`` (6 × (n_j + m)): the slopes of body ``b``'s velocity-dependent
     acceleration (Eq 25, :func:`~flexdyn.engine.terms.body_rates`) in its own rates in the
@@ -724,7 +743,7 @@ def _own_rate_slopes(pm, wc, cw, Vc, b):
             Ka[r, k] = wc.a_m[b, m + r].imag * _PER_STEP
 
 
-@helper
+@inlined
 def _rate_seed(ints, w, cw, b, j, d_out):
     """Column ``j`` of ``cw.dV[b]``, ``cw.dA[b]``, ``cw.dF[b]`` along the rate ``u_j`` of
     body ``b``, in real arithmetic: ``δV = ℋᵀ e_j`` (Eq 11; nothing of a ruthless body's
@@ -764,7 +783,7 @@ def _moves_own_terms(ints, b, own, i):
     return i == b or (own and ints[i, PARENT] == b)
 
 
-@helper
+@inlined
 def _complex_body(pm, w, cw, Vc, i, moves_bias, sloped, udot, fext, a_g, j):
     """Column ``j`` of ``cw.dV[i]``, ``cw.dA[i]``, ``cw.dF[i]``: the tangents of body
     ``i``'s velocities (Eq 11), modal accelerations (Eq 24) and own modal forces by a
@@ -788,7 +807,7 @@ def _complex_body(pm, w, cw, Vc, i, moves_bias, sloped, udot, fext, a_g, j):
         cw.dF[i, r, j] = wc.f[i, r].imag * _PER_STEP
 
 
-@helper
+@inlined
 def _operator_seed(ints, f, wc, dF, d_out, i, j):
     """The slopes of body ``i``'s ``ℋ``, ``φ`` and ``A`` along a direction (complex in
     ``wc``) applied to its state's forces ``f[i]`` (accumulated, Eqs 36, 41): ``δℋ f`` into
