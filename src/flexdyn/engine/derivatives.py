@@ -106,6 +106,7 @@ from .terms import (
     massless_node,
     parent_attach_map,
     rates_in_products,
+    rotate_node_twist,
     to_parent,
 )
 from .tip import (
@@ -357,7 +358,7 @@ def _rate_directions(pm, w, cw, V, Vc, d_u):
     d_u[:, :] = 0.0
     _zero_tangents(cw)
     for b in range(ints.shape[0]):  # u_j a rate of body b
-        _own_rate_slopes(pm, cw.wc, cw, Vc, b)
+        _own_rate_slopes(pm, w, cw.wc, cw, Vc, V, b)
         for j in range(ints[b, US], ints[b, US] + ints[b, NJ] + ints[b, MODES]):
             _rate_seed(ints, w, cw, b, j, d_u)
             _passive_slope(pm, cw.qc, cw.uc, b, j, j, d_u)
@@ -721,26 +722,74 @@ def _passive_slope(pm, qc, uc, b, j, k, d_out):
 
 
 @inlined
-def _own_rate_slopes(pm, wc, cw, Vc, b):
+def _own_rate_slopes(pm, w, wc, cw, Vc, V, b):
     """``cw.Ka[b]`` (6 × (n_j + m)): the slopes of body ``b``'s velocity-dependent
     acceleration (Eq 25, :func:`~flexdyn.engine.terms.body_rates`) in its own rates in the
-    products at its twist held, by complex steps (the joint's rate terms and the full
-    model's attach node are nonlinear in them); a ruthless body's modal rates are in no
+    products at its twist held: in its joint's rates by complex steps (the rate terms of
+    universal and product joints are nonlinear in them), in a full body's modal rates in
+    closed form (:func:`_modal_rate_slopes`); a ruthless body's modal rates are in no
     product (Eq B1).  ``wc`` holds the state's terms, ``Vc`` its velocities in the
-    products."""
+    products and ``V`` their real parts."""
     ints, h = pm.ints, COMPLEX_STEP
-    m, nj, us = ints[b, MODES], ints[b, NJ], ints[b, US]
+    m, nj, us, cn = ints[b, MODES], ints[b, NJ], ints[b, US], ints[b, CN]
     Ka = cw.Ka[b]
-    for k in range(nj + m):
-        if k >= nj and ints[b, KIND] == RUTHLESS:
-            Ka[:, k] = 0.0
-            continue
+    for k in range(nj):
         x = wc.u_nl[us + k]
         wc.u_nl[us + k] = complex(x.real, h)
         body_rates(pm, cw.qc, wc, Vc, b)
         wc.u_nl[us + k] = x
         for r in range(6):
             Ka[r, k] = wc.a_m[b, m + r].imag * _PER_STEP
+    Ka[:, nj:nj + m] = 0.0
+    if m > 0 and ints[b, KIND] == FULL:
+        _modal_rate_slopes(ints[b, TK], m, nj, w.Hcal[b], w.Q[b], V[b, m:m + 6],
+                           w.u_nl[us:us + nj + m], cn >= 0, w.R_nc[b], w.p_nc[b],
+                           w.fE[b, max(cn, 0)], w.fth[b, max(cn, 0)], pm.Pi_r[b, max(cn, 0)],
+                           Ka[:, nj:nj + m], cw.t, wc.t_X)
+
+
+@helper
+def _modal_rate_slopes(tk, m, nj, H, Q, V, rates, own, R_nc, p_nc, E, theta, Pi_r, Ka, t,
+                       tc):
+    """``Ka`` (6 × m): the slopes of a full body's velocity-dependent acceleration (Eq 25)
+    in its modal rates ``η̇`` at its twist ``V`` and joint rates ``β`` held (``rates``:
+    ``[β; η̇]`` in the products): ``−(Q e_k) × H_F* β`` of ``(V − Q η̇) × H_F* β`` and, on
+    its own attach node ``c`` (``own``; ``R_nc``, ``p_nc``, ``E``, ``θ``, ``Π_r``), of
+    ``V × Q η̇ − X_nc Ė_c η̇``: ``V × Q e_k − X_nc [G Π_r e_k; −(δw_r × w_t + w_r × δw_t)]``
+    with ``w = E η̇``, ``δw = E e_k`` and ``G = ∂(J̇ θ̇)/∂θ̇`` (:func:`_rate_jacobian`).
+    ``t`` (≥ 16 × 6) real and ``tc`` (≥ 5 × ≥ 3) complex scratch."""
+    HFb, wv, q, de, x = t[0], t[1], t[2], t[3], t[4]
+    G = t[5:8, :3]
+    etad = rates[nj:nj + m]
+    for c in range(6):
+        v = 0.0
+        for r in range(nj):
+            v += H[r, m + c] * rates[r]
+        HFb[c] = v
+    if own:
+        for r in range(6):
+            v = 0.0
+            for k in range(m):
+                v += E[r, k] * etad[k]
+            wv[r] = v
+        _rate_jacobian(tk, theta, Pi_r, etad, m, G, tc)
+    for k in range(m):
+        for r in range(6):
+            q[r] = Q[r, k]
+            x[r] = 0.0
+        cross_motion(HFb, q, x, True)  # −(Q e_k) × H_F* β
+        if own:
+            cross_motion(V, q, x, True)
+            for r in range(3):
+                de[r] = G[r, 0] * Pi_r[0, k] + G[r, 1] * Pi_r[1, k] + G[r, 2] * Pi_r[2, k]
+            de[3] = -(E[1, k] * wv[5] - E[2, k] * wv[4] + wv[1] * E[5, k] - wv[2] * E[4, k])
+            de[4] = -(E[2, k] * wv[3] - E[0, k] * wv[5] + wv[2] * E[3, k] - wv[0] * E[5, k])
+            de[5] = -(E[0, k] * wv[4] - E[1, k] * wv[3] + wv[0] * E[4, k] - wv[1] * E[3, k])
+            rotate_node_twist(R_nc, p_nc, de, q)
+            for r in range(6):
+                x[r] -= q[r]
+        for r in range(6):
+            Ka[r, k] = x[r]
 
 
 @inlined

@@ -40,7 +40,8 @@ from .tip import node_frame, node_twist, node_twist_rate, node_wrench
 
 __all__ = ["body_bias", "body_position_terms", "body_rates", "body_velocity", "from_parent",
            "geometric_tangent", "massless_node", "modal_velocities", "parent_attach_map",
-           "position_terms", "rates_in_products", "strain_energy", "to_parent",
+           "position_terms", "rates_in_products", "rotate_node_twist", "strain_energy",
+           "to_parent",
            "velocity_fields", "velocity_terms"]
 
 
@@ -161,7 +162,7 @@ def _invariant_mass(m, eta, I0, I1, I2, out):
 
 
 @helper
-def _rotate_node_twist(R, p, x, out):
+def rotate_node_twist(R, p, x, out):
     """``out = X_nc x = [R x_r; p × R x_r + R x_t]`` (6,): a twist in node frame ``(R, p)``
     expressed in the body frame (``X_nc = [[R, 0], [p̃ R, R]]``)."""
     for r in range(3):
@@ -200,7 +201,7 @@ def _full_joint_side(pm, i, w, R_Jc, p_Jc):
     if cn >= 0:
         E, col = w.fE[i, cn], w.t_6[4]
         for k in range(m):
-            _rotate_node_twist(R_nc, p_nc, E[:, k], col)
+            rotate_node_twist(R_nc, p_nc, E[:, k], col)
             for r in range(6):
                 w.Q[i, r, k] = -col[r]
 
@@ -522,7 +523,7 @@ def _full_own_rate(pm, w, i, etad, V, aV):
     eps, w_c, Xe, Qe = w.t_6[4], w.t_6[5], w.t_6[6], w.t_6[7]
     node_twist_rate(pm.ints[i, TK], w.fth[i, cn], pm.Pi_r[i, cn], w.fE[i, cn], etad, m,
                     eps, w_c, w.t_tip)
-    _rotate_node_twist(w.R_nc[i], w.p_nc[i], eps, Xe)
+    rotate_node_twist(w.R_nc[i], w.p_nc[i], eps, Xe)
     mv(w.Q[i, :, :m], etad, Qe, False)
     cross_motion(V, Qe, aV, True)
     for r in range(6):
