@@ -110,6 +110,7 @@ from .terms import (
     to_parent,
 )
 from .tip import (
+    node_frame_slope,
     node_frame_step,
     node_twist,
     node_twist_rate,
@@ -200,10 +201,13 @@ class ComplexWork(NamedTuple):
     g: np.ndarray  # (M + 6,) the slope of a body's own forces in its modes (_own_force_slope)
     Ka: np.ndarray  # (n, 6, M + 6) the slopes of each body's rates in its own (_own_rate_slopes)
     Y: np.ndarray  # (N, 7, 6) the terms of a full body's nodes at the state (_full_node_states)
+    nodes: np.ndarray  # (N,) the nodes of a body whose frames a mode's step carries (_attach_nodes)
     S: np.ndarray  # (6, M) real scratch: a node's frame slopes, or the geometric tangent
     dV: np.ndarray  # (n, M + 6, nu) the tangents of the velocities (Eq 11), by direction
     dA: np.ndarray  # (n, M + 6, nu) of the modal accelerations (Eq 24)
     dF: np.ndarray  # (n, M + 6, nu) of the modal forces (Eqs 24, 36)
+    Sd: np.ndarray  # (n, 18, nu) the seeds of a parent's modes in its children (_child_seed)
+    S2: np.ndarray  # (M + 6, 6) real scratch: an attach map's slope
     X: np.ndarray  # (3, 6, nu) real scratch of the tangent sweeps
     dt: np.ndarray  # (nu,) real scratch
     qc: np.ndarray  # (nq,) the complex configuration
@@ -219,9 +223,11 @@ def _complex_work(ib, nq, nu):
     s = wc.V_m.shape[1]
     return ComplexWork(wc, np.empty((n, s, s)), np.empty((n, 2, 6)), np.empty((n, 6, s - 6)),
                        np.empty((20, 6)), np.empty(s), np.empty((n, 6, s)),
-                       np.empty((wc.fR.shape[1], 7, 6)), np.empty((max(6, s - 6), s - 6)),
+                       np.empty((wc.fR.shape[1], 7, 6)),
+                       np.empty(wc.fR.shape[1], dtype=np.bool_), np.empty((max(6, s - 6), s - 6)),
                        np.empty((n, s, nu)), np.empty((n, s, nu)),
-                       np.empty((n, s, nu)), np.empty((3, 6, nu)), np.empty(nu),
+                       np.empty((n, s, nu)), np.empty((n, 18, nu)), np.empty((s, 6)),
+                       np.empty((3, 6, nu)), np.empty(nu),
                        np.empty(nq, dtype=np.complex128), np.empty(nu, dtype=np.complex128),
                        np.empty(nu, dtype=np.complex128))
 
@@ -324,6 +330,7 @@ def _coordinate_directions(pm, w, cw, q_dir, udot, fext, V, Vc, d_q):
         qs, nqj, us, nj = ints[b, QS], ints[b, NQJ], ints[b, US], ints[b, NJ]
         nq_b, nu_b = nqj + ints[b, MODES], nj + ints[b, MODES]
         sloped = ints[b, KIND] == FULL and ints[b, MI] == 0 and ints[b, MODES] > 0
+        _attach_nodes(ints, b, not sloped, cw.nodes)
         if sloped:
             m = ints[b, MODES]
             _full_node_states(ints[b, TK], m, ints[b, NN], pm.node_m[b], pm.node_I[b],
@@ -338,16 +345,17 @@ def _coordinate_directions(pm, w, cw, q_dir, udot, fext, V, Vc, d_q):
             own = j >= us + nj
             stepped = own and unit and ints[b, KIND] == FULL and _frame_steps(
                 ints[b, TK], ints[b, NN], ints[b, MODES], j - us - nj, pm.Pi_r[b], pm.Pi_t[b],
-                w.fR[b], w.fp[b], w.fE[b], w.fth[b], wc.fR[b], wc.fp[b], wc.fE[b], wc.fth[b])
+                w.fR[b], w.fp[b], w.fE[b], w.fth[b], wc.fR[b], wc.fp[b], wc.fE[b], wc.fth[b],
+                cw.nodes, cw.S)
             _own_position_terms(pm, qc, wc, b, own and not stepped, own and not sloped, own)
             if own and sloped:
-                _own_force_slope(pm, w, wc, cw, V, b)
+                _own_force_slope(pm, w, wc, cw, V, b, j - us - nj if stepped else -1)
             _seed(pm, w, cw, V, Vc, b, own, own and sloped, j, udot, fext, d_q)
         for k in range(qs, qs + nq_b):
             qc[k] = w.q_n[k]
         _restore_position_terms(ints, w, wc, b)
-    _tangent_sweep(ints, w.A, w.phi, w.M_m, w.Hcal, cw.J, cw.K, cw.P, cw.dV, cw.dA, cw.dF,
-                   cw.X, True, d_q)
+    _tangent_sweep(ints, w.A, w.phi, w.M_m, w.Hcal, cw.J, cw.K, cw.P, cw.Sd, cw.dV, cw.dA,
+                   cw.dF, cw.X, d_q)
 
 
 @helper
@@ -362,16 +370,18 @@ def _rate_directions(pm, w, cw, V, Vc, d_u):
         for j in range(ints[b, US], ints[b, US] + ints[b, NJ] + ints[b, MODES]):
             _rate_seed(ints, w, cw, b, j, d_u)
             _passive_slope(pm, cw.qc, cw.uc, b, j, j, d_u)
-    _tangent_sweep(ints, w.A, w.phi, w.M_m, w.Hcal, cw.J, cw.K, cw.P, cw.dV, cw.dA, cw.dF,
-                   cw.X, False, d_u)
+    _tangent_sweep(ints, w.A, w.phi, w.M_m, w.Hcal, cw.J, cw.K, cw.P, cw.Sd, cw.dV, cw.dA,
+                   cw.dF, cw.X, d_u)
 
 
 @helper
 def _zero_tangents(cw):
-    """``cw.dV``, ``cw.dA``, ``cw.dF`` to zero: a block's columns before its seeds."""
+    """``cw.dV``, ``cw.dA``, ``cw.dF``, ``cw.Sd`` to zero: a block's columns before its
+    seeds."""
     cw.dV[:] = 0.0
     cw.dA[:] = 0.0
     cw.dF[:] = 0.0
+    cw.Sd[:] = 0.0
 
 
 # The steps of one direction that take the packed model or the workspaces are inlined at
@@ -393,16 +403,32 @@ def _own_position_terms(pm, qc, wc, b, frames, mass, modal):
 
 
 @helper
-def _frame_steps(tk, nn, m, k, Pi_r, Pi_t, R, p, E, theta, Rc, pc, Ec, thc):
+def _frame_steps(tk, nn, m, k, Pi_r, Pi_t, R, p, E, theta, Rc, pc, Ec, thc, nodes, dE):
     """A full body's node frames (``nn``, the state's ``R``, ``p``, ``E``, ``theta``) at
     the unit complex step of its ``k``-th mode into ``Rc``, ``pc``, ``Ec``, ``thc`` in
-    closed form (:func:`~flexdyn.engine.tip.node_frame_step`); False where its tip
-    kinematics has none."""
+    closed form (:func:`~flexdyn.engine.tip.node_frame_step`), those of the nodes marked in
+    ``nodes`` (:func:`_attach_nodes`; the others keep the state's); False where its tip
+    kinematics has none.  ``dE`` (6 × m) scratch."""
     for j in range(nn):
-        if not node_frame_step(tk, Pi_r[j], Pi_t[j], m, k, R[j], p[j], E[j], theta[j],
-                               COMPLEX_STEP, Rc[j], pc[j], Ec[j], thc[j]):
+        if nodes[j] and not node_frame_step(tk, Pi_r[j], Pi_t[j], m, k, R[j], p[j], E[j],
+                                            theta[j], COMPLEX_STEP, Rc[j], pc[j], Ec[j],
+                                            thc[j], dE):
             return False
     return True
+
+
+@helper
+def _attach_nodes(ints, b, every, nodes):
+    """``nodes`` (N,): the nodes of body ``b`` whose frames a step of its modes must carry
+    in complex numbers: ``every`` node, or its own attach node and its children's (the
+    rest move only Eq 23 and the bias, whose slope :func:`_own_force_slope` takes in closed
+    form)."""
+    nodes[:] = every
+    if ints[b, CN] >= 0:
+        nodes[ints[b, CN]] = True
+    for i in range(b + 1, ints.shape[0]):
+        if ints[i, PARENT] == b and ints[i, PN] >= 0:
+            nodes[ints[i, PN]] = True
 
 
 @inlined
@@ -549,11 +575,12 @@ def _rate_jacobian(tk, theta, Pi_r, etad, m, G, tc):
 
 
 @inlined
-def _own_force_slope(pm, w, wc, cw, V, b):
+def _own_force_slope(pm, w, wc, cw, V, b, k):
     """``cw.g`` (m + 6): the slope of full body ``b``'s own forces ``M_m α + bias`` (Eq 23,
     the full model's ``b_m`` and the elastic forces ``K η`` and the geometric force) along
-    a direction of its modes whose node frames (complex steps, ``cw.wc``) and coordinates
-    (``cw.qc``) are stepped, at the state's ``α``, ``η̇`` and twist (``V``, as in the
+    a direction of its modes whose coordinates are stepped (``cw.qc``), the unit step of
+    its ``k``-th mode (its node frames' slopes in closed form) or, ``k`` < 0, any other
+    (their complex steps in ``cw.wc``), at the state's ``α``, ``η̇`` and twist (``V``, as in the
     products; its nodes' terms in ``cw.Y``, :func:`_full_node_states`): with those held the
     direction moves nothing else of them (:func:`_full_force_slope`), and the complex step
     of its velocity-dependent terms joins this slope (:func:`_complex_body`).  Not for a
@@ -563,9 +590,10 @@ def _own_force_slope(pm, w, wc, cw, V, b):
     qs = ints[b, QS] + ints[b, NQJ]
     g = cw.g
     nj, us = ints[b, NJ], ints[b, US]
-    _full_force_slope(m, ints[b, NN], pm.node_m[b], pm.node_I[b], w.fR[b], w.fp[b], w.fE[b],
-                      wc.fR[b], wc.fp[b], wc.fE[b], wc.fth[b], w.u_nl[us + nj:us + nj + m],
-                      V[b, m:m + 6], w.alpha[b], cw.Y, g, cw.t, cw.S)
+    _full_force_slope(ints[b, TK], m, k, ints[b, NN], pm.node_m[b], pm.node_I[b], pm.Pi_r[b],
+                      pm.Pi_t[b], w.fR[b], w.fp[b], w.fE[b], w.fth[b], wc.fR[b], wc.fp[b],
+                      wc.fE[b], wc.fth[b], w.u_nl[us + nj:us + nj + m], V[b, m:m + 6],
+                      w.alpha[b], cw.Y, g, cw.t, cw.S)
     G = cw.S[:m, :m]
     G[:, :] = 0.0
     if ints[b, GS] > 0:
@@ -606,13 +634,15 @@ def _full_node_states(tk, m, nn, node_m, node_I, Pi_r, fR, fp, fE, fth, etad, V,
 
 
 @helper
-def _full_force_slope(m, nn, node_m, node_I, fR, fp, fE, cR, cp, cE, cth, etad, V, alpha, Y,
-                      g, t, dE):
+def _full_force_slope(tk, m, k, nn, node_m, node_I, Pi_r, Pi_t, fR, fp, fE, fth, cR, cp, cE,
+                      cth, etad, V, alpha, Y, g, t, dE):
     """``g`` (m + 6) = the slope of a full body's ``M_m α + b_m`` (Eq 23,
     :func:`~flexdyn.engine.terms._full_modal_bias`) along a direction of its modes at fixed
-    ``α``, ``η̇`` (``etad``) and twist ``V``: from its node frames ``R``, ``p``, ``E`` (``fR``, …),
-    their complex steps (``cR``, …, ``cth``: the slopes are their imaginary parts over the
-    step) and the nodes' terms ``Y`` at the state (:func:`_full_node_states`).  Node
+    ``α``, ``η̇`` (``etad``) and twist ``V``: from its node frames ``R``, ``p``, ``E``, ``θ``
+    (``fR``, …), their slopes along the unit step of its ``k``-th mode in closed form
+    (:func:`~flexdyn.engine.tip.node_frame_slope`) or, ``k`` < 0, the imaginary parts over
+    the step of their complex steps (``cR``, …, ``cth``), and the nodes' terms ``Y`` at the
+    state (:func:`_full_node_states`).  Node
     ``j``'s force ``B_jᵀ y_j`` changes by ``δB_jᵀ y_j + B_jᵀ δy_j``:
     ``δ(B_j z) = δE_j z_m + [δRᵀ z_ω; δRᵀ (z_v + z_ω × p) + Rᵀ (z_ω × δp)]``,
     ``δ(B_jᵀ y) = [δE_jᵀ y; δR n + p × δR f + δp × R f; δR f]``,
@@ -628,20 +658,30 @@ def _full_force_slope(m, nn, node_m, node_I, fR, fp, fE, cR, cp, cE, cth, etad, 
             continue
         R, p, E, I, mj = fR[j], fp[j], fE[j], node_I[j], node_m[j]  # noqa: E741
         Vj, wj, y, hV, Gt = Y[j, 0], Y[j, 1], Y[j, 2], Y[j, 3], Y[j, 4:7, :3]
-        for r in range(3):
-            for c in range(3):
-                dR[r, c] = cR[j, r, c].imag * _PER_STEP
-            dp[r] = cp[j, r].imag * _PER_STEP
-            dth[r] = cth[j, r].imag * _PER_STEP
-        for r in range(6):
-            for k in range(m):
-                dE[r, k] = cE[j, r, k].imag * _PER_STEP
+        if k >= 0:  # R' = R ẽ, p' = Π_t e_k, θ' = Π_r e_k
+            node_frame_slope(tk, Pi_r[j], m, k, E, fth[j], dE)
+            e0, e1, e2 = E[0, k], E[1, k], E[2, k]
+            for r in range(3):
+                dR[r, 0] = R[r, 1] * e2 - R[r, 2] * e1
+                dR[r, 1] = R[r, 2] * e0 - R[r, 0] * e2
+                dR[r, 2] = R[r, 0] * e1 - R[r, 1] * e0
+                dp[r] = Pi_t[j, r, k]
+                dth[r] = Pi_r[j, r, k]
+        else:
+            for r in range(3):
+                for c in range(3):
+                    dR[r, c] = cR[j, r, c].imag * _PER_STEP
+                dp[r] = cp[j, r].imag * _PER_STEP
+                dth[r] = cth[j, r].imag * _PER_STEP
+            for r in range(6):
+                for c in range(m):
+                    dE[r, c] = cE[j, r, c].imag * _PER_STEP
         _twist_slope(R, dR, p, dp, dE, m, etad, V, dV)
         _twist_slope(R, dR, p, dp, dE, m, alpha[:m], alpha[m:m + 6], dA)
         for r in range(6):
             x = 0.0
-            for k in range(m):
-                x += dE[r, k] * etad[k]
+            for c in range(m):
+                x += dE[r, c] * etad[c]
             dw[r] = x
         for r in range(3):
             da[r] = Gt[r, 0] * dth[0] + Gt[r, 1] * dth[1] + Gt[r, 2] * dth[2]
@@ -680,29 +720,101 @@ def _twist_slope(R, dR, p, dp, dE, m, zm, Z, out):
 @inlined
 def _seed(pm, w, cw, V, Vc, b, own, sloped, j, udot, fext, d_out):
     """Column ``j`` of ``cw.dV``, ``cw.dA``, ``cw.dF`` and of ``d_out`` (``δτ``, nu × nu)
-    where a direction of a coordinate of body ``b`` (``own``: a mode) at
-    ``(cw.qc, cw.uc, u̇)``, the position terms already in ``cw.wc``, moves bodies' own
-    terms (:func:`_moves_own_terms`): their velocities (Eq 11), modal accelerations and own
-    modal forces (Eq 24) by complex steps (:func:`_complex_body`; with ``sloped`` the slope
-    of ``b``'s own forces in its modes is in ``cw.g``, :func:`_own_force_slope`); the
-    slopes of their
-    ``ℋ``, ``φ`` and ``A`` applied to the state's forces (:func:`_operator_seed`); and the
-    joint forces' of ``b``.  :func:`_tangent_sweep` then carries all columns over the
-    tree.  ``V``, ``Vc`` the velocities in the products (``w``'s and ``cw.wc``'s)."""
+    along a coordinate of body ``b`` (``own``: a mode) at ``(cw.qc, cw.uc, u̇)``, the
+    position terms already in ``cw.wc``: ``b``'s velocities (Eq 11), modal accelerations
+    and own modal forces (Eq 24) by complex steps (:func:`_complex_body`; with ``sloped``
+    the slope of its own forces in its modes is in ``cw.g``, :func:`_own_force_slope`),
+    the slopes of its ``ℋ``, ``φ`` and ``A`` applied to the state's forces
+    (:func:`_operator_seed`) and its joint forces'; with a mode, its children's terms of
+    the slopes of their attach maps (:func:`_child_seed`).  :func:`_tangent_sweep` then
+    carries all columns over the tree.  ``V``, ``Vc`` the velocities in the products
+    (``w``'s and ``cw.wc``'s)."""
     ints, wc = pm.ints, cw.wc
-    n = ints.shape[0]
     a_g = cw.t[10]  # (the body kernels use the workspace's scratch)
     gravity_acceleration(pm, a_g)
-    for i in range(b, n):
-        if _moves_own_terms(ints, b, own, i):
-            whole = own and i == b and not sloped
-            _complex_body(pm, w, cw, Vc, i, whole, sloped and i == b, udot, fext, a_g, j)
-    for i in range(b, n):
-        if _moves_own_terms(ints, b, own, i):
-            _operator_seed(ints, w.f, wc, cw.dF, d_out, i, j)
-            copy(V[i], Vc[i])  # the state's velocities and accelerations back
-            copy(w.alpha[i], wc.alpha[i])
+    _complex_body(pm, w, cw, Vc, b, own and not sloped, sloped, udot, fext, a_g, j)
+    _operator_seed(ints, w.f, wc, cw.dF, d_out, b, j)
+    copy(V[b], Vc[b])  # the state's velocities and accelerations back
+    copy(w.alpha[b], wc.alpha[b])
+    if own:
+        for i in range(b + 1, ints.shape[0]):
+            if ints[i, PARENT] == b:
+                _child_seed(pm, w, wc, cw, V, i, j)
     _passive_slope(pm, cw.qc, cw.uc, b, j, -1, d_out)
+
+
+@inlined
+def _child_seed(pm, w, wc, cw, V, i, j):
+    """Column ``j`` of ``cw.Sd[i]`` and of ``cw.dF[p]`` along a mode of body ``i``'s parent
+    ``p``, which moves its attach map ``A`` (complex in ``wc``: ``δA`` its imaginary part
+    over the step) and, on a full parent's node ``t``, the node's frame: the terms that the
+    tangent sweep (:func:`_tangent_columns`) adds to ``δV_t = Aᵀ δV_m(p)``,
+    ``δα_t = Aᵀ δα_m(p)`` and to the parent node's rate terms ``δ(ε_t + V_t × w_t)``:
+    ``δAᵀ V_m(p)``, ``δAᵀ α_m(p)`` and, with ``θ̇_t = Π_r η̇_p`` held,
+    ``[G δθ; −(δw_r × w_t + w_r × δw_t)] + V_t × δw_t`` (``w_t = E_t η̇_p``,
+    ``δw_t = δE_t η̇_p``, ``G = ∂(J̇ θ̇)/∂θ``, :func:`~flexdyn.engine.tip.tip_rate_angles`);
+    and into ``δf_p`` the slope of ``A φ f_m(i)`` (the state's forces, Eqs 36, 41)."""
+    ints = pm.ints
+    pa, m = ints[i, PARENT], ints[i, MODES]
+    mp = ints[pa, MODES]
+    sd, dA, t = cw.Sd[i], cw.S2, cw.t
+    for r in range(mp + 6):
+        for c in range(6):
+            dA[r, c] = wc.A[i, r, c].imag * _PER_STEP
+    for c in range(6):
+        x = y = 0.0
+        for r in range(mp + 6):
+            x += dA[r, c] * V[pa, r]
+            y += dA[r, c] * w.alpha[pa, r]
+        sd[c, j] = x
+        sd[6 + c, j] = y
+        sd[12 + c, j] = 0.0
+    mv(w.phi[i], w.f[i, m:m + 6], t[0], False)  # δ(A φ) f = δA φ f
+    for r in range(mp + 6):
+        x = 0.0
+        for c in range(6):
+            x += dA[r, c] * t[0, c]
+        cw.dF[pa, r, j] += x
+    if _on_full_node(ints, i):
+        pn, s = ints[i, PN], ints[pa, US] + ints[pa, NJ]
+        _node_rate_slope(ints[pa, TK], mp, w.fth[pa, pn], pm.Pi_r[pa, pn], w.fE[pa, pn],
+                         wc.fE[pa, pn], wc.fth[pa, pn], w.A[i], V[pa],
+                         w.u_nl[s:s + mp], sd[12:18, j], t, wc.t_X)
+
+
+@helper
+def _node_rate_slope(tk, mp, theta, Pi_r, E, cE, cth, A, Vp, etad, out, t, tc):
+    """``out`` (6,) = the slope of ``ε_t + V_t × w_t`` (``ε_t = Ė_t η̇_p``, ``w_t = E_t η̇_p``,
+    ``V_t = Aᵀ V_m(p)`` held) of a parent's node ``t`` (``θ``, ``Π_r``, ``E``) along a
+    step of the parent's modes that moves its frame (``cE``, ``cth``: their complex steps)
+    at ``θ̇_t = Π_r η̇_p`` held (:func:`_child_seed`); ``t`` (≥ 16 × 6) real and ``tc``
+    (≥ 6 × ≥ 3) complex scratch."""
+    wt, dw, Vt, d = t[1], t[2], t[3], t[4, :3]
+    G = t[5:8, :3]
+    for r in range(6):
+        x = v = 0.0
+        for k in range(mp):
+            x += E[r, k] * etad[k]
+            v += cE[r, k].imag * etad[k]
+        wt[r] = x
+        dw[r] = v * _PER_STEP
+        x = 0.0
+        for k in range(mp + 6):
+            x += A[k, r] * Vp[k]
+        Vt[r] = x
+    for r in range(3):
+        x = 0.0
+        for k in range(mp):
+            x += Pi_r[r, k] * etad[k]
+        d[r] = x
+    tip_rate_angles(tk, theta, d, G, tc)
+    for r in range(3):
+        out[r] = (G[r, 0] * cth[0].imag + G[r, 1] * cth[1].imag
+                  + G[r, 2] * cth[2].imag) * _PER_STEP
+    out[3] = -(dw[1] * wt[5] - dw[2] * wt[4] + wt[1] * dw[5] - wt[2] * dw[4])
+    out[4] = -(dw[2] * wt[3] - dw[0] * wt[5] + wt[2] * dw[3] - wt[0] * dw[5])
+    out[5] = -(dw[0] * wt[4] - dw[1] * wt[3] + wt[0] * dw[4] - wt[1] * dw[3])
+    cross_motion(Vt, dw, out, True)
 
 
 @inlined
@@ -825,13 +937,6 @@ def _rate_seed(ints, w, cw, b, j, d_out):
         dF[r, j] = v
 
 
-@helper
-def _moves_own_terms(ints, b, own, i):
-    """Whether a direction of a coordinate of body ``b`` (``own``: a mode) moves body
-    ``i``'s own terms: ``b``'s, and with a mode of ``b`` its children's attach maps."""
-    return i == b or (own and ints[i, PARENT] == b)
-
-
 @inlined
 def _complex_body(pm, w, cw, Vc, i, moves_bias, sloped, udot, fext, a_g, j):
     """Column ``j`` of ``cw.dV[i]``, ``cw.dA[i]``, ``cw.dF[i]``: the tangents of body
@@ -879,25 +984,20 @@ def _operator_seed(ints, f, wc, dF, d_out, i, j):
 
 
 @helper
-def _tangent_sweep(ints, A, phi, M_m, Hcal, J, K, P, dV, dA, dF, X, coordinates, d_out):
+def _tangent_sweep(ints, A, phi, M_m, Hcal, J, K, P, Sd, dV, dA, dF, X, d_out):
     """``d_out += ℋ δf`` (nu × nu, all directions at once; Eqs 36, 41) by the tangent
     sweeps of Eqs 11, 24 and 25 over the state's terms, from the columns of ``dV``,
     ``dA``, ``dF`` (n × (M + 6) × nu) that :func:`_seed` gave the bodies a direction moves:
     base to tip, every other body's tangents in the columns of the bodies before it
-    (:func:`_tangent_columns`; zero but its ancestors'; with ``coordinates`` its parent's
-    modes, which move its own terms, are seeded), then tip to base ``δτ_i = ℋ_i δf_i`` and
-    ``δf_p += A φ δf_i`` over every column.  ``dV``, ``dA``, ``dF`` are zero where
-    :func:`_seed` did not write them; ``X`` (3 × 6 × nu) scratch."""
+    (:func:`_tangent_columns`, with the seeds ``Sd`` of :func:`_child_seed`; zero but its
+    ancestors'), then tip to base ``δτ_i = ℋ_i δf_i`` and ``δf_p += A φ δf_i`` over every
+    column.  ``dV``, ``dA``, ``dF`` and ``Sd`` are zero where :func:`_seed` did not write
+    them; ``X`` (3 × 6 × nu) scratch."""
     n, nu = ints.shape[0], d_out.shape[1]
     for i in range(n):
-        pa = ints[i, PARENT]
-        if pa < 0:
-            continue
-        c0 = ints[pa, US] + ints[pa, NJ] if coordinates else ints[i, US]
-        _tangent_columns(ints, A, phi, M_m, J[i], K[i], P[i], dV, dA, dF, X, i, 0, c0)
-        if coordinates:
-            _tangent_columns(ints, A, phi, M_m, J[i], K[i], P[i], dV, dA, dF, X, i,
-                             c0 + ints[pa, MODES], ints[i, US])
+        if ints[i, PARENT] >= 0:
+            _tangent_columns(ints, A, phi, M_m, J[i], K[i], P[i], Sd[i], dV, dA, dF, X, i, 0,
+                             ints[i, US])
     t = X[0]
     for i in range(n - 1, -1, -1):
         m, nj, us, pa = ints[i, MODES], ints[i, NJ], ints[i, US], ints[i, PARENT]
@@ -924,14 +1024,16 @@ def _tangent_sweep(ints, A, phi, M_m, Hcal, J, K, P, dV, dA, dF, X, coordinates,
 
 
 @helper
-def _tangent_columns(ints, A, phi, M_m, J, K, P, dV, dA, dF, X, i, c0, c1):
+def _tangent_columns(ints, A, phi, M_m, J, K, P, Sd, dV, dA, dF, X, i, c0, c1):
     """Columns ``c0:c1`` of ``dV[i]``, ``dA[i]``, ``dF[i]`` of a body whose own terms
     these directions leave (they move it only through its parent): ``δV_t = Aᵀ δV_m(p)``,
     ``δV_m(i) = [0; φᵀ δV_t]`` (Eq 11), its velocity-dependent acceleration
     ``δa = δV × c + φᵀ (δV_t × w_t + P δη̇_p)`` (:func:`_rate_axes`, ``K``;
     :func:`_parent_rate_slopes`, ``P``; ``δη̇_p`` the parent's modal rows of ``δV_m(p)``),
     ``δα_m(i) = [0; φᵀ Aᵀ δα_m(p) + δa]`` (Eq 24) and ``δf_m(i) = M_m δα_m + J δV`` (its
-    bias by its velocity slopes ``J``); ``X`` (3 × 6 × nu) scratch."""
+    bias by its velocity slopes ``J``), the seeds ``Sd`` (18 × nu) of a mode of the parent
+    added to ``δV_t``, ``δα_t`` and the parent node's rate terms (:func:`_child_seed`);
+    ``X`` (3 × 6 × nu) scratch."""
     pa, m = ints[i, PARENT], ints[i, MODES]
     mp, s = ints[pa, MODES], m + 6
     x, y, z = X[0], X[1], X[2]
@@ -950,6 +1052,10 @@ def _tangent_columns(ints, A, phi, M_m, J, K, P, dV, dA, dF, X, i, c0, c1):
                 for c in range(c0, c1):
                     x[r, c] += a * dV[pa, k, c]
                     y[r, c] += a * dA[pa, k, c]
+    for r in range(6):
+        for c in range(c0, c1):
+            x[r, c] += Sd[r, c]
+            y[r, c] += Sd[6 + r, c]
     for r in range(m):
         for c in range(c0, c1):
             dV[i, r, c] = dA[i, r, c] = 0.0
@@ -959,7 +1065,7 @@ def _tangent_columns(ints, A, phi, M_m, J, K, P, dV, dA, dF, X, i, c0, c1):
     if _on_full_node(ints, i):
         for r in range(6):
             for c in range(c0, c1):
-                z[r, c] = 0.0
+                z[r, c] = Sd[12 + r, c]
         _cross_columns(x, K[1], z, c0, c1)
         for r in range(6):
             for k in range(mp):

@@ -9,8 +9,8 @@ from ..linalg import COMPLEX_STEP
 from .algebra import so3_coefficients, so3_second_derivatives
 from .jit import helper
 
-__all__ = ["node_frame", "node_frame_step", "node_twist", "node_twist_rate", "node_wrench",
-           "tip_frame", "tip_rate", "tip_rate_angles"]
+__all__ = ["node_frame", "node_frame_slope", "node_frame_step", "node_twist", "node_twist_rate",
+           "node_wrench", "tip_frame", "tip_rate", "tip_rate_angles"]
 
 
 _EXPONENTIAL, _NEGLECT, _EULER_123, _EULER_321 = range(4)
@@ -226,24 +226,17 @@ def node_frame(code, Pi_r, Pi_t, l0, eta, m, R, p, E, theta):
 
 
 @helper
-def node_frame_step(code, Pi_r, Pi_t, m, k, R, p, E, theta, h, Rc, pc, Ec, thc):
-    """The node frame at ``η + i h e_k`` in complex numbers (``Rc``, ``pc``, ``Ec``, ``thc``)
-    from the frame at ``η`` (:func:`node_frame`'s ``R``, ``p``, ``E``, ``θ``) and its slopes
-    in ``η_k`` in closed form: ``θ' = Π_r e_k``, ``p' = Π_t e_k``, ``R' = R ẽ`` with
-    ``e = E_r e_k`` (``E_r`` maps modal rates to the node's angular velocity in its frame),
-    ``E_t' = −e × E_t`` (``E_t = Rᵀ Π_t``) and, for the exponential map,
-    ``E_r' = ∂(J_r(θ) Π_r)/∂θ · θ'`` from the coefficients' slopes.  Returns False for the
-    Euler-angle kinematics (its caller takes a complex step of :func:`node_frame`)."""
+def node_frame_slope(code, Pi_r, m, k, E, theta, dE):
+    """``dE = ∂E/∂η_k`` (6 × m) of a node frame (:func:`node_frame`'s ``E``, ``θ``) in
+    closed form: ``E_t' = −e × E_t`` (``E_t = Rᵀ Π_t``, ``R' = R ẽ`` with ``e = E_r e_k``:
+    ``E_r`` maps modal rates to the node's angular velocity in its frame) and, for the
+    exponential map, ``E_r' = ∂(J_r(θ) Π_r)/∂θ · θ'`` from the coefficients' slopes (zero
+    for ``neglect``); the frame's other slopes are ``θ' = Π_r e_k``, ``p' = Π_t e_k`` and
+    ``R' = R ẽ``.  Returns False for the Euler-angle kinematics (no closed form here)."""
     if code == _EULER_123 or code == _EULER_321:
         return False
     e0, e1, e2 = E[0, k], E[1, k], E[2, k]
     d0, d1, d2 = Pi_r[0, k], Pi_r[1, k], Pi_r[2, k]
-    for r in range(3):
-        thc[r] = complex(theta[r], h * Pi_r[r, k])
-        pc[r] = complex(p[r], h * Pi_t[r, k])
-        Rc[r, 0] = complex(R[r, 0], h * (R[r, 1] * e2 - R[r, 2] * e1))
-        Rc[r, 1] = complex(R[r, 1], h * (R[r, 2] * e0 - R[r, 0] * e2))
-        Rc[r, 2] = complex(R[r, 2], h * (R[r, 0] * e1 - R[r, 1] * e0))
     t0, t1, t2 = theta[0], theta[1], theta[2]
     s = t0 * t0 + t1 * t1 + t2 * t2
     _, b, c, _, db, dc = so3_coefficients(s)
@@ -254,21 +247,40 @@ def node_frame_step(code, Pi_r, Pi_t, m, k, R, p, E, theta, h, Rc, pc, Ec, thc):
         if exponential:  # E_r x = x − b θ × x + c (θ (θ·x) − s x), differentiated along d
             tx = t0 * x0 + t1 * x1 + t2 * x2
             dx = d0 * x0 + d1 * x1 + d2 * x2
-            g0 = (-db * sd * (t1 * x2 - t2 * x1) - b * (d1 * x2 - d2 * x1)
-                  + dc * sd * (t0 * tx - s * x0) + c * (d0 * tx + t0 * dx - sd * x0))
-            g1 = (-db * sd * (t2 * x0 - t0 * x2) - b * (d2 * x0 - d0 * x2)
-                  + dc * sd * (t1 * tx - s * x1) + c * (d1 * tx + t1 * dx - sd * x1))
-            g2 = (-db * sd * (t0 * x1 - t1 * x0) - b * (d0 * x1 - d1 * x0)
-                  + dc * sd * (t2 * tx - s * x2) + c * (d2 * tx + t2 * dx - sd * x2))
+            dE[0, q] = (-db * sd * (t1 * x2 - t2 * x1) - b * (d1 * x2 - d2 * x1)
+                        + dc * sd * (t0 * tx - s * x0) + c * (d0 * tx + t0 * dx - sd * x0))
+            dE[1, q] = (-db * sd * (t2 * x0 - t0 * x2) - b * (d2 * x0 - d0 * x2)
+                        + dc * sd * (t1 * tx - s * x1) + c * (d1 * tx + t1 * dx - sd * x1))
+            dE[2, q] = (-db * sd * (t0 * x1 - t1 * x0) - b * (d0 * x1 - d1 * x0)
+                        + dc * sd * (t2 * tx - s * x2) + c * (d2 * tx + t2 * dx - sd * x2))
         else:
-            g0 = g1 = g2 = 0.0
-        Ec[0, q] = complex(E[0, q], h * g0)
-        Ec[1, q] = complex(E[1, q], h * g1)
-        Ec[2, q] = complex(E[2, q], h * g2)
+            dE[0, q] = dE[1, q] = dE[2, q] = 0.0
         y0, y1, y2 = E[3, q], E[4, q], E[5, q]
-        Ec[3, q] = complex(y0, -h * (e1 * y2 - e2 * y1))
-        Ec[4, q] = complex(y1, -h * (e2 * y0 - e0 * y2))
-        Ec[5, q] = complex(y2, -h * (e0 * y1 - e1 * y0))
+        dE[3, q] = -(e1 * y2 - e2 * y1)
+        dE[4, q] = -(e2 * y0 - e0 * y2)
+        dE[5, q] = -(e0 * y1 - e1 * y0)
+    return True
+
+
+@helper
+def node_frame_step(code, Pi_r, Pi_t, m, k, R, p, E, theta, h, Rc, pc, Ec, thc, dE):
+    """The node frame at ``η + i h e_k`` in complex numbers (``Rc``, ``pc``, ``Ec``, ``thc``)
+    from the frame at ``η`` (:func:`node_frame`'s ``R``, ``p``, ``E``, ``θ``) and its slopes
+    in ``η_k`` in closed form (:func:`node_frame_slope`; ``dE`` (6 × m) scratch).  Returns
+    False for the Euler-angle kinematics (its caller takes a complex step of
+    :func:`node_frame`)."""
+    if not node_frame_slope(code, Pi_r, m, k, E, theta, dE):
+        return False
+    e0, e1, e2 = E[0, k], E[1, k], E[2, k]
+    for r in range(3):
+        thc[r] = complex(theta[r], h * Pi_r[r, k])
+        pc[r] = complex(p[r], h * Pi_t[r, k])
+        Rc[r, 0] = complex(R[r, 0], h * (R[r, 1] * e2 - R[r, 2] * e1))
+        Rc[r, 1] = complex(R[r, 1], h * (R[r, 2] * e0 - R[r, 0] * e2))
+        Rc[r, 2] = complex(R[r, 2], h * (R[r, 0] * e1 - R[r, 1] * e0))
+    for r in range(6):
+        for q in range(m):
+            Ec[r, q] = complex(E[r, q], h * dE[r, q])
     return True
 
 
