@@ -115,8 +115,7 @@ from .tip import (
     node_twist,
     node_twist_rate,
     node_wrench,
-    tip_rate,
-    tip_rate_angles,
+    tip_rate_slopes,
 )
 
 __all__ = ["ComplexWork", "RigidWork", "derivatives", "derivatives_rigid_tree",
@@ -460,7 +459,7 @@ def _velocity_slopes(pm, w, wc, J, t, qc, uc, fext, V, Vc):
     by complex steps of :func:`~flexdyn.engine.terms.body_bias`, a modal rate stepped in ``u``
     (damping) and ``u_nl`` (the velocity products) together: a ruthless body's bias does not
     read the latter.  ``V``, ``Vc`` the velocities in the products (``w.V_nl`` or ``w.V_m``,
-    and ``wc``'s); ``t`` (11 × 6) real scratch."""
+    and ``wc``'s); ``t`` (≥ 12 × 6) real scratch."""
     ints, h = pm.ints, COMPLEX_STEP
     for i in range(ints.shape[0]):
         m, s = ints[i, MODES], ints[i, US] + ints[i, NJ]
@@ -499,7 +498,7 @@ def _full_velocity_slopes(tk, m, nn, node_m, node_I, M_rigid, Pi_r, C, fR, fp, f
     ``δa_j = [G_j Π_r δη̇; −(δw_r × w_t + w_r × δw_t)] + δV_j × w_j + V_j × δw_j``,
     ``δy_j = M_s δa_j + δV_j ×* M_s V_j + V_j ×* M_s δV_j``; ``G_j = ∂(J̇ θ̇)/∂θ̇`` (3 × 3)
     by complex steps of the tip kinematics' rate (its columns, three per node).  ``t``
-    (11 × 6) real and ``tc`` (≥ 5 × ≥ 3) complex scratch."""
+    (≥ 12 × 6) real and ``tc`` (≥ 6 × ≥ 3) complex scratch."""
     s = m + 6
     Vj, wj, hj, dV, dw, da, dy, e = t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]
     G = t[8:11, :3]
@@ -524,7 +523,7 @@ def _full_velocity_slopes(tk, m, nn, node_m, node_I, M_rigid, Pi_r, C, fR, fp, f
                 x += E[r, k] * etad[k]
             wj[r] = x
         _inertia_times(I, mj, Vj, hj)
-        _rate_jacobian(tk, fth[j], Pi_r[j], etad, m, G, tc)
+        _rate_jacobian(tk, fth[j], Pi_r[j], etad, m, G, t[11, :3], tc)
         for c in range(s):
             if c < m:
                 for r in range(6):
@@ -558,20 +557,15 @@ def _inertia_times(I, mj, x, out):  # noqa: E741
 
 
 @helper
-def _rate_jacobian(tk, theta, Pi_r, etad, m, G, tc):
-    """``G = ∂(J̇(θ) θ̇)/∂θ̇`` (3 × 3) at ``θ̇ = Π_r η̇`` by complex steps of
-    :func:`~flexdyn.engine.tip.tip_rate`; ``tc`` (≥ 5 × ≥ 3) complex scratch."""
-    h = COMPLEX_STEP
-    d, out, R = tc[0, :3], tc[1, :3], tc[2:5, :3]
-    for a in range(3):
-        for r in range(3):
-            x = 0.0
-            for k in range(m):
-                x += Pi_r[r, k] * etad[k]
-            d[r] = complex(x, h if r == a else 0.0)
-        tip_rate(tk, theta, d, out, R)
-        for r in range(3):
-            G[r, a] = out[r].imag * _PER_STEP
+def _rate_jacobian(tk, theta, Pi_r, etad, m, G, d, tc):
+    """``G = ∂(J̇(θ) θ̇)/∂θ̇`` (3 × 3) at ``θ̇ = Π_r η̇`` (into ``d`` (3,);
+    :func:`~flexdyn.engine.tip.tip_rate_slopes`); ``tc`` (≥ 6 × ≥ 3) complex scratch."""
+    for r in range(3):
+        x = 0.0
+        for k in range(m):
+            x += Pi_r[r, k] * etad[k]
+        d[r] = x
+    tip_rate_slopes(tk, theta, d, False, G, tc)
 
 
 @inlined
@@ -612,7 +606,7 @@ def _full_node_states(tk, m, nn, node_m, node_I, Pi_r, fR, fp, fE, fth, etad, V,
     into ``Y`` (N × 7 × 6): for node ``j`` with ``x = [η̇; V]`` (``etad``, the twist ``V``),
     the rows ``V_j = B_j x``, ``w_j = E_j η̇``,
     ``y_j = M_s (B_j α + a_j) + V_j ×* M_s V_j`` with ``a_j = Ė_j η̇ + V_j × w_j``,
-    ``M_s V_j``, then ``∂(J̇(θ) θ̇)/∂θ`` (3 × 3, :func:`~flexdyn.engine.tip.tip_rate_angles`);
+    ``M_s V_j``, then ``∂(J̇(θ) θ̇)/∂θ`` (3 × 3, :func:`~flexdyn.engine.tip.tip_rate_slopes`);
     ``t`` (20 × 6)
     real and ``tc`` (≥ 6 × ≥ 3) complex scratch."""
     z, aj, Aj = t[0], t[1], t[2]
@@ -630,7 +624,7 @@ def _full_node_states(tk, m, nn, node_m, node_I, Pi_r, fR, fp, fE, fth, etad, V,
         _inertia_times(I, mj, z, y)
         _inertia_times(I, mj, Vj, hV)
         cross_force(Vj, hV, y, True)
-        tip_rate_angles(tk, fth[j], t[16, :3], Y[j, 4:7, :3], tc)  # at θ̇ = Π_r η̇
+        tip_rate_slopes(tk, fth[j], t[16, :3], True, Y[j, 4:7, :3], tc)  # θ̇ = Π_r η̇
 
 
 @helper
@@ -752,7 +746,7 @@ def _child_seed(pm, w, wc, cw, V, i, j):
     ``δα_t = Aᵀ δα_m(p)`` and to the parent node's rate terms ``δ(ε_t + V_t × w_t)``:
     ``δAᵀ V_m(p)``, ``δAᵀ α_m(p)`` and, with ``θ̇_t = Π_r η̇_p`` held,
     ``[G δθ; −(δw_r × w_t + w_r × δw_t)] + V_t × δw_t`` (``w_t = E_t η̇_p``,
-    ``δw_t = δE_t η̇_p``, ``G = ∂(J̇ θ̇)/∂θ``, :func:`~flexdyn.engine.tip.tip_rate_angles`);
+    ``δw_t = δE_t η̇_p``, ``G = ∂(J̇ θ̇)/∂θ``, :func:`~flexdyn.engine.tip.tip_rate_slopes`);
     and into ``δf_p`` the slope of ``A φ f_m(i)`` (the state's forces, Eqs 36, 41)."""
     ints = pm.ints
     pa, m = ints[i, PARENT], ints[i, MODES]
@@ -807,7 +801,7 @@ def _node_rate_slope(tk, mp, theta, Pi_r, E, cE, cth, A, Vp, etad, out, t, tc):
         for k in range(mp):
             x += Pi_r[r, k] * etad[k]
         d[r] = x
-    tip_rate_angles(tk, theta, d, G, tc)
+    tip_rate_slopes(tk, theta, d, True, G, tc)
     for r in range(3):
         out[r] = (G[r, 0] * cth[0].imag + G[r, 1] * cth[1].imag
                   + G[r, 2] * cth[2].imag) * _PER_STEP
@@ -884,7 +878,7 @@ def _modal_rate_slopes(tk, m, nj, H, Q, V, rates, own, R_nc, p_nc, E, theta, Pi_
             for k in range(m):
                 v += E[r, k] * etad[k]
             wv[r] = v
-        _rate_jacobian(tk, theta, Pi_r, etad, m, G, tc)
+        _rate_jacobian(tk, theta, Pi_r, etad, m, G, t[8, :3], tc)
     for k in range(m):
         for r in range(6):
             q[r] = Q[r, k]
