@@ -13,36 +13,38 @@ a Cholesky factor of ``M`` (all columns of a block at once).
   Mansard, *RSS* 2018, in inertial coordinates), sweeps with composite inertias, then a few
   dot products per pair of joints on one path: ``O(N d)`` for a tree of depth ``d``; the
   same sweeps give ``M`` and the accelerations.
-* :func:`derivatives`, for every other model: forward-mode differentiation, one direction
-  at a time, at the accelerations of forward dynamics that it solves for.  What a direction
-  moves inside a body — the body models' terms, every joint kind, the joint forces — is
-  differentiated by complex steps of the engine's own code: one evaluation at
-  ``q + i h ∂q/∂δ_j`` gives ``Im / h`` the derivative exactly to round-off for a tiny ``h``
-  (:data:`flexdyn.linalg.COMPLEX_STEP`): nothing is subtracted, the ``O(h²)`` term is below
-  any double (Martins, Sturdza & Alonso, *ACM TOMS* 29(3), 2003).  What it moves across the
-  tree is the tangent of the sweeps, in real arithmetic.  ``δ`` are tangent coordinates
+* :func:`derivatives`, for every other model: forward-mode differentiation at the
+  accelerations of forward dynamics that it solves for, in two blocks of directions, the
+  coordinates and then the rates.  ``δ`` are tangent coordinates
   (:class:`flexdyn.tangent.TangentCoordinates`), given to the entry as the columns of
   ``∂q/∂δ`` (nq × nu, block diagonal by body: a body's ``δ`` move its own coordinates
   only); quaternions need no normalisation along them, since a tangent direction
-  ``Q ⊗ [0, e/2]`` keeps ``|Q|`` to second order.
+  ``Q ⊗ [0, e/2]`` keeps ``|Q|`` to second order.  Each direction seeds the bodies whose
+  own terms it moves (:func:`_seed`, :func:`_rate_seed`); then one tangent sweep in real
+  arithmetic carries all the directions of a block over the tree (:func:`_tangent_sweep`):
+  base to tip ``δV_t = Aᵀ δV_m(p)``, ``δV_m = φᵀ δV_t``, the velocity-dependent
+  acceleration (affine in the body's twist and its parent node's)
+  ``δa = δV × c + φᵀ (δV_t × w_t + P δη̇_p)``, ``δα_m = φᵀ Aᵀ δα_m(p) + δa`` and
+  ``δf_m = M_m δα_m + J δV``; tip to base ``δτ = ℋ δf_m`` and ``δf_m(p) += A φ δf_m``
+  (Eqs 36, 41).
 
-  A coordinate of body ``b`` moves the position terms of ``b`` and, if it is a mode, the
-  node frames of ``b`` and the attach maps of its children
-  (:func:`~flexdyn.engine.terms.body_position_terms`,
-  :func:`~flexdyn.engine.terms.parent_attach_map`), evaluated in complex arithmetic.  The
-  bodies whose own terms a direction moves — ``b``, and its children where it moves a mode
-  or a modal rate of ``b`` — take complex steps of their velocities (Eq 11), rates (Eq 25),
-  bias and forces (Eq 24); the rest of the subtree of ``b`` moves only through its parent,
-  and takes the tangent sweep: ``δV_t = Aᵀ δV_m(p)``, ``δV_m = φᵀ δV_t``, the
-  velocity-dependent acceleration (affine in the body's twist and its parent node's)
-  ``δa = δV × c + φᵀ (δV_t × w_t)``, ``δα_m = φᵀ Aᵀ δα_m(p) + δa`` and
-  ``δf_m = M_m δα_m + J δV``.  A body's bias (Eq 37 and the elastic forces,
-  :func:`~flexdyn.engine.terms.body_bias`) is a function of its own ``η``, ``η̇`` and twist
-  alone, so its slopes ``J`` in ``η̇`` and the twist are formed once per state — a full
-  body's analytically over its nodes, any other's by complex steps — and only a direction
-  of the body's own modes evaluates it.  The tip-to-base sweep then carries ``δf_m`` over
-  the subtree and the path to the base, ``δτ = ℋ δf_m`` (Eqs 36, 41), by complex steps
-  where ``ℋ``, ``φ`` or ``A`` move.
+  A coordinate of body ``b`` moves its position terms
+  (:func:`~flexdyn.engine.terms.body_position_terms`), evaluated in complex arithmetic:
+  one evaluation at ``q + i h ∂q/∂δ_j`` gives ``Im / h`` the derivative exactly to
+  round-off for a tiny ``h`` (:data:`flexdyn.linalg.COMPLEX_STEP`), since nothing is
+  subtracted and the ``O(h²)`` term is below any double (Martins, Sturdza & Alonso,
+  *ACM TOMS* 29(3), 2003).  ``b``'s velocity (Eq 11), rates (Eq 25) and forces (Eq 24)
+  take complex steps too, and the slopes of its ``ℋ``, ``φ`` and ``A`` apply to the
+  state's forces.  A mode of a full body moves its node frames, in closed form
+  (:func:`~flexdyn.engine.tip.node_frame_slope`).  Its own forces (Eq 23 and the bias)
+  then change by their slope, in real arithmetic (:func:`_own_force_slope`), and its
+  children's attach maps move, whose slopes seed the children's twists, accelerations and
+  rates (:func:`_child_seed`).  A rate is seeded in real arithmetic from the slopes of its
+  body's rates in its own (:func:`_own_rate_slopes`).  A body's bias (Eq 37 and the
+  elastic forces, :func:`~flexdyn.engine.terms.body_bias`) is a function of its own
+  ``η``, ``η̇`` and twist alone, so its slopes ``J`` in ``η̇`` and the twist are formed
+  once per state: a full body's analytically over its nodes, any other's by complex
+  steps.
 """
 
 from __future__ import annotations
@@ -430,7 +432,7 @@ def _attach_nodes(ints, b, every, nodes):
             nodes[ints[i, PN]] = True
 
 
-@inlined
+@helper
 def _restore_position_terms(ints, w, wc, b):
     """``wc``'s position terms of body ``b`` and its children's attach maps back to the
     state's in ``w``: the blocks that :func:`_own_position_terms` writes."""
@@ -827,7 +829,7 @@ def _passive_slope(pm, qc, uc, b, j, k, d_out):
         d_out[us + r, j] -= x.imag * _PER_STEP
 
 
-@inlined
+@helper
 def _own_rate_slopes(pm, w, wc, cw, Vc, V, b):
     """``cw.Ka[b]`` (6 × (n_j + m)): the slopes of body ``b``'s velocity-dependent
     acceleration (Eq 25, :func:`~flexdyn.engine.terms.body_rates`) in its own rates in the
@@ -1180,7 +1182,7 @@ def _bias_along_velocity(m, bias, J, etad, V, g, hg, out):
     along the complex step through its modal rates ``η̇`` and twist ``V``, and by ``g``
     (``hg`` the step, or zero) along the others."""
     for r in range(m + 6):
-        x = hg * g[r]
+        x = hg * g[r] if hg != 0.0 else 0.0  # (g is not written for the other bodies)
         for c in range(m):
             x += J[c, r] * etad[c].imag
         for c in range(6):
