@@ -20,8 +20,8 @@ a Cholesky factor of ``M`` (all columns of a block at once).
   ``∂q/∂δ`` (nq × nu, block diagonal by body: a body's ``δ`` move its own coordinates
   only); quaternions need no normalisation along them, since a tangent direction
   ``Q ⊗ [0, e/2]`` keeps ``|Q|`` to second order.  Each direction seeds the bodies whose
-  own terms it moves (:func:`_seed`, :func:`_rate_seed`); then one tangent sweep in real
-  arithmetic carries all the directions of a block over the tree (:func:`_tangent_sweep`):
+  own terms it moves (``_seed``, ``_rate_seed``); then one tangent sweep in real
+  arithmetic carries all the directions of a block over the tree (``_tangent_sweep``):
   base to tip ``δV_t = Aᵀ δV_m(p)``, ``δV_m = φᵀ δV_t``, the velocity-dependent
   acceleration (affine in the body's twist and its parent node's)
   ``δa = δV × c + φᵀ (δV_t × w_t + P δη̇_p)``, ``δα_m = φᵀ Aᵀ δα_m(p) + δa`` and
@@ -37,10 +37,10 @@ a Cholesky factor of ``M`` (all columns of a block at once).
   take complex steps too, and the slopes of its ``ℋ``, ``φ`` and ``A`` apply to the
   state's forces.  A mode of a full body moves its node frames, in closed form
   (:func:`~flexdyn.engine.tip.node_frame_slope`).  Its own forces (Eq 23 and the bias)
-  then change by their slope, in real arithmetic (:func:`_own_force_slope`), and its
+  then change by their slope, in real arithmetic (``_own_force_slope``), and its
   children's attach maps move, whose slopes seed the children's twists, accelerations and
-  rates (:func:`_child_seed`).  A rate is seeded in real arithmetic from the slopes of its
-  body's rates in its own (:func:`_own_rate_slopes`).  A body's bias (Eq 37 and the
+  rates (``_child_seed``).  A rate is seeded in real arithmetic from the slopes of its
+  body's rates in its own (``_own_rate_slopes``).  A body's bias (Eq 37 and the
   elastic forces, :func:`~flexdyn.engine.terms.body_bias`) is a function of its own
   ``η``, ``η̇`` and twist alone, so its slopes ``J`` in ``η̇`` and the twist are formed
   once per state: a full body's analytically over its nodes, any other's by complex

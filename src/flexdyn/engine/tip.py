@@ -158,7 +158,7 @@ def tip_rate(code, theta, d, out, R):
 @helper
 def tip_rate_slopes(code, theta, d, angles, G, tc):
     """``G = ∂(J̇(θ) θ̇)/∂θ`` (``angles``) or ``∂/∂θ̇`` (3 × 3) at ``θ̇ = d`` (3,) of the tip
-    kinematics ``code``: the exponential map's in closed form (:func:`_exp_rate` with
+    kinematics ``code``: the exponential map's in closed form (``_exp_rate`` with
     ``x = θ × θ̇``, ``σ = 2 θ·θ̇`` differentiated along ``δ``: ``δs = 2 θ·δ``,
     ``δσ = 2 δ·θ̇``, ``δx = δ × θ̇`` and the coefficients' slopes,
     :func:`~flexdyn.engine.algebra.so3_second_derivatives`, in the angles; ``δσ = 2 θ·δ``,
