@@ -525,7 +525,7 @@ def _full_velocity_slopes(tk, m, nn, node_m, node_I, M_rigid, Pi_r, C, fR, fp, f
                 x += E[r, k] * etad[k]
             wj[r] = x
         _inertia_times(I, mj, Vj, hj)
-        _rate_jacobian(tk, fth[j], Pi_r[j], etad, m, G, t[11, :3], tc)
+        _rate_jacobian(tk, fth[j], Pi_r[j], etad, m, False, G, t[11, :3], tc)
         for c in range(s):
             if c < m:
                 for r in range(6):
@@ -559,15 +559,16 @@ def _inertia_times(I, mj, x, out):  # noqa: E741
 
 
 @helper
-def _rate_jacobian(tk, theta, Pi_r, etad, m, G, d, tc):
-    """``G = ∂(J̇(θ) θ̇)/∂θ̇`` (3 × 3) at ``θ̇ = Π_r η̇`` (into ``d`` (3,);
-    :func:`~flexdyn.engine.tip.tip_rate_slopes`); ``tc`` (≥ 6 × ≥ 3) complex scratch."""
+def _rate_jacobian(tk, theta, Pi_r, etad, m, angles, G, d, tc):
+    """``G = ∂(J̇(θ) θ̇)/∂θ̇`` (or with ``angles`` ``∂/∂θ``; 3 × 3) at ``θ̇ = Π_r η̇`` (into
+    ``d`` (3,); :func:`~flexdyn.engine.tip.tip_rate_slopes`); ``tc`` (≥ 6 × ≥ 3) complex
+    scratch."""
     for r in range(3):
         x = 0.0
         for k in range(m):
             x += Pi_r[r, k] * etad[k]
         d[r] = x
-    tip_rate_slopes(tk, theta, d, False, G, tc)
+    tip_rate_slopes(tk, theta, d, angles, G, tc)
 
 
 @inlined
@@ -798,12 +799,7 @@ def _node_rate_slope(tk, mp, theta, Pi_r, E, cE, cth, A, Vp, etad, out, t, tc):
         for k in range(mp + 6):
             x += A[k, r] * Vp[k]
         Vt[r] = x
-    for r in range(3):
-        x = 0.0
-        for k in range(mp):
-            x += Pi_r[r, k] * etad[k]
-        d[r] = x
-    tip_rate_slopes(tk, theta, d, True, G, tc)
+    _rate_jacobian(tk, theta, Pi_r, etad, mp, True, G, d, tc)
     for r in range(3):
         out[r] = (G[r, 0] * cth[0].imag + G[r, 1] * cth[1].imag
                   + G[r, 2] * cth[2].imag) * _PER_STEP
@@ -880,7 +876,7 @@ def _modal_rate_slopes(tk, m, nj, H, Q, V, rates, own, R_nc, p_nc, E, theta, Pi_
             for k in range(m):
                 v += E[r, k] * etad[k]
             wv[r] = v
-        _rate_jacobian(tk, theta, Pi_r, etad, m, G, t[8, :3], tc)
+        _rate_jacobian(tk, theta, Pi_r, etad, m, False, G, t[8, :3], tc)
     for k in range(m):
         for r in range(6):
             q[r] = Q[r, k]
