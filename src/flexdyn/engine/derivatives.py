@@ -203,7 +203,7 @@ class ComplexWork(NamedTuple):
     Ka: np.ndarray  # (n, 6, M + 6) the slopes of each body's rates in its own (_own_rate_slopes)
     Y: np.ndarray  # (N, 7, 6) the terms of a full body's nodes at the state (_full_node_states)
     nodes: np.ndarray  # (N,) the nodes of a body whose frames a mode's step carries (_attach_nodes)
-    S: np.ndarray  # (6, M) real scratch: a node's frame slopes, or the geometric tangent
+    S: np.ndarray  # (max(6, M), M) real scratch: a node's frame slopes, the geometric tangent
     dV: np.ndarray  # (n, M + 6, nu) the tangents of the velocities (Eq 11), by direction
     dA: np.ndarray  # (n, M + 6, nu) of the modal accelerations (Eq 24)
     dF: np.ndarray  # (n, M + 6, nu) of the modal forces (Eqs 24, 36)
@@ -386,7 +386,7 @@ def _zero_tangents(cw):
 
 
 # The steps of one direction that take the packed model or the workspaces are inlined at
-# their one call site: a call copies the headers of all their arrays (about 0.4 µs for the
+# their call sites: a call copies the headers of all their arrays (about 0.4 µs for the
 # packed model, the workspace and the complex scratch), many times a direction's arithmetic.
 # What is called from several sites with them (``_bias``: the body kernels' node sums) or
 # once per state stays a call; the per-node and per-column kernels take plain arrays.
@@ -498,8 +498,8 @@ def _full_velocity_slopes(tk, m, nn, node_m, node_I, M_rigid, Pi_r, C, fR, fp, f
     ``x_c`` by ``δV ×* M_rigid V + V ×* M_rigid δV`` and ``Σ_j B_jᵀ δy_j`` with
     ``δV_j = B_j x_c``, ``δw_j = E_j δη̇`` and
     ``δa_j = [G_j Π_r δη̇; −(δw_r × w_t + w_r × δw_t)] + δV_j × w_j + V_j × δw_j``,
-    ``δy_j = M_s δa_j + δV_j ×* M_s V_j + V_j ×* M_s δV_j``; ``G_j = ∂(J̇ θ̇)/∂θ̇`` (3 × 3)
-    by complex steps of the tip kinematics' rate (its columns, three per node).  ``t``
+    ``δy_j = M_s δa_j + δV_j ×* M_s V_j + V_j ×* M_s δV_j``; ``G_j = ∂(J̇ θ̇)/∂θ̇`` (3 × 3,
+    :func:`_rate_jacobian`).  ``t``
     (≥ 12 × 6) real and ``tc`` (≥ 6 × ≥ 3) complex scratch."""
     s = m + 6
     Vj, wj, hj, dV, dw, da, dy, e = t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]
@@ -533,9 +533,7 @@ def _full_velocity_slopes(tk, m, nn, node_m, node_I, M_rigid, Pi_r, C, fR, fp, f
                 for r in range(3):
                     da[r] = (G[r, 0] * Pi_r[j, 0, c] + G[r, 1] * Pi_r[j, 1, c]
                              + G[r, 2] * Pi_r[j, 2, c])
-                da[3] = -(dw[1] * wj[5] - dw[2] * wj[4] + wj[1] * dw[5] - wj[2] * dw[4])
-                da[4] = -(dw[2] * wj[3] - dw[0] * wj[5] + wj[2] * dw[3] - wj[0] * dw[5])
-                da[5] = -(dw[0] * wj[4] - dw[1] * wj[3] + wj[0] * dw[4] - wj[1] * dw[3])
+                _product_slope(wj, dw, da)
                 cross_motion(Vj, dw, da, True)
             else:
                 e[:] = 0.0
@@ -548,6 +546,16 @@ def _full_velocity_slopes(tk, m, nn, node_m, node_I, M_rigid, Pi_r, C, fR, fp, f
             _inertia_times(I, mj, dV, e)
             cross_force(Vj, e, dy, True)
             node_wrench(R, p, E, m, dy, J[c])
+
+
+@helper
+def _product_slope(w, dw, out):
+    """``out[3:6] = −(δw_r × w_t + w_r × δw_t)``: the slope of the translational rows
+    ``−w_r × w_t`` of a node's ``Ė η̇`` (:func:`~flexdyn.engine.tip.node_twist_rate`) along
+    ``δw`` (6,) of ``w = E η̇``."""
+    out[3] = -(dw[1] * w[5] - dw[2] * w[4] + w[1] * dw[5] - w[2] * dw[4])
+    out[4] = -(dw[2] * w[3] - dw[0] * w[5] + w[2] * dw[3] - w[0] * dw[5])
+    out[5] = -(dw[0] * w[4] - dw[1] * w[3] + w[0] * dw[4] - w[1] * dw[3])
 
 
 @helper
@@ -610,8 +618,7 @@ def _full_node_states(tk, m, nn, node_m, node_I, Pi_r, fR, fp, fE, fth, etad, V,
     the rows ``V_j = B_j x``, ``w_j = E_j η̇``,
     ``y_j = M_s (B_j α + a_j) + V_j ×* M_s V_j`` with ``a_j = Ė_j η̇ + V_j × w_j``,
     ``M_s V_j``, then ``∂(J̇(θ) θ̇)/∂θ`` (3 × 3, :func:`~flexdyn.engine.tip.tip_rate_slopes`);
-    ``t`` (20 × 6)
-    real and ``tc`` (≥ 6 × ≥ 3) complex scratch."""
+    ``t`` (20 × 6) real and ``tc`` (≥ 6 × ≥ 3) complex scratch."""
     z, aj, Aj = t[0], t[1], t[2]
     for j in range(nn):
         if massless_node(node_m, node_I, j):
@@ -682,9 +689,7 @@ def _full_force_slope(tk, m, k, nn, node_m, node_I, Pi_r, Pi_t, fR, fp, fE, fth,
             dw[r] = x
         for r in range(3):
             da[r] = Gt[r, 0] * dth[0] + Gt[r, 1] * dth[1] + Gt[r, 2] * dth[2]
-        da[3] = -(dw[1] * wj[5] - dw[2] * wj[4] + wj[1] * dw[5] - wj[2] * dw[4])
-        da[4] = -(dw[2] * wj[3] - dw[0] * wj[5] + wj[2] * dw[3] - wj[0] * dw[5])
-        da[5] = -(dw[0] * wj[4] - dw[1] * wj[3] + wj[0] * dw[4] - wj[1] * dw[3])
+        _product_slope(wj, dw, da)
         cross_motion(dV, wj, da, True)
         cross_motion(Vj, dw, da, True)
         for r in range(6):
@@ -803,9 +808,7 @@ def _node_rate_slope(tk, mp, theta, Pi_r, E, cE, cth, A, Vp, etad, out, t, tc):
     for r in range(3):
         out[r] = (G[r, 0] * cth[0].imag + G[r, 1] * cth[1].imag
                   + G[r, 2] * cth[2].imag) * _PER_STEP
-    out[3] = -(dw[1] * wt[5] - dw[2] * wt[4] + wt[1] * dw[5] - wt[2] * dw[4])
-    out[4] = -(dw[2] * wt[3] - dw[0] * wt[5] + wt[2] * dw[3] - wt[0] * dw[5])
-    out[5] = -(dw[0] * wt[4] - dw[1] * wt[3] + wt[0] * dw[4] - wt[1] * dw[3])
+    _product_slope(wt, dw, out)
     cross_motion(Vt, dw, out, True)
 
 
@@ -862,7 +865,7 @@ def _modal_rate_slopes(tk, m, nj, H, Q, V, rates, own, R_nc, p_nc, E, theta, Pi_
     ``V × Q η̇ − X_nc Ė_c η̇``: ``V × Q e_k − X_nc [G Π_r e_k; −(δw_r × w_t + w_r × δw_t)]``
     with ``w = E η̇``, ``δw = E e_k`` and ``G = ∂(J̇ θ̇)/∂θ̇`` (:func:`_rate_jacobian`).
     ``t`` (≥ 16 × 6) real and ``tc`` (≥ 5 × ≥ 3) complex scratch."""
-    HFb, wv, q, de, x = t[0], t[1], t[2], t[3], t[4]
+    HFb, wv, q, de, x, dw = t[0], t[1], t[2], t[3], t[4], t[9]
     G = t[5:8, :3]
     etad = rates[nj:nj + m]
     for c in range(6):
@@ -886,9 +889,9 @@ def _modal_rate_slopes(tk, m, nj, H, Q, V, rates, own, R_nc, p_nc, E, theta, Pi_
             cross_motion(V, q, x, True)
             for r in range(3):
                 de[r] = G[r, 0] * Pi_r[0, k] + G[r, 1] * Pi_r[1, k] + G[r, 2] * Pi_r[2, k]
-            de[3] = -(E[1, k] * wv[5] - E[2, k] * wv[4] + wv[1] * E[5, k] - wv[2] * E[4, k])
-            de[4] = -(E[2, k] * wv[3] - E[0, k] * wv[5] + wv[2] * E[3, k] - wv[0] * E[5, k])
-            de[5] = -(E[0, k] * wv[4] - E[1, k] * wv[3] + wv[0] * E[4, k] - wv[1] * E[3, k])
+            for r in range(6):
+                dw[r] = E[r, k]
+            _product_slope(wv, dw, de)
             rotate_node_twist(R_nc, p_nc, de, q)
             for r in range(6):
                 x[r] -= q[r]
@@ -914,13 +917,7 @@ def _rate_seed(ints, w, cw, b, j, d_out):
         x[r] = dV[m + r, j]
     for r in range(6):
         dA[m + r, j] = cw.Ka[b, r, k]
-    K0 = cw.K[b, 0]  # δV × c
-    dA[m, j] += x[1] * K0[2] - x[2] * K0[1]
-    dA[m + 1, j] += x[2] * K0[0] - x[0] * K0[2]
-    dA[m + 2, j] += x[0] * K0[1] - x[1] * K0[0]
-    dA[m + 3, j] += x[1] * K0[5] - x[2] * K0[4] + x[4] * K0[2] - x[5] * K0[1]
-    dA[m + 4, j] += x[2] * K0[3] - x[0] * K0[5] + x[5] * K0[0] - x[3] * K0[2]
-    dA[m + 5, j] += x[0] * K0[4] - x[1] * K0[3] + x[3] * K0[1] - x[4] * K0[0]
+    _cross_columns(dV[m:s], cw.K[b, 0], dA[m:s], j, j + 1)  # δV × c
     J = cw.J[b]
     for r in range(s):
         v = J[k - nj, r] if k >= nj else 0.0
