@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import flexdyn as fd
 from flexdyn.linalg import SingularInertiaError
+from flexdyn.tip_kinematics import TIP_KINEMATICS
 from helpers import PENDULUM, pendulum
 from strategies import models_and_states, random_model_dict, random_state
 from test_closed_chains import fourbar
@@ -191,6 +192,27 @@ def test_rigid_trees_on_one_dof_joints(seed, n):
     got = fd.inverse_dynamics_derivatives(model, q, u, udot, f_ext=f_ext)
     ref = fd.inverse_dynamics_derivatives(model, q, u, udot, f_ext=f_ext, backend="reference")
     assert_derivatives(got, ref, model, "inverse")
+
+
+@pytest.mark.parametrize("tip", TIP_KINEMATICS)
+@pytest.mark.parametrize("seed", [11, 12])
+def test_every_tip_kinematics_against_complex_steps(tip, seed):
+    """The slopes of the node frames along the modes: in closed form for the exponential map
+    and ``neglect``, from complex steps of the frames for the Euler angles; on a tree whose
+    bodies hang from nodes and on their own attach nodes, with universal and spherical
+    joints, in the full and exact fidelities."""
+    rng = np.random.default_rng(seed)
+    d = random_model_dict(rng, [-1, 0, 1, 0], ["universal", "revolute", "spherical", "free"],
+                          [4, 3, 3, 2], [3, 2, 3, 2], gravity=True)
+    d["tip_kinematics"] = tip
+    for body in d["bodies"][1:]:
+        body["joint"]["parent_node"] = 1
+    for body in d["bodies"]:
+        body["joint"]["child_node"] = 0
+    model = fd.Model.from_dict(d)
+    q, u, tau, f_ext = _state(model, seed)
+    for fidelity in ("full", "exact"):
+        assert_forward_matches(model, q, u, tau, fidelity, f_ext)
 
 
 def test_nodal_bodies_and_nodal_loads():

@@ -104,7 +104,9 @@ from .terms import (
     body_position_terms,
     body_rates,
     body_velocity,
+    from_parent,
     geometric_tangent,
+    joint_rate_term,
     massless_node,
     parent_attach_map,
     rates_in_products,
@@ -112,11 +114,11 @@ from .terms import (
     to_parent,
 )
 from .tip import (
-    node_frame_slope,
     node_frame_step,
     node_twist,
     node_twist_rate,
     node_wrench,
+    rotation_map_slope,
     tip_rate_slopes,
 )
 
@@ -197,13 +199,15 @@ class ComplexWork(NamedTuple):
     wc: Work  # the workspace in complex numbers
     J: np.ndarray  # (n, M + 6, M + 6) each body's velocity slopes, by column (_velocity_slopes)
     K: np.ndarray  # (n, 2, 6) the axes of each body's rates along twists (_rate_axes)
+    Ro: np.ndarray  # (n, 11, 6) each body's rate terms for its seeds (_rate_terms)
+    Hd: np.ndarray  # (n,) whether a body's joint has a rate term Ḣ* β (_rate_terms)
     P: np.ndarray  # (n, 6, M) their slopes in the parent's modal rates (_parent_rate_slopes)
     t: np.ndarray  # (20, 6) real scratch
     g: np.ndarray  # (M + 6,) the slope of a body's own forces in its modes (_own_force_slope)
     Ka: np.ndarray  # (n, 6, M + 6) the slopes of each body's rates in its own (_own_rate_slopes)
-    Y: np.ndarray  # (N, 7, 6) the terms of a full body's nodes at the state (_full_node_states)
+    Y: np.ndarray  # (N, 18, 6) the terms of a full body's nodes at the state (_full_node_states)
     nodes: np.ndarray  # (N,) the nodes of a body whose frames a mode's step carries (_attach_nodes)
-    S: np.ndarray  # (max(6, M), M) real scratch: a node's frame slopes, the geometric tangent
+    S: np.ndarray  # (max(6, M) + 1, M) real scratch: frame slopes, the geometric tangent
     dV: np.ndarray  # (n, M + 6, nu) the tangents of the velocities (Eq 11), by direction
     dA: np.ndarray  # (n, M + 6, nu) of the modal accelerations (Eq 24)
     dF: np.ndarray  # (n, M + 6, nu) of the modal forces (Eqs 24, 36)
@@ -222,10 +226,12 @@ def _complex_work(ib, nq, nu):
     wc = carve(ib, np.zeros(workspace_length(ib), dtype=np.complex128))
     n = wc.V_m.shape[0]
     s = wc.V_m.shape[1]
-    return ComplexWork(wc, np.empty((n, s, s)), np.empty((n, 2, 6)), np.empty((n, 6, s - 6)),
+    return ComplexWork(wc, np.empty((n, s, s)), np.empty((n, 2, 6)), np.empty((n, 11, 6)),
+                       np.empty(n, dtype=np.bool_),
+                       np.empty((n, 6, s - 6)),
                        np.empty((20, 6)), np.empty(s), np.empty((n, 6, s)),
-                       np.empty((wc.fR.shape[1], 7, 6)),
-                       np.empty(wc.fR.shape[1], dtype=np.bool_), np.empty((max(6, s - 6), s - 6)),
+                       np.empty((wc.fR.shape[1], 18, 6)), np.empty(wc.fR.shape[1], dtype=np.bool_),
+                       np.empty((max(6, s - 6) + 1, s - 6)),
                        np.empty((n, s, nu)), np.empty((n, s, nu)),
                        np.empty((n, s, nu)), np.empty((n, 18, nu)), np.empty((s, 6)),
                        np.empty((3, 6, nu)), np.empty(nu),
@@ -313,6 +319,7 @@ def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q,
             _parent_rate_slopes(ints[pa, TK], ints[pa, MODES], w.fth[pa, pn], pm.Pi_r[pa, pn],
                                 w.fE[pa, pn], w.A[i], V[pa], w.u_nl[ints[pa, US] + ints[pa, NJ]:],
                                 cw.P[i], wc.t_X, wc.t_tip)
+    _rate_terms(pm, w, cw, V)
     _coordinate_directions(pm, w, cw, q_dir, udot, fext, V, Vc, d_q)
     _rate_directions(pm, w, cw, V, Vc, d_u)
     return True
@@ -330,7 +337,7 @@ def _coordinate_directions(pm, w, cw, q_dir, udot, fext, V, Vc, d_q):
     for b in range(ints.shape[0]):  # δ_j a coordinate of body b: its position terms
         qs, nqj, us, nj = ints[b, QS], ints[b, NQJ], ints[b, US], ints[b, NJ]
         nq_b, nu_b = nqj + ints[b, MODES], nj + ints[b, MODES]
-        sloped = ints[b, KIND] == FULL and ints[b, MI] == 0 and ints[b, MODES] > 0
+        sloped = _sloped(ints, b)
         _attach_nodes(ints, b, not sloped, cw.nodes)
         if sloped:
             m = ints[b, MODES]
@@ -350,7 +357,7 @@ def _coordinate_directions(pm, w, cw, q_dir, udot, fext, V, Vc, d_q):
                 cw.nodes, cw.S)
             _own_position_terms(pm, qc, wc, b, own and not stepped, own and not sloped, own)
             if own and sloped:
-                _own_force_slope(pm, w, wc, cw, V, b, j - us - nj if stepped else -1)
+                _own_force_slope(pm, w, wc, cw, b, j - us - nj if stepped else -1)
             _seed(pm, w, cw, V, Vc, b, own, own and sloped, j, udot, fext, d_q)
         for k in range(qs, qs + nq_b):
             qc[k] = w.q_n[k]
@@ -580,25 +587,25 @@ def _rate_jacobian(tk, theta, Pi_r, etad, m, angles, G, d, tc):
 
 
 @inlined
-def _own_force_slope(pm, w, wc, cw, V, b, k):
+def _own_force_slope(pm, w, wc, cw, b, k):
     """``cw.g`` (m + 6): the slope of full body ``b``'s own forces ``M_m α + bias`` (Eq 23,
     the full model's ``b_m`` and the elastic forces ``K η`` and the geometric force) along
     a direction of its modes whose coordinates are stepped (``cw.qc``), the unit step of
     its ``k``-th mode (its node frames' slopes in closed form) or, ``k`` < 0, any other
-    (their complex steps in ``cw.wc``), at the state's ``α``, ``η̇`` and twist (``V``, as in the
+    (their complex steps in ``cw.wc``), at the state's ``α``, ``η̇`` and twist (as in the
     products; its nodes' terms in ``cw.Y``, :func:`_full_node_states`): with those held the
-    direction moves nothing else of them (:func:`_full_force_slope`), and the complex step
-    of its velocity-dependent terms joins this slope (:func:`_complex_body`).  Not for a
-    consistent mass (its inertia invariants move too)."""
+    direction moves nothing else of them (:func:`_full_force_slope`), and the slopes of its
+    velocity-dependent terms join this one (:func:`_body_seed`).  Not for a consistent
+    mass (its inertia invariants move too)."""
     ints = pm.ints
     m = ints[b, MODES]
     qs = ints[b, QS] + ints[b, NQJ]
     g = cw.g
     nj, us = ints[b, NJ], ints[b, US]
     _full_force_slope(ints[b, TK], m, k, ints[b, NN], pm.node_m[b], pm.node_I[b], pm.Pi_r[b],
-                      pm.Pi_t[b], w.fR[b], w.fp[b], w.fE[b], w.fth[b], wc.fR[b], wc.fp[b],
-                      wc.fE[b], wc.fth[b], w.u_nl[us + nj:us + nj + m], V[b, m:m + 6],
-                      w.alpha[b], cw.Y, g, cw.t, cw.S)
+                      w.fR[b], w.fp[b], w.fE[b], w.fth[b], wc.fR[b], wc.fp[b], wc.fE[b],
+                      wc.fth[b], w.u_nl[us + nj:us + nj + m], w.alpha[b], cw.Y, g, cw.t,
+                      cw.S[:6, :m], cw.S[cw.S.shape[0] - 1, :m])
     G = cw.S[:m, :m]
     G[:, :] = 0.0
     if ints[b, GS] > 0:
@@ -614,17 +621,20 @@ def _own_force_slope(pm, w, wc, cw, V, b, k):
 def _full_node_states(tk, m, nn, node_m, node_I, Pi_r, fR, fp, fE, fth, etad, V, alpha, Y,
                       t, tc):
     """The terms of a full body's nodes at the state that :func:`_full_force_slope` takes,
-    into ``Y`` (N × 7 × 6): for node ``j`` with ``x = [η̇; V]`` (``etad``, the twist ``V``),
+    into ``Y`` (N × 18 × 6): for node ``j`` with ``x = [η̇; V]`` (``etad``, the twist ``V``),
     the rows ``V_j = B_j x``, ``w_j = E_j η̇``,
     ``y_j = M_s (B_j α + a_j) + V_j ×* M_s V_j`` with ``a_j = Ė_j η̇ + V_j × w_j``,
-    ``M_s V_j``, then ``∂(J̇(θ) θ̇)/∂θ`` (3 × 3, :func:`~flexdyn.engine.tip.tip_rate_slopes`);
-    ``t`` (20 × 6) real and ``tc`` (≥ 6 × ≥ 3) complex scratch."""
-    z, aj, Aj = t[0], t[1], t[2]
+    ``M_s V_j``, ``G = ∂(J̇(θ) θ̇)/∂θ`` (3 × 3, :func:`~flexdyn.engine.tip.tip_rate_slopes`),
+    the slopes ``∂(J_r θ̇)/∂θ``, ``∂(J_r Π_r α_m)/∂θ`` and ``∂(J_rᵀ n_j)/∂θ`` (3 × 3 each,
+    ``y_j = [n_j; f_j]``; :func:`~flexdyn.engine.tip.rotation_map_slope`, not for the Euler
+    angles), ``E_r α_m`` and ``B_j α``; ``t`` (20 × 6) real and ``tc`` (≥ 6 × ≥ 3) complex
+    scratch."""
+    z, aj = t[0], t[1]
     for j in range(nn):
         if massless_node(node_m, node_I, j):
             continue
         R, p, E, I, mj = fR[j], fp[j], fE[j], node_I[j], node_m[j]  # noqa: E741
-        Vj, wj, y, hV = Y[j, 0], Y[j, 1], Y[j, 2], Y[j, 3]
+        Vj, wj, y, hV, Aj = Y[j, 0], Y[j, 1], Y[j, 2], Y[j, 3], Y[j, 17]
         node_twist(R, p, E, m, etad, V, Vj)
         node_twist_rate(tk, fth[j], Pi_r[j], E, etad, m, aj, wj, t[16:20, :3])
         cross_motion(Vj, wj, aj, True)
@@ -634,89 +644,161 @@ def _full_node_states(tk, m, nn, node_m, node_I, Pi_r, fR, fp, fE, fth, etad, V,
         _inertia_times(I, mj, z, y)
         _inertia_times(I, mj, Vj, hV)
         cross_force(Vj, hV, y, True)
-        tip_rate_slopes(tk, fth[j], t[16, :3], True, Y[j, 4:7, :3], tc)  # θ̇ = Π_r η̇
+        d = t[16, :3]  # θ̇ = Π_r η̇ (node_twist_rate's)
+        tip_rate_slopes(tk, fth[j], d, True, Y[j, 4:7, :3], tc)
+        rotation_map_slope(tk, fth[j], d, False, Y[j, 7:10, :3])
+        for r in range(3):
+            x = 0.0
+            for k in range(m):
+                x += Pi_r[j, r, k] * alpha[k]
+            z[r] = x
+            x = 0.0
+            for k in range(m):
+                x += E[r, k] * alpha[k]
+            Y[j, 16, r] = x
+        rotation_map_slope(tk, fth[j], z, False, Y[j, 10:13, :3])
+        rotation_map_slope(tk, fth[j], y, True, Y[j, 13:16, :3])
 
 
 @helper
-def _full_force_slope(tk, m, k, nn, node_m, node_I, Pi_r, Pi_t, fR, fp, fE, fth, cR, cp, cE,
-                      cth, etad, V, alpha, Y, g, t, dE):
+def _full_force_slope(tk, m, k, nn, node_m, node_I, Pi_r, fR, fp, fE, fth, cR, cp, cE, cth,
+                      etad, alpha, Y, g, t, D, Dy):
     """``g`` (m + 6) = the slope of a full body's ``M_m α + b_m`` (Eq 23,
     :func:`~flexdyn.engine.terms._full_modal_bias`) along a direction of its modes at fixed
-    ``α``, ``η̇`` (``etad``) and twist ``V``: from its node frames ``R``, ``p``, ``E``, ``θ``
-    (``fR``, …), their slopes along the unit step of its ``k``-th mode in closed form
-    (:func:`~flexdyn.engine.tip.node_frame_slope`) or, ``k`` < 0, the imaginary parts over
-    the step of their complex steps (``cR``, …, ``cth``), and the nodes' terms ``Y`` at the
-    state (:func:`_full_node_states`).  Node
-    ``j``'s force ``B_jᵀ y_j`` changes by ``δB_jᵀ y_j + B_jᵀ δy_j``:
-    ``δ(B_j z) = δE_j z_m + [δRᵀ z_ω; δRᵀ (z_v + z_ω × p) + Rᵀ (z_ω × δp)]``,
-    ``δ(B_jᵀ y) = [δE_jᵀ y; δR n + p × δR f + δp × R f; δR f]``,
-    ``δa_j = [∂(J̇ θ̇)/∂θ δθ; −(δw_r × w_t + w_r × δw_t)] + δV_j × w_j + V_j × δw_j``
-    (``θ̇`` held) and
-    ``δy_j = M_s (δ(B_j α) + δa_j) + δV_j ×* M_s V_j + V_j ×* M_s δV_j``.  ``t`` (20 × 6)
-    and ``dE`` (6 × m) real scratch."""
-    dV, dA, dw, da, dy, z = t[6], t[7], t[8], t[9], t[10], t[11]
-    dR, dp, dth = t[12:15, :3], t[15, :3], t[16, :3]
+    ``α``, ``η̇`` (``etad``) and twist: from the nodes' terms at the state ``Y``
+    (:func:`_full_node_states`) and the slopes of the node frames ``R``, ``p``, ``E``, ``θ``
+    (``fR``, …) along the unit step of its ``k``-th mode in closed form or, ``k`` < 0, the
+    imaginary parts over the step of their complex steps (``cR``, …, ``cth``).
+
+    A node frame moves by ``ξ = [e; ε]`` in its own coordinates (``δR = R ẽ``,
+    ``δp = R ε``; for the ``k``-th mode ``ξ = E_j e_k``), so that ``δX_j = −ξ̂ X_j`` for the
+    rigid columns of ``B_j = [E_j X_j]``, and ``δE_j = D − ξ̂ E_j`` with
+    ``D = [δE_r + ẽ E_r; ε̃ E_r]`` (``δE_t = −ẽ E_t``; ``δE_r x = ∂(J_r Π_r x)/∂θ δθ``,
+    ``δθ = Π_r e_k``).  Then ``δ(B_j x) = D x_m − ξ × B_j x``,
+    ``δ(B_jᵀ y) = B_jᵀ (ξ ×* y) + [Dᵀ y; 0]``, and node ``j``'s force ``B_jᵀ y_j`` changes
+    by ``B_jᵀ (δy_j + ξ ×* y_j) + [Dᵀ y_j; 0]`` (:func:`_node_force_slope`), with
+    ``Dᵀ y = Π_rᵀ ∂(J_rᵀ n)/∂θ δθ − E_rᵀ (ξ ×* y)_ω``.  ``t`` (20 × 6), ``D`` (6 × m) and
+    ``Dy`` (m,) real scratch."""
+    xi, De, Da, dth, h = t[6], t[7], t[8], t[10, :3], t[11]
     g[:m + 6] = 0.0
     for j in range(nn):
         if massless_node(node_m, node_I, j):
             continue
-        R, p, E, I, mj = fR[j], fp[j], fE[j], node_I[j], node_m[j]  # noqa: E741
-        Vj, wj, y, hV, Gt = Y[j, 0], Y[j, 1], Y[j, 2], Y[j, 3], Y[j, 4:7, :3]
-        if k >= 0:  # R' = R ẽ, p' = Π_t e_k, θ' = Π_r e_k
-            node_frame_slope(tk, Pi_r[j], m, k, E, fth[j], dE)
-            e0, e1, e2 = E[0, k], E[1, k], E[2, k]
-            for r in range(3):
-                dR[r, 0] = R[r, 1] * e2 - R[r, 2] * e1
-                dR[r, 1] = R[r, 2] * e0 - R[r, 0] * e2
-                dR[r, 2] = R[r, 0] * e1 - R[r, 1] * e0
-                dp[r] = Pi_t[j, r, k]
-                dth[r] = Pi_r[j, r, k]
-        else:
-            for r in range(3):
-                for c in range(3):
-                    dR[r, c] = cR[j, r, c].imag * _PER_STEP
-                dp[r] = cp[j, r].imag * _PER_STEP
-                dth[r] = cth[j, r].imag * _PER_STEP
+        R, p, E, y = fR[j], fp[j], fE[j], Y[j, 2]
+        if k >= 0:
+            wr, ur = Y[j, 1], Y[j, 16]
             for r in range(6):
-                for c in range(m):
-                    dE[r, c] = cE[j, r, c].imag * _PER_STEP
-        _twist_slope(R, dR, p, dp, dE, m, etad, V, dV)
-        _twist_slope(R, dR, p, dp, dE, m, alpha[:m], alpha[m:m + 6], dA)
-        for r in range(6):
-            x = 0.0
-            for c in range(m):
-                x += dE[r, c] * etad[c]
-            dw[r] = x
-        for r in range(3):
-            da[r] = Gt[r, 0] * dth[0] + Gt[r, 1] * dth[1] + Gt[r, 2] * dth[2]
-        _product_slope(wj, dw, da)
-        cross_motion(dV, wj, da, True)
-        cross_motion(Vj, dw, da, True)
-        for r in range(6):
-            z[r] = dA[r] + da[r]
-        _inertia_times(I, mj, z, dy)
-        cross_force(dV, hV, dy, True)
-        _inertia_times(I, mj, dV, z)
-        cross_force(Vj, z, dy, True)
-        node_wrench(R, p, E, m, dy, g)
-        node_wrench(dR, p, dE, m, y, g)
-        for r in range(3):  # δp × R f
-            z[r] = R[r, 0] * y[3] + R[r, 1] * y[4] + R[r, 2] * y[5]
-        g[m] += dp[1] * z[2] - dp[2] * z[1]
-        g[m + 1] += dp[2] * z[0] - dp[0] * z[2]
-        g[m + 2] += dp[0] * z[1] - dp[1] * z[0]
+                xi[r] = E[r, k]
+            for r in range(3):
+                dth[r] = Pi_r[j, r, k]
+            _closed_frame_slope(Y[j, 7:10, :3], Y[j, 10:13, :3], Y[j, 13:16, :3], dth, xi,
+                                wr, ur, y, Pi_r[j], E, m, De, Da, Dy, h)
+        else:
+            _stepped_frame_slope(R, E, cR[j], cp[j], cE[j], cth[j], m, etad, alpha, y, xi, dth,
+                                 De, Da, Dy, D, h)
+        _node_force_slope(node_I[j], node_m[j], R, p, E, m, Y[j], xi, dth, De, Da, Dy, g, t)
 
 
 @helper
-def _twist_slope(R, dR, p, dp, dE, m, zm, Z, out):
-    """``out = δ(B_j z)`` (6,) for ``z = [z_m; Z]`` (:func:`_full_force_slope`):
-    ``δE z_m + [δRᵀ Z_ω; δRᵀ (Z_v + Z_ω × p) + Rᵀ (Z_ω × δp)]``."""
-    node_twist(dR, p, dE, m, zm, Z, out)
-    c0 = Z[1] * dp[2] - Z[2] * dp[1]
-    c1 = Z[2] * dp[0] - Z[0] * dp[2]
-    c2 = Z[0] * dp[1] - Z[1] * dp[0]
+def _closed_frame_slope(Ne, Na, Tn, dth, xi, wr, ur, y, Pi_r, E, m, De, Da, Dy, f):
+    """``D η̇``, ``D α_m`` (6,) and ``Dᵀ y`` (m,) of :func:`_full_force_slope` in closed form:
+    ``D x_m = [∂(J_r Π_r x_m)/∂θ δθ + e × u; ε × u]`` with ``u = E_r x_m`` (``wr`` for
+    ``η̇``, ``ur`` for ``α_m``; the slopes ``Ne``, ``Na`` at the state), and
+    ``Dᵀ y = Π_rᵀ Tn δθ − E_rᵀ (ξ ×* y)_ω`` (``Tn = ∂(J_rᵀ n)/∂θ``); ``f`` (6,) scratch."""
     for r in range(3):
-        out[3 + r] += R[0, r] * c0 + R[1, r] * c1 + R[2, r] * c2
+        De[r] = Ne[r, 0] * dth[0] + Ne[r, 1] * dth[1] + Ne[r, 2] * dth[2]
+        Da[r] = Na[r, 0] * dth[0] + Na[r, 1] * dth[1] + Na[r, 2] * dth[2]
+        De[3 + r] = Da[3 + r] = 0.0
+    _frame_cross(xi, wr, De)
+    _frame_cross(xi, ur, Da)
+    cross_force(xi, y, f, False)
+    a0 = Tn[0, 0] * dth[0] + Tn[0, 1] * dth[1] + Tn[0, 2] * dth[2]
+    a1 = Tn[1, 0] * dth[0] + Tn[1, 1] * dth[1] + Tn[1, 2] * dth[2]
+    a2 = Tn[2, 0] * dth[0] + Tn[2, 1] * dth[1] + Tn[2, 2] * dth[2]
+    for q in range(m):
+        Dy[q] = (Pi_r[0, q] * a0 + Pi_r[1, q] * a1 + Pi_r[2, q] * a2
+                 - E[0, q] * f[0] - E[1, q] * f[1] - E[2, q] * f[2])
+
+
+@helper
+def _frame_cross(xi, u, out):
+    """``out += ξ × [u; 0] = [e × u; ε × u]`` for ``ξ = [e; ε]`` and ``u`` (3,)."""
+    out[0] += xi[1] * u[2] - xi[2] * u[1]
+    out[1] += xi[2] * u[0] - xi[0] * u[2]
+    out[2] += xi[0] * u[1] - xi[1] * u[0]
+    out[3] += xi[4] * u[2] - xi[5] * u[1]
+    out[4] += xi[5] * u[0] - xi[3] * u[2]
+    out[5] += xi[3] * u[1] - xi[4] * u[0]
+
+
+@helper
+def _stepped_frame_slope(R, E, cR, cp, cE, cth, m, etad, alpha, y, xi, dth, De, Da, Dy, D,
+                         f):
+    """``ξ``, ``δθ``, ``D η̇``, ``D α_m`` (6,) and ``Dᵀ y`` (m,) of :func:`_full_force_slope`
+    from the complex steps of a node frame (``cR``, ``cp``, ``cE``, ``cth``): ``ẽ = Rᵀ δR``,
+    ``ε = Rᵀ δp``, ``D = δE + ξ̂ E`` (``D`` (6 × m) scratch); ``f`` (6,) scratch."""
+    for r in range(3):
+        f[r] = cp[r].imag * _PER_STEP
+        dth[r] = cth[r].imag * _PER_STEP
+    for r in range(3):  # e from Rᵀ δR (skew), ε = Rᵀ δp
+        c1, c2 = (r + 1) % 3, (r + 2) % 3
+        x = 0.0
+        for a in range(3):
+            x += R[a, c2] * cR[a, c1].imag
+        xi[r] = x * _PER_STEP
+        xi[3 + r] = R[0, r] * f[0] + R[1, r] * f[1] + R[2, r] * f[2]
+    for q in range(m):
+        for r in range(6):
+            D[r, q] = cE[r, q].imag * _PER_STEP
+        for r in range(6):
+            f[r] = 0.0
+        cross_motion(xi, E[:, q], f, True)
+        for r in range(6):
+            D[r, q] += f[r]
+    for r in range(6):
+        x = v = 0.0
+        for q in range(m):
+            x += D[r, q] * etad[q]
+            v += D[r, q] * alpha[q]
+        De[r] = x
+        Da[r] = v
+    for q in range(m):
+        x = 0.0
+        for r in range(6):
+            x += D[r, q] * y[r]
+        Dy[q] = x
+
+
+@helper
+def _node_force_slope(I, mj, R, p, E, m, Yj, xi, dth, De, Da, Dy, g, t):  # noqa: E741
+    """``g += B_jᵀ (δy_j + ξ ×* y_j) + [Dᵀ y_j; 0]`` (m + 6; :func:`_full_force_slope`): with
+    ``δV_j = D η̇ − ξ × V_j``, ``δ(B_j α) = D α_m − ξ × B_j α``, ``δw_j = D η̇ − ξ × w_j``,
+    ``δa_j = [G δθ; −(δw_r × w_t + w_r × δw_t)] + δV_j × w_j + V_j × δw_j`` (``θ̇`` held)
+    and ``δy_j = M_s (δ(B_j α) + δa_j) + δV_j ×* M_s V_j + V_j ×* M_s δV_j``; ``Yj`` the
+    node's terms (:func:`_full_node_states`), ``t`` (≥ 16 × 6) real scratch."""
+    Vj, wj, y, hV, Gt, Aj = Yj[0], Yj[1], Yj[2], Yj[3], Yj[4:7, :3], Yj[17]
+    dV, dA, dw, da, dy, z = t[0], t[1], t[2], t[3], t[4], t[5]
+    for r in range(6):
+        dV[r] = dw[r] = De[r]
+        dA[r] = Da[r]
+    cross_motion(Vj, xi, dV, True)  # − ξ × V_j = V_j × ξ
+    cross_motion(Aj, xi, dA, True)
+    cross_motion(wj, xi, dw, True)
+    for r in range(3):
+        da[r] = Gt[r, 0] * dth[0] + Gt[r, 1] * dth[1] + Gt[r, 2] * dth[2]
+    _product_slope(wj, dw, da)
+    cross_motion(dV, wj, da, True)
+    cross_motion(Vj, dw, da, True)
+    for r in range(6):
+        z[r] = dA[r] + da[r]
+    _inertia_times(I, mj, z, dy)
+    cross_force(dV, hV, dy, True)
+    _inertia_times(I, mj, dV, z)
+    cross_force(Vj, z, dy, True)
+    cross_force(xi, y, dy, True)
+    node_wrench(R, p, E, m, dy, g)
+    for q in range(m):
+        g[q] += Dy[q]
 
 
 @inlined
@@ -724,20 +806,30 @@ def _seed(pm, w, cw, V, Vc, b, own, sloped, j, udot, fext, d_out):
     """Column ``j`` of ``cw.dV``, ``cw.dA``, ``cw.dF`` and of ``d_out`` (``δτ``, nu × nu)
     along a coordinate of body ``b`` (``own``: a mode) at ``(cw.qc, cw.uc, u̇)``, the
     position terms already in ``cw.wc``: ``b``'s velocities (Eq 11), modal accelerations
-    and own modal forces (Eq 24) by complex steps (:func:`_complex_body`; with ``sloped``
-    the slope of its own forces in its modes is in ``cw.g``, :func:`_own_force_slope`),
+    and own modal forces (Eq 24) in real arithmetic (:func:`_body_seed`) along a joint
+    coordinate whose joint has no rate term ``Ḣ* β`` and, with ``sloped``, a mode of a body
+    of :func:`_sloped` (the slope of its own forces in ``cw.g``, :func:`_own_force_slope`),
+    else by complex steps (:func:`_complex_body`),
     the slopes of its ``ℋ``, ``φ`` and ``A`` applied to the state's forces
     (:func:`_operator_seed`) and its joint forces'; with a mode, its children's terms of
     the slopes of their attach maps (:func:`_child_seed`).  :func:`_tangent_sweep` then
     carries all columns over the tree.  ``V``, ``Vc`` the velocities in the products
     (``w``'s and ``cw.wc``'s)."""
     ints, wc = pm.ints, cw.wc
-    a_g = cw.t[10]  # (the body kernels use the workspace's scratch)
-    gravity_acceleration(pm, a_g)
-    _complex_body(pm, w, cw, Vc, b, own and not sloped, sloped, udot, fext, a_g, j)
+    if sloped or not (own or cw.Hd[b]):
+        m, us, nj, cn = ints[b, MODES], ints[b, US], ints[b, NJ], max(ints[b, CN], 0)
+        _body_seed(m, nj, sloped, sloped and ints[b, CN] >= 0, wc.phi[b], wc.Hcal[b],
+                   wc.X_joint[b], wc.R_nc[b], wc.p_nc[b], wc.fE[b, cn], wc.fth[b, cn], wc.t_6,
+                   w.u_nl[us:us + nj + m], udot[us:us + nj + m], cw.Ro[b], cw.K[b, 0],
+                   V[b, m:m + 6], cw.J[b], w.M_m[b], cw.g, cw.dV[b], cw.dA[b], cw.dF[b], j,
+                   cw.t)
+    else:
+        a_g = cw.t[10]  # (the body kernels use the workspace's scratch)
+        gravity_acceleration(pm, a_g)
+        _complex_body(pm, w, cw, Vc, b, own, udot, fext, a_g, j)
+        copy(V[b], Vc[b])  # the state's velocities and accelerations back
+        copy(w.alpha[b], wc.alpha[b])
     _operator_seed(ints, w.f, wc, cw.dF, d_out, b, j)
-    copy(V[b], Vc[b])  # the state's velocities and accelerations back
-    copy(w.alpha[b], wc.alpha[b])
     if own:
         for i in range(b + 1, ints.shape[0]):
             if ints[i, PARENT] == b:
@@ -794,22 +886,34 @@ def _node_rate_slope(tk, mp, theta, Pi_r, E, cE, cth, A, Vp, etad, out, t, tc):
     wt, dw, Vt, d = t[1], t[2], t[3], t[4, :3]
     G = t[5:8, :3]
     for r in range(6):
-        x = v = 0.0
+        x = 0.0
         for k in range(mp):
             x += E[r, k] * etad[k]
-            v += cE[r, k].imag * etad[k]
         wt[r] = x
-        dw[r] = v * _PER_STEP
         x = 0.0
         for k in range(mp + 6):
             x += A[k, r] * Vp[k]
         Vt[r] = x
     _rate_jacobian(tk, theta, Pi_r, etad, mp, True, G, d, tc)
+    _rate_term_slope(G, cE, cth, etad, mp, wt, out, dw)
+    cross_motion(Vt, dw, out, True)
+
+
+@helper
+def _rate_term_slope(G, cE, cth, etad, m, w, out, dw):
+    """``out`` (6,) = the slope of a node's ``Ė η̇`` (``w = E η̇``, ``θ̇ = Π_r η̇`` held)
+    along a step that moves its frame (``cE``, ``cth``: their complex steps):
+    ``[G δθ; −(δw_r × w_t + w_r × δw_t)]`` with ``G = ∂(J̇ θ̇)/∂θ`` (3 × 3,
+    :func:`_rate_jacobian`) and ``δw = δE η̇`` into ``dw`` (6,)."""
+    for r in range(6):
+        v = 0.0
+        for k in range(m):
+            v += cE[r, k].imag * etad[k]
+        dw[r] = v * _PER_STEP
     for r in range(3):
         out[r] = (G[r, 0] * cth[0].imag + G[r, 1] * cth[1].imag
                   + G[r, 2] * cth[2].imag) * _PER_STEP
-    _product_slope(wt, dw, out)
-    cross_motion(Vt, dw, out, True)
+    _product_slope(w, dw, out)
 
 
 @inlined
@@ -927,14 +1031,13 @@ def _rate_seed(ints, w, cw, b, j, d_out):
 
 
 @inlined
-def _complex_body(pm, w, cw, Vc, i, moves_bias, sloped, udot, fext, a_g, j):
+def _complex_body(pm, w, cw, Vc, i, moves_bias, udot, fext, a_g, j):
     """Column ``j`` of ``cw.dV[i]``, ``cw.dA[i]``, ``cw.dF[i]``: the tangents of body
     ``i``'s velocities (Eq 11), modal accelerations (Eq 24) and own modal forces by a
     complex step of each, its velocity-dependent acceleration (Eq 25) and bias whole
-    (``moves_bias``) or by its velocity slopes ``cw.J[i]`` (and with ``sloped`` the slope
-    ``cw.g`` of its own forces in its modes, :func:`_own_force_slope`); its parent's
-    velocities and accelerations in ``cw.wc`` (complex where the direction moves them)."""
-    ints, wc, h = pm.ints, cw.wc, COMPLEX_STEP
+    (``moves_bias``) or by its velocity slopes ``cw.J[i]``; its parent's velocities and
+    accelerations in ``cw.wc`` (complex where the direction moves them)."""
+    ints, wc = pm.ints, cw.wc
     m, s = ints[i, MODES], ints[i, US] + ints[i, NJ]
     body_velocity(ints, wc.Hcal, wc.phi, wc.A, wc.u_nl, Vc, i, wc.t_6[0])
     body_rates(pm, cw.qc, wc, Vc, i)
@@ -942,12 +1045,135 @@ def _complex_body(pm, w, cw, Vc, i, moves_bias, sloped, udot, fext, a_g, j):
         _bias(pm, cw.qc, cw.uc, fext, wc, Vc, i)
     else:
         _bias_along_velocity(m, w.bias[i], cw.J[i], cw.uc[s:s + m], Vc[i, m:m + 6],
-                             cw.g, h if sloped else 0.0, wc.bias[i])
+                             wc.bias[i])
     body_forces(ints, wc, udot, a_g, i)
     for r in range(m + 6):
         cw.dV[i, r, j] = Vc[i, r].imag * _PER_STEP
         cw.dA[i, r, j] = wc.alpha[i, r].imag * _PER_STEP
         cw.dF[i, r, j] = wc.f[i, r].imag * _PER_STEP
+
+
+@helper
+def _sloped(ints, b):
+    """Whether the slopes along body ``b``'s modes are in real arithmetic: a full body with
+    modes and no inertia invariants (:func:`_own_force_slope`, :func:`_body_seed`)."""
+    return ints[b, KIND] == FULL and ints[b, MI] == 0 and ints[b, MODES] > 0
+
+
+@helper
+def _rate_terms(pm, w, cw, V):
+    """``cw.Ro[b]`` (11 × 6) of each body ``b``: the terms at the state of its
+    velocity-dependent acceleration (Eq 25, :func:`~flexdyn.engine.terms.body_rates`) that
+    :func:`_body_seed` takes, by rows: ``H_F* β``, ``Q η̇``, a full body's own attach node's
+    ``ε_c = Ė_c η̇`` and ``w_c = E_c η̇``, its parent node's ``ε_t + V_t × w_t`` (zero but
+    on a full parent's node), the joint's ``Ḣ* β`` (zero where it has none,
+    :func:`~flexdyn.engine.terms.joint_rate_term`; ``cw.Hd[b]`` whether it has), the parent
+    attach frame's acceleration ``α_t = Aᵀ α_m(p)`` (``a_g`` at a root) and twist
+    ``V_t = Aᵀ V(p)``, then ``G_c = ∂(J̇ θ̇)/∂θ`` at ``c`` (3 × 3, rows 8–10).  ``V`` the
+    velocities in the products."""
+    ints, t, u_nl = pm.ints, cw.t, w.u_nl
+    for b in range(ints.shape[0]):
+        m, nj, us, cn, pa = ints[b, MODES], ints[b, NJ], ints[b, US], ints[b, CN], ints[b, PARENT]
+        Ro, etad = cw.Ro[b], u_nl[us + nj:us + nj + m]
+        Ro[:, :] = 0.0
+        for r in range(6):
+            x = y = 0.0
+            for k in range(nj):
+                x += w.Hcal[b, k, m + r] * u_nl[us + k]
+            for k in range(m):
+                y += w.Q[b, r, k] * etad[k]
+            Ro[0, r] = x
+            Ro[1, r] = y
+        if ints[b, KIND] == FULL and cn >= 0 and m > 0:
+            node_twist_rate(ints[b, TK], w.fth[b, cn], pm.Pi_r[b, cn], w.fE[b, cn], etad, m,
+                            Ro[2], Ro[3], t[16:20, :3])
+            _rate_jacobian(ints[b, TK], w.fth[b, cn], pm.Pi_r[b, cn], etad, m, True,
+                           Ro[8:11, :3], t[0, :3], cw.wc.t_X)
+        cw.Hd[b] = joint_rate_term(pm, w.q_n, w, b, u_nl[us:us + nj], Ro[5])
+        if pa < 0:
+            gravity_acceleration(pm, Ro[6])
+            continue
+        from_parent(ints, w.A, b, w.alpha, Ro[6])
+        from_parent(ints, w.A, b, V, Ro[7])
+        if _on_full_node(ints, b):
+            pn, mp = ints[b, PN], ints[pa, MODES]
+            s = ints[pa, US] + ints[pa, NJ]
+            node_twist_rate(ints[pa, TK], w.fth[pa, pn], pm.Pi_r[pa, pn], w.fE[pa, pn],
+                            u_nl[s:s + mp], mp, Ro[4], t[0], t[16:20, :3])
+            cross_motion(Ro[7], t[0], Ro[4], True)
+
+
+@helper
+def _body_seed(m, nj, sloped, own, phi, H, X, R_nc, p_nc, E_c, th_c, tc, u, udot, Ro, c, V,
+               J, M_m, g, dV, dA, dF, j, t):
+    """Column ``j`` of body ``b``'s ``dV``, ``dA``, ``dF`` ((m + 6) × nu) along a direction
+    of its own coordinates that leaves its joint's ``Ḣ* β`` (every direction of a joint
+    without one, and with ``sloped`` a mode of a body of :func:`_sloped`), in real
+    arithmetic: from the slopes of its position terms (the imaginary parts over the step of
+    their complex steps: ``φ``, ``ℋ``, ``X`` the joint's ``X``, ``R_nc``, ``p_nc`` and, with
+    ``own``, its attach node's ``E_c``, ``θ_c``) and its rate terms at the state ``Ro``
+    (:func:`_rate_terms`), its parent's held:
+
+    * ``δV = δH_F* β + δQ η̇ + δφᵀ V_t`` (Eq 11; ``u`` its rates ``[β; η̇]``);
+    * ``δa = δV × c + H_F* β × δQ η̇ + (V − Q η̇) × δH_F* β + V × δQ η̇ + δφᵀ (ε_t + V_t × w_t)
+      + δX Ḣ* β − δ(X_nc ε_c)`` (Eq 25, :func:`~flexdyn.engine.terms.body_rates`; ``c`` of
+      :func:`_rate_axes`), ``δε_c`` by :func:`_rate_term_slope`;
+    * ``δα = δφᵀ α_t + δa + δℋᵀ u̇`` (Eq 24; ``udot`` its accelerations);
+    * ``δf = M_m δα + J δV (+ g)``: the state's ``M_m`` and bias slopes ``J``, with
+      ``sloped`` and ``g`` the slope of its own forces at fixed ``α``, ``η̇`` and twist
+      (:func:`_own_force_slope`).
+
+    ``tc`` (≥ 2 × 6) complex and ``t`` (≥ 8 × 6) real scratch."""
+    dHF, dQ, dv, da, dal, x6, dw = t[0], t[1], t[2], t[3], t[4], t[5], t[6]
+    s = m + 6
+    for r in range(6):
+        x = y = z = 0.0
+        for k in range(nj):
+            a = H[k, m + r].imag
+            x += a * u[k]
+            z += a * udot[k]
+        for k in range(nj, nj + m):
+            a = H[k, m + r].imag
+            y += a * u[k]
+            z += a * udot[k]
+        dHF[r] = x * _PER_STEP
+        dQ[r] = y * _PER_STEP
+        dal[r] = z * _PER_STEP
+    for k in range(6):  # δφᵀ V_t, δφᵀ (ε_t + V_t × w_t), δφᵀ α_t
+        x = y = z = 0.0
+        for r in range(6):
+            a = phi[r, k].imag
+            x += a * Ro[7, r]
+            y += a * Ro[4, r]
+            z += a * Ro[6, r]
+        dv[k] = dHF[k] + dQ[k] + x * _PER_STEP
+        x = 0.0
+        for r in range(6):
+            x += X[k, r].imag * Ro[5, r]
+        da[k] = (y + x) * _PER_STEP
+        dal[k] += z * _PER_STEP
+        x6[k] = V[k] - Ro[1, k]
+    cross_motion(dv, c, da, True)
+    cross_motion(Ro[0], dQ, da, True)
+    cross_motion(x6, dHF, da, True)
+    cross_motion(V, dQ, da, True)
+    if own:  # − δ(X_nc ε_c)
+        _rate_term_slope(Ro[8:11, :3], E_c, th_c, u[nj:nj + m], m, Ro[3], x6, dw)
+        for r in range(6):
+            tc[0, r] = complex(Ro[2, r], COMPLEX_STEP * x6[r])
+        rotate_node_twist(R_nc, p_nc, tc[0], tc[1])
+        for r in range(6):
+            da[r] -= tc[1, r].imag * _PER_STEP
+    for r in range(m):
+        dV[r, j] = dA[r, j] = 0.0
+    for r in range(6):
+        dV[m + r, j] = dv[r]
+        dA[m + r, j] = da[r] + dal[r]
+    for r in range(s):
+        x = g[r] if sloped else 0.0
+        for k in range(6):
+            x += J[m + k, r] * dv[k] + M_m[r, m + k] * dA[m + k, j]
+        dF[r, j] = x
 
 
 @inlined
@@ -1170,12 +1396,11 @@ def _bias(pm, q, u, fext, w, V, i):
 
 
 @helper
-def _bias_along_velocity(m, bias, J, etad, V, g, hg, out):
-    """``out = bias + i (J Im([η̇; V]) + hg g)`` (m + 6 entries): a bias whose body moves
-    along the complex step through its modal rates ``η̇`` and twist ``V``, and by ``g``
-    (``hg`` the step, or zero) along the others."""
+def _bias_along_velocity(m, bias, J, etad, V, out):
+    """``out = bias + i J Im([η̇; V])`` (m + 6 entries): a bias whose body moves along the
+    complex step through its modal rates ``η̇`` and twist ``V`` alone."""
     for r in range(m + 6):
-        x = hg * g[r] if hg != 0.0 else 0.0  # (g is not written for the other bodies)
+        x = 0.0
         for c in range(m):
             x += J[c, r] * etad[c].imag
         for c in range(6):

@@ -39,10 +39,9 @@ from .pack import EXACT, FULL, RUTHLESS
 from .tip import node_frame, node_twist, node_twist_rate, node_wrench
 
 __all__ = ["body_bias", "body_position_terms", "body_rates", "body_velocity", "from_parent",
-           "geometric_tangent", "massless_node", "modal_velocities", "parent_attach_map",
-           "position_terms", "rates_in_products", "rotate_node_twist", "strain_energy",
-           "to_parent",
-           "velocity_fields", "velocity_terms"]
+           "geometric_tangent", "joint_rate_term", "massless_node", "modal_velocities",
+           "parent_attach_map", "position_terms", "rates_in_products", "rotate_node_twist",
+           "strain_energy", "to_parent", "velocity_fields", "velocity_terms"]
 
 
 @inlined
@@ -369,7 +368,6 @@ def body_rates(pm, q, w, V_nl, i):
     ints = pm.ints
     HFb, tmp, V_rel = w.t_6[0], w.t_6[1], w.t_6[2]
     m, nj, us, kind = ints[i, MODES], ints[i, NJ], ints[i, US], ints[i, KIND]
-    qs, nqj = ints[i, QS], ints[i, NQJ]
     beta = w.u_nl[us:us + nj]
     etad = w.u_nl[us + nj:us + nj + m]
     V = V_nl[i, m:m + 6]
@@ -390,16 +388,28 @@ def body_rates(pm, q, w, V_nl, i):
                 s -= w.Q[i, c, k] * etad[k]
             V_rel[c] = s
         cross_motion(V_rel, HFb, aV, True)
-        code = ints[i, JCODE]
-        if code == UNIVERSAL or (code == PRODUCT and block_end(pm.jparam[i], 0, nj) < nj):
-            tmp[:] = 0.0
-            if code == UNIVERSAL:
-                joint_kernel_rate(code, pm.jparam[i], q[qs:qs + nqj], beta, tmp, w.t_33[0])
-            else:
-                product_rate(pm.jparam[i], w.S[i], beta, nj, tmp, w.t_33[0])
+        if joint_rate_term(pm, q, w, i, beta, tmp):
             mv(w.X_joint[i], tmp, aV, True)
     if kind == FULL and ints[i, CN] >= 0 and m > 0:
         _full_own_rate(pm, w, i, etad, V, aV)
+
+
+@inlined
+def joint_rate_term(pm, q, w, i, beta, out):
+    """``out = Ḣ* β`` (6,) of body ``i``'s joint in its frame ``J_c`` (the term ``X Ḣ* β`` of
+    Eq 25 before ``X``) at its coordinates in ``q`` and rates ``beta`` (n_j,); returns False,
+    ``out`` unwritten, where it is zero (every joint but universal joints and products with
+    a block of more than one factor)."""
+    ints = pm.ints
+    code, nj, qs = ints[i, JCODE], ints[i, NJ], ints[i, QS]
+    if not (code == UNIVERSAL or (code == PRODUCT and block_end(pm.jparam[i], 0, nj) < nj)):
+        return False
+    out[:] = 0.0
+    if code == UNIVERSAL:
+        joint_kernel_rate(code, pm.jparam[i], q[qs:qs + ints[i, NQJ]], beta, out, w.t_33[0])
+    else:
+        product_rate(pm.jparam[i], w.S[i], beta, nj, out, w.t_33[0])
+    return True
 
 
 @inlined

@@ -10,7 +10,7 @@ from .algebra import so3_coefficients, so3_second_derivatives
 from .jit import helper
 
 __all__ = ["node_frame", "node_frame_slope", "node_frame_step", "node_twist", "node_twist_rate",
-           "node_wrench", "tip_frame", "tip_rate", "tip_rate_slopes"]
+           "node_wrench", "rotation_map_slope", "tip_frame", "tip_rate", "tip_rate_slopes"]
 
 
 _EXPONENTIAL, _NEGLECT, _EULER_123, _EULER_321 = range(4)
@@ -266,6 +266,43 @@ def node_frame_slope(code, Pi_r, m, k, E, theta, dE):
         dE[3, q] = -(e1 * y2 - e2 * y1)
         dE[4, q] = -(e2 * y0 - e0 * y2)
         dE[5, q] = -(e0 * y1 - e1 * y0)
+    return True
+
+
+@helper
+def rotation_map_slope(code, theta, x, transpose, N):
+    """``N = ∂(J_r(θ) x)/∂θ`` (3 × 3; with ``transpose`` of ``J_r(θ)ᵀ x``) at ``x`` (3,) held,
+    for ``E_r = J_r(θ) Π_r`` of :func:`node_frame`: with
+    ``J_r(θ)(ᵀ) x = x ∓ b θ × x + c (θ (θ·x) − s x)``, ``s = |θ|²``,
+    ``N = ∓ (2 b' (θ × x) θᵀ − b x̃) + 2 c' (θ (θ·x) − s x) θᵀ + c ((θ·x) I + θ xᵀ − 2 x θᵀ)``
+    for the exponential map, zero for ``neglect``; returns False for the Euler angles (no
+    closed form here)."""
+    if code == _EULER_123 or code == _EULER_321:
+        return False
+    N[:, :] = 0.0
+    if code == _NEGLECT:
+        return True
+    t0, t1, t2 = theta[0], theta[1], theta[2]
+    x0, x1, x2 = x[0], x[1], x[2]
+    s = t0 * t0 + t1 * t1 + t2 * t2
+    _, b, c, _, db, dc = so3_coefficients(s)
+    sg = 1.0 if transpose else -1.0
+    tx = t0 * x0 + t1 * x1 + t2 * x2
+    w0, w1, w2 = t1 * x2 - t2 * x1, t2 * x0 - t0 * x2, t0 * x1 - t1 * x0  # θ × x
+    v0, v1, v2 = t0 * tx - s * x0, t1 * tx - s * x1, t2 * tx - s * x2
+    for a in range(3):
+        ta = theta[a]
+        N[0, a] = 2.0 * (sg * db * w0 + dc * v0) * ta + c * (t0 * x[a] - 2.0 * x0 * ta)
+        N[1, a] = 2.0 * (sg * db * w1 + dc * v1) * ta + c * (t1 * x[a] - 2.0 * x1 * ta)
+        N[2, a] = 2.0 * (sg * db * w2 + dc * v2) * ta + c * (t2 * x[a] - 2.0 * x2 * ta)
+        N[a, a] += c * tx
+    sb = sg * b  # ± b ∂(θ × x)/∂θ = ∓ b x̃
+    N[0, 1] += sb * x2
+    N[0, 2] -= sb * x1
+    N[1, 0] -= sb * x2
+    N[1, 2] += sb * x0
+    N[2, 0] += sb * x1
+    N[2, 1] -= sb * x0
     return True
 
 
