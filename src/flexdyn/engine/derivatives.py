@@ -321,7 +321,7 @@ def _complex_derivatives(st, pm, w, cw, forward, q_dir, u, udot, tau, fext, d_q,
                                 cw.P[i], wc.t_X, wc.t_tip)
     _rate_terms(pm, w, cw, V)
     _coordinate_directions(pm, w, cw, q_dir, udot, fext, V, Vc, d_q)
-    _rate_directions(pm, w, cw, V, Vc, d_u)
+    _rate_directions(pm, w, cw, V, d_u)
     return True
 
 
@@ -339,7 +339,7 @@ def _coordinate_directions(pm, w, cw, q_dir, udot, fext, V, Vc, d_q):
         nq_b, nu_b = nqj + ints[b, MODES], nj + ints[b, MODES]
         sloped = _sloped(ints, b)
         _attach_nodes(ints, b, not sloped, cw.nodes)
-        if sloped:
+        if ints[b, KIND] == FULL and ints[b, MODES] > 0:  # (sloped, or its children's seeds)
             m = ints[b, MODES]
             _full_node_states(ints[b, TK], m, ints[b, NN], pm.node_m[b], pm.node_I[b],
                               pm.Pi_r[b], w.fR[b], w.fp[b], w.fE[b], w.fth[b],
@@ -367,14 +367,14 @@ def _coordinate_directions(pm, w, cw, q_dir, udot, fext, V, Vc, d_q):
 
 
 @helper
-def _rate_directions(pm, w, cw, V, Vc, d_u):
+def _rate_directions(pm, w, cw, V, d_u):
     """``d_u = ∂τ/∂u`` (nu × nu) at the state in ``w`` and ``cw``: each rate's seeds in
     real arithmetic (:func:`_rate_seed`), then one tangent sweep of all of them."""
     ints = pm.ints
     d_u[:, :] = 0.0
     _zero_tangents(cw)
     for b in range(ints.shape[0]):  # u_j a rate of body b
-        _own_rate_slopes(pm, w, cw.wc, cw, Vc, V, b)
+        _own_rate_slopes(pm, w, cw.wc, cw, V, b)
         for j in range(ints[b, US], ints[b, US] + ints[b, NJ] + ints[b, MODES]):
             _rate_seed(ints, w, cw, b, j, d_u)
             _passive_slope(pm, cw.qc, cw.uc, b, j, j, d_u)
@@ -631,12 +631,14 @@ def _full_node_states(tk, m, nn, node_m, node_I, Pi_r, fR, fp, fE, fth, etad, V,
     scratch."""
     z, aj = t[0], t[1]
     for j in range(nn):
-        if massless_node(node_m, node_I, j):
-            continue
         R, p, E, I, mj = fR[j], fp[j], fE[j], node_I[j], node_m[j]  # noqa: E741
         Vj, wj, y, hV, Aj = Y[j, 0], Y[j, 1], Y[j, 2], Y[j, 3], Y[j, 17]
         node_twist(R, p, E, m, etad, V, Vj)
         node_twist_rate(tk, fth[j], Pi_r[j], E, etad, m, aj, wj, t[16:20, :3])
+        d = t[16, :3]  # θ̇ = Π_r η̇ (node_twist_rate's)
+        tip_rate_slopes(tk, fth[j], d, True, Y[j, 4:7, :3], tc)
+        if massless_node(node_m, node_I, j):  # (the kinematic rows for the child seeds)
+            continue
         cross_motion(Vj, wj, aj, True)
         node_twist(R, p, E, m, alpha[:m], alpha[m:m + 6], Aj)
         for r in range(6):
@@ -644,8 +646,6 @@ def _full_node_states(tk, m, nn, node_m, node_I, Pi_r, fR, fp, fE, fth, etad, V,
         _inertia_times(I, mj, z, y)
         _inertia_times(I, mj, Vj, hV)
         cross_force(Vj, hV, y, True)
-        d = t[16, :3]  # θ̇ = Π_r η̇ (node_twist_rate's)
-        tip_rate_slopes(tk, fth[j], d, True, Y[j, 4:7, :3], tc)
         rotation_map_slope(tk, fth[j], d, False, Y[j, 7:10, :3])
         for r in range(3):
             x = 0.0
@@ -869,34 +869,11 @@ def _child_seed(pm, w, wc, cw, V, i, j):
         for c in range(6):
             x += dA[r, c] * t[0, c]
         cw.dF[pa, r, j] += x
-    if _on_full_node(ints, i):
+    if _on_full_node(ints, i):  # (the parent's node terms in cw.Y, V_t in cw.Ro[i])
         pn, s = ints[i, PN], ints[pa, US] + ints[pa, NJ]
-        _node_rate_slope(ints[pa, TK], mp, w.fth[pa, pn], pm.Pi_r[pa, pn], w.fE[pa, pn],
-                         wc.fE[pa, pn], wc.fth[pa, pn], w.A[i], V[pa],
-                         w.u_nl[s:s + mp], sd[12:18, j], t, wc.t_X)
-
-
-@helper
-def _node_rate_slope(tk, mp, theta, Pi_r, E, cE, cth, A, Vp, etad, out, t, tc):
-    """``out`` (6,) = the slope of ``ε_t + V_t × w_t`` (``ε_t = Ė_t η̇_p``, ``w_t = E_t η̇_p``,
-    ``V_t = Aᵀ V_m(p)`` held) of a parent's node ``t`` (``θ``, ``Π_r``, ``E``) along a
-    step of the parent's modes that moves its frame (``cE``, ``cth``: their complex steps)
-    at ``θ̇_t = Π_r η̇_p`` held (:func:`_child_seed`); ``t`` (≥ 16 × 6) real and ``tc``
-    (≥ 6 × ≥ 3) complex scratch."""
-    wt, dw, Vt, d = t[1], t[2], t[3], t[4, :3]
-    G = t[5:8, :3]
-    for r in range(6):
-        x = 0.0
-        for k in range(mp):
-            x += E[r, k] * etad[k]
-        wt[r] = x
-        x = 0.0
-        for k in range(mp + 6):
-            x += A[k, r] * Vp[k]
-        Vt[r] = x
-    _rate_jacobian(tk, theta, Pi_r, etad, mp, True, G, d, tc)
-    _rate_term_slope(G, cE, cth, etad, mp, wt, out, dw)
-    cross_motion(Vt, dw, out, True)
+        _rate_term_slope(cw.Y[pn, 4:7, :3], wc.fE[pa, pn], wc.fth[pa, pn], w.u_nl[s:s + mp],
+                         mp, cw.Y[pn, 1], sd[12:18, j], t[2])
+        cross_motion(cw.Ro[i, 7], t[2], sd[12:18, j], True)
 
 
 @helper
@@ -933,24 +910,34 @@ def _passive_slope(pm, qc, uc, b, j, k, d_out):
 
 
 @helper
-def _own_rate_slopes(pm, w, wc, cw, Vc, V, b):
+def _own_rate_slopes(pm, w, wc, cw, V, b):
     """``cw.Ka[b]`` (6 × (n_j + m)): the slopes of body ``b``'s velocity-dependent
     acceleration (Eq 25, :func:`~flexdyn.engine.terms.body_rates`) in its own rates in the
-    products at its twist held: in its joint's rates by complex steps (the rate terms of
-    universal and product joints are nonlinear in them), in a full body's modal rates in
-    closed form (:func:`_modal_rate_slopes`); a ruthless body's modal rates are in no
-    product (Eq B1).  ``wc`` holds the state's terms, ``Vc`` its velocities in the
-    products and ``V`` their real parts."""
-    ints, h = pm.ints, COMPLEX_STEP
+    products at its twist held: in its joint's rates ``β``, ``(V − Q η̇) × H_F* e_k`` and
+    ``X ∂(Ḣ* β)/∂β_k`` (by complex steps of
+    :func:`~flexdyn.engine.terms.joint_rate_term`: the rate terms of universal joints and
+    products are nonlinear in ``β``), in a full body's modal rates in closed form
+    (:func:`_modal_rate_slopes`); a ruthless body's modal rates are in no product (Eq B1).
+    ``wc`` scratch, ``V`` the velocities in the products, ``cw.Ro`` the rate terms
+    (:func:`_rate_terms`)."""
+    ints = pm.ints
     m, nj, us, cn = ints[b, MODES], ints[b, NJ], ints[b, US], ints[b, CN]
-    Ka = cw.Ka[b]
+    Ka, vr, beta, hb = cw.Ka[b], cw.t[12], wc.t_6[2, :nj], wc.t_6[3]
+    for r in range(6):
+        vr[r] = V[b, m + r] - cw.Ro[b, 1, r]
     for k in range(nj):
-        x = wc.u_nl[us + k]
-        wc.u_nl[us + k] = complex(x.real, h)
-        body_rates(pm, cw.qc, wc, Vc, b)
-        wc.u_nl[us + k] = x
-        for r in range(6):
-            Ka[r, k] = wc.a_m[b, m + r].imag * _PER_STEP
+        x = Ka[:, k]
+        x[:] = 0.0
+        cross_motion(vr, w.Hcal[b, k, m:m + 6], x, True)
+        if cw.Hd[b]:
+            for r in range(nj):
+                beta[r] = complex(w.u_nl[us + r], COMPLEX_STEP if r == k else 0.0)
+            joint_rate_term(pm, cw.qc, wc, b, beta, hb)
+            for r in range(6):
+                v = 0.0
+                for c in range(6):
+                    v += w.X_joint[b, r, c] * hb[c].imag
+                x[r] += v * _PER_STEP
     Ka[:, nj:nj + m] = 0.0
     if m > 0 and ints[b, KIND] == FULL:
         _modal_rate_slopes(ints[b, TK], m, nj, w.Hcal[b], w.Q[b], V[b, m:m + 6],
@@ -1030,7 +1017,7 @@ def _rate_seed(ints, w, cw, b, j, d_out):
         dF[r, j] = v
 
 
-@inlined
+@helper
 def _complex_body(pm, w, cw, Vc, i, moves_bias, udot, fext, a_g, j):
     """Column ``j`` of ``cw.dV[i]``, ``cw.dA[i]``, ``cw.dF[i]``: the tangents of body
     ``i``'s velocities (Eq 11), modal accelerations (Eq 24) and own modal forces by a
