@@ -33,18 +33,24 @@ a Cholesky factor of ``M`` (all columns of a block at once).
   one evaluation at ``q + i h ∂q/∂δ_j`` gives ``Im / h`` the derivative exactly to
   round-off for a tiny ``h`` (:data:`flexdyn.linalg.COMPLEX_STEP`), since nothing is
   subtracted and the ``O(h²)`` term is below any double (Martins, Sturdza & Alonso,
-  *ACM TOMS* 29(3), 2003).  ``b``'s velocity (Eq 11), rates (Eq 25) and forces (Eq 24)
-  take complex steps too, and the slopes of its ``ℋ``, ``φ`` and ``A`` apply to the
-  state's forces.  A mode of a full body moves its node frames, in closed form
-  (:func:`~flexdyn.engine.tip.node_frame_slope`).  Its own forces (Eq 23 and the bias)
-  then change by their slope, in real arithmetic (``_own_force_slope``), and its
-  children's attach maps move, whose slopes seed the children's twists, accelerations and
-  rates (``_child_seed``).  A rate is seeded in real arithmetic from the slopes of its
-  body's rates in its own (``_own_rate_slopes``).  A body's bias (Eq 37 and the
-  elastic forces, :func:`~flexdyn.engine.terms.body_bias`) is a function of its own
-  ``η``, ``η̇`` and twist alone, so its slopes ``J`` in ``η̇`` and the twist are formed
-  once per state: a full body's analytically over its nodes, any other's by complex
-  steps.
+  *ACM TOMS* 29(3), 2003).  From their slopes (the imaginary parts over the step) ``b``'s
+  velocity (Eq 11), rates (Eq 25) and forces (Eq 24) change in real arithmetic
+  (``_body_seed``, with its rate terms at the state, ``_rate_terms``), and the slopes of
+  its ``ℋ``, ``φ`` and ``A`` apply to the state's forces (``_operator_seed``).  Two kinds
+  of direction take complex steps of the body's velocity, rates and forces instead
+  (``_complex_body``): a coordinate of a joint whose rate term ``Ḣ* β`` moves with it
+  (universal joints, products of several factors), and a mode of a body whose own forces
+  have no slope in closed form here (the ruthless and the other reduced models, a
+  consistent mass).  A mode of a full body moves its node frames (in closed form,
+  :func:`~flexdyn.engine.tip.node_frame_step`, but for the Euler angles): each by
+  ``ξ = E_j e_k`` in its own coordinates, so that its own forces (Eq 23 and the bias)
+  change by their slope in real arithmetic (``_own_force_slope``), and its children's
+  attach maps move, whose slopes seed the children's twists, accelerations and rates
+  (``_child_seed``).  A rate is seeded in real arithmetic from the slopes of its body's
+  rates in its own (``_own_rate_slopes``).  A body's bias (Eq 37 and the elastic forces,
+  :func:`~flexdyn.engine.terms.body_bias`) is a function of its own ``η``, ``η̇`` and
+  twist alone, so its slopes ``J`` in ``η̇`` and the twist are formed once per state: a
+  full body's analytically over its nodes, any other's by complex steps.
 """
 
 from __future__ import annotations
