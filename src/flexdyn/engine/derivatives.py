@@ -608,10 +608,10 @@ def _own_force_slope(pm, w, wc, cw, b, k):
     qs = ints[b, QS] + ints[b, NQJ]
     g = cw.g
     nj, us = ints[b, NJ], ints[b, US]
-    _full_force_slope(ints[b, TK], m, k, ints[b, NN], pm.node_m[b], pm.node_I[b], pm.Pi_r[b],
-                      w.fR[b], w.fp[b], w.fE[b], w.fth[b], wc.fR[b], wc.fp[b], wc.fE[b],
-                      wc.fth[b], w.u_nl[us + nj:us + nj + m], w.alpha[b], cw.Y, g, cw.t,
-                      cw.S[:6, :m], cw.S[cw.S.shape[0] - 1, :m])
+    _full_force_slope(m, k, ints[b, NN], pm.node_m[b], pm.node_I[b], pm.Pi_r[b], w.fR[b],
+                      w.fp[b], w.fE[b], wc.fR[b], wc.fp[b], wc.fE[b], wc.fth[b],
+                      w.u_nl[us + nj:us + nj + m], w.alpha[b], cw.Y, g, cw.t, cw.S[:6, :m],
+                      cw.S[cw.S.shape[0] - 1, :m])
     G = cw.S[:m, :m]
     G[:, :] = 0.0
     if ints[b, GS] > 0:
@@ -667,14 +667,15 @@ def _full_node_states(tk, m, nn, node_m, node_I, Pi_r, fR, fp, fE, fth, etad, V,
 
 
 @helper
-def _full_force_slope(tk, m, k, nn, node_m, node_I, Pi_r, fR, fp, fE, fth, cR, cp, cE, cth,
-                      etad, alpha, Y, g, t, D, Dy):
+def _full_force_slope(m, k, nn, node_m, node_I, Pi_r, fR, fp, fE, cR, cp, cE, cth, etad,
+                      alpha, Y, g, t, D, Dy):
     """``g`` (m + 6) = the slope of a full body's ``M_m α + b_m`` (Eq 23,
     :func:`~flexdyn.engine.terms._full_modal_bias`) along a direction of its modes at fixed
     ``α``, ``η̇`` (``etad``) and twist: from the nodes' terms at the state ``Y``
-    (:func:`_full_node_states`) and the slopes of the node frames ``R``, ``p``, ``E``, ``θ``
-    (``fR``, …) along the unit step of its ``k``-th mode in closed form or, ``k`` < 0, the
-    imaginary parts over the step of their complex steps (``cR``, …, ``cth``).
+    (:func:`_full_node_states`) and the slopes of the node frames ``R``, ``p``, ``E``
+    (``fR``, ``fp``, ``fE``) and ``θ`` along the unit step of its ``k``-th mode in closed
+    form or, ``k`` < 0, the imaginary parts over the step of their complex steps (``cR``,
+    …, ``cth``).
 
     A node frame moves by ``ξ = [e; ε]`` in its own coordinates (``δR = R ẽ``,
     ``δp = R ε``; for the ``k``-th mode ``ξ = E_j e_k``), so that ``δX_j = −ξ̂ X_j`` for the
@@ -685,7 +686,7 @@ def _full_force_slope(tk, m, k, nn, node_m, node_I, Pi_r, fR, fp, fE, fth, cR, c
     by ``B_jᵀ (δy_j + ξ ×* y_j) + [Dᵀ y_j; 0]`` (:func:`_node_force_slope`), with
     ``Dᵀ y = Π_rᵀ ∂(J_rᵀ n)/∂θ δθ − E_rᵀ (ξ ×* y)_ω``.  ``t`` (20 × 6), ``D`` (6 × m) and
     ``Dy`` (m,) real scratch."""
-    xi, De, Da, dth, h = t[6], t[7], t[8], t[10, :3], t[11]
+    xi, De, Da, dth, f = t[6], t[7], t[8], t[10, :3], t[11]
     g[:m + 6] = 0.0
     for j in range(nn):
         if massless_node(node_m, node_I, j):
@@ -698,10 +699,10 @@ def _full_force_slope(tk, m, k, nn, node_m, node_I, Pi_r, fR, fp, fE, fth, cR, c
             for r in range(3):
                 dth[r] = Pi_r[j, r, k]
             _closed_frame_slope(Y[j, 7:10, :3], Y[j, 10:13, :3], Y[j, 13:16, :3], dth, xi,
-                                wr, ur, y, Pi_r[j], E, m, De, Da, Dy, h)
+                                wr, ur, y, Pi_r[j], E, m, De, Da, Dy, f)
         else:
             _stepped_frame_slope(R, E, cR[j], cp[j], cE[j], cth[j], m, etad, alpha, y, xi, dth,
-                                 De, Da, Dy, D, h)
+                                 De, Da, Dy, D, f)
         _node_force_slope(node_I[j], node_m[j], R, p, E, m, Y[j], xi, dth, De, Da, Dy, g, t)
 
 
