@@ -1156,6 +1156,7 @@ class Dynamics:
         self._refine: bool | None = None  # refines(), on first use
         self._M0: np.ndarray | None = None  # _neutral_mass_matrix(), on first use
         self._constant_directions: np.ndarray | bool | None = None  # _directions, on first use
+        self._tangent: TangentCoordinates | None = None  # _directions' charts, on first use
 
     def __repr__(self) -> str:
         return (f"Dynamics(model={self.model.name!r}, fidelity={self.fidelity!r}, "
@@ -1443,12 +1444,15 @@ class Dynamics:
         if self._constant_directions is None:
             tangent = TangentCoordinates(self.model, self.model.neutral_configuration())
             constant = all(chart is COORDINATE_CHART for chart in tangent.charts)
+            self._tangent = tangent
             self._constant_directions = tangent.directions()[None] if constant else False
         model, D = self.model, self._constant_directions
         n_states = 1 if q.ndim == 1 else len(q)
         if D is not False:
             return D if n_states == 1 else np.broadcast_to(D, (n_states, self._nq, self._nu))
-        return np.stack([TangentCoordinates(model, model.unit_quaternions(qb)).directions()
+        if n_states == 1:
+            return self._tangent.directions(model.unit_quaternions(q.reshape(self._nq)))[None]
+        return np.stack([self._tangent.directions(model.unit_quaternions(qb))
                          for qb in q.reshape(n_states, self._nq)])
 
     def hybrid_dynamics(self, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,
