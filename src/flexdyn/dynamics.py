@@ -81,7 +81,7 @@ from .linalg import COMPLEX_STEP, SingularInertiaError
 from .newton_euler import joint_wrenches as wrenches_of_modal_forces
 from .newton_euler import modal_forces, rnea
 from .nodal import nodal_method, nodal_state_terms
-from .tangent import COORDINATE_CHART, TangentCoordinates
+from .tangent import TangentCoordinates
 from .terms import (
     DEFAULT_FIDELITY,
     FIDELITIES,
@@ -1155,8 +1155,7 @@ class Dynamics:
         self._ill: bool | None = None  # ill_conditioned(), on first use
         self._refine: bool | None = None  # refines(), on first use
         self._M0: np.ndarray | None = None  # _neutral_mass_matrix(), on first use
-        self._constant_directions: np.ndarray | bool | None = None  # _directions, on first use
-        self._tangent: TangentCoordinates | None = None  # _directions' charts, on first use
+        self._q_dir: np.ndarray | None = None  # _directions, on first use
 
     def __repr__(self) -> str:
         return (f"Dynamics(model={self.model.name!r}, fidelity={self.fidelity!r}, "
@@ -1397,7 +1396,7 @@ class Dynamics:
                 d, status = np.empty((3, 1, nu, nu)), np.empty(1, dtype=np.int64)
                 code(forward, 0, 1, q[None], u[None], udot[None],
                      (zero_tau if tau is None else tau)[None],
-                     (zero_wrenches if f_ext is None else f_ext)[None], self._directions(q), d,
+                     (zero_wrenches if f_ext is None else f_ext)[None], self._directions(), d,
                      status)
                 if status[0] == -1:
                     return d[0, 0], d[1, 0], d[2, 0]
@@ -1421,7 +1420,7 @@ class Dynamics:
                 f_ext = np.array([f for f, _ in loads]) + (0.0 if f_ext is None else f_ext)
                 tau = tau + np.array([g for _, g in loads])
             d_q, d_u, d_x, status = self._engine().derivatives(
-                forward, q, u, udot, tau, f_ext, self._directions(q))
+                forward, q, u, udot, tau, f_ext, self._directions())
             if np.any(status == kernels.OVERFLOW):
                 raise FloatingPointError("the derivatives are not finite: the arithmetic "
                                          "overflowed (inputs too large?)")
@@ -1436,24 +1435,14 @@ class Dynamics:
                                                    f_nodes, forward)
         return (d_q, d_u, d_x) if batch else (d_q[0], d_u[0], d_x[0])
 
-    def _directions(self, q: np.ndarray) -> np.ndarray:
-        """``∂q/∂δ`` (B, nq, nu) at the states ``q`` (B, nq; one state (nq,) gives B = 1),
-        their quaternions normalised (:meth:`~flexdyn.tangent.TangentCoordinates.directions`):
-        the same for every state of a model whose charts are all
-        :data:`~flexdyn.tangent.COORDINATE_CHART` (built once, kept), else per state."""
-        if self._constant_directions is None:
-            tangent = TangentCoordinates(self.model, self.model.neutral_configuration())
-            constant = all(chart is COORDINATE_CHART for chart in tangent.charts)
-            self._tangent = tangent
-            self._constant_directions = tangent.directions()[None] if constant else False
-        model, D = self.model, self._constant_directions
-        n_states = 1 if q.ndim == 1 else len(q)
-        if D is not False:
-            return D if n_states == 1 else np.broadcast_to(D, (n_states, self._nq, self._nu))
-        if n_states == 1:
-            return self._tangent.directions(model.unit_quaternions(q.reshape(self._nq)))[None]
-        return np.stack([self._tangent.directions(model.unit_quaternions(qb))
-                         for qb in q.reshape(n_states, self._nq)])
+    def _directions(self) -> np.ndarray:
+        """``∂q/∂δ`` (nq, nu) at the neutral configuration
+        (:meth:`~flexdyn.tangent.TangentCoordinates.directions`), built once: the engine's
+        derivatives take it and form the quaternion joints' blocks at each state."""
+        if self._q_dir is None:
+            self._q_dir = TangentCoordinates(self.model,
+                                             self.model.neutral_configuration()).directions()
+        return self._q_dir
 
     def hybrid_dynamics(self, q: np.ndarray, u: np.ndarray, tau: np.ndarray | None,
                         udot_prescribed: np.ndarray | None, prescribed: np.ndarray, *,

@@ -31,7 +31,6 @@ import numpy as np
 from .chain import Model, state_layout
 from .joints import FreeJoint, Joint, SphericalJoint
 from .linalg import COMPLEX_STEP
-from .scalar_kernels import quat_rot
 from .spatial import quat_multiply, quat_to_rot
 
 __all__ = ["COORDINATE_CHART", "TANGENT_CHARTS", "TangentChart", "TangentCoordinates",
@@ -104,7 +103,7 @@ def _free_rate(joint: Joint, q: np.ndarray, d: np.ndarray, u: np.ndarray) -> np.
 def _free_direction(joint: Joint, q0: np.ndarray) -> np.ndarray:
     out = np.zeros((7, 6))
     out[:4, :3] = _rotation_direction(q0)
-    quat_rot(*q0[:4].tolist(), out[4:, 3:])  # (scalar: a tenth of quat_to_rot's time)
+    out[4:, 3:] = quat_to_rot(q0[:4])
     return out
 
 
@@ -151,7 +150,6 @@ class TangentCoordinates:
         self.model, self.q0 = model, q0
         self.charts = [_chart(j, name) for j, name in zip(model.joints, model.names,
                                                           strict=True)]
-        self._fixed: tuple[np.ndarray, list] | None = None  # (directions(): built once)
 
     def configuration(self, d: np.ndarray) -> np.ndarray:
         """``q(δ)`` (nq,), complex where ``δ`` is."""
@@ -175,29 +173,17 @@ class TangentCoordinates:
             out[us + nuj:us + nuj + m] = u[us + nuj:us + nuj + m]
         return out
 
-    def directions(self, q: np.ndarray | None = None) -> np.ndarray:
-        """``∂q/∂δ`` (nq × nu) at ``δ = 0`` about ``q`` (nq,; default ``q0``, its quaternions
-        of unit norm): the identity on ordinary coordinates and modes, each chart's own
-        block elsewhere (:meth:`TangentChart.jacobian`), so that
-        ``q(δ) = q + (∂q/∂δ) δ + O(δ²)``.  The blocks that no configuration moves are built
-        once; a call forms only the charts' blocks."""
-        if self._fixed is None:
-            model = self.model
-            fixed, moving = np.zeros((model.nq, model.nu)), []
-            for i, (joint, chart) in enumerate(zip(model.joints, self.charts, strict=True)):
-                qs, us = int(model.q_start[i]), int(model.u_start[i])
-                nqj, nuj = int(model.nq_joint[i]), int(model.nu_joint[i])
-                m = int(model.n_modes[i])
-                if chart is COORDINATE_CHART:
-                    fixed[qs:qs + nqj, us:us + nuj] = chart.jacobian(joint, self.q0[qs:qs + nqj])
-                else:
-                    moving.append((joint, chart, slice(qs, qs + nqj), slice(us, us + nuj)))
-                fixed[qs + nqj:qs + nqj + m, us + nuj:us + nuj + m] = np.eye(m)
-            self._fixed = fixed, moving
-        fixed, moving = self._fixed
-        out, q = fixed.copy(), self.q0 if q is None else q
-        for joint, chart, rows, columns in moving:
-            out[rows, columns] = chart.jacobian(joint, q[rows])
+    def directions(self) -> np.ndarray:
+        """``∂q/∂δ`` (nq × nu) at ``δ = 0``: the identity on ordinary coordinates and modes,
+        each chart's own block elsewhere (:meth:`TangentChart.jacobian`), so that
+        ``q(δ) = q₀ + (∂q/∂δ) δ + O(δ²)``."""
+        model = self.model
+        out = np.zeros((model.nq, model.nu))
+        for i, (joint, chart) in enumerate(zip(model.joints, self.charts, strict=True)):
+            qs, us = int(model.q_start[i]), int(model.u_start[i])
+            nqj, nuj, m = int(model.nq_joint[i]), int(model.nu_joint[i]), int(model.n_modes[i])
+            out[qs:qs + nqj, us:us + nuj] = chart.jacobian(joint, self.q0[qs:qs + nqj])
+            out[qs + nqj:qs + nqj + m, us + nuj:us + nuj + m] = np.eye(m)
         return out
 
     def rate_map(self) -> np.ndarray:

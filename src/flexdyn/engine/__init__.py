@@ -437,8 +437,9 @@ class Engine:
         ``M``) or of forward dynamics (True: ``∂u̇/∂δ``, ``∂u̇/∂u``, ``∂u̇/∂τ``, with ``udot``
         its accelerations) at the states of ``q`` (B, nq), ``u``, ``udot``, ``tau`` (B, nu)
         (``tau`` None: zero) and ``f_ext`` (B, n_bodies, 6) or None, in the tangent
-        directions ``q_dir`` (B, nq, nu) = ``∂q/∂δ``
-        (:meth:`flexdyn.tangent.TangentCoordinates.directions`): three (B, nu, nu) arrays
+        directions ``∂q/∂δ`` (:meth:`flexdyn.tangent.TangentCoordinates.directions`) whose
+        blocks but the quaternion joints' are ``q_dir`` (nq, nu) (the entry forms those at
+        each state's configuration): three (B, nu, nu) arrays
         and the statuses (B,) of :func:`flexdyn.engine.derivatives.derivatives` (compiled on
         first use; :meth:`derivatives_entry`), the states shared among the cores (one state
         is milliseconds of work: a thread from two states on); the forward derivatives
@@ -449,7 +450,7 @@ class Engine:
         q, u, udot, f_ext = self._inputs(q, u, udot, f_ext, "udot", lead)
         nq, nu = self.model.nq, self.model.nu
         tau = np.zeros(lead + (nu,)) if tau is None else kernel_array(tau, lead + (nu,), "tau")
-        q_dir = kernel_array(q_dir, lead + (nq, nu), "q_dir")
+        q_dir = kernel_array(q_dir, (nq, nu), "q_dir")
         d = np.empty((3,) + lead + (nu, nu))
         kernel, buffers, directions = self.derivatives_entry(q_dir)
         status = self._share(kernel, (*buffers, forward),
@@ -487,7 +488,7 @@ class Engine:
         (3, nu, nu) and returning the status; for any other model :meth:`derivatives_entry`'s
         entry for a batch of one, taking ``(forward, t, n_threads, q, u, udot, tau, f_ext,
         q_dir, d, status)`` of shapes (1, nq), (1, nu), (1, nu), (1, nu), (1, n_bodies, 6),
-        (1, nq, nu), (3, 1, nu, nu) and (1,) (``int64``).  The arrays are C-contiguous
+        (nq, nu), (3, 1, nu, nu) and (1,) (``int64``).  The arrays are C-contiguous
         ``float64`` (writable where written) that the caller has checked: the code does
         not."""
         code = self._codes.get("derivatives")
@@ -508,7 +509,7 @@ class Engine:
                 self._zero_wrenches, np.empty((3, nu, nu)))
         return derivatives.derivatives, (
             True, 0, 1, np.empty((1, nq)), np.empty((1, nu)), np.empty((1, nu)),
-            np.empty((1, nu)), self._zero_wrenches[None], np.empty((1, nq, nu)),
+            np.empty((1, nu)), self._zero_wrenches[None], np.empty((nq, nu)),
             np.empty((3, 1, nu, nu)), np.empty(1, dtype=np.int64))
 
     def derivatives_ready(self) -> bool:

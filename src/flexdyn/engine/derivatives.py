@@ -16,9 +16,10 @@ a Cholesky factor of ``M`` (all columns of a block at once).
 * :func:`derivatives`, for every other model: forward-mode differentiation at the
   accelerations of forward dynamics that it solves for, in two blocks of directions, the
   coordinates and then the rates.  ``δ`` are tangent coordinates
-  (:class:`flexdyn.tangent.TangentCoordinates`), given to the entry as the columns of
-  ``∂q/∂δ`` (nq × nu, block diagonal by body: a body's ``δ`` move its own coordinates
-  only); quaternions need no normalisation along them, since a tangent direction
+  (:class:`flexdyn.tangent.TangentCoordinates`), the columns of ``∂q/∂δ`` (nq × nu, block
+  diagonal by body: a body's ``δ`` move its own coordinates only), which the entry forms at
+  each configuration from the constant blocks it is given (``_tangent_directions``);
+  quaternions need no normalisation along them, since a tangent direction
   ``Q ⊗ [0, e/2]`` keeps ``|Q|`` to second order.  Each direction seeds the bodies whose
   own terms it moves (``_seed``, ``_rate_seed``); then one tangent sweep in real
   arithmetic carries all the directions of a block over the tree (``_tangent_sweep``):
@@ -74,12 +75,15 @@ from .algebra import (
 )
 from .forces import add_passive_forces, motor_torques, passive_force_kernel
 from .jit import allocating_helper, entry_point, helper, inlined
+from .joint_kernels import quat_rot_kernel
 from .kernels import finite, valid_state
 from .layout import (
     AT,
     CN,
+    FREE,
     GS,
     INVALID,
+    JCODE,
     JF,
     KIND,
     MI,
@@ -91,6 +95,7 @@ from .layout import (
     PARENT,
     PN,
     QS,
+    SPHERICAL,
     TK,
     US,
     Work,
@@ -142,14 +147,16 @@ N_RIGID_VECTORS = 12
 @entry_point
 def derivatives(ib, fb, st, forward, t, n_threads, q, u, udot, tau, fext, q_dir, d, status):
     """For the states ``s = t, t + n_threads, …`` of ``q`` (B × nq), ``u``, ``udot``, ``tau``
-    (B × nu), ``fext`` (B × n × 6) and the tangent directions ``q_dir`` (B × nq × nu,
-    ``∂q/∂δ``), into ``d[0, s]``, ``d[1, s]``, ``d[2, s]`` (``d``: 3 × B × nu × nu): with
-    ``forward`` False ``∂τ/∂δ``, ``∂τ/∂u`` and ``M`` of inverse dynamics at ``(q, u, u̇)``
-    (``tau`` unused); with ``forward`` True ``∂u̇/∂δ``, ``∂u̇/∂u`` and ``∂u̇/∂τ`` of forward
-    dynamics at ``(q, u, τ)``, its accelerations solved for and written into ``udot[s]`` (its
-    entries need only be finite); by complex steps and tangent sweeps of the stages.
-    ``status`` (B,): −1, :data:`~flexdyn.engine.layout.INVALID`,
-    :data:`~flexdyn.engine.layout.OVERFLOW` or 0 (the mass matrix is singular)."""
+    (B × nu), ``fext`` (B × n × 6) and the tangent directions ``q_dir`` (nq × nu,
+    ``∂q/∂δ`` but for the quaternion joints' blocks, which each state's configuration gives,
+    :func:`_tangent_directions`), into ``d[0, s]``, ``d[1, s]``, ``d[2, s]`` (``d``:
+    3 × B × nu × nu): with ``forward`` False ``∂τ/∂δ``, ``∂τ/∂u`` and ``M`` of inverse
+    dynamics at ``(q, u, u̇)`` (``tau`` unused); with ``forward`` True ``∂u̇/∂δ``,
+    ``∂u̇/∂u`` and ``∂u̇/∂τ`` of forward dynamics at ``(q, u, τ)``, its accelerations solved
+    for and written into ``udot[s]`` (its entries need only be finite); by complex steps and
+    tangent sweeps of the stages.  ``status`` (B,): −1,
+    :data:`~flexdyn.engine.layout.INVALID`, :data:`~flexdyn.engine.layout.OVERFLOW` or 0
+    (the mass matrix is singular)."""
     pm, w = unpack(ib, fb), workspace(ib)
     nu = u.shape[1]
     L = np.empty((nu, nu))  # M, then its Cholesky factor (forward)
@@ -158,7 +165,8 @@ def derivatives(ib, fb, st, forward, t, n_threads, q, u, udot, tau, fext, q_dir,
         if not (valid_state(pm, q[s], u[s], udot[s], fext[s], w.q_n) and finite(tau[s])):
             status[s] = INVALID
             continue
-        factored = _complex_derivatives(st, pm, w, cw, forward, q_dir[s], u[s], udot[s],
+        _tangent_directions(pm.ints, w.q_n, q_dir, cw.Dq)
+        factored = _complex_derivatives(st, pm, w, cw, forward, cw.Dq, u[s], udot[s],
                                         tau[s], fext[s], d[0, s], d[1, s], L)
         status[s] = _finish(pm, forward, factored, L, tau[s], cw.tc, d[0, s], d[1, s],
                             d[2, s])
@@ -222,8 +230,33 @@ class ComplexWork(NamedTuple):
     X: np.ndarray  # (3, 6, nu) real scratch of the tangent sweeps
     dt: np.ndarray  # (nu,) real scratch
     qc: np.ndarray  # (nq,) the complex configuration
+    Dq: np.ndarray  # (nq, nu) the tangent directions ∂q/∂δ at the state (_tangent_directions)
     uc: np.ndarray  # (nu,) the complex rates
     tc: np.ndarray  # (nu,) the complex generalized forces
+
+
+@helper
+def _tangent_directions(ints, q_n, fixed, out):
+    """``out = ∂q/∂δ`` (nq × nu) at the validated configuration ``q_n`` (its quaternions of
+    unit norm): ``fixed`` (:meth:`flexdyn.tangent.TangentCoordinates.directions`: the
+    identity on ordinary coordinates and modes) with the blocks of the quaternion joints'
+    charts (:mod:`flexdyn.tangent`): ``∂Q/∂e = Q ⊗ [0, e] / 2`` (4 × 3, the rotation vector
+    ``e`` in the joint's child frame) and a free joint's ``∂p/∂ρ = R(Q)``."""
+    copy(fixed, out)
+    for i in range(ints.shape[0]):
+        code = ints[i, JCODE]
+        if code != SPHERICAL and code != FREE:
+            continue
+        qs, us = ints[i, QS], ints[i, US]
+        w, x, y, z = 0.5 * q_n[qs], 0.5 * q_n[qs + 1], 0.5 * q_n[qs + 2], 0.5 * q_n[qs + 3]
+        D = out[qs:qs + 4, us:us + 3]
+        D[0, 0], D[0, 1], D[0, 2] = -x, -y, -z
+        D[1, 0], D[1, 1], D[1, 2] = w, -z, y
+        D[2, 0], D[2, 1], D[2, 2] = z, w, -x
+        D[3, 0], D[3, 1], D[3, 2] = -y, x, w
+        if code == FREE:
+            quat_rot_kernel(q_n[qs], q_n[qs + 1], q_n[qs + 2], q_n[qs + 3],
+                            out[qs + 4:qs + 7, us + 3:us + 6])
 
 
 @allocating_helper
@@ -241,8 +274,8 @@ def _complex_work(ib, nq, nu):
                        np.empty((n, s, nu)), np.empty((n, s, nu)),
                        np.empty((n, s, nu)), np.empty((n, 18, nu)), np.empty((s, 6)),
                        np.empty((3, 6, nu)), np.empty(nu),
-                       np.empty(nq, dtype=np.complex128), np.empty(nu, dtype=np.complex128),
-                       np.empty(nu, dtype=np.complex128))
+                       np.empty(nq, dtype=np.complex128), np.empty((nq, nu)),
+                       np.empty(nu, dtype=np.complex128), np.empty(nu, dtype=np.complex128))
 
 
 class RigidWork(NamedTuple):
