@@ -149,7 +149,7 @@ def derivatives(ib, fb, st, forward, t, n_threads, q, u, udot, tau, fext, q_dir,
     """For the states ``s = t, t + n_threads, …`` of ``q`` (B × nq), ``u``, ``udot``, ``tau``
     (B × nu), ``fext`` (B × n × 6) and the tangent directions ``q_dir`` (nq × nu,
     ``∂q/∂δ`` but for the quaternion joints' blocks, which each state's configuration gives,
-    :func:`_tangent_directions`), into ``d[0, s]``, ``d[1, s]``, ``d[2, s]`` (``d``:
+    ``_tangent_directions``), into ``d[0, s]``, ``d[1, s]``, ``d[2, s]`` (``d``:
     3 × B × nu × nu): with ``forward`` False ``∂τ/∂δ``, ``∂τ/∂u`` and ``M`` of inverse
     dynamics at ``(q, u, u̇)`` (``tau`` unused); with ``forward`` True ``∂u̇/∂δ``,
     ``∂u̇/∂u`` and ``∂u̇/∂τ`` of forward dynamics at ``(q, u, τ)``, its accelerations solved
