@@ -55,8 +55,9 @@ _RIGID_TREE_DERIVATIVE = {"articulated": kernels.derivative_rigid_tree}
 _RIGID_TREE_BATCH = {"articulated": kernels.batch_rigid_tree}
 #: the stages (:mod:`flexdyn.engine.stages`) that the entries of each operation call, which
 #: their caller compiles (:meth:`Engine.stage_buffers`): ``"implicit"`` the compiled
-#: integrators (:func:`flexdyn.engine.galpha.generalized_alpha`), ``"derivatives"`` those of
-#: :mod:`flexdyn.engine.derivatives` (their real parts), ``"terms"`` the entries
+#: integrators (:func:`flexdyn.engine.galpha.generalized_alpha`), ``"implicit_exact"`` with
+#: their exact iteration matrix, ``"derivatives"`` those of :mod:`flexdyn.engine.derivatives`
+#: (the derivatives of one state among them), ``"terms"`` the entries
 #: that run the terms and their own sweeps (hybrid dynamics, the split, the closures)
 OP_STAGES = {
     "articulated": ("position", "velocity", "articulated"),
@@ -68,7 +69,8 @@ OP_STAGES = {
     "energy_momentum": ("position",),
     "joint_wrenches": ("position", "velocity", "newton_euler"),
     "implicit": ("position", "velocity", "newton_euler", "composite"),
-    "derivatives": ("position", "velocity", "composite"),
+    "implicit_exact": ("position", "velocity", "newton_euler", "composite", "derivatives"),
+    "derivatives": ("position", "velocity", "composite", "derivatives"),
 }
 #: states per thread below which a batch is not shared among threads
 STATES_PER_THREAD = 64
@@ -515,14 +517,19 @@ class Engine:
     def derivatives_ready(self) -> bool:
         """Whether the machine code of :meth:`derivatives_code` is compiled, in this process
         or in the engine's cache on disk (:func:`flexdyn.engine.caching.compiled`): its
-        first call then loads it instead of compiling for tens of seconds.  Compiles
-        nothing, the stages included."""
+        first call then loads it instead of compiling for tens of seconds: the entry and,
+        but for a rigid tree, the stage of one state's derivatives
+        (:func:`flexdyn.engine.derivatives.state_derivatives`).  Compiles nothing, the stages
+        included."""
         if "derivatives" in self._codes:
             return True
         entry, args = self._derivatives_one()
-        table = () if self.rigid_tree else (np.zeros(len(stages.STAGES), dtype=np.int64),)
-        return caching.compiled(entry, tuple(numba.typeof(a)
-                                             for a in (*self.packed, *table, *args)))
+        if self.rigid_tree:
+            return caching.compiled(entry, tuple(numba.typeof(a) for a in (*self.packed, *args)))
+        table = np.zeros(len(stages.NAMES), dtype=np.int64)
+        return all(caching.compiled(function, argtypes) for function, argtypes in (
+            (entry, tuple(numba.typeof(a) for a in (*self.packed, table, *args))),
+            stages.STAGES["derivatives"]))
 
     def energy_momentum(self, q, u=None) -> np.ndarray:
         """``[T, V, h, p]`` (8,): kinetic and potential energy (J) and the spatial momentum

@@ -59,6 +59,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numba import types
 
 from ..linalg import COMPLEX_STEP, MASS_MATRIX_RTOL
 from . import stages
@@ -109,7 +110,7 @@ from .layout import (
 from .newton_euler import body_forces, gravity_acceleration, rnea
 from .pack import FULL, RUTHLESS
 from .rigid_tree import rigid_tree_pose
-from .stages import run
+from .stages import INTS, MATRIX, VECTOR, run, stage
 from .terms import (
     body_bias,
     body_position_terms,
@@ -133,8 +134,9 @@ from .tip import (
     tip_rate_slopes,
 )
 
-__all__ = ["ComplexWork", "RigidWork", "derivatives", "derivatives_rigid_tree",
-           "derivatives_rigid_tree_one", "rigid_tree_derivatives"]
+__all__ = ["ComplexWork", "RigidWork", "carve_work", "derivatives", "derivatives_rigid_tree",
+           "derivatives_rigid_tree_one", "rigid_tree_derivatives", "state_derivatives",
+           "work_lengths"]
 
 #: ``1 / h``: a slope is the imaginary part of a complex step times it (a product, where a
 #: division would take several times as long, and as exact to round-off)
@@ -150,26 +152,43 @@ def derivatives(ib, fb, st, forward, t, n_threads, q, u, udot, tau, fext, q_dir,
     (B × nu), ``fext`` (B × n × 6) and the tangent directions ``q_dir`` (nq × nu,
     ``∂q/∂δ`` but for the quaternion joints' blocks, which each state's configuration gives,
     ``_tangent_directions``), into ``d[0, s]``, ``d[1, s]``, ``d[2, s]`` (``d``:
-    3 × B × nu × nu): with ``forward`` False ``∂τ/∂δ``, ``∂τ/∂u`` and ``M`` of inverse
-    dynamics at ``(q, u, u̇)`` (``tau`` unused); with ``forward`` True ``∂u̇/∂δ``,
-    ``∂u̇/∂u`` and ``∂u̇/∂τ`` of forward dynamics at ``(q, u, τ)``, its accelerations solved
-    for and written into ``udot[s]`` (its entries need only be finite); by complex steps and
-    tangent sweeps of the stages.  ``status`` (B,): −1,
-    :data:`~flexdyn.engine.layout.INVALID`, :data:`~flexdyn.engine.layout.OVERFLOW` or 0
-    (the mass matrix is singular)."""
+    3 × B × nu × nu) and ``status[s]``: :func:`state_derivatives` of each state, called
+    through the table ``st``."""
     pm, w = unpack(ib, fb), workspace(ib)
-    nu = u.shape[1]
-    L = np.empty((nu, nu))  # M, then its Cholesky factor (forward)
-    cw = _complex_work(ib, q.shape[1], nu)
+    n_complex, n_real = work_lengths(ib)
+    cbuf, rbuf = np.zeros(n_complex, dtype=np.complex128), np.empty(n_real)
     for s in range(t, q.shape[0], n_threads):
-        if not (valid_state(pm, q[s], u[s], udot[s], fext[s], w.q_n) and finite(tau[s])):
-            status[s] = INVALID
-            continue
-        _tangent_directions(pm.ints, w.q_n, q_dir, cw.Dq)
-        factored = _complex_derivatives(st, pm, w, cw, forward, cw.Dq, u[s], udot[s],
-                                        tau[s], fext[s], d[0, s], d[1, s], L)
-        status[s] = _finish(pm, forward, factored, L, tau[s], cw.tc, d[0, s], d[1, s],
-                            d[2, s])
+        status[s] = run(st, state_derivatives, pm, w, st, forward, cbuf, rbuf, q_dir, q[s],
+                        u[s], udot[s], tau[s], fext[s], d[0, s], d[1, s], d[2, s])
+
+
+_CV = types.Array(types.complex128, 1, "C")
+
+
+@stage("derivatives", (INTS, VECTOR, VECTOR, INTS, types.boolean, _CV, VECTOR, MATRIX, VECTOR,
+                       VECTOR, VECTOR, VECTOR, MATRIX, MATRIX, MATRIX, MATRIX))
+def state_derivatives(ib, fb, buf, st, forward, cbuf, rbuf, q_dir, q, u, udot, tau, fext, d_q,
+                      d_u, d_x):
+    """The derivatives at one state ``q`` (nq,), ``u``, ``udot``, ``tau`` (nu,), ``fext``
+    (n × 6) in the tangent directions of ``q_dir`` (nq × nu, ``∂q/∂δ`` but for the
+    quaternion joints' blocks, which the configuration gives, ``_tangent_directions``), into
+    ``d_q``, ``d_u``, ``d_x`` (nu × nu each): with ``forward`` False ``∂τ/∂δ``, ``∂τ/∂u``
+    and ``M`` of inverse dynamics at ``(q, u, u̇)`` (``tau`` unused); with ``forward`` True
+    ``∂u̇/∂δ``, ``∂u̇/∂u`` and ``∂u̇/∂τ`` of forward dynamics at ``(q, u, τ)``, its
+    accelerations solved for and written into ``udot`` (its entries need only be finite);
+    by complex steps and tangent sweeps of the stages (module notes), which it calls through
+    the table ``st``.  ``cbuf``, ``rbuf``: the scratch (complex and real, of the lengths
+    :func:`work_lengths` gives), carved into a :class:`ComplexWork`.  Returns −1,
+    :data:`~flexdyn.engine.layout.INVALID`, :data:`~flexdyn.engine.layout.OVERFLOW` or 0 (the
+    mass matrix is singular)."""
+    pm, w = unpack(ib, fb), carve(ib, buf)
+    if not (valid_state(pm, q, u, udot, fext, w.q_n) and finite(tau)):
+        return INVALID
+    cw = carve_work(ib, cbuf, rbuf)
+    _tangent_directions(pm.ints, w.q_n, q_dir, cw.Dq)
+    factored = _complex_derivatives(st, pm, w, cw, forward, cw.Dq, u, udot, tau, fext, d_q,
+                                    d_u, cw.L)
+    return _finish(pm, forward, factored, cw.L, tau, cw.tc, d_q, d_u, d_x)
 
 
 @entry_point
@@ -208,19 +227,20 @@ def _rigid_state(pm, rw, tc, forward, q, u, udot, tau, fext, d_q, d_u, d_x):
 
 
 class ComplexWork(NamedTuple):
-    """The scratch of :func:`derivatives` (``n`` bodies, at most ``M`` modes each)."""
+    """The scratch of :func:`state_derivatives` (``n`` bodies, at most ``M`` modes each, ``N``
+    nodes), carved from a complex and a real buffer (:func:`carve_work`)."""
 
     wc: Work  # the workspace in complex numbers
     J: np.ndarray  # (n, M + 6, M + 6) each body's velocity slopes, by column (_velocity_slopes)
     K: np.ndarray  # (n, 2, 6) the axes of each body's rates along twists (_rate_axes)
     Ro: np.ndarray  # (n, 11, 6) each body's rate terms for its seeds (_rate_terms)
-    Hd: np.ndarray  # (n,) whether a body's joint has a rate term Ḣ* β (_rate_terms)
+    Hd: np.ndarray  # (n,) 1 where a body's joint has a rate term Ḣ* β (_rate_terms), else 0
     P: np.ndarray  # (n, 6, M) their slopes in the parent's modal rates (_parent_rate_slopes)
     t: np.ndarray  # (20, 6) real scratch
     g: np.ndarray  # (M + 6,) the slope of a body's own forces in its modes (_own_force_slope)
     Ka: np.ndarray  # (n, 6, M + 6) the slopes of each body's rates in its own (_own_rate_slopes)
     Y: np.ndarray  # (N, 18, 6) the terms of a full body's nodes at the state (_full_node_states)
-    nodes: np.ndarray  # (N,) the nodes of a body whose frames a mode's step carries (_attach_nodes)
+    nodes: np.ndarray  # (N,) 1 at the nodes whose frames a mode's step carries (_attach_nodes)
     S: np.ndarray  # (max(6, M) + 1, M) real scratch: frame slopes, the geometric tangent
     dV: np.ndarray  # (n, M + 6, nu) the tangents of the velocities (Eq 11), by direction
     dA: np.ndarray  # (n, M + 6, nu) of the modal accelerations (Eq 24)
@@ -233,6 +253,7 @@ class ComplexWork(NamedTuple):
     Dq: np.ndarray  # (nq, nu) the tangent directions ∂q/∂δ at the state (_tangent_directions)
     uc: np.ndarray  # (nu,) the complex rates
     tc: np.ndarray  # (nu,) the complex generalized forces
+    L: np.ndarray  # (nu, nu) M, then its Cholesky factor (forward)
 
 
 @helper
@@ -259,23 +280,45 @@ def _tangent_directions(ints, q_n, fixed, out):
                             out[qs + 4:qs + 7, us + 3:us + 6])
 
 
-@allocating_helper
-def _complex_work(ib, nq, nu):
-    """A :class:`ComplexWork`."""
-    wc = carve(ib, np.zeros(workspace_length(ib), dtype=np.complex128))
-    n = wc.V_m.shape[0]
-    s = wc.V_m.shape[1]
-    return ComplexWork(wc, np.empty((n, s, s)), np.empty((n, 2, 6)), np.empty((n, 11, 6)),
-                       np.empty(n, dtype=np.bool_),
-                       np.empty((n, 6, s - 6)),
-                       np.empty((20, 6)), np.empty(s), np.empty((n, 6, s)),
-                       np.empty((wc.fR.shape[1], 18, 6)), np.empty(wc.fR.shape[1], dtype=np.bool_),
-                       np.empty((max(6, s - 6) + 1, s - 6)),
-                       np.empty((n, s, nu)), np.empty((n, s, nu)),
-                       np.empty((n, s, nu)), np.empty((n, 18, nu)), np.empty((s, 6)),
-                       np.empty((3, 6, nu)), np.empty(nu),
-                       np.empty(nq, dtype=np.complex128), np.empty((nq, nu)),
-                       np.empty(nu, dtype=np.complex128), np.empty(nu, dtype=np.complex128))
+@inlined
+def _work_layout(ib):
+    """``(shapes, offsets)``: the shapes of :class:`ComplexWork`'s real fields, in order,
+    and their offsets in the real buffer (one more: its length)."""
+    n, M, N, nu, nq = ib[0], ib[1], ib[2], ib[3], ib[4]
+    s = M + 6
+    shapes = ((n, s, s), (n, 2, 6), (n, 11, 6), (n,), (n, 6, M), (20, 6), (s,), (n, 6, s),
+              (N, 18, 6), (N,), (max(6, M) + 1, M), (n, s, nu), (n, s, nu), (n, s, nu),
+              (n, 18, nu), (s, 6), (3, 6, nu), (nu,), (nq, nu), (nu, nu))
+    offsets = prefix_sums((n * s * s, n * 12, n * 66, n, n * 6 * M, 120, s, n * 6 * s, N * 108,
+                           N, (max(6, M) + 1) * M, n * s * nu, n * s * nu, n * s * nu,
+                           n * 18 * nu, s * 6, 18 * nu, nu, nq * nu, nu * nu))
+    return shapes, offsets
+
+
+@inlined
+def work_lengths(ib):
+    """``(complex, real)``: the lengths of the buffers that :func:`carve_work` divides for the
+    packed model of integers ``ib``."""
+    return workspace_length(ib) + ib[4] + 2 * ib[3], _work_layout(ib)[1][-1]
+
+
+@inlined
+def carve_work(ib, cbuf, rbuf):
+    """A :class:`ComplexWork` as views of ``cbuf`` (complex) and ``rbuf`` (real), of the
+    lengths of :func:`work_lengths`; allocates nothing (inlined, so the views count no
+    references, as :func:`~flexdyn.engine.layout.carve`)."""
+    d, o = _work_layout(ib)
+    lw, nu, nq = workspace_length(ib), ib[3], ib[4]
+    return ComplexWork(carve(ib, cbuf[:lw]), view(rbuf, o[0], d[0]), view(rbuf, o[1], d[1]),
+                       view(rbuf, o[2], d[2]), view(rbuf, o[3], d[3]), view(rbuf, o[4], d[4]),
+                       view(rbuf, o[5], d[5]), view(rbuf, o[6], d[6]), view(rbuf, o[7], d[7]),
+                       view(rbuf, o[8], d[8]), view(rbuf, o[9], d[9]), view(rbuf, o[10], d[10]),
+                       view(rbuf, o[11], d[11]), view(rbuf, o[12], d[12]),
+                       view(rbuf, o[13], d[13]), view(rbuf, o[14], d[14]),
+                       view(rbuf, o[15], d[15]), view(rbuf, o[16], d[16]),
+                       view(rbuf, o[17], d[17]), view(cbuf, lw, (nq,)), view(rbuf, o[18], d[18]),
+                       view(cbuf, lw + nq, (nu,)), view(cbuf, lw + nq + nu, (nu,)),
+                       view(rbuf, o[19], d[19]))
 
 
 class RigidWork(NamedTuple):
@@ -457,7 +500,7 @@ def _frame_steps(tk, nn, m, k, Pi_r, Pi_t, R, p, E, theta, Rc, pc, Ec, thc, node
     ``nodes`` (:func:`_attach_nodes`; the others keep the state's); False where its tip
     kinematics has none.  ``dE`` (6 × m) scratch."""
     for j in range(nn):
-        if nodes[j] and not node_frame_step(tk, Pi_r[j], Pi_t[j], m, k, R[j], p[j], E[j],
+        if nodes[j] != 0.0 and not node_frame_step(tk, Pi_r[j], Pi_t[j], m, k, R[j], p[j], E[j],
                                             theta[j], COMPLEX_STEP, Rc[j], pc[j], Ec[j],
                                             thc[j], dE):
             return False
@@ -466,16 +509,16 @@ def _frame_steps(tk, nn, m, k, Pi_r, Pi_t, R, p, E, theta, Rc, pc, Ec, thc, node
 
 @helper
 def _attach_nodes(ints, b, every, nodes):
-    """``nodes`` (N,): the nodes of body ``b`` whose frames a step of its modes must carry
-    in complex numbers: ``every`` node, or its own attach node and its children's (the
-    rest move only Eq 23 and the bias, whose slope :func:`_own_force_slope` takes in closed
-    form)."""
-    nodes[:] = every
+    """``nodes`` (N,): 1 at the nodes of body ``b`` whose frames a step of its modes must
+    carry in complex numbers, else 0: ``every`` node, or its own attach node and its
+    children's (the rest move only Eq 23 and the bias, whose slope :func:`_own_force_slope`
+    takes in closed form)."""
+    nodes[:] = 1.0 if every else 0.0
     if ints[b, CN] >= 0:
-        nodes[ints[b, CN]] = True
+        nodes[ints[b, CN]] = 1.0
     for i in range(b + 1, ints.shape[0]):
         if ints[i, PARENT] == b and ints[i, PN] >= 0:
-            nodes[ints[i, PN]] = True
+            nodes[ints[i, PN]] = 1.0
 
 
 @helper
@@ -856,7 +899,7 @@ def _seed(pm, w, cw, V, Vc, b, own, sloped, j, udot, fext, d_out):
     carries all columns over the tree.  ``V``, ``Vc`` the velocities in the products
     (``w``'s and ``cw.wc``'s)."""
     ints, wc = pm.ints, cw.wc
-    if sloped or not (own or cw.Hd[b]):
+    if sloped or not (own or cw.Hd[b] != 0.0):
         m, us, nj, cn = ints[b, MODES], ints[b, US], ints[b, NJ], max(ints[b, CN], 0)
         _body_seed(m, nj, sloped, sloped and ints[b, CN] >= 0, wc.phi[b], wc.Hcal[b],
                    wc.X_joint[b], wc.R_nc[b], wc.p_nc[b], wc.fE[b, cn], wc.fth[b, cn], wc.t_6,
@@ -969,7 +1012,7 @@ def _own_rate_slopes(pm, w, wc, cw, V, b):
         x = Ka[:, k]
         x[:] = 0.0
         cross_motion(vr, w.Hcal[b, k, m:m + 6], x, True)
-        if cw.Hd[b]:
+        if cw.Hd[b] != 0.0:
             for r in range(nj):
                 beta[r] = complex(w.u_nl[us + r], COMPLEX_STEP if r == k else 0.0)
             joint_rate_term(pm, cw.qc, wc, b, beta, hb)
@@ -1116,7 +1159,7 @@ def _rate_terms(pm, w, cw, V):
                             Ro[2], Ro[3], t[16:20, :3])
             _rate_jacobian(ints[b, TK], w.fth[b, cn], pm.Pi_r[b, cn], etad, m, True,
                            Ro[8:11, :3], t[0, :3], cw.wc.t_X)
-        cw.Hd[b] = joint_rate_term(pm, w.q_n, w, b, u_nl[us:us + nj], Ro[5])
+        cw.Hd[b] = 1.0 if joint_rate_term(pm, w.q_n, w, b, u_nl[us:us + nj], Ro[5]) else 0.0
         if pa < 0:
             gravity_acceleration(pm, Ro[6])
             continue

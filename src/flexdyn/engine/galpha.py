@@ -37,6 +37,14 @@ iteration does not converge), and for the next step when it was more than
 distance to the solution, estimated as ``θ/(1 − θ)`` times the last correction (``θ`` the
 ratio of the last two), is at most ``newton_tol · max(1, max|q̈|)``.
 
+With ``ctl[ITERATION_MATRIX]`` = :data:`EXACT_MATRIX` the iteration matrix is the residual's
+own Jacobian, ``M + γ′ ∂r/∂q̇ + β′ ∂r/∂q``: the derivatives of inverse dynamics at the
+iterate (:func:`~flexdyn.engine.derivatives.state_derivatives`; velocity products, gravity,
+the modal and the joint forces included) plus the feedback's blocks, factored by LU (it is
+not symmetric) and kept with ``M`` under the same rules (``_iteration_blocks``).  Its columns
+of a quaternion joint are the tangent directions at the iterate, which the local coordinates
+below match to first order in the step's rotation.
+
 The schemes integrate coordinates that are their own rates, ``q̇ = u``.  A quaternion joint
 (``spherical``, ``free``) has none: its coordinates here are **local**, the rotation vector
 ``ψ`` of its frame relative to a reference orientation and, for a free joint, its
@@ -70,6 +78,7 @@ from .algebra import (
     so3_coefficients,
 )
 from .closure import closure_row_count, closure_rows
+from .derivatives import state_derivatives, work_lengths
 from .forces import motor_torques
 from .jit import entry_point, helper
 from .kernels import finite, inverse_dynamics, power_rates, rate_entries
@@ -102,10 +111,17 @@ N_PARAMS = 13
 #: slots of the integer controls ``ctl``: adaptive steps (1) or fixed, the most Newton
 #: iterations per try, the most step tries in this call (−1: no limit), record every step (1)
 #: or the ``t_eval`` samples, the number of fixed steps, the scheme (:data:`SCHEMES`), Radau
-#: IIA's error norm (:data:`ERROR_NORMS`)
-ADAPTIVE, MAX_NEWTON, MAX_TRIES, RECORD_STEPS, N_FIXED, SCHEME, ERROR_NORM = range(7)
+#: IIA's error norm (:data:`ERROR_NORMS`), the iteration matrix (:data:`ITERATION_MATRICES`)
+(ADAPTIVE, MAX_NEWTON, MAX_TRIES, RECORD_STEPS, N_FIXED, SCHEME, ERROR_NORM,
+ ITERATION_MATRIX) = range(8)
 #: length of ``ctl``
-N_CONTROLS = 7
+N_CONTROLS = 8
+#: the iteration matrices (``ctl[ITERATION_MATRIX]``): ``M + γ′ C + β′ K`` with the modal
+#: blocks (module docstring), or the exact ``M + γ′ ∂r/∂q̇ + β′ ∂r/∂q`` of the residual from
+#: the derivatives of inverse dynamics (:func:`flexdyn.engine.derivatives.state_derivatives`)
+MODAL_MATRIX, EXACT_MATRIX = 0, 1
+#: the iteration matrices by their ``iteration_matrix`` names in the integrators' options
+ITERATION_MATRICES = {"modal": MODAL_MATRIX, "exact": EXACT_MATRIX}
 #: Radau IIA's norms of its error estimate and Newton corrections (``_radau_error``,
 #: ``_stage_norm``): over ``q`` and ``q̇``, each scaled by its own ``ATOL + RTOL |x|``
 #: (scipy's ``"Radau"``, RADAU5), or in displacements: ``q`` over ``ATOL + RTOL |q|`` and
@@ -430,6 +446,53 @@ def _modal_blocks(pm, nu, Ku, Cu):
 
 
 @helper
+def _identity_directions(ints, out):
+    """``∂q/∂δ`` (nq × nu) of the integrators' coordinates but for the quaternion joints'
+    blocks (which :func:`~flexdyn.engine.derivatives.state_derivatives` forms at the state):
+    the identity, their coordinates being their own rates."""
+    out[:, :] = 0.0
+    for i in range(ints.shape[0]):
+        qs, us, nj, m = ints[i, QS], ints[i, US], ints[i, NJ], ints[i, MODES]
+        if ints[i, JCODE] != SPHERICAL and ints[i, JCODE] != FREE:
+            for k in range(nj):
+                out[qs + k, us + k] = 1.0
+        for k in range(m):
+            out[qs + ints[i, NQJ] + k, us + nj + k] = 1.0
+
+
+@helper
+def _iteration_blocks(st, pm, w, exact, dw, q, v, acc, fext, pmask, Kc, Cc, Mk, Ku, Cu):
+    """The blocks of the iteration matrix at the iterate ``(q, v, acc)`` (the engine's
+    coordinates ``q``, after the position terms of its residual): ``M`` into ``Mk``, the
+    stiffness into ``Ku`` and the damping into ``Cu`` (nu × nu each), the prescribed speeds'
+    rows and columns decoupled (``pmask``, :func:`_decouple`).  ``exact``: ``∂r/∂q``,
+    ``∂r/∂q̇`` of the residual, the derivatives of inverse dynamics
+    (:func:`~flexdyn.engine.derivatives.state_derivatives`, through the table ``st``, with
+    its scratch and directions ``dw``; the external wrenches ``fext`` (n × 6); the modal
+    forces and the joint forces, friction and limits included, are in inverse dynamics)
+    plus the feedback's blocks ``Kc``, ``Cc``; else ``M`` and the constant blocks with the
+    geometric stiffness's tangent (:func:`_stiffness`).  Returns
+    −1, :data:`SINGULAR` or :data:`~flexdyn.engine.layout.INVALID`."""
+    if exact:
+        cbuf, rbuf, q_dir = dw
+        status = run(st, state_derivatives, pm, w, st, False, cbuf, rbuf, q_dir, q, v, acc,
+                     acc, fext, Ku, Cu, Mk)
+        if status != -1:
+            return SINGULAR if status == 0 else INVALID
+        for i in range(Ku.shape[0]):
+            for k in range(Ku.shape[1]):
+                Ku[i, k] += Kc[i, k]
+                Cu[i, k] += Cc[i, k]
+        _decouple(pmask, Ku, 0.0)
+        _decouple(pmask, Cu, 0.0)
+    else:
+        run(st, composite, pm, w, Mk)
+        _stiffness(pm, q, Kc, Ku)
+    _decouple(pmask, Mk, 1.0)
+    return -1
+
+
+@helper
 def _stiffness(pm, q, Kc, Ku):
     """``Ku = Kc`` (the constant blocks of :func:`_modal_blocks`) plus the tangent of every
     body's geometric elastic force at ``q`` (:func:`~flexdyn.engine.terms.geometric_tangent`;
@@ -727,13 +790,15 @@ def _accept_multipliers(cl, h):
 
 @helper
 def _solve_step(st, pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask, pacc, Kc,
-                Ku, Cu, Mk, S, cl, s, new, base, r, dx, cnt):
+                Cc, Ku, Cu, Mk, exact, dw, S, piv, cl, s, new, base, r, dx, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, a, q̈`` at ``t_n``) into ``new``:
     the modified Newton iteration on ``q̈_{n+1}`` (module docstring), starting from
     ``q̈_n``.  Returns ``_CONVERGED``, :data:`NEWTON_FAILED`,
     :data:`SINGULAR` or :data:`~flexdyn.engine.layout.INVALID`.  ``Mk`` holds the kept mass
-    matrix (valid when ``s[M_KEPT]`` is 1), ``S`` the factor of the iteration matrix formed
-    with it and ``s[H_FACTOR]`` its step size (0: none); the force at ``t_{n+1}`` is ``tau``,
+    matrix (valid when ``s[M_KEPT]`` is 1) and ``Ku``, ``Cu`` the stiffness and damping kept
+    with it, ``S`` the factor of the iteration matrix formed with them (Cholesky's, or with
+    ``exact`` LU's with the row swaps ``piv``: :func:`_iteration_blocks`, ``Kc``, ``Cc``,
+    ``dw``) and ``s[H_FACTOR]`` its step size (0: none); the force at ``t_{n+1}`` is ``tau``,
     or a state feedback linearized about ``pred[0]`` (``fb``; ``_linearized_forces``,
     into ``tf``); the speeds ``pmask`` marks have the prescribed accelerations ``pacc`` at
     ``t_{n+1}`` (:func:`_prescribed_residual`).  The engine's coordinates of an iterate go
@@ -778,9 +843,10 @@ def _solve_step(st, pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, p
             _closure_residual(pm, w, cl, omega, 0, qx, v1, qdd, r)
         _prescribed_residual(pmask, r, tf)
         if refresh:  # M(q) after the position terms of the residual, and K's tangent
-            run(st, composite, pm, w, Mk)
-            _decouple(pmask, Mk, 1.0)
-            _stiffness(pm, qx, Kc, Ku)
+            status = _iteration_blocks(st, pm, w, exact, dw, qx, v1, qdd, fext, pmask, Kc, Cc,
+                                       Mk, Ku, Cu)
+            if status != -1:
+                return status
             s[M_KEPT] = 1.0
             refresh = False
             refreshed = True
@@ -790,7 +856,7 @@ def _solve_step(st, pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, p
                 for k in range(nu):
                     S[i, k] = Mk[i, k] + cv * Cu[i, k] + cq * Ku[i, k]
             s[H_FACTOR] = 0.0
-            if not cholesky_factor(S, MASS_MATRIX_RTOL):
+            if not (lu_factor(S, piv) if exact else cholesky_factor(S, MASS_MATRIX_RTOL)):
                 return SINGULAR
             if cl is not None:
                 if not _closure_factors_cholesky(cl, pmask, S):
@@ -798,7 +864,11 @@ def _solve_step(st, pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, p
             s[H_FACTOR] = h
             cnt[FACTORIZATIONS] += 1
             reform = False
-        cholesky_substitute(S, r, dx)
+        if exact:
+            copy(r, dx)
+            lu_substitute(S, piv, dx.reshape((nu, 1)))
+        else:
+            cholesky_substitute(S, r, dx)
         if cl is not None:
             _closure_correction(cl, kappa, dx)
         for k in range(nu):
@@ -936,8 +1006,8 @@ def _solve_blocks(eig, S, Jc, piv, cl, wh, r, zr, zc, dx):
 
 @helper
 def _collocation_step(st, pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb, pred, tf,
-                      pmask, pacc, Kc, Ku, Cu, Mk, tab, eig, scaled, displacement, elastic, S,
-                      Jc, piv, cl, s, stages, r, dx, zr, zc, p, new, cnt):
+                      pmask, pacc, Kc, Cc, Ku, Cu, Mk, exact, dw, tab, eig, scaled, displacement,
+                      elastic, S, Jc, piv, cl, s, stages, r, dx, zr, zc, p, new, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈, q⁗`` at ``t_n``) into ``new`` by
     the s-stage collocation method of ``tab`` (:func:`tableau`; Hairer & Wanner, Sec IV.5):
     the stage accelerations ``A_i`` (``stages[0:s]``, (s, nu)) solve
@@ -949,9 +1019,10 @@ def _collocation_step(st, pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb
     feedback linearized about ``pred[i]``: ``fb``, ``_linearized_forces``, into ``tf``;
     the speeds ``pmask`` marks at the prescribed accelerations, row ``i`` of ``pacc``
     (s nu,): :func:`_prescribed_residual`), by a simplified Newton
-    iteration on ``J = I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (s nu × s nu; ``M`` at the first
-    stage's first iterate, ``C`` the constant blocks of :func:`_modal_blocks` and ``K``
-    those (``Kc``) plus the geometric stiffness's tangent there, into ``Ku``: :func:`_stiffness`),
+    iteration on ``J = I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (s nu × s nu; ``M``, ``C`` and
+    ``K`` at the first stage's first iterate, into ``Mk``, ``Cu`` and ``Ku``: the constant
+    blocks ``Kc``, ``Cc`` with the geometric stiffness's tangent, or ``exact`` the
+    derivatives of the residual: :func:`_iteration_blocks` with ``dw``),
     solved through the eigendecomposition ``eig`` of ``a`` (:func:`eigen_table`): one real
     block (into ``S``) and one complex block (into ``Jc``) of nu × nu per real eigenvalue and
     conjugate pair (:func:`_factor_blocks`, :func:`_solve_blocks`; ``zr``, ``zc`` scratch),
@@ -1026,9 +1097,10 @@ def _collocation_step(st, pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb
             power_rates(pm, w, qx, Vs[i], tf, fi, p[i])
             _external_share(gn[i * nu:(i + 1) * nu], Vs[i], p[i])
             if not factored:  # M(Q_1) after the position terms of the first residual
-                run(st, composite, pm, w, Mk)
-                _decouple(pmask, Mk, 1.0)
-                _stiffness(pm, qx, Kc, Ku)
+                status = _iteration_blocks(st, pm, w, exact, dw, qx, Vs[i], A[i], fi, pmask,
+                                           Kc, Cc, Mk, Ku, Cu)
+                if status != -1:
+                    return status
                 s[M_KEPT], s[H_FACTOR] = 1.0, 0.0
                 if not _factor_blocks(Mk, Cu, Ku, h, eig, S, Jc, piv):
                     return SINGULAR
@@ -1241,7 +1313,7 @@ def _predict(pm, c, ctl, s, cnt, y, nodes, pred):
 # ----------------------------------------------------------------------------------------------
 @entry_point
 def generalized_alpha(ib, fb, st, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc, elastic, y,
-                      qg, s, Mk, S, Jc, base, piv, cl, out_t, out_x, pred, cnt):
+                      qg, s, Mk, Bk, S, Jc, base, piv, cl, out_t, out_x, pred, cnt):
     """Integrate from ``s[T]`` towards ``c[T_END]`` with the generalized force ``tau`` (nu,),
     the nodal loads' modal generalized forces ``gn`` (nu,; empty (0,): none; applied with
     ``tau``, their power counted as external work) and the wrenches ``fext`` (n_bodies, 6)
@@ -1266,6 +1338,8 @@ def generalized_alpha(ib, fb, st, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc
     start of the last step), advanced in place;
     ``s`` (:data:`N_SCALARS`), ``Mk`` and ``S`` (nu × nu: the kept mass matrix and the
     factor of generalized-α's iteration matrix, or of a collocation scheme's real block),
+    ``Bk`` (2 × nu × nu: the stiffness and damping kept with ``Mk``: with the exact matrix,
+    ``ctl[ITERATION_MATRIX]``, formed with it; else formed afresh in each call),
     ``Jc`` (nu × nu, complex: the factor of a collocation scheme's complex block; empty for
     generalized-α), ``base`` (3 × nu: generalized-α's predictor, the part of ``q, q̇, a`` at
     ``t_{n+1}`` known before the iteration; None for the collocation schemes, whose
@@ -1299,17 +1373,26 @@ def generalized_alpha(ib, fb, st, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc
     pm, w = unpack(ib, fb), workspace(ib)
     nu, nq = y.shape[1], qg.shape[0]
     qx, xs, rate = np.empty(nq), np.empty(nu), np.empty(nu)
-    Kc, Ku, Cu = np.empty((nu, nu)), np.empty((nu, nu)), np.empty((nu, nu))
-    _modal_blocks(pm, nu, Kc, Cu)
+    exact = ctl[ITERATION_MATRIX] == EXACT_MATRIX
+    Kc, Cc, Ku, Cu = np.zeros((nu, nu)), np.zeros((nu, nu)), Bk[0], Bk[1]
+    if not exact:  # (the exact matrix takes these from the derivatives of inverse dynamics)
+        _modal_blocks(pm, nu, Kc, Cc)
     if jf.shape[1] != 0:  # the feedback's stiffness and damping, −∂τ/∂q and −∂τ/∂q̇
-        for i in range(nu):
+        for i in range(nu):  # (their symmetric parts for the Cholesky factor)
             for k in range(nu):
-                Kc[i, k] -= 0.5 * (jf[0, i, k] + jf[0, k, i])
-                Cu[i, k] -= 0.5 * (jf[1, i, k] + jf[1, k, i])
+                Kc[i, k] -= jf[0, i, k] if exact else 0.5 * (jf[0, i, k] + jf[0, k, i])
+                Cc[i, k] -= jf[1, i, k] if exact else 0.5 * (jf[1, i, k] + jf[1, k, i])
     _decouple(pmask, Kc, 0.0)  # the prescribed speeds: no stiffness, no damping in the
-    _decouple(pmask, Cu, 0.0)  # iteration
-    _engine_q(pm, qg, y[0], qx)
-    _stiffness(pm, qx, Kc, Ku)  # until the first M is formed in this call
+    _decouple(pmask, Cc, 0.0)  # iteration
+    n_complex, n_real = work_lengths(ib) if exact else (0, 0)
+    dw = (np.zeros(n_complex, dtype=np.complex128), np.empty(n_real),
+          np.empty((nq, nu) if exact else (0, 0)))
+    if exact:
+        _identity_directions(pm.ints, dw[2])
+    else:  # the modal blocks, until the first M is formed in this call
+        _engine_q(pm, qg, y[0], qx)
+        _stiffness(pm, qx, Kc, Ku)
+        copy(Cc, Cu)
     collocation = base is None  # (numba prunes the other family's branches)
     radau = ctl[SCHEME] == RADAU_IIA
     displacement = ctl[ERROR_NORM] == DISPLACEMENT_NORM
@@ -1346,13 +1429,13 @@ def generalized_alpha(ib, fb, st, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc
         iterations = cnt[ITERATIONS]
         if collocation:
             result = _collocation_step(st, pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, W, tau_m,
-                                       gn, fext, jf, pred, tf, pmask, pacc, Kc, Ku, Cu, Mk, tab,
-                                       eig, radau, displacement, elastic, S, Jc, piv, cl, s,
-                                       stages, rs, dxs, zr, zc, ps, new, cnt)
+                                       gn, fext, jf, pred, tf, pmask, pacc, Kc, Cc, Ku, Cu, Mk,
+                                       exact, dw, tab, eig, radau, displacement, elastic, S, Jc,
+                                       piv, cl, s, stages, rs, dxs, zr, zc, ps, new, cnt)
         else:
             result = _solve_step(st, pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, tau_m, fext, jf,
-                                 pred, tf, pmask, pacc, Kc, Ku, Cu, Mk, S, cl, s, new, base, r,
-                                 dx, cnt)
+                                 pred, tf, pmask, pacc, Kc, Cc, Ku, Cu, Mk, exact, dw, S, piv[0],
+                                 cl, s, new, base, r, dx, cnt)
         if result != _CONVERGED:
             if not adaptive or result == SINGULAR:
                 status = result

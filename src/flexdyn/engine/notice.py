@@ -80,7 +80,7 @@ ESTIMATES = {
     "kernels.derivative_articulated": (30, 15),
     "kernels.state_derivative": (80, 20),
     "galpha.generalized_alpha": (60, 40),
-    "derivatives.derivatives": (130, 110),
+    "stages.derivatives": (130, 120),
 }
 _PREFIX = __name__.rpartition(".")[0] + "."  # "flexdyn.engine."
 

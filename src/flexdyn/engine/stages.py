@@ -4,7 +4,7 @@ numba links a callee's code into each caller and optimizes it again there, so a 
 twenty entries call (the position and velocity terms) would be compiled and optimized twenty
 times, once inside each.  The stages here are compiled on their own, for one signature each
 (:data:`STAGES`), and an entry calls them through a table of their addresses, ``st`` (an
-``int64`` array indexed as :data:`STAGES`, :func:`table`), which its Python caller passes:
+``int64`` array indexed as :data:`NAMES`, :func:`table`), which its Python caller passes:
 a new entry compiles only its own code, and an edit of an entry recompiles nothing below it.
 The call (``run``, an intrinsic) follows numba's own calling convention, so a stage raises
 into its caller as a linked callee would.  The indirect call costs about 10 ns, and the
@@ -19,7 +19,10 @@ done, or the index of a body whose articulated inertia is singular):
 * :func:`velocity`: the velocity terms (Eqs 25, 37; :func:`flexdyn.terms.velocity_terms`);
 * :func:`articulated`: the articulated-body forward dynamics after the terms (Eqs 51/58);
 * :func:`newton_euler`: Newton–Euler after the terms (Eq 44), without the joint forces;
-* :func:`composite`: the composite-body mass matrix after the position terms (Eqs 47/50).
+* :func:`composite`: the composite-body mass matrix after the position terms (Eqs 47/50);
+* ``derivatives``: the derivatives of inverse or forward dynamics at one state
+  (:func:`flexdyn.engine.derivatives.state_derivatives`, defined and registered there), which
+  the derivatives' entry and the compiled integrators' exact iteration matrix call.
 
 Where ``st`` is None (the native object of :mod:`flexdyn.engine.export`, which runs without
 Python, and the C entry of :mod:`flexdyn.engine.ccall`, which takes no table), ``run``
@@ -29,6 +32,7 @@ links the stage into its caller.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -49,17 +53,41 @@ from .layout import carve, unpack
 from .newton_euler import rnea
 from .terms import position_terms, velocity_terms
 
-__all__ = ["STAGES", "articulated", "composite", "newton_euler", "position", "run", "table",
-           "velocity"]
+__all__ = ["INTS", "MATRIX", "NAMES", "STAGES", "VECTOR", "articulated", "composite",
+           "newton_euler", "position", "run", "stage", "table", "velocity"]
 
-_IB = types.Array(types.int64, 1, "C")
-_V = types.Array(types.float64, 1, "C")
-_M = types.Array(types.float64, 2, "C")
-#: compiled once each, without a Python wrapper or reference counting
-_stage = numba.njit(**OPTIONS, no_cpython_wrapper=True, _nrt=False)
+#: the types of a stage's arguments: the packed model's integers (and the table ``st``), a
+#: vector and a matrix of floats
+INTS = types.Array(types.int64, 1, "C")
+VECTOR = types.Array(types.float64, 1, "C")
+MATRIX = types.Array(types.float64, 2, "C")
+#: the stages in the order of the table ``st``: a stage's index there is its place here,
+#: whatever the order in which the modules that define them are imported
+NAMES = ("position", "velocity", "articulated", "newton_euler", "composite", "derivatives")
+_INDEX = {name: k for k, name in enumerate(NAMES)}  # a stage's entry in the table
+#: the stages by name, with the types of their arguments (:func:`stage`)
+STAGES: dict[str, tuple[numba.core.registry.CPUDispatcher, tuple[types.Type, ...]]] = {}
+_NAME = {}  # a stage's name by its Python function
 
 
-@_stage
+def stage(name: str, argtypes: tuple[types.Type, ...]) -> Callable:
+    """Compile the decorated function as the stage ``name`` of :data:`NAMES` taking
+    ``argtypes`` (once, without a Python wrapper or reference counting) and register it in
+    :data:`STAGES`: a stage may be defined beside the algorithm it runs, in a module that
+    imports this one (:func:`flexdyn.engine.derivatives.state_derivatives`)."""
+    if name not in _INDEX:
+        raise ValueError(f"unknown stage {name!r}; the table holds {NAMES}")
+
+    def register(py_func: Callable) -> numba.core.registry.CPUDispatcher:
+        function = numba.njit(**OPTIONS, no_cpython_wrapper=True, _nrt=False)(py_func)
+        STAGES[name] = (function, argtypes)
+        _NAME[py_func] = name
+        return function
+
+    return register
+
+
+@stage("position", (INTS, VECTOR, VECTOR, VECTOR))
 def position(ib, fb, buf, q):
     """Eqs 11–17, 23, 37: the position terms of ``q`` (nq,) into the workspace carved from
     ``buf`` (:func:`~flexdyn.engine.layout.carve`; ``ib``, ``fb`` the packed model)."""
@@ -67,7 +95,7 @@ def position(ib, fb, buf, q):
     return -1
 
 
-@_stage
+@stage("velocity", (INTS, VECTOR, VECTOR, VECTOR, VECTOR, MATRIX))
 def velocity(ib, fb, buf, q, u, fext):
     """Eqs 25, 37: the velocity terms of ``u`` (nu, m/s, rad/s and modal rates) with the
     external wrenches ``fext`` (n_bodies × 6, N m and N), after the position terms of ``q``
@@ -76,7 +104,7 @@ def velocity(ib, fb, buf, q, u, fext):
     return -1
 
 
-@_stage
+@stage("articulated", (INTS, VECTOR, VECTOR, VECTOR, VECTOR, VECTOR, VECTOR))
 def articulated(ib, fb, buf, q, u, tau, udot):
     """Eqs 51/58 after the terms: ``u̇`` (nu,) of the generalized force ``sat(τ) + τ_J``
     (``tau`` (nu,), the joint forces of ``q`` (nq,) and ``u`` (nu,)); −1, or the index of
@@ -88,7 +116,7 @@ def articulated(ib, fb, buf, q, u, tau, udot):
     return status
 
 
-@_stage
+@stage("newton_euler", (INTS, VECTOR, VECTOR, VECTOR, VECTOR))
 def newton_euler(ib, fb, buf, udot, tau):
     """Eq 44 after the terms: ``τ`` (nu,) of the accelerations ``u̇`` (nu,), gravity
     included, the joint forces not."""
@@ -96,23 +124,11 @@ def newton_euler(ib, fb, buf, udot, tau):
     return -1
 
 
-@_stage
+@stage("composite", (INTS, VECTOR, VECTOR, MATRIX))
 def composite(ib, fb, buf, Mass):
     """Eqs 47/50 after the position terms: the mass matrix into ``Mass`` (nu × nu)."""
     crba(unpack(ib, fb), carve(ib, buf), Mass)
     return -1
-
-
-#: the stages in the order of the table ``st``, with the types of their arguments
-STAGES = {
-    "position": (position, (_IB, _V, _V, _V)),
-    "velocity": (velocity, (_IB, _V, _V, _V, _V, _M)),
-    "articulated": (articulated, (_IB, _V, _V, _V, _V, _V, _V)),
-    "newton_euler": (newton_euler, (_IB, _V, _V, _V, _V)),
-    "composite": (composite, (_IB, _V, _V, _M)),
-}
-_INDEX = {name: k for k, name in enumerate(STAGES)}  # a stage's entry in the table
-_NAME = {function.py_func: name for name, (function, _) in STAGES.items()}
 
 
 def _field(builder, tuple_type, value, name: str):
@@ -129,7 +145,7 @@ def _writable(t: types.Type) -> types.Type:
 @intrinsic
 def run(typingctx, st, function, pm, w, *args):
     """``function(pm.ib, pm.fb, w.buf, *args)`` for a stage ``function`` of :data:`STAGES`:
-    called through its address ``st[k]`` (``k`` its index in :data:`STAGES`), or linked
+    called through its address ``st[k]`` (``k`` its index in :data:`NAMES`), or linked
     when ``st`` is None.  A zero address (a stage its Python caller did not compile,
     :func:`table`) raises ``RuntimeError``."""
     if not isinstance(function, types.Dispatcher) or function.dispatcher.py_func not in _NAME:
@@ -176,12 +192,12 @@ def run(typingctx, st, function, pm, w, *args):
     return signature, codegen
 
 
-_TABLE = np.zeros(len(STAGES), dtype=np.int64)
+_TABLE = np.zeros(len(NAMES), dtype=np.int64)
 _lock = threading.Lock()
 
 
 def table(names: tuple[str, ...]) -> np.ndarray:
-    """The table of the stages' addresses (``int64``, indexed as :data:`STAGES`) with the
+    """The table of the stages' addresses (``int64``, indexed as :data:`NAMES`) with the
     stages ``names`` compiled (or loaded from the cache) on first use, under one compile
     notice (:func:`flexdyn.engine.notice.compiling`); the others stay zero until some caller
     needs them.  One table per process: its entries never change once set."""

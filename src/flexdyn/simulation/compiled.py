@@ -145,8 +145,9 @@ class CompiledLoop:
     derivative; ``RhsFailure`` if it fails): ``c``, ``ctl``, ``s``, ``y`` (rows ``q, q̇, a, q̈,
     0``; ``a`` and the last row are ``q⃛`` and ``q⁗`` for the collocation schemes; ``q`` the
     integrator's coordinates, local at the quaternion joints), ``qg`` (their reference;
-    :attr:`q`: the engine's coordinates of the state), ``Mk``,
-    ``S``, ``Jc``, ``piv``, ``pred`` and ``cnt`` in the layouts of :mod:`flexdyn.engine.galpha`.
+    :attr:`q`: the engine's coordinates of the state), ``Mk``, ``Bk``,
+    ``S``, ``Jc``, ``piv``, ``pred`` and ``cnt`` in the layouts of :mod:`flexdyn.engine.galpha`
+    (``iteration_matrix``: :data:`~flexdyn.engine.galpha.ITERATION_MATRICES`).
     ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps.  ``linearize``:
     ``tau`` is a state feedback whose Jacobians the Newton iteration takes
     (:meth:`feedback_try`).  ``drive``: prescribed motion, whose accelerations the loop takes
@@ -160,7 +161,8 @@ class CompiledLoop:
                  scheme: int,
                  h: float | None, rho_inf: float, newton_tol: float | None,
                  error_norm: int, rtol: float, atol: float, max_step: float,
-                 record_steps: bool, linearize: bool = False,
+                 record_steps: bool, iteration_matrix: int = galpha.MODAL_MATRIX,
+                 linearize: bool = False,
                  drive: PrescribedMotion | None = None, xdot0: np.ndarray | None = None,
                  closure_rate: float = CLOSURE_RATE):
         g, nq, nu = galpha, model.nq, model.nu
@@ -195,6 +197,7 @@ class CompiledLoop:
         ctl[g.SCHEME] = scheme
         ctl[g.ERROR_NORM] = error_norm
         ctl[g.MAX_TRIES] = -1
+        ctl[g.ITERATION_MATRIX] = iteration_matrix
         if h is not None:
             ctl[g.N_FIXED] = max(1, math.ceil((t1 - t0) / h * (1.0 - 1e-12)))
             c[g.H_FIXED] = (t1 - t0) / ctl[g.N_FIXED]
@@ -203,6 +206,8 @@ class CompiledLoop:
         s[g.H] = min(max_step, (t1 - t0) / 100.0)
         s[g.P_TAU:g.P_TAU + 3] = xdot0[nq + nu:]
         self.Mk, self.S = np.zeros((nu, nu)), np.zeros((nu, nu))
+        #: the stiffness and damping kept with ``Mk`` (the exact iteration matrix's)
+        self.Bk = np.zeros((2, nu, nu))
         #: the stage times of the scheme's forces (:func:`flexdyn.engine.galpha.nodes`)
         self.nodes = g.nodes(scheme)
         #: the weights of :meth:`stage_states` at :attr:`nodes` (``_stage_weights``)
@@ -239,8 +244,8 @@ class CompiledLoop:
         cl = self.closures
         closures = () if cl is None else (cl.lam_n, cl.h_n, cl.Jk, cl.Y, cl.Yc, cl.L, cl.Lc,
                                           cl.piv)
-        return (self.y, self.qg, self.s, self.Mk, self.S, self.Jc, self.piv, self.pred, self.cnt,
-                *closures)
+        return (self.y, self.qg, self.s, self.Mk, self.Bk, self.S, self.Jc, self.piv, self.pred,
+                self.cnt, *closures)
 
     @property
     def q(self) -> np.ndarray:
@@ -448,10 +453,12 @@ class CompiledLoop:
             out_t: np.ndarray, out_x: np.ndarray) -> int:
         """One call of the compiled entry (its status); the collocation schemes take
         ``tau``, ``f_ext`` and ``g`` (empty: no nodal loads) stacked per stage."""
-        return galpha.generalized_alpha(*self.engine.stage_buffers("implicit"), self.c,
+        stages = ("implicit_exact" if self.ctl[galpha.ITERATION_MATRIX] == galpha.EXACT_MATRIX
+                  else "implicit")
+        return galpha.generalized_alpha(*self.engine.stage_buffers(stages), self.c,
                                         self.ctl, times, tau, g, f_ext, self.jf, self.pmask,
                                         self.pacc, self.elastic, self.y, self.qg, self.s,
-                                        self.Mk, self.S, self.Jc, self.base, self.piv,
+                                        self.Mk, self.Bk, self.S, self.Jc, self.base, self.piv,
                                         self.closures,
                                         out_t, out_x, self.pred, self.cnt)
 
@@ -481,8 +488,8 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
                        tau: Any, f_ext: Any, rtol: float, atol: float,
                        t_eval: np.ndarray | None, max_step: float, progress: bool, *,
                        h: float | None, rho_inf: float, newton_tol: float,
-                       error_norm: int, scheme: int, events: Events | None = None
-                       ) -> SimulationResult:
+                       error_norm: int, scheme: int, iteration_matrix: int = galpha.MODAL_MATRIX,
+                       events: Events | None = None) -> SimulationResult:
     """:func:`simulate` with a compiled integrator (``integrator="generalized-alpha"``,
     ``"gauss-legendre"`` or ``"radau-iia"``, ``scheme`` its code): the time loop runs in the
     compiled entry :func:`flexdyn.engine.galpha.generalized_alpha`.  The collocation schemes
@@ -554,7 +561,7 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
         loop = CompiledLoop(model, ode.fidelity, q0, u0, t0, t1, tau_t, fe, g_t, scheme=scheme,
                             h=h, rho_inf=rho_inf, newton_tol=newton_tol, error_norm=error_norm,
                             rtol=rtol, atol=atol, max_step=max_step,
-                            record_steps=t_eval is None,
+                            record_steps=t_eval is None, iteration_matrix=iteration_matrix,
                             linearize=load_kind(tau) == "callable", drive=drive, xdot0=xdot0,
                             closure_rate=ode.closure_rate)
     except RhsFailure as exc:

@@ -119,7 +119,7 @@ class Integrator:
         None for an option the integrator does not have)."""
         rtol, atol = self.tolerances()
         out = {"integrator": self.label, "rtol": rtol, "atol": atol, "h": None,
-               "rho_inf": None, "newton_tol": None, "error_norm": None}
+               "rho_inf": None, "newton_tol": None, "error_norm": None, "iteration_matrix": None}
         out.update({f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                     if f.name in out and f.name not in _TOLERANCES})
         return out
@@ -216,10 +216,25 @@ class RK4(SolverIntegrator):
 class CompiledIntegrator(Integrator):
     """A compiled integrator of :mod:`flexdyn.engine.galpha` (``scheme`` its code): the
     time loop of :func:`flexdyn.simulation.compiled.integrate_compiled`, for models whose
-    coordinates are their own rates, on the engine, with their loop closures."""
+    coordinates are their own rates, on the engine, with their loop closures.
+
+    ``iteration_matrix`` (keyword only), the matrix of the Newton iteration:
+    ``"modal"`` (the default), ``M + γ′ C + β′ K`` with the modal stiffness and damping,
+    the joint springs and dampers and the geometric stiffness's tangent; or ``"exact"``,
+    ``M + γ′ ∂r/∂q̇ + β′ ∂r/∂q`` from the compiled derivatives of inverse dynamics
+    (:func:`flexdyn.inverse_dynamics_derivatives`), which holds the velocity products and
+    gravity too: fewer Newton iterations where those matter (fast rotation, large steps),
+    for a matrix about eight forward dynamics dearer to form and an LU factor
+    (``docs/simulation-performance.md``; trees only, its first use compiles the
+    derivatives)."""
 
     #: the scheme's code in :data:`flexdyn.engine.galpha.SCHEMES`
     scheme: ClassVar[int]
+    iteration_matrix: str = dataclasses.field(default="modal", kw_only=True)
+
+    def __post_init__(self) -> None:
+        check_choice(self.iteration_matrix, tuple(galpha.ITERATION_MATRICES),
+                     "iteration_matrix")
 
     def check(self, model: Model, *, backend: str, prescribed: Any, f_nodes: Any,
               fidelity: str = DEFAULT_FIDELITY) -> None:
@@ -239,13 +254,20 @@ class CompiledIntegrator(Integrator):
                              "are their own rates (q̇ = u) or quaternion joints; the joints of "
                              f"{joints} are neither (quasi-velocities; use a scipy integrator, "
                              "e.g. 'DOP853' or 'Radau')")
+        if self.iteration_matrix == "exact" and model.constraints:
+            raise ValueError(
+                f"integrator={self.name!r} with iteration_matrix='exact' integrates trees; "
+                f"model {model.name!r} has loop closures "
+                f"({', '.join(c.name for c in model.constraints)}): use "
+                "iteration_matrix='modal'")
 
     def loop_options(self) -> dict[str, Any]:
         """The options of :class:`~flexdyn.simulation.compiled.CompiledLoop`."""
         return {"h": getattr(self, "h", None), "rho_inf": getattr(self, "rho_inf", 0.9),
                 "newton_tol": getattr(self, "newton_tol", None),
                 "error_norm": galpha.ERROR_NORMS[getattr(self, "error_norm", "state")],
-                "scheme": self.scheme}
+                "scheme": self.scheme,
+                "iteration_matrix": galpha.ITERATION_MATRICES[self.iteration_matrix]}
 
     def integrate(self, ode: Problem, span: Span) -> SimulationResult:
         return integrate_compiled(ode, span.q0, span.u0, span.t0, span.t1, span.tau,
@@ -279,6 +301,7 @@ class RadauIIA(CompiledIntegrator):
     scheme: ClassVar[int] = galpha.RADAU_IIA
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         _checked(self, **_TOLERANCES, h=_POSITIVE, **_NEWTON_TOL)
         check_choice(self.error_norm, tuple(galpha.ERROR_NORMS), "error_norm")
 
@@ -296,6 +319,7 @@ class GaussLegendre(CompiledIntegrator):
     scheme: ClassVar[int] = galpha.GAUSS_LEGENDRE
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.h is None:
             raise ValueError(f"integrator={self.name!r} takes fixed steps: give h (s)")
         _checked(self, h=_POSITIVE, **_NEWTON_TOL)
@@ -319,6 +343,7 @@ class GeneralizedAlpha(CompiledIntegrator):
     scheme: ClassVar[int] = galpha.GENERALIZED_ALPHA
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         _checked(self, **_TOLERANCES, h=_POSITIVE, rho_inf=(0.0, 1.0, True), **_NEWTON_TOL)
 
 
