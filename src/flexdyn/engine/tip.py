@@ -7,10 +7,10 @@ import numpy as np
 
 from ..linalg import COMPLEX_STEP
 from .algebra import so3_coefficients, so3_second_derivatives
-from .jit import helper
+from .jit import helper, inlined
 
-__all__ = ["node_frame", "node_frame_slope", "node_frame_step", "node_twist", "node_twist_rate",
-           "node_wrench", "rotation_map_slope", "tip_frame", "tip_rate", "tip_rate_slopes"]
+__all__ = ["node_frame", "node_frame_step", "node_twist", "node_twist_rate", "node_wrench",
+           "rotation_map_slope", "tip_frame", "tip_rate", "tip_rate_slopes"]
 
 
 _EXPONENTIAL, _NEGLECT, _EULER_123, _EULER_321 = range(4)
@@ -232,34 +232,45 @@ def node_frame(code, Pi_r, Pi_t, l0, eta, m, R, p, E, theta):
             E[3 + r, k] = R[0, r] * Pi_t[0, k] + R[1, r] * Pi_t[1, k] + R[2, r] * Pi_t[2, k]
 
 
-@helper
-def node_frame_slope(code, Pi_r, m, k, E, theta, dE):
-    """``dE = ∂E/∂η_k`` (6 × m) of a node frame (:func:`node_frame`'s ``E``, ``θ``) in
-    closed form: ``E_t' = −e × E_t`` (``E_t = Rᵀ Π_t``, ``R' = R ẽ`` with ``e = E_r e_k``:
-    ``E_r`` maps modal rates to the node's angular velocity in its frame) and, for the
-    exponential map, ``E_r' = ∂(J_r(θ) Π_r)/∂θ · θ'`` from the coefficients' slopes (zero
-    for ``neglect``); the frame's other slopes are ``θ' = Π_r e_k``, ``p' = Π_t e_k`` and
-    ``R' = R ẽ``.  Returns False for the Euler-angle kinematics (no closed form here)."""
-    if code == _EULER_123 or code == _EULER_321:
-        return False
-    e0, e1, e2 = E[0, k], E[1, k], E[2, k]
-    d0, d1, d2 = Pi_r[0, k], Pi_r[1, k], Pi_r[2, k]
+@inlined
+def _map_slope(theta, x, d, sg):
+    """``∂(J_r(θ)^(ᵀ) x)/∂θ · d`` (a 3-tuple) for the exponential map, ``x`` and ``d`` 3-tuples:
+    with ``J_r(θ)^(ᵀ) x = x + sg b θ × x + c (θ (θ·x) − s x)`` (``sg`` −1 for ``J_r``, +1
+    for ``J_rᵀ``; ``s = |θ|²``), ``sg (2 b′ (θ·d) θ × x + b d × x) +
+    2 c′ (θ·d) (θ (θ·x) − s x) + c (d (θ·x) + θ (d·x) − 2 (θ·d) x)``, the coefficients'
+    slopes ``b′``, ``c′`` in ``s`` (:func:`~flexdyn.engine.algebra.so3_coefficients`)."""
     t0, t1, t2 = theta[0], theta[1], theta[2]
+    x0, x1, x2 = x
+    d0, d1, d2 = d
     s = t0 * t0 + t1 * t1 + t2 * t2
     _, b, c, _, db, dc = so3_coefficients(s)
     sd = 2.0 * (t0 * d0 + t1 * d1 + t2 * d2)
-    exponential = code == _EXPONENTIAL
+    tx = t0 * x0 + t1 * x1 + t2 * x2
+    dx = d0 * x0 + d1 * x1 + d2 * x2
+    return (sg * (db * sd * (t1 * x2 - t2 * x1) + b * (d1 * x2 - d2 * x1))
+            + dc * sd * (t0 * tx - s * x0) + c * (d0 * tx + t0 * dx - sd * x0),
+            sg * (db * sd * (t2 * x0 - t0 * x2) + b * (d2 * x0 - d0 * x2))
+            + dc * sd * (t1 * tx - s * x1) + c * (d1 * tx + t1 * dx - sd * x1),
+            sg * (db * sd * (t0 * x1 - t1 * x0) + b * (d0 * x1 - d1 * x0))
+            + dc * sd * (t2 * tx - s * x2) + c * (d2 * tx + t2 * dx - sd * x2))
+
+
+@helper
+def _node_frame_slope(code, Pi_r, m, k, E, theta, dE):
+    """``dE = ∂E/∂η_k`` (6 × m) of a node frame (:func:`node_frame`'s ``E``, ``θ``) in
+    closed form: ``E_t' = −e × E_t`` (``E_t = Rᵀ Π_t``, ``R' = R ẽ`` with ``e = E_r e_k``:
+    ``E_r`` maps modal rates to the node's angular velocity in its frame) and, for the
+    exponential map, ``E_r' = ∂(J_r(θ) Π_r)/∂θ · θ'`` (``_map_slope``; zero for ``neglect``);
+    the frame's other slopes are ``θ' = Π_r e_k``, ``p' = Π_t e_k`` and ``R' = R ẽ``.
+    Returns False for the Euler-angle kinematics (no closed form here)."""
+    if code == _EULER_123 or code == _EULER_321:
+        return False
+    e0, e1, e2 = E[0, k], E[1, k], E[2, k]
+    d = (Pi_r[0, k], Pi_r[1, k], Pi_r[2, k])
     for q in range(m):
-        x0, x1, x2 = Pi_r[0, q], Pi_r[1, q], Pi_r[2, q]
-        if exponential:  # E_r x = x − b θ × x + c (θ (θ·x) − s x), differentiated along d
-            tx = t0 * x0 + t1 * x1 + t2 * x2
-            dx = d0 * x0 + d1 * x1 + d2 * x2
-            dE[0, q] = (-db * sd * (t1 * x2 - t2 * x1) - b * (d1 * x2 - d2 * x1)
-                        + dc * sd * (t0 * tx - s * x0) + c * (d0 * tx + t0 * dx - sd * x0))
-            dE[1, q] = (-db * sd * (t2 * x0 - t0 * x2) - b * (d2 * x0 - d0 * x2)
-                        + dc * sd * (t1 * tx - s * x1) + c * (d1 * tx + t1 * dx - sd * x1))
-            dE[2, q] = (-db * sd * (t0 * x1 - t1 * x0) - b * (d0 * x1 - d1 * x0)
-                        + dc * sd * (t2 * tx - s * x2) + c * (d2 * tx + t2 * dx - sd * x2))
+        if code == _EXPONENTIAL:
+            dE[0, q], dE[1, q], dE[2, q] = _map_slope(theta, (Pi_r[0, q], Pi_r[1, q],
+                                                              Pi_r[2, q]), d, -1.0)
         else:
             dE[0, q] = dE[1, q] = dE[2, q] = 0.0
         y0, y1, y2 = E[3, q], E[4, q], E[5, q]
@@ -272,37 +283,19 @@ def node_frame_slope(code, Pi_r, m, k, E, theta, dE):
 @helper
 def rotation_map_slope(code, theta, x, transpose, N):
     """``N = ∂(J_r(θ) x)/∂θ`` (3 × 3; with ``transpose`` of ``J_r(θ)ᵀ x``) at ``x`` (3,) held,
-    for ``E_r = J_r(θ) Π_r`` of :func:`node_frame`: with
-    ``J_r(θ)(ᵀ) x = x ∓ b θ × x + c (θ (θ·x) − s x)``, ``s = |θ|²``,
-    ``N = ∓ (2 b' (θ × x) θᵀ − b x̃) + 2 c' (θ (θ·x) − s x) θᵀ + c ((θ·x) I + θ xᵀ − 2 x θᵀ)``
-    for the exponential map, zero for ``neglect``; returns False for the Euler angles (no
-    closed form here)."""
+    for ``E_r = J_r(θ) Π_r`` of :func:`node_frame`: its columns ``_map_slope`` along the
+    axes for the exponential map, zero for ``neglect``; returns False for the Euler angles
+    (no closed form here)."""
     if code == _EULER_123 or code == _EULER_321:
         return False
-    N[:, :] = 0.0
     if code == _NEGLECT:
+        N[:, :] = 0.0
         return True
-    t0, t1, t2 = theta[0], theta[1], theta[2]
-    x0, x1, x2 = x[0], x[1], x[2]
-    s = t0 * t0 + t1 * t1 + t2 * t2
-    _, b, c, _, db, dc = so3_coefficients(s)
+    xt = (x[0], x[1], x[2])
     sg = 1.0 if transpose else -1.0
-    tx = t0 * x0 + t1 * x1 + t2 * x2
-    w0, w1, w2 = t1 * x2 - t2 * x1, t2 * x0 - t0 * x2, t0 * x1 - t1 * x0  # θ × x
-    v0, v1, v2 = t0 * tx - s * x0, t1 * tx - s * x1, t2 * tx - s * x2
-    for a in range(3):
-        ta = theta[a]
-        N[0, a] = 2.0 * (sg * db * w0 + dc * v0) * ta + c * (t0 * x[a] - 2.0 * x0 * ta)
-        N[1, a] = 2.0 * (sg * db * w1 + dc * v1) * ta + c * (t1 * x[a] - 2.0 * x1 * ta)
-        N[2, a] = 2.0 * (sg * db * w2 + dc * v2) * ta + c * (t2 * x[a] - 2.0 * x2 * ta)
-        N[a, a] += c * tx
-    sb = sg * b  # ± b ∂(θ × x)/∂θ = ∓ b x̃
-    N[0, 1] += sb * x2
-    N[0, 2] -= sb * x1
-    N[1, 0] -= sb * x2
-    N[1, 2] += sb * x0
-    N[2, 0] += sb * x1
-    N[2, 1] -= sb * x0
+    N[0, 0], N[1, 0], N[2, 0] = _map_slope(theta, xt, (1.0, 0.0, 0.0), sg)
+    N[0, 1], N[1, 1], N[2, 1] = _map_slope(theta, xt, (0.0, 1.0, 0.0), sg)
+    N[0, 2], N[1, 2], N[2, 2] = _map_slope(theta, xt, (0.0, 0.0, 1.0), sg)
     return True
 
 
@@ -310,10 +303,10 @@ def rotation_map_slope(code, theta, x, transpose, N):
 def node_frame_step(code, Pi_r, Pi_t, m, k, R, p, E, theta, h, Rc, pc, Ec, thc, dE):
     """The node frame at ``η + i h e_k`` in complex numbers (``Rc``, ``pc``, ``Ec``, ``thc``)
     from the frame at ``η`` (:func:`node_frame`'s ``R``, ``p``, ``E``, ``θ``) and its slopes
-    in ``η_k`` in closed form (:func:`node_frame_slope`; ``dE`` (6 × m) scratch).  Returns
+    in ``η_k`` in closed form (``_node_frame_slope``; ``dE`` (6 × m) scratch).  Returns
     False for the Euler-angle kinematics (its caller takes a complex step of
     :func:`node_frame`)."""
-    if not node_frame_slope(code, Pi_r, m, k, E, theta, dE):
+    if not _node_frame_slope(code, Pi_r, m, k, E, theta, dE):
         return False
     e0, e1, e2 = E[0, k], E[1, k], E[2, k]
     for r in range(3):
