@@ -37,7 +37,7 @@ iteration does not converge), and for the next step when it was more than
 distance to the solution, estimated as ``θ/(1 − θ)`` times the last correction (``θ`` the
 ratio of the last two), is at most ``newton_tol · max(1, max|q̈|)``.
 
-With ``ctl[ITERATION_MATRIX]`` = :data:`EXACT_MATRIX` the iteration matrix is the residual's
+With the exact matrix (:data:`EXACT_MATRIX`: ``Bk`` given) the iteration matrix is the residual's
 own Jacobian, ``M + γ′ ∂r/∂q̇ + β′ ∂r/∂q``: the derivatives of inverse dynamics at the
 iterate (:func:`~flexdyn.engine.derivatives.state_derivatives`; velocity products, gravity,
 the modal and the joint forces included) plus the feedback's blocks, factored by LU (it is
@@ -80,7 +80,7 @@ from .algebra import (
 from .closure import closure_row_count, closure_rows
 from .derivatives import state_derivatives, work_lengths
 from .forces import motor_torques
-from .jit import entry_point, helper
+from .jit import allocating_helper, entry_point, helper
 from .kernels import finite, inverse_dynamics, power_rates, rate_entries
 from .layout import (
     FREE,
@@ -111,14 +111,14 @@ N_PARAMS = 13
 #: slots of the integer controls ``ctl``: adaptive steps (1) or fixed, the most Newton
 #: iterations per try, the most step tries in this call (−1: no limit), record every step (1)
 #: or the ``t_eval`` samples, the number of fixed steps, the scheme (:data:`SCHEMES`), Radau
-#: IIA's error norm (:data:`ERROR_NORMS`), the iteration matrix (:data:`ITERATION_MATRICES`)
-(ADAPTIVE, MAX_NEWTON, MAX_TRIES, RECORD_STEPS, N_FIXED, SCHEME, ERROR_NORM,
- ITERATION_MATRIX) = range(8)
+#: IIA's error norm (:data:`ERROR_NORMS`)
+ADAPTIVE, MAX_NEWTON, MAX_TRIES, RECORD_STEPS, N_FIXED, SCHEME, ERROR_NORM = range(7)
 #: length of ``ctl``
-N_CONTROLS = 8
-#: the iteration matrices (``ctl[ITERATION_MATRIX]``): ``M + γ′ C + β′ K`` with the modal
-#: blocks (module docstring), or the exact ``M + γ′ ∂r/∂q̇ + β′ ∂r/∂q`` of the residual from
-#: the derivatives of inverse dynamics (:func:`flexdyn.engine.derivatives.state_derivatives`)
+N_CONTROLS = 7
+#: the iteration matrices: ``M + γ′ C + β′ K`` with the modal blocks (module docstring), or
+#: the exact ``M + γ′ ∂r/∂q̇ + β′ ∂r/∂q`` of the residual from the derivatives of inverse
+#: dynamics (:func:`flexdyn.engine.derivatives.state_derivatives`), which the entry computes
+#: where its caller passes the blocks ``Bk`` it keeps (:func:`generalized_alpha`)
 MODAL_MATRIX, EXACT_MATRIX = 0, 1
 #: the iteration matrices by their ``iteration_matrix`` names in the integrators' options
 ITERATION_MATRICES = {"modal": MODAL_MATRIX, "exact": EXACT_MATRIX}
@@ -460,12 +460,26 @@ def _identity_directions(ints, out):
             out[qs + ints[i, NQJ] + k, us + nj + k] = 1.0
 
 
+@allocating_helper
+def _derivative_work(ib, ints, Bk):
+    """The exact iteration matrix's scratch and directions ``(cbuf, rbuf, q_dir)`` for
+    :func:`~flexdyn.engine.derivatives.state_derivatives` (:func:`_identity_directions`);
+    None for the modal matrix (``Bk`` None)."""
+    if Bk is None:
+        return None
+    n_complex, n_real = work_lengths(ib)
+    q_dir = np.empty((ib[4], ib[3]))
+    _identity_directions(ints, q_dir)
+    return np.zeros(n_complex, dtype=np.complex128), np.empty(n_real), q_dir
+
+
 @helper
-def _iteration_blocks(st, pm, w, exact, dw, q, v, acc, fext, pmask, Kc, Cc, Mk, Ku, Cu):
+def _iteration_blocks(st, pm, w, dw, q, v, acc, fext, pmask, Kc, Cc, Mk, Ku, Cu):
     """The blocks of the iteration matrix at the iterate ``(q, v, acc)`` (the engine's
     coordinates ``q``, after the position terms of its residual): ``M`` into ``Mk``, the
     stiffness into ``Ku`` and the damping into ``Cu`` (nu × nu each), the prescribed speeds'
-    rows and columns decoupled (``pmask``, :func:`_decouple`).  ``exact``: ``∂r/∂q``,
+    rows and columns decoupled (``pmask``, :func:`_decouple`).  The exact matrix (``dw`` not
+    None, :func:`_derivative_work`): ``∂r/∂q``,
     ``∂r/∂q̇`` of the residual, the derivatives of inverse dynamics
     (:func:`~flexdyn.engine.derivatives.state_derivatives`, through the table ``st``, with
     its scratch and directions ``dw``; the external wrenches ``fext`` (n × 6); the modal
@@ -473,7 +487,7 @@ def _iteration_blocks(st, pm, w, exact, dw, q, v, acc, fext, pmask, Kc, Cc, Mk, 
     plus the feedback's blocks ``Kc``, ``Cc``; else ``M`` and the constant blocks with the
     geometric stiffness's tangent (:func:`_stiffness`).  Returns
     −1, :data:`SINGULAR` or :data:`~flexdyn.engine.layout.INVALID`."""
-    if exact:
+    if dw is not None:
         cbuf, rbuf, q_dir = dw
         status = run(st, state_derivatives, pm, w, st, False, cbuf, rbuf, q_dir, q, v, acc,
                      acc, fext, Ku, Cu, Mk)
@@ -790,15 +804,16 @@ def _accept_multipliers(cl, h):
 
 @helper
 def _solve_step(st, pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, pmask, pacc, Kc,
-                Cc, Ku, Cu, Mk, exact, dw, S, piv, cl, s, new, base, r, dx, cnt):
+                Cc, Ku, Cu, Mk, dw, S, piv, cl, s, new, base, r, dx, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, a, q̈`` at ``t_n``) into ``new``:
     the modified Newton iteration on ``q̈_{n+1}`` (module docstring), starting from
     ``q̈_n``.  Returns ``_CONVERGED``, :data:`NEWTON_FAILED`,
     :data:`SINGULAR` or :data:`~flexdyn.engine.layout.INVALID`.  ``Mk`` holds the kept mass
     matrix (valid when ``s[M_KEPT]`` is 1) and ``Ku``, ``Cu`` the stiffness and damping kept
     with it, ``S`` the factor of the iteration matrix formed with them (Cholesky's, or with
-    ``exact`` LU's with the row swaps ``piv``: :func:`_iteration_blocks`, ``Kc``, ``Cc``,
-    ``dw``) and ``s[H_FACTOR]`` its step size (0: none); the force at ``t_{n+1}`` is ``tau``,
+    the exact matrix, ``dw`` not None, LU's with the row swaps ``piv``:
+    :func:`_iteration_blocks`, ``Kc``, ``Cc``) and ``s[H_FACTOR]`` its step size (0: none);
+    the force at ``t_{n+1}`` is ``tau``,
     or a state feedback linearized about ``pred[0]`` (``fb``; ``_linearized_forces``,
     into ``tf``); the speeds ``pmask`` marks have the prescribed accelerations ``pacc`` at
     ``t_{n+1}`` (:func:`_prescribed_residual`).  The engine's coordinates of an iterate go
@@ -843,8 +858,8 @@ def _solve_step(st, pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, p
             _closure_residual(pm, w, cl, omega, 0, qx, v1, qdd, r)
         _prescribed_residual(pmask, r, tf)
         if refresh:  # M(q) after the position terms of the residual, and K's tangent
-            status = _iteration_blocks(st, pm, w, exact, dw, qx, v1, qdd, fext, pmask, Kc, Cc,
-                                       Mk, Ku, Cu)
+            status = _iteration_blocks(st, pm, w, dw, qx, v1, qdd, fext, pmask, Kc, Cc, Mk,
+                                       Ku, Cu)
             if status != -1:
                 return status
             s[M_KEPT] = 1.0
@@ -856,7 +871,7 @@ def _solve_step(st, pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, p
                 for k in range(nu):
                     S[i, k] = Mk[i, k] + cv * Cu[i, k] + cq * Ku[i, k]
             s[H_FACTOR] = 0.0
-            if not (lu_factor(S, piv) if exact else cholesky_factor(S, MASS_MATRIX_RTOL)):
+            if not (cholesky_factor(S, MASS_MATRIX_RTOL) if dw is None else lu_factor(S, piv)):
                 return SINGULAR
             if cl is not None:
                 if not _closure_factors_cholesky(cl, pmask, S):
@@ -864,7 +879,7 @@ def _solve_step(st, pm, w, c, max_iter, h, y, qg, qx, tau, fext, fb, pred, tf, p
             s[H_FACTOR] = h
             cnt[FACTORIZATIONS] += 1
             reform = False
-        if exact:
+        if dw is not None:
             copy(r, dx)
             lu_substitute(S, piv, dx.reshape((nu, 1)))
         else:
@@ -1006,7 +1021,7 @@ def _solve_blocks(eig, S, Jc, piv, cl, wh, r, zr, zc, dx):
 
 @helper
 def _collocation_step(st, pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb, pred, tf,
-                      pmask, pacc, Kc, Cc, Ku, Cu, Mk, exact, dw, tab, eig, scaled, displacement,
+                      pmask, pacc, Kc, Cc, Ku, Cu, Mk, dw, tab, eig, scaled, displacement,
                       elastic, S, Jc, piv, cl, s, stages, r, dx, zr, zc, p, new, cnt):
     """One step of size ``h`` from ``y`` (rows ``q, q̇, q⃛, q̈, q⁗`` at ``t_n``) into ``new`` by
     the s-stage collocation method of ``tab`` (:func:`tableau`; Hairer & Wanner, Sec IV.5):
@@ -1021,8 +1036,8 @@ def _collocation_step(st, pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb
     (s nu,): :func:`_prescribed_residual`), by a simplified Newton
     iteration on ``J = I ⊗ M + h a ⊗ C + h² a² ⊗ K`` (s nu × s nu; ``M``, ``C`` and
     ``K`` at the first stage's first iterate, into ``Mk``, ``Cu`` and ``Ku``: the constant
-    blocks ``Kc``, ``Cc`` with the geometric stiffness's tangent, or ``exact`` the
-    derivatives of the residual: :func:`_iteration_blocks` with ``dw``),
+    blocks ``Kc``, ``Cc`` with the geometric stiffness's tangent, or with ``dw`` the
+    derivatives of the residual: :func:`_iteration_blocks`),
     solved through the eigendecomposition ``eig`` of ``a`` (:func:`eigen_table`): one real
     block (into ``S``) and one complex block (into ``Jc``) of nu × nu per real eigenvalue and
     conjugate pair (:func:`_factor_blocks`, :func:`_solve_blocks`; ``zr``, ``zc`` scratch),
@@ -1097,8 +1112,8 @@ def _collocation_step(st, pm, w, c, max_iter, h, y, qg, qx, W, tau, gn, fext, fb
             power_rates(pm, w, qx, Vs[i], tf, fi, p[i])
             _external_share(gn[i * nu:(i + 1) * nu], Vs[i], p[i])
             if not factored:  # M(Q_1) after the position terms of the first residual
-                status = _iteration_blocks(st, pm, w, exact, dw, qx, Vs[i], A[i], fi, pmask,
-                                           Kc, Cc, Mk, Ku, Cu)
+                status = _iteration_blocks(st, pm, w, dw, qx, Vs[i], A[i], fi, pmask, Kc, Cc,
+                                           Mk, Ku, Cu)
                 if status != -1:
                     return status
                 s[M_KEPT], s[H_FACTOR] = 1.0, 0.0
@@ -1338,8 +1353,9 @@ def generalized_alpha(ib, fb, st, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc
     start of the last step), advanced in place;
     ``s`` (:data:`N_SCALARS`), ``Mk`` and ``S`` (nu × nu: the kept mass matrix and the
     factor of generalized-α's iteration matrix, or of a collocation scheme's real block),
-    ``Bk`` (2 × nu × nu: the stiffness and damping kept with ``Mk``: with the exact matrix,
-    ``ctl[ITERATION_MATRIX]``, formed with it; else formed afresh in each call),
+    ``Bk`` (2 × nu × nu: the stiffness and damping of the exact iteration matrix, kept with
+    ``Mk``; None: the modal matrix, whose entry numba then compiles without the exact one's
+    code),
     ``Jc`` (nu × nu, complex: the factor of a collocation scheme's complex block; empty for
     generalized-α), ``base`` (3 × nu: generalized-α's predictor, the part of ``q, q̇, a`` at
     ``t_{n+1}`` known before the iteration; None for the collocation schemes, whose
@@ -1373,9 +1389,12 @@ def generalized_alpha(ib, fb, st, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc
     pm, w = unpack(ib, fb), workspace(ib)
     nu, nq = y.shape[1], qg.shape[0]
     qx, xs, rate = np.empty(nq), np.empty(nu), np.empty(nu)
-    exact = ctl[ITERATION_MATRIX] == EXACT_MATRIX
-    Kc, Cc, Ku, Cu = np.zeros((nu, nu)), np.zeros((nu, nu)), Bk[0], Bk[1]
-    if not exact:  # (the exact matrix takes these from the derivatives of inverse dynamics)
+    exact = Bk is not None  # (numba prunes the other matrix's branches)
+    Kc, Cc = np.zeros((nu, nu)), np.zeros((nu, nu))
+    if exact:  # (the derivatives of inverse dynamics hold the modal and joint forces' blocks)
+        Ku, Cu = Bk[0], Bk[1]
+    else:
+        Ku, Cu = np.empty((nu, nu)), np.empty((nu, nu))
         _modal_blocks(pm, nu, Kc, Cc)
     if jf.shape[1] != 0:  # the feedback's stiffness and damping, −∂τ/∂q and −∂τ/∂q̇
         for i in range(nu):  # (their symmetric parts for the Cholesky factor)
@@ -1384,12 +1403,8 @@ def generalized_alpha(ib, fb, st, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc
                 Cc[i, k] -= jf[1, i, k] if exact else 0.5 * (jf[1, i, k] + jf[1, k, i])
     _decouple(pmask, Kc, 0.0)  # the prescribed speeds: no stiffness, no damping in the
     _decouple(pmask, Cc, 0.0)  # iteration
-    n_complex, n_real = work_lengths(ib) if exact else (0, 0)
-    dw = (np.zeros(n_complex, dtype=np.complex128), np.empty(n_real),
-          np.empty((nq, nu) if exact else (0, 0)))
-    if exact:
-        _identity_directions(pm.ints, dw[2])
-    else:  # the modal blocks, until the first M is formed in this call
+    dw = _derivative_work(ib, pm.ints, Bk)
+    if not exact:  # the modal blocks, until the first M is formed in this call
         _engine_q(pm, qg, y[0], qx)
         _stiffness(pm, qx, Kc, Ku)
         copy(Cc, Cu)
@@ -1430,11 +1445,11 @@ def generalized_alpha(ib, fb, st, c, ctl, t_eval, tau, gn, fext, jf, pmask, pacc
         if collocation:
             result = _collocation_step(st, pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, W, tau_m,
                                        gn, fext, jf, pred, tf, pmask, pacc, Kc, Cc, Ku, Cu, Mk,
-                                       exact, dw, tab, eig, radau, displacement, elastic, S, Jc,
+                                       dw, tab, eig, radau, displacement, elastic, S, Jc,
                                        piv, cl, s, stages, rs, dxs, zr, zc, ps, new, cnt)
         else:
             result = _solve_step(st, pm, w, c, ctl[MAX_NEWTON], h, y, qg, qx, tau_m, fext, jf,
-                                 pred, tf, pmask, pacc, Kc, Cc, Ku, Cu, Mk, exact, dw, S, piv[0],
+                                 pred, tf, pmask, pacc, Kc, Cc, Ku, Cu, Mk, dw, S, piv[0],
                                  cl, s, new, base, r, dx, cnt)
         if result != _CONVERGED:
             if not adaptive or result == SINGULAR:

@@ -197,7 +197,6 @@ class CompiledLoop:
         ctl[g.SCHEME] = scheme
         ctl[g.ERROR_NORM] = error_norm
         ctl[g.MAX_TRIES] = -1
-        ctl[g.ITERATION_MATRIX] = iteration_matrix
         if h is not None:
             ctl[g.N_FIXED] = max(1, math.ceil((t1 - t0) / h * (1.0 - 1e-12)))
             c[g.H_FIXED] = (t1 - t0) / ctl[g.N_FIXED]
@@ -206,8 +205,9 @@ class CompiledLoop:
         s[g.H] = min(max_step, (t1 - t0) / 100.0)
         s[g.P_TAU:g.P_TAU + 3] = xdot0[nq + nu:]
         self.Mk, self.S = np.zeros((nu, nu)), np.zeros((nu, nu))
-        #: the stiffness and damping kept with ``Mk`` (the exact iteration matrix's)
-        self.Bk = np.zeros((2, nu, nu))
+        #: the stiffness and damping of the exact iteration matrix, kept with ``Mk`` (None:
+        #: the modal matrix, whose compiled loop then holds none of the exact one's code)
+        self.Bk = np.zeros((2, nu, nu)) if iteration_matrix == g.EXACT_MATRIX else None
         #: the stage times of the scheme's forces (:func:`flexdyn.engine.galpha.nodes`)
         self.nodes = g.nodes(scheme)
         #: the weights of :meth:`stage_states` at :attr:`nodes` (``_stage_weights``)
@@ -244,7 +244,8 @@ class CompiledLoop:
         cl = self.closures
         closures = () if cl is None else (cl.lam_n, cl.h_n, cl.Jk, cl.Y, cl.Yc, cl.L, cl.Lc,
                                           cl.piv)
-        return (self.y, self.qg, self.s, self.Mk, self.Bk, self.S, self.Jc, self.piv, self.pred,
+        exact = () if self.Bk is None else (self.Bk,)
+        return (self.y, self.qg, self.s, self.Mk, *exact, self.S, self.Jc, self.piv, self.pred,
                 self.cnt, *closures)
 
     @property
@@ -453,8 +454,7 @@ class CompiledLoop:
             out_t: np.ndarray, out_x: np.ndarray) -> int:
         """One call of the compiled entry (its status); the collocation schemes take
         ``tau``, ``f_ext`` and ``g`` (empty: no nodal loads) stacked per stage."""
-        stages = ("implicit_exact" if self.ctl[galpha.ITERATION_MATRIX] == galpha.EXACT_MATRIX
-                  else "implicit")
+        stages = "implicit" if self.Bk is None else "implicit_exact"
         return galpha.generalized_alpha(*self.engine.stage_buffers(stages), self.c,
                                         self.ctl, times, tau, g, f_ext, self.jf, self.pmask,
                                         self.pacc, self.elastic, self.y, self.qg, self.s,
