@@ -37,13 +37,13 @@ iteration does not converge), and for the next step when it was more than
 distance to the solution, estimated as ``θ/(1 − θ)`` times the last correction (``θ`` the
 ratio of the last two), is at most ``newton_tol · max(1, max|q̈|)``.
 
-With the exact matrix (:data:`EXACT_MATRIX`: ``Bk`` given) the iteration matrix is the residual's
-own Jacobian, ``M + γ′ ∂r/∂q̇ + β′ ∂r/∂q``: the derivatives of inverse dynamics at the
-iterate (:func:`~flexdyn.engine.derivatives.state_derivatives`; velocity products, gravity,
-the modal and the joint forces included) plus the feedback's blocks, factored by LU (it is
-not symmetric) and kept with ``M`` under the same rules (``_iteration_blocks``).  Its columns
-of a quaternion joint are the tangent directions at the iterate, which the local coordinates
-below match to first order in the step's rotation.
+With the exact matrix (its blocks ``Bk`` given to :func:`generalized_alpha`) the iteration
+matrix is the residual's own Jacobian, ``M + γ′ ∂r/∂q̇ + β′ ∂r/∂q``: the derivatives of
+inverse dynamics at the iterate (:func:`~flexdyn.engine.derivatives.state_derivatives`;
+velocity products, gravity, the modal and the joint forces included) plus the feedback's
+blocks, factored by LU (it is not symmetric) and kept with ``M`` under the same rules
+(``_iteration_blocks``).  Its columns of a quaternion joint are the tangent directions at the
+iterate, which the local coordinates below match to first order in the step's rotation.
 
 The schemes integrate coordinates that are their own rates, ``q̇ = u``.  A quaternion joint
 (``spherical``, ``free``) has none: its coordinates here are **local**, the rotation vector
@@ -115,13 +115,6 @@ N_PARAMS = 13
 ADAPTIVE, MAX_NEWTON, MAX_TRIES, RECORD_STEPS, N_FIXED, SCHEME, ERROR_NORM = range(7)
 #: length of ``ctl``
 N_CONTROLS = 7
-#: the iteration matrices: ``M + γ′ C + β′ K`` with the modal blocks (module docstring), or
-#: the exact ``M + γ′ ∂r/∂q̇ + β′ ∂r/∂q`` of the residual from the derivatives of inverse
-#: dynamics (:func:`flexdyn.engine.derivatives.state_derivatives`), which the entry computes
-#: where its caller passes the blocks ``Bk`` it keeps (:func:`generalized_alpha`)
-MODAL_MATRIX, EXACT_MATRIX = 0, 1
-#: the iteration matrices by their ``iteration_matrix`` names in the integrators' options
-ITERATION_MATRICES = {"modal": MODAL_MATRIX, "exact": EXACT_MATRIX}
 #: Radau IIA's norms of its error estimate and Newton corrections (``_radau_error``,
 #: ``_stage_norm``): over ``q`` and ``q̇``, each scaled by its own ``ATOL + RTOL |x|``
 #: (scipy's ``"Radau"``, RADAU5), or in displacements: ``q`` over ``ATOL + RTOL |q|`` and

@@ -147,7 +147,7 @@ class CompiledLoop:
     integrator's coordinates, local at the quaternion joints), ``qg`` (their reference;
     :attr:`q`: the engine's coordinates of the state), ``Mk``, ``Bk``,
     ``S``, ``Jc``, ``piv``, ``pred`` and ``cnt`` in the layouts of :mod:`flexdyn.engine.galpha`
-    (``iteration_matrix``: :data:`~flexdyn.engine.galpha.ITERATION_MATRICES`).
+    (``iteration_matrix``: ``"modal"``, or ``"exact"`` with the blocks ``Bk`` it keeps).
     ``h`` None: adaptive steps; else ``ceil((t1 − t0)/h)`` equal steps.  ``linearize``:
     ``tau`` is a state feedback whose Jacobians the Newton iteration takes
     (:meth:`feedback_try`).  ``drive``: prescribed motion, whose accelerations the loop takes
@@ -161,7 +161,7 @@ class CompiledLoop:
                  scheme: int,
                  h: float | None, rho_inf: float, newton_tol: float | None,
                  error_norm: int, rtol: float, atol: float, max_step: float,
-                 record_steps: bool, iteration_matrix: int = galpha.MODAL_MATRIX,
+                 record_steps: bool, iteration_matrix: str = "modal",
                  linearize: bool = False,
                  drive: PrescribedMotion | None = None, xdot0: np.ndarray | None = None,
                  closure_rate: float = CLOSURE_RATE):
@@ -207,7 +207,7 @@ class CompiledLoop:
         self.Mk, self.S = np.zeros((nu, nu)), np.zeros((nu, nu))
         #: the stiffness and damping of the exact iteration matrix, kept with ``Mk`` (None:
         #: the modal matrix, whose compiled loop then holds none of the exact one's code)
-        self.Bk = np.zeros((2, nu, nu)) if iteration_matrix == g.EXACT_MATRIX else None
+        self.Bk = np.zeros((2, nu, nu)) if iteration_matrix == "exact" else None
         #: the stage times of the scheme's forces (:func:`flexdyn.engine.galpha.nodes`)
         self.nodes = g.nodes(scheme)
         #: the weights of :meth:`stage_states` at :attr:`nodes` (``_stage_weights``)
@@ -488,7 +488,7 @@ def integrate_compiled(ode: Problem, q0: np.ndarray, u0: np.ndarray, t0: float, 
                        tau: Any, f_ext: Any, rtol: float, atol: float,
                        t_eval: np.ndarray | None, max_step: float, progress: bool, *,
                        h: float | None, rho_inf: float, newton_tol: float,
-                       error_norm: int, scheme: int, iteration_matrix: int = galpha.MODAL_MATRIX,
+                       error_norm: int, scheme: int, iteration_matrix: str = "modal",
                        events: Events | None = None) -> SimulationResult:
     """:func:`simulate` with a compiled integrator (``integrator="generalized-alpha"``,
     ``"gauss-legendre"`` or ``"radau-iia"``, ``scheme`` its code): the time loop runs in the

@@ -29,10 +29,10 @@ from .compiled import integrate_compiled
 from .loop import Events, integrate_scipy
 from .problem import Problem, check_choice
 
-__all__ = ["AUTO", "DEFAULT_TOLERANCES", "INTEGRATORS", "LEGACY_OPTIONS", "RK4",
-           "SCIPY_METHODS", "Auto", "CompiledIntegrator", "GaussLegendre", "GeneralizedAlpha",
-           "Integrator", "RadauIIA", "ScipyIVP", "SolverIntegrator", "Span", "auto_integrator",
-           "integrator_options"]
+__all__ = ["AUTO", "DEFAULT_TOLERANCES", "INTEGRATORS", "ITERATION_MATRICES", "LEGACY_OPTIONS",
+           "RK4", "SCIPY_METHODS", "Auto", "CompiledIntegrator", "GaussLegendre",
+           "GeneralizedAlpha", "Integrator", "RadauIIA", "ScipyIVP", "SolverIntegrator", "Span",
+           "auto_integrator", "integrator_options"]
 
 #: :func:`~flexdyn.simulation.simulate`'s default integrator: chosen per problem by
 #: :func:`auto_integrator`
@@ -45,6 +45,8 @@ AUTO = "auto"
 DEFAULT_TOLERANCES = {"state": (1e-8, 1e-10), "displacement": (1e-6, 1e-7)}
 #: the methods of :func:`scipy.integrate.solve_ivp` by name
 SCIPY_METHODS = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
+#: the iteration matrices of the compiled integrators (:class:`CompiledIntegrator`)
+ITERATION_MATRICES = ("modal", "exact")
 #: the keywords of ``simulate`` that are options of an integrator (deprecated there)
 LEGACY_OPTIONS = ("rtol", "atol", "h", "rho_inf", "newton_tol", "error_norm")
 
@@ -233,8 +235,7 @@ class CompiledIntegrator(Integrator):
     iteration_matrix: str = dataclasses.field(default="modal", kw_only=True)
 
     def __post_init__(self) -> None:
-        check_choice(self.iteration_matrix, tuple(galpha.ITERATION_MATRICES),
-                     "iteration_matrix")
+        check_choice(self.iteration_matrix, ITERATION_MATRICES, "iteration_matrix")
 
     def check(self, model: Model, *, backend: str, prescribed: Any, f_nodes: Any,
               fidelity: str = DEFAULT_FIDELITY) -> None:
@@ -267,7 +268,7 @@ class CompiledIntegrator(Integrator):
                 "newton_tol": getattr(self, "newton_tol", None),
                 "error_norm": galpha.ERROR_NORMS[getattr(self, "error_norm", "state")],
                 "scheme": self.scheme,
-                "iteration_matrix": galpha.ITERATION_MATRICES[self.iteration_matrix]}
+                "iteration_matrix": self.iteration_matrix}
 
     def integrate(self, ode: Problem, span: Span) -> SimulationResult:
         return integrate_compiled(ode, span.q0, span.u0, span.t0, span.t1, span.tau,
